@@ -1,0 +1,88 @@
+/*
+ * The device state: everything a kernel needs to reach another PE, in one trivially-copyable struct.
+ *
+ * One struct, two deliveries: every translation unit that includes the device API holds a `static
+ * __constant__` copy that tshmem fills at init (registration, see registration.cuh), and
+ * tshmemx_device_view() returns the same bytes for kernels that take it as a `__grid_constant__`
+ * argument. This header is plain C++ so that the host runtime builds the struct without CUDA.
+ *
+ * ABI: `version` is the first field and `size` the second; a mismatch between the headers an application
+ * was compiled with and the library is an error at registration, naming both values.
+ */
+#ifndef TSHMEM_DEVICE_STATE_TYPES_H
+#define TSHMEM_DEVICE_STATE_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** Largest number of PEs the constant-memory peer table holds. init fails clearly above it. */
+#define TSHMEM_MAX_PES 1024
+
+/** Bump when the layout of tshmemi_device_state changes. */
+#define TSHMEM_DEVICE_STATE_LAYOUT 1u
+
+/** Bytes at the start of every heap that tshmem keeps for itself (device barrier and sync counters). */
+#define TSHMEM_INTERNAL_HEAP_BYTES (64u * 1024u)
+
+enum tshmemi_state_flags {
+  TSHMEMI_STATE_INITIALIZED = 1u << 0, /**< Filled by a live tshmem_init. */
+  TSHMEMI_STATE_MULTICAST = 1u << 1,   /**< mc_base maps an NVLink multicast object. */
+  TSHMEMI_STATE_GPU_HEAP = 1u << 2,    /**< The heap is device memory (vmm, ipc), not host shm. */
+};
+
+typedef struct tshmemi_device_state {
+  uint32_t version;          /**< (TSHMEM_DEVICE_STATE_LAYOUT << 16) | (sizeof & 0xffff): first, always. */
+  uint32_t size;             /**< sizeof(tshmemi_device_state) as compiled: second, always. */
+  int32_t my_pe;             /**< This PE, in [0, n_pes). */
+  int32_t n_pes;             /**< Number of PEs in the job. */
+  uint32_t flags;            /**< tshmemi_state_flags. */
+  int32_t local_n_pes;       /**< PEs on this node. */
+  uint64_t heap_base;        /**< This PE's heap base (equals peer_base[my_pe]). */
+  uint64_t heap_size;        /**< Bytes in every PE's heap (symmetric). */
+  uint64_t mc_base;          /**< Multicast mapping of the heap, 0 without multicast. */
+  uint64_t wait_timeout_ns;  /**< TSHMEM_WAIT_TIMEOUT_MS in ns: a wait longer than this traps; 0 = never. */
+  const uint64_t *peer_base_global; /**< Device-global mirror of peer_base: per-lane PE lookups __ldg it. */
+  uint64_t reserved[4];      /**< Room to grow without a layout change; zero. */
+  uint64_t peer_base[TSHMEM_MAX_PES]; /**< Where this PE sees each PE's heap; 0 = no load/store path. */
+} tshmemi_device_state;
+
+#ifdef __cplusplus
+static_assert(offsetof(tshmemi_device_state, version) == 0, "version must be the first field");
+static_assert(offsetof(tshmemi_device_state, size) == 4, "size must be the second field");
+static_assert(offsetof(tshmemi_device_state, heap_base) == 24, "layout frozen: bump TSHMEM_DEVICE_STATE_LAYOUT");
+static_assert(offsetof(tshmemi_device_state, peer_base) == 96, "layout frozen: bump TSHMEM_DEVICE_STATE_LAYOUT");
+static_assert(sizeof(tshmemi_device_state) == 96 + 8 * TSHMEM_MAX_PES, "layout frozen: bump the layout");
+#endif
+
+#define TSHMEMI_DEVICE_STATE_VERSION \
+  ((TSHMEM_DEVICE_STATE_LAYOUT << 16) | ((uint32_t)sizeof(tshmemi_device_state) & 0xffffu))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Fill callback registered by every translation unit that includes the device API: copies `state` into
+ * that unit's own `__constant__` copy on CUDA device `cuda_device`, through that unit's CUDA runtime.
+ * Returns a cudaError_t value (0 on success).
+ */
+typedef int (*tshmemi_state_fill_fn)(int cuda_device, const tshmemi_device_state *state);
+
+/**
+ * Records a unit's fill callback (called from a static initializer: makes no CUDA call). If tshmem is
+ * already initialised, the copy is filled at once. `version`/`size` are what the unit was compiled with; a
+ * mismatch is recorded as an error that tshmem_init (or this call, if init already ran) reports.
+ * Returns a token for tshmemi_unregister_device_state (a unit in a shared library unregisters on unload).
+ */
+__attribute__((visibility("default"))) void *tshmemi_register_device_state(tshmemi_state_fill_fn fill,
+                                                                          uint32_t version, uint32_t size);
+__attribute__((visibility("default"))) void tshmemi_unregister_device_state(void *token);
+
+/** A copy of the live device state (for by-value delivery); all-zero before init. */
+__attribute__((visibility("default"))) int tshmemx_device_view(tshmemi_device_state *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TSHMEM_DEVICE_STATE_TYPES_H */

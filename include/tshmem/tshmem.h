@@ -1,0 +1,152 @@
+/*
+ * tshmem — GPU-initiated communication in the NVSHMEM style.
+ *
+ * The host C API, with OpenSHMEM names. Every PE is one process driving one GPU (or, on the `shm`
+ * backend, plain host memory). Collective calls (init, malloc & co., free, barrier_all) must be made by
+ * every PE in the same order; tshmem checks that they are and reports a divergence on every PE.
+ *
+ * Errors: calls that return `int` return 0 on success and a `tshmem_status_t` otherwise; calls that return
+ * a pointer return NULL. In both cases `tshmemx_last_error_code()` and `tshmemx_last_error()` describe the
+ * last failure on the calling thread (the call, the values and the rule that was broken).
+ *
+ * This header compiles as C and C++.
+ */
+#ifndef TSHMEM_TSHMEM_H
+#define TSHMEM_TSHMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tshmem/version.h"
+
+#if defined(_WIN32)
+#error "tshmem supports Linux only"
+#endif
+
+#define TSHMEM_API __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Status codes. 0 is success; every other value names one class of failure. */
+typedef enum tshmem_status {
+  TSHMEM_SUCCESS = 0,
+  TSHMEM_ERR_ASYMMETRIC = 1,       /**< PEs made different collective calls (size, order, alignment, kind). */
+  TSHMEM_ERR_INVALID_PE = 2,       /**< A PE outside [0, n_pes). */
+  TSHMEM_ERR_INVALID_ARG = 3,      /**< An argument breaks a documented rule. */
+  TSHMEM_ERR_OUT_OF_MEMORY = 4,    /**< The symmetric heap (or host memory) is exhausted. */
+  TSHMEM_ERR_NOT_INITIALIZED = 5,  /**< Called before tshmem_init or after tshmem_finalize. */
+  TSHMEM_ERR_CONFIG = 6,           /**< Environment or cross-PE configuration is invalid or inconsistent. */
+  TSHMEM_ERR_CUDA = 7,             /**< A CUDA runtime or driver call failed. */
+  TSHMEM_ERR_MPI = 8,              /**< An MPI call failed. */
+  TSHMEM_ERR_SYSTEM = 9,           /**< An operating-system call failed (shm_open, mmap, sockets). */
+  TSHMEM_ERR_UNREACHABLE_PE = 10,  /**< The PE is valid but has no load/store path from this PE. */
+  TSHMEM_ERR_INTERNAL = 11,        /**< A broken invariant inside tshmem: please report it. */
+  TSHMEM_NUM_STATUS                /**< Number of codes; not a status. */
+} tshmem_status_t;
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Library setup and query                                                                              */
+/* ---------------------------------------------------------------------------------------------------- */
+
+/**
+ * Collective over MPI_COMM_WORLD. Initialises MPI if the application has not (and then finalises it in
+ * tshmem_finalize), picks the GPU, reserves the symmetric heap and maps the node-local peers' heaps.
+ * Returns 0 on success; on failure every PE returns the same code and nothing stays allocated.
+ */
+TSHMEM_API int tshmem_init(void);
+
+/** Undoes tshmem_init. Collective. Safe to call when not initialised (then it does nothing). */
+TSHMEM_API void tshmem_finalize(void);
+
+/** This PE's number in [0, n_pes), or -1 before init. */
+TSHMEM_API int tshmem_my_pe(void);
+
+/** The number of PEs, or -1 before init. */
+TSHMEM_API int tshmem_n_pes(void);
+
+/** OpenSHMEM version query. */
+TSHMEM_API void tshmem_info_get_version(int *major, int *minor);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Symmetric heap (all collective and checked for symmetry)                                             */
+/* ---------------------------------------------------------------------------------------------------- */
+
+/**
+ * Collective. Every PE must ask for the same size, in the same order as its other collective calls.
+ * Returns the same heap offset on every PE (as a local address), NULL for size 0 (no error), and NULL with
+ * TSHMEM_ERR_ASYMMETRIC on every PE when the PEs' requests differ (nothing is allocated), or with
+ * TSHMEM_ERR_OUT_OF_MEMORY on every PE when any PE's heap is exhausted. Alignment is at least 256 bytes.
+ */
+TSHMEM_API void *tshmem_malloc(size_t size);
+
+/** As tshmem_malloc, and the block is zeroed on every PE before the call returns. */
+TSHMEM_API void *tshmem_calloc(size_t count, size_t size);
+
+/** As tshmem_malloc, aligned to `alignment`, which must be a power of two. */
+TSHMEM_API void *tshmem_align(size_t alignment, size_t size);
+
+/**
+ * Collective. Every PE must free the same block. NULL is allowed (nothing freed, still collective).
+ * A pointer that is not the start of a live block (outside the heap, or already freed) is an error on
+ * every PE (TSHMEM_ERR_INVALID_ARG), and nothing is freed anywhere.
+ */
+TSHMEM_API void tshmem_free(void *ptr);
+
+/**
+ * The address at which this PE can load and store `pe`'s copy of the symmetric object `dest`, or NULL if
+ * `pe` is not reachable by load/store, is out of range, or `dest` is not in the heap.
+ * tshmem_ptr(p, tshmem_my_pe()) == p for every heap address p.
+ */
+TSHMEM_API void *tshmem_ptr(const void *dest, int pe);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Host-initiated remote memory access                                                                  */
+/* ---------------------------------------------------------------------------------------------------- */
+
+/**
+ * Copies `nbytes` from local `src` to `dest` (a symmetric address) on `pe`. Returns when `src` may be
+ * reused; the data is visible at the target after tshmem_quiet or tshmem_barrier_all.
+ * Fails with TSHMEM_ERR_INVALID_PE (nothing written) or TSHMEM_ERR_INVALID_ARG (range outside the heap).
+ */
+TSHMEM_API int tshmem_putmem(void *dest, const void *src, size_t nbytes, int pe);
+
+/** Copies `nbytes` from `src` (a symmetric address) on `pe` to local `dest`. Blocking. */
+TSHMEM_API int tshmem_getmem(void *dest, const void *src, size_t nbytes, int pe);
+
+/** Completes every put issued by this PE (host side and, on GPU backends, the device). */
+TSHMEM_API void tshmem_quiet(void);
+
+/** Collective: quiet, then every PE waits for all others. Failures are reported by tshmemx_last_error. */
+TSHMEM_API void tshmem_barrier_all(void);
+
+/** Same as tshmem_barrier_all (OpenSHMEM 1.5 names both). */
+TSHMEM_API void tshmem_sync_all(void);
+
+/** Ends the whole job with `status` (OpenSHMEM: shmem_global_exit). */
+TSHMEM_API void tshmem_global_exit(int status);
+
+/* ---------------------------------------------------------------------------------------------------- */
+/* Errors                                                                                               */
+/* ---------------------------------------------------------------------------------------------------- */
+
+/** The code of the last failure on the calling thread (TSHMEM_SUCCESS if none since it was cleared). */
+TSHMEM_API int tshmemx_last_error_code(void);
+
+/** The message of the last failure on the calling thread ("" if none). Valid until the thread's next call. */
+TSHMEM_API const char *tshmemx_last_error(void);
+
+/** Clears the calling thread's last error. */
+TSHMEM_API void tshmemx_clear_last_error(void);
+
+/** A short constant name for a status code ("TSHMEM_ERR_ASYMMETRIC"), or "not a tshmem status". */
+TSHMEM_API const char *tshmemx_strerror(int status);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#include "tshmem/tshmemx.h"
+
+#endif /* TSHMEM_TSHMEM_H */

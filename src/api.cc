@@ -1,0 +1,135 @@
+// The exported C API: argument checks and the exception fence. Logic lives in the components.
+#include <cstdlib>
+#include <exception>
+#include <new>
+
+#include "context.h"
+
+namespace tshmemi {
+namespace {
+
+// Every extern "C" function runs its body through this: no exception crosses the C boundary.
+template <typename F>
+auto guarded(const char *call, F &&body, decltype(body()) on_exception) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    set_error(TSHMEM_ERR_OUT_OF_MEMORY, "%s: host memory exhausted", call);
+  } catch (const std::exception &e) {
+    set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception: %s", call, e.what());
+  } catch (...) {
+    set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception", call);
+  }
+  return on_exception;
+}
+
+void *allocate(const char *call, CollectiveKind kind, uint64_t size, uint64_t alignment) {
+  return guarded(call, [&]() -> void * {
+    Context *ctx = require_context(call);
+    if (ctx == nullptr) return nullptr;
+    void *block = nullptr;
+    if (ctx->heap->allocate(kind, size, alignment, &block) != TSHMEM_SUCCESS) return nullptr;
+    return block;
+  }, nullptr);
+}
+
+}  // namespace
+}  // namespace tshmemi
+
+using namespace tshmemi;
+
+extern "C" {
+
+TSHMEM_API int tshmem_init(void) {
+  return guarded("tshmem_init", [] { return static_cast<int>(init_context(0, nullptr)); },
+                 static_cast<int>(TSHMEM_ERR_INTERNAL));
+}
+
+TSHMEM_API int tshmemx_init_attr(unsigned flags, tshmemx_init_attr_t *attr) {
+  return guarded("tshmemx_init_attr", [&]() -> int {
+    if ((flags & ~static_cast<unsigned>(TSHMEMX_INIT_WITH_MPI_COMM)) != 0)
+      return set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_init_attr: unknown flags %#x (known: TSHMEMX_INIT_WITH_MPI_COMM)",
+                       flags);
+    if (flags & TSHMEMX_INIT_WITH_MPI_COMM) {
+      if (attr == nullptr)
+        return set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_init_attr: TSHMEMX_INIT_WITH_MPI_COMM needs an attr");
+      if (attr->magic != TSHMEMX_INIT_ATTR_MAGIC || attr->size < sizeof(tshmemx_init_attr_t) ||
+          attr->version != TSHMEMX_INIT_ATTR_VERSION)
+        return set_error(TSHMEM_ERR_INVALID_ARG,
+                         "tshmemx_init_attr: attr not initialised with TSHMEMX_INIT_ATTR_INITIALIZER "
+                         "(magic %#x, size %zu, version %u; expected %#x, %zu, %u)",
+                         attr->magic, attr->size, attr->version, TSHMEMX_INIT_ATTR_MAGIC, sizeof(tshmemx_init_attr_t),
+                         TSHMEMX_INIT_ATTR_VERSION);
+      if (attr->mpi_comm == nullptr)
+        return set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_init_attr: attr->mpi_comm is NULL (it must point to an MPI_Comm)");
+    }
+    return init_context(flags, attr ? attr->mpi_comm : nullptr);
+  }, static_cast<int>(TSHMEM_ERR_INTERNAL));
+}
+
+TSHMEM_API void tshmem_finalize(void) {
+  guarded("tshmem_finalize", [] { finalize_context(); return 0; }, 0);
+}
+
+TSHMEM_API int tshmem_my_pe(void) { return context() ? context()->peers.my_pe() : -1; }
+TSHMEM_API int tshmem_n_pes(void) { return context() ? context()->peers.n_pes() : -1; }
+
+TSHMEM_API void tshmem_info_get_version(int *major, int *minor) {
+  if (major) *major = TSHMEM_MAJOR_VERSION;
+  if (minor) *minor = TSHMEM_MINOR_VERSION;
+}
+
+TSHMEM_API void *tshmem_malloc(size_t size) { return allocate("tshmem_malloc", CollectiveKind::kMalloc, size, 0); }
+
+TSHMEM_API void *tshmem_calloc(size_t count, size_t size) {
+  if (size != 0 && count > SIZE_MAX / size) {
+    // Still collective: every PE must make the call so that none is left waiting.
+    return allocate("tshmem_calloc", CollectiveKind::kCalloc, UINT64_MAX, 0);
+  }
+  return allocate("tshmem_calloc", CollectiveKind::kCalloc, count * size, 0);
+}
+
+TSHMEM_API void *tshmem_align(size_t alignment, size_t size) {
+  return allocate("tshmem_align", CollectiveKind::kAlign, size, alignment);
+}
+
+TSHMEM_API void tshmem_free(void *ptr) {
+  guarded("tshmem_free", [&] {
+    Context *ctx = require_context("tshmem_free");
+    if (ctx != nullptr) ctx->heap->release(ptr);
+    return 0;
+  }, 0);
+}
+
+TSHMEM_API void *tshmem_ptr(const void *dest, int pe) {
+  Context *ctx = require_context("tshmem_ptr");
+  if (ctx == nullptr || check_pe(*ctx, "tshmem_ptr", pe) != TSHMEM_SUCCESS) return nullptr;
+  if (!ctx->heap->contains(dest, 0)) {
+    set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_ptr: %p is not in the symmetric heap", dest);
+    return nullptr;
+  }
+  const uint64_t base = ctx->peers.base(pe);
+  if (base == 0) return nullptr;  // no load/store path: not an error (OpenSHMEM)
+  return reinterpret_cast<void *>(base + ctx->heap->offset_of(dest));
+}
+
+TSHMEM_API void tshmem_global_exit(int status) {
+  Context *ctx = context();
+  if (ctx != nullptr && ctx->boot) ctx->boot->abort(status);
+  std::exit(status);
+}
+
+TSHMEM_API const char *tshmemx_backend_name(void) { return context() ? context()->mem->name() : nullptr; }
+TSHMEM_API void *tshmemx_heap_base(void) { return context() ? context()->mem->local_base() : nullptr; }
+TSHMEM_API size_t tshmemx_heap_size(void) { return context() ? context()->heap->size() : 0; }
+TSHMEM_API int tshmemx_local_pe(void) { return context() ? context()->boot->local_rank() : -1; }
+TSHMEM_API int tshmemx_local_n_pes(void) { return context() ? context()->boot->local_size() : -1; }
+TSHMEM_API int tshmemx_cuda_device(void) { return context() ? context()->cuda_device : -1; }
+
+TSHMEM_API void *tshmemx_peer_base(int pe) {
+  Context *ctx = require_context("tshmemx_peer_base");
+  if (ctx == nullptr || check_pe(*ctx, "tshmemx_peer_base", pe) != TSHMEM_SUCCESS) return nullptr;
+  return reinterpret_cast<void *>(ctx->peers.base(pe));
+}
+
+}  // extern "C"

@@ -1,0 +1,52 @@
+// The bootstrap interface: the few collectives tshmem's host runtime needs, over all PEs and over
+// the PEs of this node. MPI implements it (bootstrap_mpi.cc); everything above calls only this, so a
+// PMIx or unique-id bootstrap could be added without touching the heap.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/error.h"
+
+namespace tshmemi {
+
+enum class ReduceOp { kMin, kMax, kSum };
+
+class Bootstrap {
+ public:
+  virtual ~Bootstrap() = default;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  /// Index of this PE among the PEs of its node, and how many there are.
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  /// Global PE numbers of this node's PEs, by local rank.
+  const std::vector<int> &local_pes() const { return local_pes_; }
+  /// For every PE, its node number (0 .. number of nodes-1, by the lowest PE on each node).
+  const std::vector<int> &node_of_pe() const { return node_of_pe_; }
+
+  virtual Status barrier() = 0;
+  virtual Status allreduce(const int64_t *in, int64_t *out, int count, ReduceOp op) = 0;
+  /// Gathers `bytes` from every PE into `out` (size() * bytes), ordered by PE.
+  virtual Status allgather(const void *in, void *out, size_t bytes) = 0;
+  virtual Status broadcast(void *buffer, size_t bytes, int root) = 0;
+  /// Node-local allgather: `out` holds local_size() * bytes, ordered by local rank.
+  virtual Status local_allgather(const void *in, void *out, size_t bytes) = 0;
+  virtual Status local_barrier() = 0;
+  /// Ends every process of the job (tshmem_global_exit).
+  [[noreturn]] virtual void abort(int status) = 0;
+
+ protected:
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  std::vector<int> local_pes_;
+  std::vector<int> node_of_pe_;
+};
+
+/// Creates the MPI bootstrap over `comm` (a pointer to an MPI_Comm, or nullptr for MPI_COMM_WORLD).
+/// Initialises MPI if the application has not; the bootstrap then finalises it when destroyed.
+Status make_mpi_bootstrap(const void *comm, std::unique_ptr<Bootstrap> *out);
+
+}  // namespace tshmemi

@@ -1,0 +1,129 @@
+// The MPI implementation of the bootstrap interface.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "bootstrap/bootstrap.h"
+
+namespace tshmemi {
+namespace {
+
+Status mpi_error(const char *call, int code) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return set_error(TSHMEM_ERR_MPI, "%s failed: %s", call, text);
+}
+
+#define TSHMEMI_MPI_CHECK(call)                       \
+  do {                                                \
+    const int tshmemi_mpi_rc_ = (call);               \
+    if (tshmemi_mpi_rc_ != MPI_SUCCESS) return mpi_error(#call, tshmemi_mpi_rc_); \
+  } while (0)
+
+MPI_Op to_mpi(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kMax: return MPI_MAX;
+    case ReduceOp::kSum: return MPI_SUM;
+  }
+  return MPI_OP_NULL;
+}
+
+class MpiBootstrap final : public Bootstrap {
+ public:
+  ~MpiBootstrap() override {
+    if (local_comm_ != MPI_COMM_NULL) MPI_Comm_free(&local_comm_);
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (we_initialized_mpi_ && !finalized) MPI_Finalize();
+  }
+
+  Status init(const void *user_comm) {
+    int initialized = 0, finalized = 0;
+    TSHMEMI_MPI_CHECK(MPI_Initialized(&initialized));
+    TSHMEMI_MPI_CHECK(MPI_Finalized(&finalized));
+    if (finalized)
+      return set_error(TSHMEM_ERR_MPI,
+                       "tshmem_init: MPI is already finalized (MPI cannot start twice in one process); to init "
+                       "tshmem again after tshmem_finalize, call MPI_Init in the application so that MPI outlives tshmem");
+    if (!initialized) {
+      int provided = 0;
+      TSHMEMI_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+      we_initialized_mpi_ = true;
+    }
+    MPI_Comm parent = user_comm ? *static_cast<const MPI_Comm *>(user_comm) : MPI_COMM_WORLD;
+    if (parent == MPI_COMM_NULL)
+      return set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_init_attr: attr->mpi_comm is MPI_COMM_NULL");
+    // Our own communicators: the application's traffic never matches ours, and errors come back as codes.
+    TSHMEMI_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
+    TSHMEMI_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    TSHMEMI_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+    TSHMEMI_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+    TSHMEMI_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_comm_));
+    TSHMEMI_MPI_CHECK(MPI_Comm_set_errhandler(local_comm_, MPI_ERRORS_RETURN));
+    TSHMEMI_MPI_CHECK(MPI_Comm_rank(local_comm_, &local_rank_));
+    TSHMEMI_MPI_CHECK(MPI_Comm_size(local_comm_, &local_size_));
+    local_pes_.assign(static_cast<size_t>(local_size_), 0);
+    TSHMEMI_MPI_CHECK(MPI_Allgather(&rank_, 1, MPI_INT, local_pes_.data(), 1, MPI_INT, local_comm_));
+    // Node number: the lowest PE on the node names it; then renumber densely.
+    const int leader = *std::min_element(local_pes_.begin(), local_pes_.end());
+    std::vector<int> leaders(static_cast<size_t>(size_));
+    TSHMEMI_MPI_CHECK(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm_));
+    std::vector<int> distinct = leaders;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    node_of_pe_.resize(leaders.size());
+    for (size_t pe = 0; pe < leaders.size(); ++pe)
+      node_of_pe_[pe] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), leaders[pe]) - distinct.begin());
+    return TSHMEM_SUCCESS;
+  }
+
+  Status barrier() override {
+    TSHMEMI_MPI_CHECK(MPI_Barrier(comm_));
+    return TSHMEM_SUCCESS;
+  }
+  Status allreduce(const int64_t *in, int64_t *out, int count, ReduceOp op) override {
+    TSHMEMI_MPI_CHECK(MPI_Allreduce(in, out, count, MPI_INT64_T, to_mpi(op), comm_));
+    return TSHMEM_SUCCESS;
+  }
+  Status allgather(const void *in, void *out, size_t bytes) override {
+    TSHMEMI_MPI_CHECK(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm_));
+    return TSHMEM_SUCCESS;
+  }
+  Status broadcast(void *buffer, size_t bytes, int root) override {
+    TSHMEMI_MPI_CHECK(MPI_Bcast(buffer, static_cast<int>(bytes), MPI_BYTE, root, comm_));
+    return TSHMEM_SUCCESS;
+  }
+  Status local_allgather(const void *in, void *out, size_t bytes) override {
+    TSHMEMI_MPI_CHECK(
+        MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, local_comm_));
+    return TSHMEM_SUCCESS;
+  }
+  Status local_barrier() override {
+    TSHMEMI_MPI_CHECK(MPI_Barrier(local_comm_));
+    return TSHMEM_SUCCESS;
+  }
+  [[noreturn]] void abort(int status) override {
+    MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, status);
+    std::_Exit(status);
+  }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm local_comm_ = MPI_COMM_NULL;
+  bool we_initialized_mpi_ = false;
+};
+
+}  // namespace
+
+Status make_mpi_bootstrap(const void *comm, std::unique_ptr<Bootstrap> *out) {
+  auto bootstrap = std::make_unique<MpiBootstrap>();
+  TSHMEM_CHECK(bootstrap->init(comm));
+  *out = std::move(bootstrap);
+  return TSHMEM_SUCCESS;
+}
+
+}  // namespace tshmemi

@@ -1,0 +1,152 @@
+#include "common/error.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+namespace tshmemi {
+namespace {
+
+struct LastError {
+  Status code = TSHMEM_SUCCESS;
+  std::string message;
+};
+
+LastError &last_error() {
+  thread_local LastError error;
+  return error;
+}
+
+struct LogConfig {
+  LogLevel level = LogLevel::kWarn;
+  unsigned subsys_mask = kLogAll;
+  int my_pe = -1;
+  int n_pes = -1;
+};
+
+LogConfig &log_config() {
+  static LogConfig config;
+  return config;
+}
+
+const char *level_name(LogLevel level) {
+  switch (level) {
+    case LogLevel::kNone: return "NONE";
+    case LogLevel::kWarn: return "WARN";
+    case LogLevel::kInfo: return "INFO";
+    case LogLevel::kTrace: return "TRACE";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string vformat(const char *fmt, va_list args) {
+  va_list copy;
+  va_copy(copy, args);
+  const int needed = std::vsnprintf(nullptr, 0, fmt, copy);
+  va_end(copy);
+  if (needed <= 0) return std::string();
+  std::string out(static_cast<size_t>(needed) + 1, '\0');
+  std::vsnprintf(out.data(), out.size(), fmt, args);
+  out.resize(static_cast<size_t>(needed));
+  return out;
+}
+
+std::string format(const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  std::string out = vformat(fmt, args);
+  va_end(args);
+  return out;
+}
+
+std::string pe_tag() {
+  char host[64] = "?";
+  gethostname(host, sizeof(host) - 1);
+  const LogConfig &config = log_config();
+  if (config.my_pe < 0) return format("[PE ?/? %s:%d]", host, static_cast<int>(getpid()));
+  return format("[PE %d/%d %s:%d]", config.my_pe, config.n_pes, host, static_cast<int>(getpid()));
+}
+
+Status set_error_message(Status status, const std::string &message) {
+  LastError &error = last_error();
+  error.code = status;
+  error.message = message;
+  TSHMEMI_LOG(kWarn, kLogAll, "%s (%s)", message.c_str(), tshmemx_strerror(status));
+  return status;
+}
+
+Status set_error(Status status, const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  std::string message = vformat(fmt, args);
+  va_end(args);
+  return set_error_message(status, message);
+}
+
+Status last_error_code() { return last_error().code; }
+const std::string &last_error_message() { return last_error().message; }
+void clear_last_error() {
+  last_error().code = TSHMEM_SUCCESS;
+  last_error().message.clear();
+}
+
+void log_configure(LogLevel level, unsigned subsys_mask) {
+  log_config().level = level;
+  log_config().subsys_mask = subsys_mask;
+}
+
+void log_set_pe(int my_pe, int n_pes) {
+  log_config().my_pe = my_pe;
+  log_config().n_pes = n_pes;
+}
+
+bool log_enabled(LogLevel level, unsigned subsys) {
+  const LogConfig &config = log_config();
+  return static_cast<int>(level) <= static_cast<int>(config.level) && (subsys & config.subsys_mask) != 0;
+}
+
+void log_message(LogLevel level, unsigned /*subsys*/, const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  std::string body = vformat(fmt, args);
+  va_end(args);
+  static std::mutex mutex;  // one line at a time from this process
+  std::lock_guard<std::mutex> lock(mutex);
+  std::fprintf(stderr, "%s tshmem %s: %s\n", pe_tag().c_str(), level_name(level), body.c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace tshmemi
+
+extern "C" {
+
+TSHMEM_API int tshmemx_last_error_code(void) { return tshmemi::last_error_code(); }
+TSHMEM_API const char *tshmemx_last_error(void) { return tshmemi::last_error_message().c_str(); }
+TSHMEM_API void tshmemx_clear_last_error(void) { tshmemi::clear_last_error(); }
+
+TSHMEM_API const char *tshmemx_strerror(int status) {
+  if (status < 0 || status >= TSHMEM_NUM_STATUS) return "not a tshmem status";
+  // No default: -Wswitch-enum flags a new status without a name.
+  switch (static_cast<tshmem_status_t>(status)) {
+    case TSHMEM_SUCCESS: return "TSHMEM_SUCCESS";
+    case TSHMEM_ERR_ASYMMETRIC: return "TSHMEM_ERR_ASYMMETRIC";
+    case TSHMEM_ERR_INVALID_PE: return "TSHMEM_ERR_INVALID_PE";
+    case TSHMEM_ERR_INVALID_ARG: return "TSHMEM_ERR_INVALID_ARG";
+    case TSHMEM_ERR_OUT_OF_MEMORY: return "TSHMEM_ERR_OUT_OF_MEMORY";
+    case TSHMEM_ERR_NOT_INITIALIZED: return "TSHMEM_ERR_NOT_INITIALIZED";
+    case TSHMEM_ERR_CONFIG: return "TSHMEM_ERR_CONFIG";
+    case TSHMEM_ERR_CUDA: return "TSHMEM_ERR_CUDA";
+    case TSHMEM_ERR_MPI: return "TSHMEM_ERR_MPI";
+    case TSHMEM_ERR_SYSTEM: return "TSHMEM_ERR_SYSTEM";
+    case TSHMEM_ERR_UNREACHABLE_PE: return "TSHMEM_ERR_UNREACHABLE_PE";
+    case TSHMEM_ERR_INTERNAL: return "TSHMEM_ERR_INTERNAL";
+    case TSHMEM_NUM_STATUS: break;
+  }
+  return "not a tshmem status";
+}
+
+}  // extern "C"

@@ -1,0 +1,193 @@
+#include "env.h"
+
+#include <strings.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "tshmem/device/state_types.h"
+
+namespace tshmemi {
+namespace {
+
+const char *choices_of(const char *name) {
+  if (std::strcmp(name, "TSHMEM_MEM_BACKEND") == 0) return TSHMEM_ENV_CHOICES_MEM_BACKEND;
+  if (std::strcmp(name, "TSHMEM_BIND") == 0) return TSHMEM_ENV_CHOICES_BIND;
+  if (std::strcmp(name, "TSHMEM_DEBUG") == 0) return TSHMEM_ENV_CHOICES_DEBUG;
+  return "";
+}
+
+bool is_space_only(const char *text) {
+  for (; *text; ++text)
+    if (*text != ' ' && *text != '\t') return false;
+  return true;
+}
+
+// Each field is parsed by its kind; the overloads let the X-macro below stay free of logic.
+Status parse_into(const char *name, EnvKind, const char *text, uint64_t *out) { return parse_size(name, text, out); }
+Status parse_into(const char *name, EnvKind, const char *text, int64_t *out) { return parse_int(name, text, out); }
+Status parse_into(const char *name, EnvKind, const char *text, bool *out) { return parse_bool(name, text, out); }
+Status parse_into(const char *name, EnvKind kind, const char *text, std::string *out) {
+  if (kind == EnvKind::Choice) return parse_choice(name, text, choices_of(name), out);
+  *out = text;
+  return TSHMEM_SUCCESS;
+}
+
+}  // namespace
+
+const std::vector<EnvVarInfo> &env_table() {
+  static const std::vector<EnvVarInfo> table = {
+#define TSHMEM_ENV_ROW(NAME, FIELD, KIND, DEFAULT, CATEGORY, DESCRIPTION) \
+  {"TSHMEM_" #NAME, EnvKind::KIND, DEFAULT, CATEGORY, DESCRIPTION, choices_of("TSHMEM_" #NAME)},
+      TSHMEM_ENV_LIST(TSHMEM_ENV_ROW)
+#undef TSHMEM_ENV_ROW
+  };
+  return table;
+}
+
+Status parse_size(const char *name, const char *text, uint64_t *out) {
+  if (text == nullptr || *text == '\0' || is_space_only(text))
+    return set_error(TSHMEM_ERR_CONFIG, "%s='%s': expected a size such as 4096, 64K, 512M or 2G", name, text ? text : "");
+  if (*text == '-' || *text == '+')
+    return set_error(TSHMEM_ERR_CONFIG, "%s='%s': a size has no sign", name, text);
+  errno = 0;
+  char *end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (end == text || errno == ERANGE)
+    return set_error(TSHMEM_ERR_CONFIG, "%s='%s': expected a size such as 4096, 64K, 512M or 2G", name, text);
+  unsigned shift = 0;
+  switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': shift = 10; ++end; break;
+    case 'm': case 'M': shift = 20; ++end; break;
+    case 'g': case 'G': shift = 30; ++end; break;
+    case 't': case 'T': shift = 40; ++end; break;
+    default:
+      return set_error(TSHMEM_ERR_CONFIG, "%s='%s': unknown suffix '%s' (allowed: K, M, G, T)", name, text, end);
+  }
+  if ((*end == 'i' || *end == 'I') && shift != 0) ++end;  // "64Ki" reads as 64K
+  if ((*end == 'b' || *end == 'B') && shift != 0) ++end;  // "64KB", "64KiB"
+  if (*end != '\0')
+    return set_error(TSHMEM_ERR_CONFIG, "%s='%s': trailing characters '%s' after the size", name, text, end);
+  if (shift != 0 && value > (~0ull >> shift))
+    return set_error(TSHMEM_ERR_CONFIG, "%s='%s': size overflows 64 bits", name, text);
+  *out = static_cast<uint64_t>(value) << shift;
+  return TSHMEM_SUCCESS;
+}
+
+Status parse_int(const char *name, const char *text, int64_t *out) {
+  if (text == nullptr || *text == '\0')
+    return set_error(TSHMEM_ERR_CONFIG, "%s='': expected an integer", name);
+  errno = 0;
+  char *end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || errno == ERANGE)
+    return set_error(TSHMEM_ERR_CONFIG, "%s='%s': expected a decimal integer", name, text);
+  *out = value;
+  return TSHMEM_SUCCESS;
+}
+
+Status parse_bool(const char *name, const char *text, bool *out) {
+  static const char *const kTrue[] = {"1", "true", "yes", "on"};
+  static const char *const kFalse[] = {"0", "false", "no", "off"};
+  if (text != nullptr) {
+    for (const char *word : kTrue)
+      if (strcasecmp(text, word) == 0) return *out = true, TSHMEM_SUCCESS;
+    for (const char *word : kFalse)
+      if (strcasecmp(text, word) == 0) return *out = false, TSHMEM_SUCCESS;
+  }
+  return set_error(TSHMEM_ERR_CONFIG, "%s='%s': expected one of 0/1/true/false/yes/no/on/off", name,
+                   text ? text : "");
+}
+
+Status parse_choice(const char *name, const char *text, const char *choices, std::string *out) {
+  const std::string value = text ? text : "";
+  std::string list = choices;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t bar = list.find('|', start);
+    if (bar == std::string::npos) bar = list.size();
+    if (strcasecmp(list.substr(start, bar - start).c_str(), value.c_str()) == 0) {
+      *out = list.substr(start, bar - start);
+      return TSHMEM_SUCCESS;
+    }
+    start = bar + 1;
+  }
+  return set_error(TSHMEM_ERR_CONFIG, "%s='%s': expected one of %s", name, value.c_str(), choices);
+}
+
+bool nvshmem_style_true(const char *text) {
+  // NVSHMEM's boolean rule: empty or a first character in "0NnFf" is false, anything else true.
+  if (text == nullptr || *text == '\0') return false;
+  return std::strchr("0NnFf", *text) == nullptr;
+}
+
+bool nccl_style_nvls_disabled(const char *text) {
+  // NCCL reads NCCL_NVLS_ENABLE with strtoll: 0 disables. We also disable when it does not parse
+  // ("false", "off"): when a site says something we cannot read, multicast stays off.
+  if (text == nullptr) return false;
+  errno = 0;
+  char *end = nullptr;
+  const long long value = std::strtoll(text, &end, 0);
+  if (end == text || errno == ERANGE) return true;
+  return value == 0;
+}
+
+LogLevel log_level_from(const std::string &debug) {
+  if (debug == "none") return LogLevel::kNone;
+  if (debug == "info") return LogLevel::kInfo;
+  if (debug == "trace") return LogLevel::kTrace;
+  return LogLevel::kWarn;
+}
+
+Status log_subsys_from(const std::string &list, unsigned *mask) {
+  static const struct { const char *name; unsigned bit; } kNames[] = {
+      {"INIT", kLogInit}, {"BOOT", kLogBoot}, {"HEAP", kLogHeap}, {"MEM", kLogMem},
+      {"CUDA", kLogCuda}, {"TOPO", kLogTopo}, {"NVLS", kLogNvls}, {"ALL", kLogAll}};
+  unsigned result = 0;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string word = list.substr(start, comma - start);
+    bool known = false;
+    for (const auto &entry : kNames) {
+      if (strcasecmp(entry.name, word.c_str()) == 0) {
+        result |= entry.bit;
+        known = true;
+      }
+    }
+    if (!known)
+      return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_DEBUG_SUBSYS='%s': unknown subsystem '%s' (allowed: %s)",
+                       list.c_str(), word.c_str(), "INIT,BOOT,HEAP,MEM,CUDA,TOPO,NVLS,ALL");
+    start = comma + 1;
+  }
+  *mask = result;
+  return TSHMEM_SUCCESS;
+}
+
+Status parse_env(EnvOptions *out, GetenvFn getenv_fn) {
+  if (getenv_fn == nullptr) getenv_fn = [](const char *name) -> const char * { return std::getenv(name); };
+  EnvOptions options;
+  // Defaults go through the same parser as user values, so the table's text is the single truth.
+#define TSHMEM_ENV_PARSE(NAME, FIELD, KIND, DEFAULT, CATEGORY, DESCRIPTION)                             \
+  {                                                                                                     \
+    const char *text = getenv_fn("TSHMEM_" #NAME);                                                      \
+    TSHMEM_CHECK(parse_into("TSHMEM_" #NAME, EnvKind::KIND, text ? text : DEFAULT, &options.FIELD));    \
+  }
+  TSHMEM_ENV_LIST(TSHMEM_ENV_PARSE)
+#undef TSHMEM_ENV_PARSE
+  if (options.symmetric_size < 2 * TSHMEM_INTERNAL_HEAP_BYTES)
+    return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_SYMMETRIC_SIZE=%llu: must be at least %u bytes",
+                     static_cast<unsigned long long>(options.symmetric_size), 2 * TSHMEM_INTERNAL_HEAP_BYTES);
+  unsigned mask = 0;
+  TSHMEM_CHECK(log_subsys_from(options.debug_subsys, &mask));
+  const char *nvshmem = getenv_fn("NVSHMEM_DISABLE_NVLS");
+  options.nvshmem_disable_nvls = nvshmem != nullptr && nvshmem_style_true(nvshmem);
+  options.nccl_nvls_disabled = nccl_style_nvls_disabled(getenv_fn("NCCL_NVLS_ENABLE"));
+  *out = options;
+  return TSHMEM_SUCCESS;
+}
+
+}  // namespace tshmemi

@@ -1,0 +1,23 @@
+// Every TSHMEM_* variable, once. This list generates the options struct, the strict parser, the
+// `tshmem-info` listing and the README table (a test checks that the README matches it).
+//
+// X(NAME, field, kind, default text, category, description)
+//   kind: Size (bytes, suffix K/M/G/T), Int, Bool (0/1/true/false/yes/no/on/off), Choice (one of a list), String
+// TSHMEM_ENV_CHOICES_<NAME> gives the allowed values of a Choice.
+//
+// clang-format off
+#define TSHMEM_ENV_LIST(X)                                                                                        \
+  X(SYMMETRIC_SIZE, symmetric_size, Size, "1G", "heap", "Bytes of symmetric heap per PE (suffix K/M/G/T). Must match on all PEs.") \
+  X(MEM_BACKEND, mem_backend, Choice, "auto", "heap", "Memory backend: auto (vmm with a GPU, else shm), vmm, ipc, shm. Must match on all PEs.") \
+  X(DEVICE, device, Int, "-1", "placement", "CUDA device for this PE; -1 picks by node-local rank.")                    \
+  X(ALLOW_SHARED_GPU, allow_shared_gpu, Bool, "0", "placement", "Allow more PEs on a node than GPUs (PEs share GPUs round-robin).") \
+  X(BIND, bind, Choice, "auto", "placement", "CPU binding: auto (CPUs nearest the GPU, via hwloc) or none.")           \
+  X(DISABLE_NVLS, disable_nvls, Bool, "0", "nvls", "1 forbids NVLink multicast: no multicast driver call is made.")          \
+  X(WAIT_TIMEOUT_MS, wait_timeout_ms, Int, "0", "device", "A device wait longer than this traps with a message; 0 waits forever.") \
+  X(DEBUG, debug, Choice, "warn", "debug", "Log level: none, warn, info, trace.")                                      \
+  X(DEBUG_SUBSYS, debug_subsys, String, "ALL", "debug", "Comma list of INIT,BOOT,HEAP,MEM,CUDA,TOPO,NVLS or ALL.")
+// clang-format on
+
+#define TSHMEM_ENV_CHOICES_MEM_BACKEND "auto|vmm|ipc|shm"
+#define TSHMEM_ENV_CHOICES_BIND "auto|none"
+#define TSHMEM_ENV_CHOICES_DEBUG "none|warn|info|trace"

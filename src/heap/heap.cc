@@ -1,0 +1,105 @@
+#include "heap/heap.h"
+
+namespace tshmemi {
+
+SymmetricHeap::SymmetricHeap(Bootstrap &boot, MemBackend &backend, uint64_t size, uint64_t reserved)
+    : boot_(boot),
+      backend_(backend),
+      base_(reinterpret_cast<uintptr_t>(backend.local_base())),
+      size_(size),
+      allocator_(reserved, size, kMinAlignment),
+      check_(boot) {}
+
+bool SymmetricHeap::contains(const void *ptr, uint64_t bytes) const {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(ptr);
+  return address >= base_ && address - base_ <= size_ && bytes <= size_ - (address - base_);
+}
+
+Status SymmetricHeap::allocate(CollectiveKind kind, uint64_t size, uint64_t alignment, void **out) {
+  *out = nullptr;
+  CollectiveRequest request;
+  request.kind = kind;
+  request.size = static_cast<int64_t>(size);
+  request.alignment = static_cast<int64_t>(alignment);
+  if (kind == CollectiveKind::kAlign && (alignment == 0 || (alignment & (alignment - 1)) != 0)) {
+    request.local_status = TSHMEM_ERR_INVALID_ARG;
+    request.local_error = format("alignment %llu is not a power of two", static_cast<unsigned long long>(alignment));
+  } else if (kind == CollectiveKind::kAlign && alignment > size_) {
+    request.local_status = TSHMEM_ERR_INVALID_ARG;
+    request.local_error = format("alignment %llu exceeds the heap size %llu", static_cast<unsigned long long>(alignment),
+                                 static_cast<unsigned long long>(size_));
+  } else if (size > static_cast<uint64_t>(INT64_MAX)) {
+    request.local_status = TSHMEM_ERR_OUT_OF_MEMORY;
+    request.local_error = format("size %llu is larger than any heap", static_cast<unsigned long long>(size));
+  } else if (size > 0) {
+    // Tentative allocation: zeroed now (so calloc needs no second barrier), rolled back on disagreement.
+    const auto offset = allocator_.allocate(size, alignment);
+    if (!offset) {
+      request.local_status = TSHMEM_ERR_OUT_OF_MEMORY;
+      request.local_error = format("the symmetric heap is exhausted (%llu bytes free, largest free block %llu, heap %llu; "
+                                   "raise TSHMEM_SYMMETRIC_SIZE)",
+                                   static_cast<unsigned long long>(allocator_.bytes_free()),
+                                   static_cast<unsigned long long>(allocator_.largest_free()),
+                                   static_cast<unsigned long long>(size_));
+    } else {
+      request.offset = static_cast<int64_t>(*offset);
+      if (kind == CollectiveKind::kCalloc) {
+        const Status zeroed = backend_.zero(reinterpret_cast<void *>(base_ + *offset), size);
+        if (zeroed != TSHMEM_SUCCESS) {
+          request.local_status = zeroed;
+          request.local_error = last_error_message();
+        }
+      }
+    }
+  }
+  const Status agreed = check_.agree(request);
+  if (agreed != TSHMEM_SUCCESS) {
+    if (request.offset >= 0) allocator_.release(static_cast<uint64_t>(request.offset));  // roll back
+    return agreed;
+  }
+  if (request.offset >= 0) *out = reinterpret_cast<void *>(base_ + static_cast<uint64_t>(request.offset));
+  TSHMEMI_LOG(kInfo, kLogHeap, "%s", request.describe().c_str());
+  return TSHMEM_SUCCESS;
+}
+
+Status SymmetricHeap::release(void *ptr) {
+  CollectiveRequest request;
+  request.kind = CollectiveKind::kFree;
+  if (ptr != nullptr) {
+    const uintptr_t address = reinterpret_cast<uintptr_t>(ptr);
+    const auto block = contains(ptr, 0) ? allocator_.block_size(address - base_) : std::nullopt;
+    if (!block) {
+      request.local_status = TSHMEM_ERR_INVALID_ARG;
+      request.local_error = contains(ptr, 0)
+                                ? format("%p (heap offset %llu) is not the start of a live block (freed twice?)", ptr,
+                                         static_cast<unsigned long long>(address - base_))
+                                : format("%p is outside the symmetric heap [%p, %p)", ptr,
+                                         reinterpret_cast<void *>(base_), reinterpret_cast<void *>(base_ + size_));
+    } else {
+      request.offset = static_cast<int64_t>(address - base_);
+      request.size = static_cast<int64_t>(*block);
+    }
+  }
+  // Complete this PE's outstanding transfers before anyone's block can be reused.
+  const Status quiet = backend_.quiet();
+  if (quiet != TSHMEM_SUCCESS && request.local_status == TSHMEM_SUCCESS) {
+    request.local_status = quiet;
+    request.local_error = last_error_message();
+  }
+  TSHMEM_CHECK(check_.agree(request));
+  if (request.offset >= 0) allocator_.release(static_cast<uint64_t>(request.offset));
+  return TSHMEM_SUCCESS;
+}
+
+Status SymmetricHeap::rendezvous(CollectiveKind kind) {
+  CollectiveRequest request;
+  request.kind = kind;
+  const Status quiet = backend_.quiet();
+  if (quiet != TSHMEM_SUCCESS) {
+    request.local_status = quiet;
+    request.local_error = last_error_message();
+  }
+  return check_.agree(request);
+}
+
+}  // namespace tshmemi

@@ -1,0 +1,42 @@
+// The symmetric heap: collective allocation over a backend's memory, every call checked for symmetry.
+#pragma once
+
+#include <cstdint>
+
+#include "heap/allocator.h"
+#include "heap/symmetry_check.h"
+#include "mem/backend.h"
+
+namespace tshmemi {
+
+class SymmetricHeap {
+ public:
+  /// The heap spans [base, base + size); the first `reserved` bytes are tshmem's own (device sync).
+  SymmetricHeap(Bootstrap &boot, MemBackend &backend, uint64_t size, uint64_t reserved);
+
+  /// Collective malloc/calloc/align. Returns success and the block (NULL for size 0), or on every PE the
+  /// same failure (asymmetric, exhausted, bad argument) with nothing allocated anywhere.
+  Status allocate(CollectiveKind kind, uint64_t size, uint64_t alignment, void **out);
+  /// Collective free (NULL allowed). A pointer that is no live block fails on every PE; nothing is freed.
+  Status release(void *ptr);
+  /// Collective rendezvous with no allocation (barrier_all, finalize): checked like the others.
+  Status rendezvous(CollectiveKind kind);
+
+  bool contains(const void *ptr, uint64_t bytes) const;
+  uint64_t offset_of(const void *ptr) const { return reinterpret_cast<uintptr_t>(ptr) - base_; }
+  uint64_t size() const { return size_; }
+  const HeapAllocator &allocator() const { return allocator_; }
+  const SymmetryCheck &check() const { return check_; }
+
+  static constexpr uint64_t kMinAlignment = 256;  // cudaMalloc's guarantee; vector loads of any width
+
+ private:
+  Bootstrap &boot_;
+  MemBackend &backend_;
+  uintptr_t base_;
+  uint64_t size_;
+  HeapAllocator allocator_;
+  SymmetryCheck check_;
+};
+
+}  // namespace tshmemi

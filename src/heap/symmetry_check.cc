@@ -1,0 +1,134 @@
+#include "heap/symmetry_check.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "bootstrap/agree.h"
+
+namespace tshmemi {
+namespace {
+
+// Field order inside the allreduce and inside the failure-path reports.
+enum Field { kSeq, kKind, kSize, kAlign, kOffset, kStatus, kNumFields };
+
+// Which fields describe the *request* (a difference there means the PEs called differently).
+constexpr Field kRequestFields[] = {kSeq, kKind, kSize, kAlign};
+
+}  // namespace
+
+const char *collective_call_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kMalloc: return "tshmem_malloc";
+    case CollectiveKind::kCalloc: return "tshmem_calloc";
+    case CollectiveKind::kAlign: return "tshmem_align";
+    case CollectiveKind::kFree: return "tshmem_free";
+    case CollectiveKind::kBarrier: return "tshmem_barrier_all";
+    case CollectiveKind::kFinalize: return "tshmem_finalize";
+  }
+  return "a collective call";
+}
+
+std::string CollectiveRequest::describe() const {
+  std::string text = collective_call_name(kind);
+  switch (kind) {
+    case CollectiveKind::kMalloc:
+    case CollectiveKind::kCalloc: text += format("(size=%lld)", static_cast<long long>(size)); break;
+    case CollectiveKind::kAlign:
+      text += format("(alignment=%lld, size=%lld)", static_cast<long long>(alignment), static_cast<long long>(size));
+      break;
+    case CollectiveKind::kFree:
+      text += offset >= 0 ? format("(block at offset %lld, %lld bytes)", static_cast<long long>(offset),
+                                   static_cast<long long>(size))
+                          : std::string("(not a live block)");
+      return text;
+    case CollectiveKind::kBarrier:
+    case CollectiveKind::kFinalize: text += "()"; return text;
+  }
+  if (offset >= 0) text += format(" -> offset %lld", static_cast<long long>(offset));
+  return text;
+}
+
+Status SymmetryCheck::agree(const CollectiveRequest &mine) {
+  ++sequence_;
+  const int64_t status = mine.local_status != TSHMEM_SUCCESS ? 1 : 0;
+#if TSHMEM_SYMMETRY_CHECK
+  // min and max in one call: max(v) = ~min(~v).
+  const int64_t fields[kNumFields] = {static_cast<int64_t>(sequence_), static_cast<int64_t>(mine.kind), mine.size,
+                                      mine.alignment, mine.offset, status};
+  int64_t both[2 * kNumFields], reduced[2 * kNumFields];
+  for (int i = 0; i < kNumFields; ++i) {
+    both[i] = fields[i];
+    both[kNumFields + i] = ~fields[i];
+  }
+  TSHMEM_CHECK(boot_.allreduce(both, reduced, 2 * kNumFields, ReduceOp::kMin));
+  bool all_equal = true;
+  for (int i = 0; i < kNumFields; ++i) all_equal = all_equal && reduced[i] == ~reduced[kNumFields + i];
+  if (all_equal && reduced[kStatus] == 0) return TSHMEM_SUCCESS;
+#else
+  int64_t any_failed = 0;
+  TSHMEM_CHECK(boot_.allreduce(&status, &any_failed, 1, ReduceOp::kMax));
+  if (any_failed == 0) return TSHMEM_SUCCESS;
+#endif
+  return explain_failure(mine);
+}
+
+Status SymmetryCheck::explain_failure(const CollectiveRequest &mine) {
+  const int64_t fields[kNumFields] = {static_cast<int64_t>(sequence_), static_cast<int64_t>(mine.kind), mine.size,
+                                      mine.alignment, mine.offset, static_cast<int64_t>(mine.local_status)};
+  std::string text = mine.describe();
+  if (mine.local_status != TSHMEM_SUCCESS) text += ": " + mine.local_error;
+  std::vector<PeReport> reports;
+  TSHMEM_CHECK(gather_reports(boot_, make_report(mine.local_status, text, fields, kNumFields), &reports));
+  const int n = static_cast<int>(reports.size());
+
+  auto same_request = [](const PeReport &a, const PeReport &b) {
+    for (Field f : kRequestFields)
+      if (a.fields[f] != b.fields[f]) return false;
+    // For free, the block *is* the request.
+    return a.fields[kKind] != static_cast<int64_t>(CollectiveKind::kFree) || a.fields[kOffset] == b.fields[kOffset];
+  };
+  // Group PEs by request; the largest group is the reference (ties: the one holding the lowest PE).
+  std::vector<std::vector<int>> groups;
+  for (int pe = 0; pe < n; ++pe) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const std::vector<int> &g) { return same_request(reports[g.front()], reports[pe]); });
+    if (it == groups.end()) groups.push_back({pe}); else it->push_back(pe);
+  }
+  const std::string call = collective_call_name(mine.kind);
+  if (groups.size() > 1) {
+    size_t reference = 0;
+    for (size_t g = 1; g < groups.size(); ++g)
+      if (groups[g].size() > groups[reference].size()) reference = g;
+    std::vector<int> divergent;
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (g != reference) divergent.insert(divergent.end(), groups[g].begin(), groups[g].end());
+    std::sort(divergent.begin(), divergent.end());
+    std::string message = format("%s: collective calls differ across PEs (call #%lld on each PE); divergent PE%s %s.",
+                                 call.c_str(), static_cast<long long>(reports[0].fields[kSeq]),
+                                 divergent.size() > 1 ? "s" : "", pe_list(divergent).c_str());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const std::vector<int> &group = groups[g];
+      message += format(" PE%s %s called %s;", group.size() > 1 ? "s" : "", pe_list(group).c_str(),
+                        reports[group.front()].text);
+    }
+    message += " Every PE must make the same collective calls in the same order; nothing was allocated or freed.";
+    return set_error_message(TSHMEM_ERR_ASYMMETRIC, message);
+  }
+  // Same request everywhere: some PE failed locally, or the heaps have diverged.
+  std::vector<int> failing;
+  for (int pe = 0; pe < n; ++pe)
+    if (reports[pe].status != TSHMEM_SUCCESS) failing.push_back(pe);
+  if (!failing.empty()) {
+    std::string message = format("%s failed on PE%s %s:", call.c_str(), failing.size() > 1 ? "s" : "",
+                                 pe_list(failing).c_str());
+    for (int pe : failing) message += format(" PE %d: %s;", pe, reports[pe].text);
+    message += " nothing was allocated or freed on any PE.";
+    return set_error_message(static_cast<Status>(reports[failing.front()].status), message);
+  }
+  std::string message = format("%s: the PEs' heaps have diverged (same request, different offsets):", call.c_str());
+  for (int pe = 0; pe < n; ++pe) message += format(" PE %d: %s;", pe, reports[pe].text);
+  return set_error_message(TSHMEM_ERR_ASYMMETRIC, message);
+}
+
+}  // namespace tshmemi

@@ -1,0 +1,62 @@
+// The symmetry check: every collective heap call (and barrier, finalize) carries
+// (sequence no., kind, size, alignment, offset, local status) through ONE allreduce of min and max.
+// The collective needs that synchronisation anyway (OpenSHMEM allocation ends with a barrier), so the
+// check adds no collective. On a mismatch every PE gets the same status and the same message naming
+// each divergent PE and what it asked for; the caller then rolls back, so nothing is allocated.
+//
+// Configure with -DTSHMEM_SYMMETRY_CHECK=OFF to compile the comparison out: the allreduce then carries
+// only the local status (PEs still agree on exhaustion and on argument errors).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "bootstrap/bootstrap.h"
+
+namespace tshmemi {
+
+enum class CollectiveKind : int64_t {
+  kMalloc = 1,
+  kCalloc = 2,
+  kAlign = 3,
+  kFree = 4,
+  kBarrier = 5,
+  kFinalize = 6,
+};
+
+const char *collective_call_name(CollectiveKind kind);  // "tshmem_malloc", ...
+
+/// What this PE asked for in one collective call.
+struct CollectiveRequest {
+  CollectiveKind kind = CollectiveKind::kMalloc;
+  int64_t size = 0;       ///< bytes asked (free: size of the block being freed; -1 if not a block)
+  int64_t alignment = 0;  ///< requested alignment (0 where it does not apply)
+  int64_t offset = -1;    ///< heap offset this PE allocated / frees (-1: none)
+  Status local_status = TSHMEM_SUCCESS;  ///< the PE's own verdict before agreeing (bad argument, exhausted)
+  std::string local_error;               ///< its message when local_status != success
+
+  std::string describe() const;  ///< "tshmem_malloc(size=4096) -> offset 65536"
+};
+
+class SymmetryCheck {
+ public:
+  explicit SymmetryCheck(Bootstrap &boot) : boot_(boot) {}
+
+  /// Collective. Returns success when every PE made the same request, got the same offset and
+  /// succeeded locally. Otherwise returns, on every PE, the same status and message:
+  ///   TSHMEM_ERR_ASYMMETRIC when requests or offsets differ (the divergent PEs named, each request listed),
+  ///   else the local status of the lowest failing PE (e.g. TSHMEM_ERR_OUT_OF_MEMORY), with each failing PE's
+  ///   message.
+  Status agree(const CollectiveRequest &mine);
+
+  uint64_t calls() const { return sequence_; }
+  static constexpr bool enabled() { return TSHMEM_SYMMETRY_CHECK != 0; }
+
+ private:
+  Status explain_failure(const CollectiveRequest &mine);
+
+  Bootstrap &boot_;
+  uint64_t sequence_ = 0;  // collective calls made by this PE; part of every comparison
+};
+
+}  // namespace tshmemi

@@ -1,0 +1,158 @@
+// tshmem_init / tshmem_finalize: the one init path.
+//
+// Every step that can fail on one PE ends with a collective agreement, so that a failure anywhere
+// fails init everywhere with the same message and nothing stays allocated.
+#include <cstring>
+
+#include "bootstrap/agree.h"
+#include "context.h"
+#include "cuda/gpu_runtime.h"
+#include "state/registry.h"
+#include "tshmem/device/state_types.h"
+
+namespace tshmemi {
+namespace {
+
+Context *g_context = nullptr;  // live between init and finalize
+
+int backend_id(const std::string &name) {
+  if (name == "shm") return 1;
+  if (name == "vmm") return 2;
+  if (name == "ipc") return 3;
+  return 0;
+}
+
+// Resolves TSHMEM_MEM_BACKEND=auto: vmm when this PE sees a GPU, shm otherwise.
+Status choose_backend(const EnvOptions &env, std::string *backend) {
+  *backend = env.mem_backend;
+  const bool gpu = gpu_available();
+  if (*backend == "auto") *backend = gpu ? "vmm" : "shm";
+  if ((*backend == "vmm" || *backend == "ipc") && !gpu)
+    return set_error(TSHMEM_ERR_CUDA, "TSHMEM_MEM_BACKEND=%s: no CUDA device is usable on this host (%s)",
+                     backend->c_str(), gpu_unavailable_reason().c_str());
+  return TSHMEM_SUCCESS;
+}
+
+Status validate_configuration(Context &ctx, const std::string &backend) {
+  const std::vector<AgreedField> fields = {
+      {"TSHMEM_SYMMETRIC_SIZE", static_cast<int64_t>(ctx.env.symmetric_size), std::to_string(ctx.env.symmetric_size)},
+      {"TSHMEM_MEM_BACKEND (resolved)", backend_id(backend), backend},
+      {"build option TSHMEM_SYMMETRY_CHECK", TSHMEM_SYMMETRY_CHECK, TSHMEM_SYMMETRY_CHECK ? "ON" : "OFF"},
+      {"tshmem version", TSHMEM_VERSION_CODE, TSHMEM_VERSION_STRING},
+      {"device state layout", TSHMEMI_DEVICE_STATE_VERSION, std::to_string(TSHMEMI_DEVICE_STATE_VERSION)},
+  };
+  return agree_on_fields(*ctx.boot, fields, "tshmem_init");
+}
+
+Status create_backend(Context &ctx, const std::string &backend) {
+  if (backend == "shm") return make_shm_backend(&ctx.mem);
+#if TSHMEM_HAVE_CUDA
+  if (backend == "vmm") return make_vmm_backend(ctx.cuda_device, &ctx.mem);
+  if (backend == "ipc") return make_ipc_backend(ctx.cuda_device, &ctx.mem);
+#endif
+  return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_MEM_BACKEND=%s: this build has no such backend (built without CUDA?)",
+                   backend.c_str());
+}
+
+Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm) {
+  // The environment is parsed before the bootstrap, but its verdict is shared after it: a malformed
+  // variable on one PE fails init on all of them.
+  const Status env_status = parse_env(&ctx.env);
+  std::string env_error = env_status != TSHMEM_SUCCESS ? last_error_message() : std::string();
+  if (env_status == TSHMEM_SUCCESS) {
+    unsigned mask = kLogAll;
+    log_subsys_from(ctx.env.debug_subsys, &mask);
+    log_configure(log_level_from(ctx.env.debug), mask);
+  }
+  TSHMEM_CHECK(make_mpi_bootstrap((flags & TSHMEMX_INIT_WITH_MPI_COMM) ? mpi_comm : nullptr, &ctx.boot));
+  Bootstrap &boot = *ctx.boot;
+  log_set_pe(boot.rank(), boot.size());
+  if (env_status != TSHMEM_SUCCESS) set_error_message(env_status, env_error);
+  TSHMEM_CHECK(agree_on_status(boot, env_status, "tshmem_init: reading the environment"));
+
+  Status local = TSHMEM_SUCCESS;
+  if (boot.size() > TSHMEM_MAX_PES)
+    local = set_error(TSHMEM_ERR_CONFIG, "%d PEs exceed TSHMEM_MAX_PES (%d)", boot.size(), TSHMEM_MAX_PES);
+  std::string backend;
+  if (local == TSHMEM_SUCCESS) local = choose_backend(ctx.env, &backend);
+  TSHMEM_CHECK(agree_on_status(boot, local, "tshmem_init: choosing the memory backend"));
+  TSHMEM_CHECK(validate_configuration(ctx, backend));
+
+  if (backend != "shm") {
+    TSHMEM_CHECK(agree_on_status(boot, select_gpu(ctx), "tshmem_init: selecting the GPU"));
+  }
+  TSHMEM_CHECK(agree_on_status(boot, create_backend(ctx, backend), "tshmem_init: creating the backend"));
+  TSHMEM_CHECK(ctx.mem->create(boot, ctx.env.symmetric_size));  // collective; agrees internally
+  TSHMEM_CHECK(agree_on_status(boot, PeerTable::build(*ctx.mem, boot, &ctx.peers), "tshmem_init: building the peer table"));
+  ctx.heap = std::make_unique<SymmetricHeap>(boot, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES);
+  // tshmem's own region (device barrier counters) starts zeroed on every PE.
+  TSHMEM_CHECK(agree_on_status(boot, ctx.mem->zero(ctx.mem->local_base(), TSHMEM_INTERNAL_HEAP_BYTES),
+                               "tshmem_init: clearing the internal heap region"));
+  if (ctx.mem->device_memory()) {
+    TSHMEM_CHECK(agree_on_status(boot, create_device_state(ctx), "tshmem_init: filling the device state"));
+  }
+  TSHMEM_CHECK(boot.barrier());
+  TSHMEMI_LOG(kInfo, kLogInit, "initialised: %d PEs (%d on this node), backend %s, heap %llu bytes at %p",
+              boot.size(), boot.local_size(), ctx.mem->name(), static_cast<unsigned long long>(ctx.env.symmetric_size),
+              ctx.mem->local_base());
+  return TSHMEM_SUCCESS;
+}
+
+}  // namespace
+
+Context::Context() = default;
+Context::~Context() {
+  // Reverse order of creation. The backend's memory goes before the bootstrap (which may finalise MPI).
+  device_state.reset();
+  heap.reset();
+  mem.reset();
+  boot.reset();
+}
+
+Context *context() { return g_context; }
+
+Context *require_context(const char *call) {
+  if (g_context == nullptr)
+    set_error(TSHMEM_ERR_NOT_INITIALIZED, "%s: tshmem is not initialised (call tshmem_init first)", call);
+  return g_context;
+}
+
+Status check_pe(const Context &ctx, const char *call, int pe) {
+  if (pe < 0 || pe >= ctx.peers.n_pes())
+    return set_error(TSHMEM_ERR_INVALID_PE, "%s: PE %d out of range [0, %d) on PE %d", call, pe, ctx.peers.n_pes(),
+                     ctx.peers.my_pe());
+  return TSHMEM_SUCCESS;
+}
+
+Status init_context(unsigned flags, const void *mpi_comm) {
+  if (g_context != nullptr)
+    return set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_init: already initialised (call tshmem_finalize first)");
+  clear_last_error();
+  auto ctx = std::make_unique<Context>();
+  const Status status = init_steps(*ctx, flags, mpi_comm);
+  if (status != TSHMEM_SUCCESS) {
+    // Every PE agreed on the failure, so every PE tears down together.
+    const std::string message = last_error_message();
+    if (ctx->mem && ctx->boot && ctx->mem->local_base() != nullptr) ctx->mem->destroy(*ctx->boot);
+    ctx.reset();
+    log_set_pe(-1, -1);
+    return set_error_message(status, message);
+  }
+  g_context = ctx.release();
+  return TSHMEM_SUCCESS;
+}
+
+void finalize_context() {
+  if (g_context == nullptr) return;
+  Context *ctx = g_context;
+  // The finalize rendezvous is checked like any collective: a PE still allocating is named, not hung.
+  const Status agreed = ctx->heap->rendezvous(CollectiveKind::kFinalize);
+  g_context = nullptr;
+  ctx->device_state.reset();  // withdraws the state from every registered unit
+  ctx->mem->destroy(*ctx->boot);
+  delete ctx;
+  log_set_pe(-1, -1);
+  (void)agreed;  // its message, if any, is the thread's last error
+}
+
+}  // namespace tshmemi

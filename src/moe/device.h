@@ -1,0 +1,41 @@
+// Device rules: the guard that makes the primary input's device current, the per-device cache of device
+// facts, the SM-count override, and reporting of value violations recorded by kernels.
+#pragma once
+
+#include "common.h"
+#include "device_error.h"
+
+namespace tshmem_moe {
+
+// Makes `device` current for its lifetime and restores the caller's device afterwards. enter() does nothing
+// for TSHMEM_MOE_DEVICE_CPU, so CPU calls make no CUDA call at all.
+class DeviceGuard {
+ public:
+  DeviceGuard() = default;
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  Status enter(int device);
+
+ private:
+  int prev_ = -1;
+  bool restore_ = false;
+};
+
+// Facts about one device, queried once per device index (never from "the current device" at first use).
+struct DeviceInfo {
+  int sm_count = 0;
+  int max_smem_per_block = 0;
+  DeviceError* error = nullptr;  // device memory, zero when no violation is pending
+};
+
+// Requires `device` to be current (inside a DeviceGuard).
+Status device_info(int device, const DeviceInfo** info);
+// The SM count to size grids on `device`: the override if set, validated against this device.
+Status grid_sms(int device, int* num_sms);
+
+// After the kernels of a call that checks values: in SYNC mode, synchronises `stream` and reports a recorded
+// violation as INVALID_VALUE (and clears it); in DEFERRED mode, returns SUCCESS at once.
+Status finish_value_checks(int device, cudaStream_t stream);
+
+}  // namespace tshmem_moe
