@@ -1,4 +1,5 @@
 // CPU references of the counting, index and fused-layout entry points (spec §8-§16).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
