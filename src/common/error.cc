@@ -73,9 +73,10 @@ std::string pe_tag() {
 
 Status set_error_message(Status status, const std::string &message) {
   LastError &error = last_error();
+  const bool repeated = error.code == status && error.message == message;  // passed up unchanged: logged once
   error.code = status;
   error.message = message;
-  TSHMEMI_LOG(kWarn, kLogAll, "%s (%s)", message.c_str(), tshmemx_strerror(status));
+  if (!repeated) TSHMEMI_LOG(kWarn, kLogAll, "%s (%s)", message.c_str(), tshmemx_strerror(status));
   return status;
 }
 

@@ -97,9 +97,15 @@ Status SymmetryCheck::explain_failure(const CollectiveRequest &mine) {
   }
   const std::string call = collective_call_name(mine.kind);
   if (groups.size() > 1) {
+    // The reference is the largest group of PEs that succeeded locally (ties: the lowest PE), so a PE
+    // that passed a bad argument is named as the divergent one.
+    auto clean = [&](const std::vector<int> &g) {
+      return std::all_of(g.begin(), g.end(), [&](int pe) { return reports[pe].status == TSHMEM_SUCCESS; });
+    };
     size_t reference = 0;
     for (size_t g = 1; g < groups.size(); ++g)
-      if (groups[g].size() > groups[reference].size()) reference = g;
+      if (std::make_pair(clean(groups[g]), groups[g].size()) > std::make_pair(clean(groups[reference]), groups[reference].size()))
+        reference = g;
     std::vector<int> divergent;
     for (size_t g = 0; g < groups.size(); ++g)
       if (g != reference) divergent.insert(divergent.end(), groups[g].begin(), groups[g].end());

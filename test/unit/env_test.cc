@@ -1,0 +1,134 @@
+// The one environment parser: every malformed value is an error naming the variable, the value and the
+// rule; defaults come from the same table; foreign multicast switches are read their owners' way.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "env.h"
+
+namespace tshmemi {
+namespace {
+
+std::map<std::string, std::string> g_vars;
+const char *fake_getenv(const char *name) {
+  auto it = g_vars.find(name);
+  return it == g_vars.end() ? nullptr : it->second.c_str();
+}
+
+class Env : public ::testing::Test {
+ protected:
+  void SetUp() override { g_vars.clear(); }
+  Status parse(EnvOptions *options) { return parse_env(options, fake_getenv); }
+};
+
+TEST_F(Env, DefaultsComeFromTheTable) {
+  EnvOptions options;
+  ASSERT_EQ(parse(&options), TSHMEM_SUCCESS) << tshmemx_last_error();
+  EXPECT_EQ(options.symmetric_size, 1ull << 30);
+  EXPECT_EQ(options.mem_backend, "auto");
+  EXPECT_EQ(options.device, -1);
+  EXPECT_FALSE(options.allow_shared_gpu);
+  EXPECT_EQ(options.bind, "auto");
+  EXPECT_FALSE(options.disable_nvls);
+  EXPECT_EQ(options.wait_timeout_ms, 0);
+  EXPECT_EQ(options.debug, "warn");
+  EXPECT_FALSE(options.nvls_forbidden());
+}
+
+TEST_F(Env, SizesWithSuffixes) {
+  const std::pair<const char *, uint64_t> cases[] = {
+      {"4096", 4096}, {"64K", 64ull << 10}, {"64k", 64ull << 10}, {"512M", 512ull << 20}, {"2G", 2ull << 30},
+      {"1T", 1ull << 40}, {"64KiB", 64ull << 10}, {"8MB", 8ull << 20}};
+  for (const auto &c : cases) {
+    uint64_t value = 0;
+    EXPECT_EQ(parse_size("TSHMEM_SYMMETRIC_SIZE", c.first, &value), TSHMEM_SUCCESS) << c.first;
+    EXPECT_EQ(value, c.second) << c.first;
+  }
+}
+
+TEST_F(Env, EveryMalformedSizeIsAnError) {
+  for (const char *bad : {"", " ", "abc", "-1", "+5", "1.5G", "12Q", "1GG", "1 G", "0x10", "99999999999999999999",
+                          "17179869184T", "G", "1Gx"}) {
+    uint64_t value = 7;
+    EXPECT_EQ(parse_size("TSHMEM_SYMMETRIC_SIZE", bad, &value), TSHMEM_ERR_CONFIG) << "'" << bad << "'";
+    EXPECT_EQ(value, 7u) << "nothing is written on error";
+    const std::string message = tshmemx_last_error();
+    EXPECT_NE(message.find("TSHMEM_SYMMETRIC_SIZE='"), std::string::npos) << message;
+    EXPECT_NE(message.find(bad), std::string::npos) << message;
+  }
+}
+
+TEST_F(Env, MalformedValuesOfEveryKindFailInit) {
+  const std::pair<const char *, const char *> cases[] = {
+      {"TSHMEM_SYMMETRIC_SIZE", "lots"}, {"TSHMEM_SYMMETRIC_SIZE", "1K"},  // below the minimum
+      {"TSHMEM_MEM_BACKEND", "nvme"},    {"TSHMEM_DEVICE", "first"},      {"TSHMEM_DEVICE", "1.0"},
+      {"TSHMEM_ALLOW_SHARED_GPU", "maybe"}, {"TSHMEM_BIND", "cores"},     {"TSHMEM_DISABLE_NVLS", "2"},
+      {"TSHMEM_WAIT_TIMEOUT_MS", "10s"}, {"TSHMEM_DEBUG", "verbose"},     {"TSHMEM_DEBUG_SUBSYS", "HEAP,DISK"}};
+  for (const auto &c : cases) {
+    g_vars.clear();
+    g_vars[c.first] = c.second;
+    EnvOptions options;
+    EXPECT_EQ(parse(&options), TSHMEM_ERR_CONFIG) << c.first << "=" << c.second;
+    const std::string message = tshmemx_last_error();
+    EXPECT_NE(message.find(c.first), std::string::npos) << message;
+  }
+}
+
+TEST_F(Env, BoolsAndChoices) {
+  for (const char *yes : {"1", "true", "YES", "on"}) {
+    bool value = false;
+    EXPECT_EQ(parse_bool("B", yes, &value), TSHMEM_SUCCESS);
+    EXPECT_TRUE(value) << yes;
+  }
+  for (const char *no : {"0", "False", "no", "OFF"}) {
+    bool value = true;
+    EXPECT_EQ(parse_bool("B", no, &value), TSHMEM_SUCCESS);
+    EXPECT_FALSE(value) << no;
+  }
+  std::string choice;
+  EXPECT_EQ(parse_choice("C", "VMM", "auto|vmm|ipc|shm", &choice), TSHMEM_SUCCESS);
+  EXPECT_EQ(choice, "vmm");
+  EXPECT_EQ(parse_choice("C", "vm", "auto|vmm|ipc|shm", &choice), TSHMEM_ERR_CONFIG);
+  EXPECT_NE(std::string(tshmemx_last_error()).find("auto|vmm|ipc|shm"), std::string::npos);
+}
+
+TEST_F(Env, MulticastSwitchesAreReadTheirOwnersWay) {
+  EnvOptions options;
+  g_vars["TSHMEM_DISABLE_NVLS"] = "1";
+  ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
+  EXPECT_TRUE(options.nvls_forbidden());
+
+  // NVSHMEM: a first character in "0NnFf" is false, anything else true.
+  for (const auto &c : std::map<std::string, bool>{{"1", true}, {"yes", true}, {"0", false}, {"no", false},
+                                                    {"false", false}, {"Y", true}, {"", false}}) {
+    g_vars.clear();
+    g_vars["NVSHMEM_DISABLE_NVLS"] = c.first;
+    ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
+    EXPECT_EQ(options.nvls_forbidden(), c.second) << "NVSHMEM_DISABLE_NVLS=" << c.first;
+  }
+  // NCCL: NCCL_NVLS_ENABLE=0 disables; something unparseable disables too (we stay safe).
+  for (const auto &c : std::map<std::string, bool>{{"0", true}, {"1", false}, {"2", false}, {"false", true},
+                                                    {"off", true}, {"0x0", true}}) {
+    g_vars.clear();
+    g_vars["NCCL_NVLS_ENABLE"] = c.first;
+    ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
+    EXPECT_EQ(options.nvls_forbidden(), c.second) << "NCCL_NVLS_ENABLE=" << c.first;
+  }
+}
+
+TEST_F(Env, TableListsEveryVariableOnceWithADescription) {
+  std::map<std::string, int> seen;
+  for (const EnvVarInfo &row : env_table()) {
+    EXPECT_EQ(std::string(row.name).rfind("TSHMEM_", 0), 0u);
+    EXPECT_GT(std::string(row.description).size(), 10u) << row.name;
+    EXPECT_EQ(++seen[row.name], 1) << row.name;
+    if (row.kind == EnvKind::Choice) {
+      EXPECT_NE(std::string(row.choices), "") << row.name;
+    }
+  }
+  EXPECT_EQ(seen.size(), 9u);
+}
+
+}  // namespace
+}  // namespace tshmemi

@@ -1,0 +1,58 @@
+// Error codes, their names, and the message helpers every PE's report goes through.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+
+#include "bootstrap/agree.h"
+#include "common/error.h"
+
+namespace tshmemi {
+namespace {
+
+TEST(Errors, EveryStatusHasAName) {
+  // Loops over the enum's range rather than listing names: a new status without a string fails here.
+  for (int status = 0; status < TSHMEM_NUM_STATUS; ++status) {
+    const std::string name = tshmemx_strerror(status);
+    EXPECT_EQ(name.rfind("TSHMEM_", 0), 0u) << "status " << status << " -> " << name;
+    EXPECT_NE(name, "not a tshmem status");
+  }
+  EXPECT_STREQ(tshmemx_strerror(-1), "not a tshmem status");
+  EXPECT_STREQ(tshmemx_strerror(TSHMEM_NUM_STATUS), "not a tshmem status");
+}
+
+TEST(Errors, LastErrorIsPerThreadAndCleared) {
+  clear_last_error();
+  EXPECT_EQ(set_error(TSHMEM_ERR_INVALID_ARG, "call: value %d breaks the rule", 7), TSHMEM_ERR_INVALID_ARG);
+  EXPECT_EQ(tshmemx_last_error_code(), TSHMEM_ERR_INVALID_ARG);
+  EXPECT_STREQ(tshmemx_last_error(), "call: value 7 breaks the rule");
+  std::string other_thread_message = "unset";
+  std::thread([&] { other_thread_message = tshmemx_last_error(); }).join();
+  EXPECT_EQ(other_thread_message, "") << "the last error is thread-local";
+  tshmemx_clear_last_error();
+  EXPECT_EQ(tshmemx_last_error_code(), TSHMEM_SUCCESS);
+  EXPECT_STREQ(tshmemx_last_error(), "");
+}
+
+TEST(Errors, LongMessagesAreKeptWhole) {
+  const std::string long_value(5000, 'x');
+  set_error(TSHMEM_ERR_CONFIG, "X=%s", long_value.c_str());
+  EXPECT_EQ(std::string(tshmemx_last_error()).size(), 5002u);
+}
+
+TEST(Errors, PeListsAreCompact) {
+  EXPECT_EQ(pe_list({}), "");
+  EXPECT_EQ(pe_list({1}), "1");
+  EXPECT_EQ(pe_list({0, 1}), "0,1");
+  EXPECT_EQ(pe_list({0, 1, 2, 3, 5}), "0-3,5");
+  EXPECT_EQ(pe_list({2, 4, 5, 6, 9, 10}), "2,4-6,9,10");
+}
+
+TEST(Errors, ReportsTruncateSafely) {
+  const PeReport report = make_report(TSHMEM_ERR_CUDA, std::string(1000, 'y'));
+  EXPECT_EQ(report.status, TSHMEM_ERR_CUDA);
+  EXPECT_EQ(std::string(report.text).size(), sizeof(report.text) - 1);
+}
+
+}  // namespace
+}  // namespace tshmemi
