@@ -12,3 +12,7 @@ Status create_device_state(Context &) {
 }
 
 }  // namespace tshmemi
+
+extern "C" TSHMEM_API int tshmemx_cumodule_init(tshmemx_cumodule_t) {
+  return tshmemi::set_error(TSHMEM_ERR_CUDA, "tshmemx_cumodule_init: tshmem was built without CUDA");
+}

@@ -1,0 +1,60 @@
+// tshmemx_cumodule_init: fills the device state of a module loaded at run time (JIT code, generated
+// kernels). Such a module, compiled with -DTSHMEM_CUMODULE, declares the state as a non-static
+//   __constant__ tshmemi_device_state tshmemi_device_state_c;
+// (the exported name agreed with the device API), which cuModuleGetGlobal finds by name.
+//
+// The module is filled with the state of the moment; it is not in the registry, so tshmem_finalize does
+// not withdraw it: call tshmemx_cumodule_init again after a new tshmem_init.
+#include <exception>
+
+#include "context.h"
+#include "cuda/driver.h"
+#include "state/registry.h"
+
+namespace tshmemi {
+namespace {
+
+constexpr const char *kModuleStateSymbol = "tshmemi_device_state_c";
+
+Status cumodule_init(CUmodule module) {
+  const char *call = "tshmemx_cumodule_init";
+  if (module == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: module is NULL", call);
+  Context *ctx = require_context(call);
+  if (ctx == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
+  if (!ctx->device_state)
+    return set_error(TSHMEM_ERR_CONFIG, "%s: the %s backend keeps the heap in host memory: there is no device state", call,
+                     ctx->mem->name());
+  TSHMEM_CHECK(cu_driver_load());
+
+  CUdeviceptr address = 0;
+  size_t bytes = 0;
+  const CUresult found = TSHMEMI_CU(cuModuleGetGlobal(&address, &bytes, module, kModuleStateSymbol));
+  if (found == CUDA_ERROR_NOT_FOUND)
+    return set_error(TSHMEM_ERR_INVALID_ARG,
+                     "%s: the module has no __constant__ symbol %s (compile it with -DTSHMEM_CUMODULE so that the "
+                     "tshmem device headers export it)",
+                     call, kModuleStateSymbol);
+  if (found != CUDA_SUCCESS) return cu_error(found, "cuModuleGetGlobal(module, \"tshmemi_device_state_c\")", __FILE__, __LINE__);
+  if (bytes != sizeof(tshmemi_device_state))
+    return set_error(TSHMEM_ERR_CONFIG,
+                     "%s: the module's %s is %zu bytes, this library's tshmemi_device_state is %zu (state version %#x): "
+                     "rebuild the module against this tshmem",
+                     call, kModuleStateSymbol, bytes, sizeof(tshmemi_device_state), TSHMEMI_DEVICE_STATE_VERSION);
+  const tshmemi_device_state state = registry_current();
+  // The address belongs to the module's context (the current one); UVA lets the runtime resolve it.
+  TSHMEM_CUDA_CHECK(cudaMemcpy(reinterpret_cast<void *>(address), &state, sizeof(state), cudaMemcpyDefault));
+  return TSHMEM_SUCCESS;
+}
+
+}  // namespace
+}  // namespace tshmemi
+
+extern "C" TSHMEM_API int tshmemx_cumodule_init(tshmemx_cumodule_t module) {
+  try {
+    return tshmemi::cumodule_init(module);  // tshmemx_cumodule_t is struct CUmod_st *, i.e. CUmodule
+  } catch (const std::exception &e) {
+    return tshmemi::set_error(TSHMEM_ERR_INTERNAL, "tshmemx_cumodule_init: unexpected exception: %s", e.what());
+  } catch (...) {
+    return tshmemi::set_error(TSHMEM_ERR_INTERNAL, "tshmemx_cumodule_init: unexpected exception");
+  }
+}

@@ -1,0 +1,85 @@
+// create_device_state: the device state of a GPU-backed PE. It fills the tshmemi_device_state from the
+// context, keeps a device-global mirror of the peer table (per-lane PE lookups __ldg it instead of
+// serialising on the constant cache), and publishes the state to every registered translation unit.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "context.h"
+#include "cuda/device_guard.h"
+#include "cuda/driver.h"
+#include "cuda/gpu_runtime.h"
+#include "state/registry.h"
+
+namespace tshmemi {
+namespace {
+
+/// Owns what the published state points to. Destroyed before the heap: withdraws the state from every
+/// registered unit (kernels launched later see "not initialised"), then frees the mirror.
+class GpuDeviceState final : public DeviceState {
+ public:
+  explicit GpuDeviceState(int device) : device_(device) {}
+  ~GpuDeviceState() override {
+    registry_withdraw();
+    if (mirror_ != nullptr) {
+      DeviceGuard guard;
+      if (guard.enter(device_) == TSHMEM_SUCCESS) {
+        const cudaError_t rc = cudaFree(mirror_);
+        if (rc != cudaSuccess)
+          TSHMEMI_LOG(kWarn, kLogCuda, "cudaFree(peer table mirror): %s", cudaGetErrorString(rc));
+      }
+    }
+  }
+
+  Status upload(const std::vector<uint64_t> &bases) {
+    const size_t bytes = bases.size() * sizeof(uint64_t);
+    TSHMEM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&mirror_), bytes));
+    TSHMEM_CUDA_CHECK(cudaMemcpy(mirror_, bases.data(), bytes, cudaMemcpyHostToDevice));
+    return TSHMEM_SUCCESS;
+  }
+  const uint64_t *mirror() const { return mirror_; }
+
+ private:
+  int device_;
+  uint64_t *mirror_ = nullptr;
+};
+
+uint64_t timeout_ns(int64_t ms) {
+  if (ms <= 0) return 0;
+  const uint64_t limit = std::numeric_limits<uint64_t>::max() / 1000000u;
+  return std::min(static_cast<uint64_t>(ms), limit) * 1000000u;
+}
+
+}  // namespace
+
+Status create_device_state(Context &ctx) {
+  DeviceGuard guard;
+  TSHMEM_CHECK(guard.enter(ctx.cuda_device));
+  const PeerTable &peers = ctx.peers;
+  if (peers.n_pes() > TSHMEM_MAX_PES)
+    return set_error(TSHMEM_ERR_CONFIG, "create_device_state: %d PEs exceed TSHMEM_MAX_PES (%d)", peers.n_pes(),
+                     TSHMEM_MAX_PES);
+
+  tshmemi_device_state state;
+  std::memset(&state, 0, sizeof(state));
+  state.version = TSHMEMI_DEVICE_STATE_VERSION;
+  state.size = static_cast<uint32_t>(sizeof(state));
+  state.my_pe = peers.my_pe();
+  state.n_pes = peers.n_pes();
+  state.flags = TSHMEMI_STATE_INITIALIZED | TSHMEMI_STATE_GPU_HEAP;
+  state.local_n_pes = ctx.boot->local_size();
+  state.heap_base = peers.heap_base();
+  state.heap_size = ctx.heap->size();
+  state.mc_base = 0;  // multicast is mapped by src/nvls/, which sets it and TSHMEMI_STATE_MULTICAST
+  state.wait_timeout_ns = timeout_ns(ctx.env.wait_timeout_ms);
+  std::copy(peers.bases().begin(), peers.bases().end(), state.peer_base);
+
+  auto owned = std::make_unique<GpuDeviceState>(ctx.cuda_device);
+  TSHMEM_CHECK(owned->upload(peers.bases()));
+  state.peer_base_global = owned->mirror();
+  ctx.device_state = std::move(owned);  // from here on, teardown withdraws whatever was published
+  TSHMEM_CHECK(registry_publish(ctx.cuda_device, state));
+  return TSHMEM_SUCCESS;
+}
+
+}  // namespace tshmemi

@@ -1,0 +1,42 @@
+#include "cuda/gpu_mem_backend.h"
+
+#include "cuda/device_guard.h"
+
+namespace tshmemi {
+
+void *GpuMemBackend::peer_base(int pe) const {
+  if (pe < 0 || static_cast<size_t>(pe) >= peer_bases_.size()) return nullptr;
+  return peer_bases_[static_cast<size_t>(pe)];
+}
+
+Status GpuMemBackend::copy(void *dst, const void *src, size_t bytes) {
+  DeviceGuard guard;
+  TSHMEM_CHECK(guard.enter(device_));
+  TSHMEM_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+  return TSHMEM_SUCCESS;
+}
+
+Status GpuMemBackend::copy_on_stream(void *dst, const void *src, size_t bytes, tshmemx_stream_t stream) {
+  DeviceGuard guard;
+  TSHMEM_CHECK(guard.enter(device_));
+  // tshmemx_stream_t is struct CUstream_st *, the type cudaStream_t names.
+  TSHMEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)));
+  return TSHMEM_SUCCESS;
+}
+
+Status GpuMemBackend::zero(void *dst, size_t bytes) {
+  DeviceGuard guard;
+  TSHMEM_CHECK(guard.enter(device_));
+  TSHMEM_CUDA_CHECK(cudaMemset(dst, 0, bytes));
+  TSHMEM_CUDA_CHECK(cudaDeviceSynchronize());
+  return TSHMEM_SUCCESS;
+}
+
+Status GpuMemBackend::quiet() {
+  DeviceGuard guard;
+  TSHMEM_CHECK(guard.enter(device_));
+  TSHMEM_CUDA_CHECK(cudaDeviceSynchronize());
+  return TSHMEM_SUCCESS;
+}
+
+}  // namespace tshmemi
