@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One GPU round on the test host: configure (CUDA architecture 90), build with all cores, run every
+# test (GPU + MPI at 1 and 2 PEs), a perftest smoke, SASS and ldd checks; logs into one folder.
+#   scripts/device-test.sh [log-folder]     (default: $OUT, else ./device-logs)
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+logs=${1:-${OUT:-$root/device-logs}}
+mkdir -p "$logs"
+build=${TSHMEM_BUILD_DIR:-/tmp/tshmem-build}
+export TSHMEM_DISABLE_NVLS=1 NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0  # never multicast on the shared host
+export PATH=/usr/local/cuda/bin:$PATH
+[ -x /opt/gcc/bin/g++ ] && export CUDAHOSTCXX=/opt/gcc/bin/g++
+summary="$logs/summary.txt"
+: > "$summary"
+step() { echo "== $*" | tee -a "$summary"; }
+
+step "host: $(hostname), $(nvidia-smi -L 2>/dev/null | wc -l) GPUs"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >> "$summary" 2>&1
+nvidia-smi topo -m > "$logs/topo.txt" 2>&1
+
+step "configure + build"
+start=$(date +%s)
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DTSHMEM_ENABLE_CUDA=ON ${TSHMEM_CMAKE_ARGS:-} > "$logs/configure.log" 2>&1 || { tail -30 "$logs/configure.log" | tee -a "$summary"; exit 1; }
+cmake --build "$build" -j "$(nproc)" > "$logs/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$logs/build.log" | head -60 | tee -a "$summary"; exit 1; }
+echo "build took $(( $(date +%s) - start )) s" | tee -a "$summary"
+
+step "ldd: no binary links libcuda"
+if find "$build" -type f \( -name '*.so*' -o -perm -u+x \) -exec sh -c 'ldd "$1" 2>/dev/null | grep -q "libcuda\.so" && echo "$1"' _ {} \; | grep . ; then
+  echo "FAIL: the files above link libcuda" | tee -a "$summary"
+else
+  echo "ok: no libcuda in any built binary" | tee -a "$summary"
+fi
+
+step "ctest (all tests; GPU tests with 1 and 2 PEs)"
+(cd "$build" && ctest --output-on-failure -j 4 --timeout 600) > "$logs/ctest.log" 2>&1
+grep -E "tests passed|tests failed|Failed|\*\*\*|Not Run|Skipped" "$logs/ctest.log" | tail -40 | tee -a "$summary"
+(cd "$build" && ctest -N) | tail -1 >> "$summary"
+
+step "perftest smoke"
+launcher="$root/scripts/tshmemrun"
+for bench in "$build"/perftest/device/tshmem_*; do
+  [ -x "$bench" ] || continue
+  timeout 300 "$launcher" -np 2 -- "$bench" --json "$logs/perftest.jsonl" >> "$logs/perftest.log" 2>&1
+done
+for bench in host_bw host_latency host_init host_malloc host_malloc_nocheck; do
+  [ -x "$build/perftest/host/tshmem_$bench" ] || continue
+  timeout 300 "$launcher" -np 2 -- "$build/perftest/host/tshmem_$bench" >> "$logs/perftest.log" 2>&1
+done
+[ -x "$build/perftest/moe/tshmem_moe_bench" ] && timeout 300 "$build/perftest/moe/tshmem_moe_bench" --json "$logs/perftest.jsonl" >> "$logs/perftest.log" 2>&1
+tail -150 "$logs/perftest.log" >> "$summary"
+step "done"

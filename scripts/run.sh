@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The main job: builds if needed, then runs the perftest on the GPUs present (one PE per GPU), or,
+# without a GPU, the host benchmarks on the shm backend with 2 PEs.
+#   scripts/run.sh            results print as tables; JSON lines go to build/perftest-results.jsonl
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${TSHMEM_BUILD_DIR:-$root/build}
+if [ ! -x "$build/perftest/host/tshmem_host_bw" ]; then
+  echo "== building (first run)"
+  if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$build" -j "$(nproc)"
+fi
+
+export TSHMEM_DISABLE_NVLS=${TSHMEM_DISABLE_NVLS:-1}
+gpus=0
+if command -v nvidia-smi >/dev/null; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); fi
+launcher="$root/scripts/tshmemrun"
+json="$build/perftest-results.jsonl"
+: > "$json"
+
+if [ "$gpus" -ge 2 ]; then
+  np=$gpus
+  echo "== perftest on $np GPUs (one PE per GPU)"
+  unset TSHMEM_MEM_BACKEND
+  for bench in "$build"/perftest/device/tshmem_*; do
+    [ -x "$bench" ] || continue
+    "$launcher" -np "$np" -- "$bench" --json "$json"
+  done
+
+else
+  np=2
+  echo "== no GPU pair found: host benchmarks on the shm backend with $np PEs"
+  export TSHMEM_MEM_BACKEND=shm TSHMEM_SYMMETRIC_SIZE=${TSHMEM_SYMMETRIC_SIZE:-256M}
+fi
+"$launcher" -np "$np" -- "$build/perftest/host/tshmem_host_bw" --json "$json"
+"$launcher" -np "$np" -- "$build/perftest/host/tshmem_host_bw" --bidir --json "$json"
+"$launcher" -np "$np" -- "$build/perftest/host/tshmem_host_latency" --json "$json"
+"$launcher" -np "$np" -- "$build/perftest/host/tshmem_host_init"
+"$launcher" -np "$np" -- "$build/perftest/host/tshmem_host_malloc"
+[ -x "$build/perftest/host/tshmem_host_malloc_nocheck" ] && "$launcher" -np "$np" -- "$build/perftest/host/tshmem_host_malloc_nocheck"
+echo "== JSON results: $json"
