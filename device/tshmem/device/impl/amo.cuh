@@ -1,0 +1,141 @@
+// Bodies of tshmem/device/amo.cuh: one dispatcher over the operation, `if constexpr` on the type.
+#ifndef TSHMEM_DEVICE_IMPL_AMO_CUH
+#define TSHMEM_DEVICE_IMPL_AMO_CUH
+
+#include <type_traits>
+
+#include "tshmem/device/impl/memory.cuh"
+#include "tshmem/device/remote_ptr.cuh"
+
+#ifdef TSHMEM_DEVICE_COMPILE
+namespace tshmemi {
+
+enum class amo_op { fetch, set, swap, compare_swap, fetch_add, fetch_and, fetch_or, fetch_xor };
+
+/// The unsigned word the hardware operates on.
+template <class T>
+using amo_word_t = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
+
+template <class T>
+TSHMEMI_DEVICE amo_word_t<T> to_word(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return __float_as_uint(v);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return static_cast<unsigned long long>(__double_as_longlong(v));
+  } else {
+    return static_cast<amo_word_t<T>>(v);
+  }
+}
+
+template <class T>
+TSHMEMI_DEVICE T from_word(amo_word_t<T> w) {
+  if constexpr (std::is_same_v<T, float>) {
+    return __uint_as_float(w);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return __longlong_as_double(static_cast<long long>(w));
+  } else {
+    return static_cast<T>(w);
+  }
+}
+
+/// Translates `dest` for `pe` (checked) and performs `Op` with system scope; returns the previous value
+/// (`set` returns `value`).
+template <amo_op Op, class T>
+TSHMEMI_DEVICE T amo(T *dest, T value, T cond, int pe, const char *call, const tshmemi_device_state &st) {
+  constexpr bool kInteger = std::is_integral_v<T> && (sizeof(T) == 4 || sizeof(T) == 8);
+  constexpr bool kFloat = std::is_same_v<T, float> || std::is_same_v<T, double>;
+  constexpr bool kExtended = Op == amo_op::fetch || Op == amo_op::set || Op == amo_op::swap;
+  static_assert(kInteger || (kFloat && kExtended),
+                "tshmem atomics: 32/64-bit integers (fetch, set, swap also on float and double)");
+  using W = amo_word_t<T>;
+  W *word = reinterpret_cast<W *>(remote_ptr_lane(dest, pe, call, st));
+  const W v = to_word(value);
+  if constexpr (Op == amo_op::fetch) {
+    return from_word<T>(load_relaxed_sys(word));
+  } else if constexpr (Op == amo_op::set) {
+    store_relaxed_sys(word, v);
+    return value;
+  } else if constexpr (Op == amo_op::swap) {
+    return from_word<T>(atomicExch_system(word, v));
+  } else if constexpr (Op == amo_op::compare_swap) {
+    return from_word<T>(atomicCAS_system(word, to_word(cond), v));
+  } else if constexpr (Op == amo_op::fetch_add) {
+    return from_word<T>(atomicAdd_system(word, v));
+  } else if constexpr (Op == amo_op::fetch_and) {
+    return from_word<T>(atomicAnd_system(word, v));
+  } else if constexpr (Op == amo_op::fetch_or) {
+    return from_word<T>(atomicOr_system(word, v));
+  } else if constexpr (Op == amo_op::fetch_xor) {
+    return from_word<T>(atomicXor_system(word, v));
+  } else {
+    static_assert(tshmem::dependent_false<T>, "unknown atomic operation");
+    return value;
+  }
+}
+
+}  // namespace tshmemi
+
+namespace tshmem {
+
+template <class T>
+TSHMEMI_DEVICE T atomic_fetch(const T *source, int pe, const tshmemi_device_state &st) {
+  return tshmemi::amo<tshmemi::amo_op::fetch>(const_cast<T *>(source), T(), T(), pe, "tshmem_atomic_fetch", st);
+}
+template <class T>
+TSHMEMI_DEVICE void atomic_set(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
+  tshmemi::amo<tshmemi::amo_op::set>(dest, value, T(), pe, "tshmem_atomic_set", st);
+}
+template <class T>
+TSHMEMI_DEVICE T atomic_swap(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
+  return tshmemi::amo<tshmemi::amo_op::swap>(dest, value, T(), pe, "tshmem_atomic_swap", st);
+}
+template <class T>
+TSHMEMI_DEVICE T atomic_compare_swap(T *dest, nondeduced_t<T> cond, nondeduced_t<T> value, int pe,
+                                     const tshmemi_device_state &st) {
+  return tshmemi::amo<tshmemi::amo_op::compare_swap>(dest, value, cond, pe, "tshmem_atomic_compare_swap", st);
+}
+template <class T>
+TSHMEMI_DEVICE T atomic_fetch_add(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
+  return tshmemi::amo<tshmemi::amo_op::fetch_add>(dest, value, T(), pe, "tshmem_atomic_fetch_add", st);
+}
+template <class T>
+TSHMEMI_DEVICE void atomic_add(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
+  tshmemi::amo<tshmemi::amo_op::fetch_add>(dest, value, T(), pe, "tshmem_atomic_add", st);
+}
+template <class T>
+TSHMEMI_DEVICE T atomic_fetch_inc(T *dest, int pe, const tshmemi_device_state &st) {
+  return tshmemi::amo<tshmemi::amo_op::fetch_add>(dest, T(1), T(), pe, "tshmem_atomic_fetch_inc", st);
+}
+template <class T>
+TSHMEMI_DEVICE void atomic_inc(T *dest, int pe, const tshmemi_device_state &st) {
+  tshmemi::amo<tshmemi::amo_op::fetch_add>(dest, T(1), T(), pe, "tshmem_atomic_inc", st);
+}
+template <class T>
+TSHMEMI_DEVICE T atomic_fetch_and(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
+  return tshmemi::amo<tshmemi::amo_op::fetch_and>(dest, value, T(), pe, "tshmem_atomic_fetch_and", st);
+}
+template <class T>
+TSHMEMI_DEVICE void atomic_and(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
+  tshmemi::amo<tshmemi::amo_op::fetch_and>(dest, value, T(), pe, "tshmem_atomic_and", st);
+}
+template <class T>
+TSHMEMI_DEVICE T atomic_fetch_or(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
+  return tshmemi::amo<tshmemi::amo_op::fetch_or>(dest, value, T(), pe, "tshmem_atomic_fetch_or", st);
+}
+template <class T>
+TSHMEMI_DEVICE void atomic_or(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
+  tshmemi::amo<tshmemi::amo_op::fetch_or>(dest, value, T(), pe, "tshmem_atomic_or", st);
+}
+template <class T>
+TSHMEMI_DEVICE T atomic_fetch_xor(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
+  return tshmemi::amo<tshmemi::amo_op::fetch_xor>(dest, value, T(), pe, "tshmem_atomic_fetch_xor", st);
+}
+template <class T>
+TSHMEMI_DEVICE void atomic_xor(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
+  tshmemi::amo<tshmemi::amo_op::fetch_xor>(dest, value, T(), pe, "tshmem_atomic_xor", st);
+}
+
+}  // namespace tshmem
+#endif  // TSHMEM_DEVICE_COMPILE
+
+#endif  // TSHMEM_DEVICE_IMPL_AMO_CUH

@@ -1,0 +1,104 @@
+// Bodies of tshmem/device/sync.cuh.
+#ifndef TSHMEM_DEVICE_IMPL_SYNC_CUH
+#define TSHMEM_DEVICE_IMPL_SYNC_CUH
+
+#include "tshmem/device/impl/group.cuh"
+#include "tshmem/device/impl/internal_heap.cuh"
+#include "tshmem/device/impl/memory.cuh"
+#include "tshmem/device/impl/rma.cuh"
+#include "tshmem/device/impl/wait.cuh"
+#include "tshmem/device/remote_ptr.cuh"
+
+#ifdef TSHMEM_DEVICE_COMPILE
+namespace tshmemi {
+
+template <class T>
+TSHMEMI_DEVICE T *internal_slot(size_t offset, const tshmemi_device_state &st) {
+  return reinterpret_cast<T *>(own_heap_base(st) + offset);
+}
+
+/// All-to-all epoch exchange. Every thread of the group: arrive (group barrier), read the epoch, announce it
+/// to a share of the peers with a release store, wait (acquire) for a share of the peers' announcements,
+/// group barrier; then the leader records the epoch. The group barriers carry the other threads' writes
+/// into the announcing threads' releases and the announced writes out to the whole group.
+template <class Scope>
+TSHMEMI_DEVICE void sync_pes(const char *call, const tshmemi_device_state &st) {
+  using G = group<Scope>;
+  G::sync();
+  uint64_t *epoch_word = internal_slot<uint64_t>(internal_heap::kSyncEpoch, st);
+  const uint64_t epoch = *static_cast<volatile uint64_t *>(epoch_word) + 1;
+  uint64_t *arrival = internal_slot<uint64_t>(internal_heap::kSyncArrival, st);
+  const int n = st.n_pes;
+  const unsigned rank = G::rank(), size = G::size();
+  fence_acq_rel_sys();
+  for (int pe = static_cast<int>(rank); pe < n; pe += static_cast<int>(size))
+    store_release_sys(remote_ptr_lane(arrival + st.my_pe, pe, call, st), epoch);
+  for (int pe = static_cast<int>(rank); pe < n; pe += static_cast<int>(size))
+    spin_until<uint64_t>(arrival + pe, TSHMEM_CMP_GE, epoch, call, st);
+  G::sync();
+  if (rank == 0) *static_cast<volatile uint64_t *>(epoch_word) = epoch;
+}
+
+/// Grid-wide barrier among the blocks of one (co-resident) grid on this PE: the first thread of each block
+/// arrives on a counter; the last arrival resets it and bumps the generation with a release; the others
+/// wait for the generation with acquires. Fences at system scope so that what one block observed from peers
+/// is passed on to the others.
+TSHMEMI_DEVICE void grid_barrier(const char *call, const tshmemi_device_state &st) {
+  __syncthreads();
+  if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
+    unsigned *arrived = internal_slot<unsigned>(internal_heap::kGridArrived, st);
+    unsigned *generation = internal_slot<unsigned>(internal_heap::kGridGeneration, st);
+    const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+    const unsigned current = load_acquire_sys(generation);  // cannot move on before this block arrives
+    fence_acq_rel_sys();
+    if (atomicAdd(arrived, 1u) == blocks - 1) {
+      fence_acq_rel_sys();
+      store_relaxed_sys(arrived, 0u);
+      store_release_sys(generation, current + 1);
+    } else {
+      spin_until<unsigned>(generation, TSHMEM_CMP_NE, current, call, st);
+    }
+  }
+  __syncthreads();
+}
+
+TSHMEMI_DEVICE bool is_first_block() { return blockIdx.x + blockIdx.y + blockIdx.z == 0; }
+
+}  // namespace tshmemi
+
+namespace tshmem {
+
+TSHMEMI_DEVICE void fence() { __threadfence_system(); }
+
+TSHMEMI_DEVICE void quiet() { __threadfence_system(); }
+
+template <class Scope>
+TSHMEMI_DEVICE void sync_all(const tshmemi_device_state &st) {
+  tshmemi::sync_pes<Scope>(tshmemi::scoped_name<Scope>("tshmem_sync_all", "tshmem_sync_all_warp", "tshmem_sync_all_block"),
+                           st);
+}
+
+template <class Scope>
+TSHMEMI_DEVICE void barrier_all(const tshmemi_device_state &st) {
+  quiet();
+  tshmemi::sync_pes<Scope>(
+      tshmemi::scoped_name<Scope>("tshmem_barrier_all", "tshmem_barrier_all_warp", "tshmem_barrier_all_block"), st);
+}
+
+TSHMEMI_DEVICE void sync_all_grid(const tshmemi_device_state &st) {
+  tshmemi::grid_barrier("tshmem_sync_all_grid", st);
+  if (tshmemi::is_first_block()) tshmemi::sync_pes<block_scope>("tshmem_sync_all_grid", st);
+  tshmemi::grid_barrier("tshmem_sync_all_grid", st);
+}
+
+TSHMEMI_DEVICE void barrier_all_grid(const tshmemi_device_state &st) {
+  quiet();
+  tshmemi::grid_barrier("tshmem_barrier_all_grid", st);
+  if (tshmemi::is_first_block()) tshmemi::sync_pes<block_scope>("tshmem_barrier_all_grid", st);
+  tshmemi::grid_barrier("tshmem_barrier_all_grid", st);
+}
+
+}  // namespace tshmem
+#endif  // TSHMEM_DEVICE_COMPILE
+
+#endif  // TSHMEM_DEVICE_IMPL_SYNC_CUH

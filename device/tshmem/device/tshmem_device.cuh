@@ -1,0 +1,28 @@
+/*
+ * tshmem device API, everything: include this from any .cu (no -rdc needed) and link tshmem::tshmem.
+ *
+ *   state.cuh       the constant-memory state, its registration (or -DTSHMEM_CUMODULE), by-value delivery
+ *   remote_ptr.cuh  the one remote-address function and the PE bound check
+ *   pe.cuh          my_pe, n_pes, ptr
+ *   rma.cuh         p, g, put, get (+ _nbi; thread, warp, block scope)
+ *   signal.cuh      put_signal (+ _nbi), signal_op, signal_wait_until, signal_fetch
+ *   wait.cuh        wait_until, test
+ *   amo.cuh         atomics
+ *   sync.cuh        fence, quiet, sync_all, barrier_all (group and grid)
+ *   c_api.cuh       the OpenSHMEM-style C names (tshmem_int_p, tshmem_putmem_block, ...)
+ */
+#ifndef TSHMEM_DEVICE_TSHMEM_DEVICE_CUH
+#define TSHMEM_DEVICE_TSHMEM_DEVICE_CUH
+
+#include "tshmem/device/amo.cuh"
+#include "tshmem/device/c_api.cuh"
+#include "tshmem/device/defines.cuh"
+#include "tshmem/device/pe.cuh"
+#include "tshmem/device/remote_ptr.cuh"
+#include "tshmem/device/rma.cuh"
+#include "tshmem/device/signal.cuh"
+#include "tshmem/device/state.cuh"
+#include "tshmem/device/sync.cuh"
+#include "tshmem/device/wait.cuh"
+
+#endif  // TSHMEM_DEVICE_TSHMEM_DEVICE_CUH
