@@ -1,0 +1,487 @@
+// GPU tests of tshmem_moe: every kernel against its CPU reference over the spec's test matrices (bitwise, or
+// with the spec's tolerance for top2_sum_gate weights), repeated over SM-count overrides to show the results
+// do not depend on the grid. Skipped with a reason when no CUDA device is present.
+#include <cmath>
+#include <string>
+
+#include "moe_test_util.h"
+
+using namespace moe_test;
+
+namespace {
+
+void expect_same(const Tensor& cpu, const Tensor& gpu, const std::string& what) {
+  ASSERT_EQ(cpu.ndim, gpu.ndim) << what;
+  for (int i = 0; i < cpu.ndim; ++i) {
+    ASSERT_EQ(cpu.shape[i], gpu.shape[i]) << what << " dim " << i;
+    if (tshmem_moe_tensor_numel(&cpu) > 0) {
+      ASSERT_EQ(cpu.strides[i], gpu.strides[i]) << what << " stride " << i;
+    }
+  }
+  ASSERT_EQ(cpu.dtype, gpu.dtype) << what;
+  const std::vector<uint8_t> a = gather(cpu), b = gather(gpu);
+  ASSERT_EQ(a.size(), b.size()) << what;
+  size_t first = a.size();
+  for (size_t i = 0; i < a.size() && first == a.size(); ++i)
+    if (a[i] != b[i]) first = i;
+  ASSERT_EQ(first, a.size()) << what << ": first differing byte " << first << " of " << a.size();
+}
+
+std::vector<int> sms_list() {
+  int sms = 0;
+  EXPECT_EQ(tshmem_moe_get_device_num_sms(0, &sms), TSHMEM_MOE_SUCCESS);
+  std::vector<int> v = {1, sms > 20 ? sms - 20 : 1, sms};
+  return v;
+}
+
+struct SmsReset {
+  ~SmsReset() { tshmem_moe_set_num_sms(0); }
+};
+
+struct MoeParams {
+  int64_t local, ranks, K;
+};
+std::vector<MoeParams> moe_params() {  // §3.1 base matrix: (local, ranks) x num_topk
+  std::vector<MoeParams> v;
+  for (auto lr : {std::pair<int64_t, int64_t>{9, 8}, {32, 8}, {4, 64}})
+    for (int64_t K : {2, 6, 8, 9}) v.push_back({lr.first, lr.second, K});
+  return v;
+}
+
+std::vector<float> randn(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+class MoeGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MOE_REQUIRE_GPUS(1);
+    cudaSetDevice(0);
+    tshmem_moe_set_check_mode(TSHMEM_MOE_CHECK_SYNC);
+  }
+  SmsReset reset_;
+};
+
+TEST_F(MoeGpu, TopkGate) {
+  const std::pair<int64_t, int64_t> ek[] = {{72, 6}, {32, 6}, {64, 6}, {96, 6}, {16, 6},
+                                            {36, 6}, {108, 6}, {128, 6}, {144, 6}, {256, 8}};
+  for (int64_t T : {4001, 8001})
+    for (auto [E, K] : ek) {
+      std::vector<float> s = randn(static_cast<size_t>(T * E), static_cast<uint32_t>(T + E));
+      if (T == 4001) s[5 * E + 3] = s[5 * E + 7];  // an exact tie
+      Tensor h = view(s, TSHMEM_MOE_FLOAT32, {T, E});
+      Mirror d(h, 0);
+      Out ref, got;
+      MOE_OK(tshmem_moe_topk_gate(&h, K, &ref, nullptr));
+      MOE_OK(tshmem_moe_topk_gate(&d, K, &got, nullptr));
+      expect_same(ref.t, got.t, "topk_gate E=" + std::to_string(E));
+    }
+  // -inf scores: true removal, as the stable sort.
+  std::vector<float> s(4 * 40, -INFINITY);
+  s[7] = 1.0f;
+  Tensor h = view(s, TSHMEM_MOE_FLOAT32, {4, 40});
+  Mirror d(h, 0);
+  Out ref, got;
+  MOE_OK(tshmem_moe_topk_gate(&h, 40, &ref, nullptr));
+  MOE_OK(tshmem_moe_topk_gate(&d, 40, &got, nullptr));
+  expect_same(ref.t, got.t, "topk_gate -inf");
+}
+
+TEST_F(MoeGpu, TopkSumAndTopkGroupIdx) {
+  for (int64_t T : {4001, 8001})
+    for (int64_t E : {72, 256})
+      for (int64_t G : {4, 8, 12, 16}) {
+        if (E % G) continue;
+        std::vector<float> s = randn(static_cast<size_t>(T * E), static_cast<uint32_t>(E * G + T));
+        s[E / G] = s[0];  // a multiset maximum in group 0 of token 0
+        Tensor h = view(s, TSHMEM_MOE_FLOAT32, {T, G, E / G});
+        Mirror d(h, 0);
+        for (int64_t nsum : {1, 2})
+          for (int64_t ntg : {2, 4}) {
+            Out ref, got;
+            MOE_OK(tshmem_moe_topk_sum_and_topk_group_idx(&h, nsum, ntg, &ref, nullptr));
+            MOE_OK(tshmem_moe_topk_sum_and_topk_group_idx(&d, nsum, ntg, &got, nullptr));
+            expect_same(ref.t, got.t, "topk_group G=" + std::to_string(G));
+          }
+      }
+}
+
+// Rows whose selection is ambiguous under last-bit differences of exp/log (adjacent ranking scores or group
+// scores within 1e-5 near the boundary) are excluded from the index comparison, as the spec's rejection
+// sampling does; weights are compared with rtol 1e-5, atol 1e-8.
+TEST_F(MoeGpu, Top2SumGate) {
+  struct Cfg {
+    int64_t ng, ntg, R, S, K;
+  };
+  const Cfg cfgs[] = {{0, 0, 72, 1, 6},  {0, 0, 32, 2, 6},  {0, 0, 64, 2, 6},  {0, 0, 96, 2, 6},
+                      {0, 0, 16, 2, 6},  {0, 0, 36, 2, 6},  {0, 0, 108, 2, 6}, {0, 0, 128, 2, 6},
+                      {0, 0, 144, 2, 6}, {8, 8, 256, 2, 8}, {8, 4, 256, 2, 8}};
+  const int64_t T = 4001, pad = 10, Tt = T + pad, D = 33;
+  int compared_rows = 0, total_rows = 0;
+  for (const Cfg& c : cfgs) {
+    const bool shared_ok = c.R == 72 || c.R == 96 || c.R == 36 || c.R == 108 || c.R == 144 || c.R == 256;
+    std::vector<float> logits = randn(static_cast<size_t>(Tt * c.R), static_cast<uint32_t>(c.R + c.K));
+    std::vector<float> bias = randn(static_cast<size_t>(c.R), 7);
+    std::vector<uint8_t> mask(static_cast<size_t>(Tt), 1), fix(static_cast<size_t>(Tt), 1);
+    for (int64_t t = T; t < Tt; ++t) mask[t] = 0;
+    for (int shared : {0, 1}) {
+      if (shared && !shared_ok) continue;
+      const int64_t S = shared ? c.S : 0;
+      std::vector<int32_t> map(static_cast<size_t>((c.R + c.S) * D)), cnt(static_cast<size_t>(c.R + c.S), 1);
+      for (int64_t l = 0; l < c.R + c.S; ++l)
+        for (int64_t j = 0; j < D; ++j) map[l * D + j] = static_cast<int32_t>(l);
+      for (int scoring = 0; scoring < 3; ++scoring)
+        for (int64_t tp : {0, 1})
+          for (int fixr : {0, 1}) {
+            tshmem_moe_top2_sum_gate_params_t p{};
+            p.num_topk = c.K, p.num_topk_groups = c.ntg, p.num_groups = c.ng;
+            p.use_shared_as_routed = shared, p.num_shared_experts = c.S;
+            p.routed_scaling_factor = 1.5f, p.ep_rank = 0, p.num_ep_ranks = 4, p.tp_rank = tp, p.num_tp_ranks = 2;
+            p.scoring_func = static_cast<tshmem_moe_scoring_func_t>(scoring);
+            std::mt19937 rng(42);
+            std::uniform_int_distribution<int64_t> dist(0, c.R - 1);
+            std::vector<int64_t> un_h(static_cast<size_t>(Tt * c.K)), un_d;
+            for (int64_t& v : un_h) v = fixr ? dist(rng) : 0;
+            un_d = un_h;
+            Tensor lh = view(logits, TSHMEM_MOE_FLOAT32, {Tt, c.R}), bh = view(bias, TSHMEM_MOE_FLOAT32, {c.R});
+            Tensor mh = view(mask, TSHMEM_MOE_BOOL, {Tt}), fh = view(fix, TSHMEM_MOE_BOOL, {Tt});
+            Tensor maph = view(map, TSHMEM_MOE_INT32, {c.R + c.S, D}), ch = view(cnt, TSHMEM_MOE_INT32, {c.R + c.S});
+            Tensor uh = view(un_h, TSHMEM_MOE_INT64, {Tt, c.K});
+            Tensor ud_host = view(un_d, TSHMEM_MOE_INT64, {Tt, c.K});
+            Mirror ld(lh, 0), bd(bh, 0), md(mh, 0), fd(fh, 0), mapd(maph, 0), cd(ch, 0), ud(ud_host, 0);
+            const Tensor* mp_h = shared ? &maph : nullptr;
+            const Tensor* cp_h = shared ? &ch : nullptr;
+            const Tensor* mp_d = shared ? &mapd : nullptr;
+            const Tensor* cp_d = shared ? &cd : nullptr;
+            Out ri, rw, gi, gw;
+            MOE_OK(tshmem_moe_top2_sum_gate(&lh, &bh, &p, &mh, fixr ? &fh : nullptr, mp_h, cp_h, &uh, &ri, &rw,
+                                            nullptr));
+            MOE_OK(tshmem_moe_top2_sum_gate(&ld, &bd, &p, &md, fixr ? &fd : nullptr, mp_d, cp_d, ud.ptr(), &gi, &gw,
+                                            nullptr));
+            const std::vector<int64_t> a = as<int64_t>(ri.t), b = as<int64_t>(gi.t);
+            const std::vector<int64_t> ua = un_h, ub = as<int64_t>(ud.d);
+            const std::vector<float> wa = as<float>(rw.t), wb = as<float>(gw.t);
+            const int64_t KS = c.K + S;
+            for (int64_t t = 0; t < Tt; ++t) {
+              bool ambiguous = false;
+              if (!fixr && t < T) {  // recompute the ranking scores on the host to find near ties
+                std::vector<float> bs(static_cast<size_t>(c.R));
+                const float* x = logits.data() + t * c.R;
+                for (int64_t e = 0; e < c.R; ++e) {
+                  const float pe = scoring == 0 ? 1.0f / (1.0f + std::exp(-x[e]))
+                                                : std::sqrt(x[e] > 20 ? x[e] : std::log1p(std::exp(x[e])));
+                  bs[e] = (scoring == 2 ? x[e] : pe) + bias[e];
+                }
+                std::vector<float> sorted = bs;
+                std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+                for (int64_t k = 0; k + 1 < c.R && k <= c.K; ++k)
+                  if (sorted[k] - sorted[k + 1] < 1e-5f * std::max(1.0f, std::fabs(sorted[k]))) ambiguous = true;
+                if (c.ng != c.ntg) {
+                  const int64_t epg = c.R / c.ng;
+                  std::vector<float> gs;
+                  for (int64_t g = 0; g < c.ng; ++g) {
+                    std::vector<float> grp(bs.begin() + g * epg, bs.begin() + (g + 1) * epg);
+                    std::sort(grp.begin(), grp.end(), std::greater<float>());
+                    gs.push_back(grp[0] + grp[1]);
+                  }
+                  std::sort(gs.begin(), gs.end(), std::greater<float>());
+                  for (size_t g = 0; g + 1 < gs.size(); ++g)
+                    if (gs[g] - gs[g + 1] < 1e-5f) ambiguous = true;
+                }
+              }
+              ++total_rows;
+              if (ambiguous) continue;
+              ++compared_rows;
+              for (int64_t s = 0; s < KS; ++s) {
+                ASSERT_EQ(a[t * KS + s], b[t * KS + s]) << "R=" << c.R << " scoring=" << scoring << " t=" << t;
+                const float x = wa[t * KS + s], y = wb[t * KS + s];
+                ASSERT_LE(std::fabs(x - y), 1e-8f + 1e-5f * std::fabs(x)) << "weight t=" << t << " s=" << s;
+              }
+              for (int64_t k = 0; k < c.K; ++k) ASSERT_EQ(ua[t * c.K + k], ub[t * c.K + k]) << "unmapped t=" << t;
+            }
+          }
+    }
+  }
+  EXPECT_GT(compared_rows, total_rows * 9 / 10) << "too many ambiguous rows excluded";
+  // Stability: all-zero logits and bias give exactly 0, 1, 2, ... (tie-breaking to the lower index).
+  std::vector<float> z(64 * 72, 0.0f), zb(72, 0.0f);
+  Tensor zh = view(z, TSHMEM_MOE_FLOAT32, {64, 72}), zbh = view(zb, TSHMEM_MOE_FLOAT32, {72});
+  Mirror zd(zh, 0), zbd(zbh, 0);
+  tshmem_moe_top2_sum_gate_params_t p{};
+  p.num_topk = 6, p.routed_scaling_factor = 1.5f, p.num_ep_ranks = 4, p.num_tp_ranks = 2;
+  Out gi, gw;
+  MOE_OK(tshmem_moe_top2_sum_gate(&zd, &zbd, &p, nullptr, nullptr, nullptr, nullptr, nullptr, &gi, &gw, nullptr));
+  const std::vector<int64_t> g = as<int64_t>(gi.t);
+  for (int64_t t = 0; t < 64; ++t)
+    for (int64_t k = 0; k < 6; ++k) ASSERT_EQ(g[t * 6 + k], k);
+}
+
+TEST_F(MoeGpu, CountsUniqueMaskNormalize) {
+  uint32_t seed = 1;
+  for (const MoeParams& mp : moe_params()) {
+    int64_t T = 0;
+    std::vector<int64_t> idx = generate_topk_idx(4001, mp.K, mp.local, mp.ranks, seed++, &T);
+    Tensor ih = view(idx, TSHMEM_MOE_INT64, {T, mp.K});
+    Mirror id(ih, 0);
+    const std::string tag = "E=" + std::to_string(mp.local) + " R=" + std::to_string(mp.ranks) + " K=" +
+                            std::to_string(mp.K);
+    Out rc, rf1, rfk;
+    MOE_OK(tshmem_moe_group_count(&ih, mp.local, &rc, nullptr));
+    MOE_OK(tshmem_moe_aux_fi(&ih, mp.local, 1, &rf1, nullptr));
+    MOE_OK(tshmem_moe_aux_fi(&ih, mp.local, mp.K, &rfk, nullptr));
+    for (int sms : sms_list()) {
+      MOE_OK(tshmem_moe_set_num_sms(sms));
+      Out gc, gf1, gfk;
+      MOE_OK(tshmem_moe_group_count(&id, mp.local, &gc, nullptr));
+      MOE_OK(tshmem_moe_aux_fi(&id, mp.local, 1, &gf1, nullptr));
+      MOE_OK(tshmem_moe_aux_fi(&id, mp.local, mp.K, &gfk, nullptr));
+      expect_same(rc.t, gc.t, "group_count " + tag);
+      expect_same(rf1.t, gf1.t, "aux_fi " + tag);
+      expect_same(rfk.t, gfk.t, "aux_fi K " + tag);
+    }
+    MOE_OK(tshmem_moe_set_num_sms(0));
+    // mask_indices_by_tp over the full id range (the spec's own test only reaches ids < local).
+    std::vector<int64_t> full(idx.size());
+    std::mt19937 rng(seed);
+    const int64_t n = mp.local * mp.ranks;
+    for (int64_t& v : full) v = static_cast<int64_t>(rng() % static_cast<uint32_t>(n + 1)) - 1;
+    Tensor fh = view(full, TSHMEM_MOE_INT64, {T, mp.K});
+    Mirror fd(fh, 0);
+    for (int64_t tpn : {2, 4, 8})
+      for (int64_t tp = 0; tp < tpn; tp += 1 + tpn / 4) {
+        Out r, g;
+        MOE_OK(tshmem_moe_mask_indices_by_tp(&fh, n, mp.ranks, tp, tpn, &r, nullptr));
+        MOE_OK(tshmem_moe_mask_indices_by_tp(&fd, n, mp.ranks, tp, tpn, &g, nullptr));
+        expect_same(r.t, g.t, "mask_indices_by_tp " + tag);
+      }
+    // inplace_unique on group ids, §12: group = topk_idx // (E_local * ranks / G).
+    for (int64_t G : {8, 16, 72}) {
+      if (n % G) continue;
+      std::vector<int64_t> grp(idx.size());
+      for (size_t i = 0; i < idx.size(); ++i) grp[i] = idx[i] < 0 ? -1 : idx[i] / (n / G);
+      std::vector<int64_t> grp_d = grp;
+      Tensor gh = view(grp, TSHMEM_MOE_INT64, {T, mp.K}), gdh = view(grp_d, TSHMEM_MOE_INT64, {T, mp.K});
+      Mirror gd(gdh, 0);
+      MOE_OK(tshmem_moe_inplace_unique_group_indices(&gh, G, nullptr));
+      MOE_OK(tshmem_moe_inplace_unique_group_indices(gd.ptr(), G, nullptr));
+      expect_same(gh, gd.d, "inplace_unique " + tag);
+    }
+    // normalize_weight: rand weights of the same row count, bitwise.
+    std::vector<float> w(idx.size());
+    for (float& x : w) x = static_cast<float>(rng() % 1000003) / 1000003.0f;
+    Tensor wh = view(w, TSHMEM_MOE_FLOAT32, {T, mp.K});
+    Mirror wd(wh, 0);
+    Out rd, rn, gdn, gn;
+    MOE_OK(tshmem_moe_normalize_weight(&wh, &rd, &rn, nullptr));
+    MOE_OK(tshmem_moe_normalize_weight(&wd, &gdn, &gn, nullptr));
+    expect_same(rd.t, gdn.t, "normalize denominator " + tag);
+    expect_same(rn.t, gn.t, "normalize " + tag);
+  }
+}
+
+void free_mapping(tshmem_moe_fused_mapping_t& m) {
+  Tensor* all[] = {&m.pos_to_expert, &m.pos_to_token, &m.pos_to_token_topk, &m.token_topk_to_pos,
+                   &m.expert_start, &m.expert_end, &m.num_tokens_per_expert};
+  for (Tensor* t : all) tshmem_moe_tensor_free(t, nullptr);
+}
+
+void expect_same_mapping(const tshmem_moe_fused_mapping_t& a, const tshmem_moe_fused_mapping_t& b,
+                         const std::string& tag) {
+  expect_same(a.pos_to_expert, b.pos_to_expert, "pos_to_expert " + tag);
+  expect_same(a.pos_to_token, b.pos_to_token, "pos_to_token " + tag);
+  expect_same(a.pos_to_token_topk, b.pos_to_token_topk, "pos_to_token_topk " + tag);
+  expect_same(a.token_topk_to_pos, b.token_topk_to_pos, "token_topk_to_pos " + tag);
+  expect_same(a.expert_start, b.expert_start, "expert_start " + tag);
+  expect_same(a.expert_end, b.expert_end, "expert_end " + tag);
+  expect_same(a.num_tokens_per_expert, b.num_tokens_per_expert, "num_tokens_per_expert " + tag);
+}
+
+// The canonical (ascending f) order makes the GPU mapping bitwise equal to the reference, for every SM count.
+TEST_F(MoeGpu, GetFusedMapping) {
+  uint32_t seed = 100;
+  for (const MoeParams& mp : moe_params()) {
+    int64_t T = 0;
+    std::vector<int64_t> idx = generate_topk_idx(4001, mp.K, mp.local, mp.ranks, seed++, &T);
+    Tensor ih = view(idx, TSHMEM_MOE_INT64, {T, mp.K});
+    Mirror id(ih, 0);
+    for (int64_t align : {64, 128}) {
+      tshmem_moe_fused_mapping_t ref{};
+      std::vector<int32_t> lr(static_cast<size_t>(mp.local)), lg(static_cast<size_t>(mp.local));
+      int32_t fr = 0, fg = 0;
+      MOE_OK(tshmem_moe_get_fused_mapping(&ih, mp.local, 0, align, 0, &ref, lr.data(), &fr, nullptr));
+      for (int sms : sms_list()) {
+        MOE_OK(tshmem_moe_set_num_sms(sms));
+        tshmem_moe_fused_mapping_t got{};
+        MOE_OK(tshmem_moe_get_fused_mapping(&id, mp.local, 0, align, 0, &got, lg.data(), &fg, nullptr));
+        EXPECT_EQ(fg, 1);
+        EXPECT_EQ(lr, lg);
+        expect_same_mapping(ref, got, "K=" + std::to_string(mp.K) + " align=" + std::to_string(align));
+        free_mapping(got);
+      }
+      // P given: no sync, longer arrays.
+      const int64_t P = ref.pos_to_expert.shape[0] + 5;
+      tshmem_moe_fused_mapping_t r2{}, g2{};
+      MOE_OK(tshmem_moe_get_fused_mapping(&ih, mp.local, P, align, 0, &r2, nullptr, nullptr, nullptr));
+      MOE_OK(tshmem_moe_get_fused_mapping(&id, mp.local, P, align, 1, &g2, nullptr, nullptr, nullptr));
+      expect_same_mapping(r2, g2, "P given");
+      free_mapping(r2);
+      free_mapping(g2);
+      free_mapping(ref);
+      MOE_OK(tshmem_moe_set_num_sms(0));
+    }
+  }
+  // T == 0 and all -1.
+  for (int64_t T : {0, 100}) {
+    std::vector<int64_t> idx(static_cast<size_t>(T * 4), -1);
+    Tensor ih = view(idx, TSHMEM_MOE_INT64, {T, 4});
+    Mirror id(ih, 0);
+    tshmem_moe_fused_mapping_t r{}, g{};
+    MOE_OK(tshmem_moe_get_fused_mapping(&ih, 8, 0, 128, 0, &r, nullptr, nullptr, nullptr));
+    MOE_OK(tshmem_moe_get_fused_mapping(&id, 8, 0, 128, 0, &g, nullptr, nullptr, nullptr));
+    expect_same_mapping(r, g, "empty");
+    free_mapping(r);
+    free_mapping(g);
+  }
+}
+
+struct Mapping {
+  std::vector<int32_t> pos, pte;
+  int64_t P = 0;
+};
+Mapping host_mapping(const std::vector<int64_t>& idx, int64_t T, int64_t K, int64_t E, int64_t align) {
+  std::vector<int64_t> copy = idx;
+  Tensor ih = view(copy, TSHMEM_MOE_INT64, {T, K});
+  tshmem_moe_fused_mapping_t m{};
+  EXPECT_EQ(tshmem_moe_get_fused_mapping(&ih, E, 0, align, 0, &m, nullptr, nullptr, nullptr), TSHMEM_MOE_SUCCESS);
+  Mapping r;
+  r.pos = as<int32_t>(m.token_topk_to_pos);
+  r.pte = as<int32_t>(m.pos_to_expert);
+  r.P = m.pos_to_expert.shape[0];
+  free_mapping(m);
+  return r;
+}
+
+TEST_F(MoeGpu, ExpandToFused) {
+  const MoeParams cfgs[] = {{9, 8, 2}, {32, 8, 6}, {4, 64, 9}};
+  uint32_t seed = 200;
+  for (const MoeParams& mp : cfgs) {
+    int64_t T = 0;
+    std::vector<int64_t> idx = generate_topk_idx(4001, mp.K, mp.local, mp.ranks, seed++, &T);
+    Mapping m = host_mapping(idx, T, mp.K, mp.local, 16);
+    Tensor ph = view(m.pos, TSHMEM_MOE_INT32, {T, mp.K}), eh = view(m.pte, TSHMEM_MOE_INT32, {m.P});
+    Mirror pd(ph, 0), ed(eh, 0);
+    for (int64_t H : {576, 2048, 7168}) {
+      if (mp.K == 9 && H != 576) continue;  // keeps the CPU reference time modest
+      std::vector<uint16_t> x(static_cast<size_t>(T * H));
+      std::mt19937 rng(static_cast<uint32_t>(H));
+      for (uint16_t& v : x) v = static_cast<uint16_t>(rng());
+      Tensor xh = view(x, TSHMEM_MOE_BFLOAT16, {T, H});
+      Mirror xd(xh, 0);
+      Out r, g;
+      MOE_OK(tshmem_moe_expand_to_fused(&xh, &ph, &eh, &r, nullptr));
+      MOE_OK(tshmem_moe_expand_to_fused(&xd, &pd, &ed, &g, nullptr));
+      expect_same(r.t, g.t, "expand H=" + std::to_string(H));
+      // With sf: fp8 activations, float32 row-major sf and packed int32 column-major sf.
+      for (int64_t npc : {32, 128}) {
+        std::vector<uint8_t> x8(static_cast<size_t>(T * H));
+        for (uint8_t& v : x8) v = static_cast<uint8_t>(rng());
+        Tensor x8h = view(x8, TSHMEM_MOE_FLOAT8_E4M3, {T, H});
+        Mirror x8d(x8h, 0);
+        const int64_t hsf = (H + npc - 1) / npc, hsfp = (hsf + 3) / 4;
+        std::vector<float> sf(static_cast<size_t>(T * hsf));
+        for (float& v : sf) v = std::ldexp(1.0f, static_cast<int>(rng() % 20) - 10);
+        std::vector<int32_t> sfp(static_cast<size_t>(T * hsfp));
+        for (int32_t& v : sfp) v = static_cast<int32_t>(rng());
+        Tensor sfh = view(sf, TSHMEM_MOE_FLOAT32, {T, hsf}), sfph = view(sfp, TSHMEM_MOE_INT32, {T, hsfp});
+        Mirror sfd(sfh, 0), sfpd(sfph, 0);
+        Out r1, s1, g1, t1, r2, s2, g2, t2;
+        MOE_OK(tshmem_moe_expand_to_fused_with_sf(&x8h, &sfh, npc, &ph, &eh, 0, &r1, &s1, nullptr));
+        MOE_OK(tshmem_moe_expand_to_fused_with_sf(&x8d, &sfd, npc, &pd, &ed, 0, &g1, &t1, nullptr));
+        expect_same(r1.t, g1.t, "expand_with_sf x");
+        expect_same(s1.t, t1.t, "expand_with_sf sf row-major");
+        MOE_OK(tshmem_moe_expand_to_fused_with_sf(&x8h, &sfph, npc, &ph, &eh, 1, &r2, &s2, nullptr));
+        MOE_OK(tshmem_moe_expand_to_fused_with_sf(&x8d, &sfpd, npc, &pd, &ed, 1, &g2, &t2, nullptr));
+        expect_same(r2.t, g2.t, "expand_with_sf x packed");
+        expect_same(s2.t, t2.t, "expand_with_sf sf column-major");
+      }
+    }
+  }
+}
+
+TEST_F(MoeGpu, ReduceFused) {
+  struct Cfg {
+    MoeParams mp;
+    int64_t H;
+  };
+  const Cfg cfgs[] = {{{9, 8, 2}, 7168}, {{32, 8, 6}, 2048}, {{4, 64, 9}, 256}};
+  uint32_t seed = 300;
+  for (const Cfg& c : cfgs) {
+    int64_t T = 0;
+    std::vector<int64_t> idx = generate_topk_idx(4001, c.mp.K, c.mp.local, c.mp.ranks, seed++, &T);
+    Mapping m = host_mapping(idx, T, c.mp.K, c.mp.local, 1);
+    const int64_t P = m.P, H = c.H, K = c.mp.K;
+    Tensor ph = view(m.pos, TSHMEM_MOE_INT32, {T, K});
+    Mirror pd(ph, 0);
+    std::vector<float> xf = randn(static_cast<size_t>(P * H), seed), w(static_cast<size_t>(T * K));
+    std::vector<float> xsf = randn(static_cast<size_t>(P), seed + 1), sf = {-1.7f};
+    std::mt19937 rng(seed);
+    for (float& v : w) v = static_cast<float>(rng() % 65536) / 65536.0f;
+    std::vector<uint16_t> xb(xf.size());
+    for (size_t i = 0; i < xf.size(); ++i) {  // bf16 by truncation: any bit pattern is a valid input
+      uint32_t u;
+      std::memcpy(&u, &xf[i], 4);
+      xb[i] = static_cast<uint16_t>(u >> 16);
+    }
+    Tensor xfh = view(xf, TSHMEM_MOE_FLOAT32, {P, H}), xbh = view(xb, TSHMEM_MOE_BFLOAT16, {P, H});
+    Tensor wh = view(w, TSHMEM_MOE_FLOAT32, {T, K}), xsfh = view(xsf, TSHMEM_MOE_FLOAT32, {P});
+    Tensor sfh = view(sf, TSHMEM_MOE_FLOAT32, {1});
+    Mirror xfd(xfh, 0), xbd(xbh, 0), wd(wh, 0), xsfd(xsfh, 0), sfd(sfh, 0);
+    for (int bf : {0, 1})
+      for (int fp8 : {0, 1})
+        for (int with_w : {0, 1})
+          for (int with_sf : {0, 1}) {
+            Out r, g;
+            MOE_OK(tshmem_moe_reduce_fused(bf ? &xbh : &xfh, with_sf ? &xsfh : nullptr, with_w ? &wh : nullptr, &ph,
+                                           fp8 ? "e4m3" : "", fp8 ? &sfh : nullptr, &r, nullptr));
+            MOE_OK(tshmem_moe_reduce_fused(bf ? &xbd : &xfd, with_sf ? &xsfd : nullptr, with_w ? &wd : nullptr, &pd,
+                                           fp8 ? "e4m3" : "", fp8 ? &sfd : nullptr, &g, nullptr));
+            expect_same(r.t, g.t, "reduce H=" + std::to_string(H) + " bf16=" + std::to_string(bf) +
+                                      " fp8=" + std::to_string(fp8) + " w=" + std::to_string(with_w) +
+                                      " xsf=" + std::to_string(with_sf));
+          }
+  }
+}
+
+TEST_F(MoeGpu, ValueErrorsAreReportedNotUndefined) {
+  std::vector<int64_t> idx = {0, 1, 5, -1};
+  Tensor ih = view(idx, TSHMEM_MOE_INT64, {2, 2});
+  Mirror id(ih, 0);
+  Out c;
+  EXPECT_EQ(tshmem_moe_group_count(&id, 4, &c, nullptr), TSHMEM_MOE_ERR_INVALID_VALUE);
+  EXPECT_NE(std::string(tshmem_moe_last_error()).find("holds 5"), std::string::npos) << tshmem_moe_last_error();
+  // Deferred mode: the call stays asynchronous; the violation is reported by check_device_errors, once.
+  tshmem_moe_set_check_mode(TSHMEM_MOE_CHECK_DEFERRED);
+  Out c2;
+  MOE_OK(tshmem_moe_group_count(&id, 4, &c2, nullptr));
+  EXPECT_EQ(tshmem_moe_check_device_errors(0, nullptr), TSHMEM_MOE_ERR_INVALID_VALUE);
+  MOE_OK(tshmem_moe_check_device_errors(0, nullptr));
+  tshmem_moe_set_check_mode(TSHMEM_MOE_CHECK_SYNC);
+  // The valid entries were still counted.
+  EXPECT_EQ(as<int32_t>(c2.t), (std::vector<int32_t>{1, 1, 0, 0}));
+  // An SM override beyond the device is refused where it is used, naming the device.
+  int sms = 0;
+  MOE_OK(tshmem_moe_get_device_num_sms(0, &sms));
+  MOE_OK(tshmem_moe_set_num_sms(sms + 1));
+  Out c3;
+  std::vector<int64_t> ok = {0, 1};
+  Tensor okh = view(ok, TSHMEM_MOE_INT64, {1, 2});
+  Mirror okd(okh, 0);
+  EXPECT_EQ(tshmem_moe_group_count(&okd, 4, &c3, nullptr), TSHMEM_MOE_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tshmem_moe_last_error()).find("cuda:0"), std::string::npos) << tshmem_moe_last_error();
+}
+
+}  // namespace
