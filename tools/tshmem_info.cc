@@ -1,0 +1,172 @@
+// tshmem-info: what this build is and what this host offers, read only (it creates nothing).
+//   tshmem-info [--json]
+// Version and build options; every TSHMEM_* variable with its default, current value and meaning (from
+// the one parser); the backends available here; the topology through hwloc (NUMA nodes, GPUs, NICs and
+// their affinity); the GPU peer-access matrix; the NVLink multicast policy.
+#include <hwloc.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda/gpu_runtime.h"
+#include "env.h"
+#include "tshmem/device/state_types.h"
+#include "tshmem/tshmem.h"
+
+#if TSHMEM_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace {
+
+std::string json_string(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+struct PciDevice {
+  std::string kind, name, bus_id;
+  int numa = -1;
+};
+
+struct Topology {
+  int numa_nodes = 0, cores = 0, pus = 0;
+  std::vector<PciDevice> devices;
+};
+
+Topology read_topology() {
+  Topology topo;
+  hwloc_topology_t t;
+  if (hwloc_topology_init(&t) != 0) return topo;
+  hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  if (hwloc_topology_load(t) == 0) {
+    topo.numa_nodes = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
+    topo.cores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
+    topo.pus = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
+    for (hwloc_obj_t pci = hwloc_get_next_pcidev(t, nullptr); pci; pci = hwloc_get_next_pcidev(t, pci)) {
+      const unsigned cls = pci->attr->pcidev.class_id >> 8;
+      const char *kind = cls == 0x03 && pci->attr->pcidev.vendor_id == 0x10de ? "gpu"
+                         : cls == 0x02 || cls == 0x0c ? "nic" : nullptr;  // 0x0c: InfiniBand (serial bus class)
+      if (kind == nullptr) continue;
+      if (cls == 0x0c && pci->attr->pcidev.vendor_id != 0x15b3) continue;  // Mellanox/NVIDIA HCAs only
+      PciDevice dev;
+      dev.kind = kind;
+      char bus[32];
+      std::snprintf(bus, sizeof(bus), "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain, pci->attr->pcidev.bus,
+                    pci->attr->pcidev.dev, pci->attr->pcidev.func);
+      dev.bus_id = bus;
+      const char *model = hwloc_obj_get_info_by_name(pci, "PCIDevice");
+      dev.name = model ? model : (pci->name ? pci->name : "");
+      hwloc_obj_t parent = hwloc_get_non_io_ancestor_obj(t, pci);
+      if (parent && parent->nodeset) dev.numa = hwloc_bitmap_first(parent->nodeset);
+      topo.devices.push_back(dev);
+    }
+  }
+  hwloc_topology_destroy(t);
+  return topo;
+}
+
+std::vector<std::vector<int>> peer_access_matrix() {
+  std::vector<std::vector<int>> matrix;
+#if TSHMEM_HAVE_CUDA
+  int count = 0;
+  if (!tshmemi::gpu_available() || cudaGetDeviceCount(&count) != cudaSuccess) return matrix;
+  matrix.assign(static_cast<size_t>(count), std::vector<int>(static_cast<size_t>(count), 1));
+  for (int a = 0; a < count; ++a)
+    for (int b = 0; b < count; ++b)
+      if (a != b) cudaDeviceCanAccessPeer(&matrix[static_cast<size_t>(a)][static_cast<size_t>(b)], a, b);
+#endif
+  return matrix;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const bool json = argc > 1 && std::strcmp(argv[1], "--json") == 0;
+  if (argc > 1 && !json) {
+    std::fprintf(stderr, "usage: tshmem-info [--json]\n");
+    return std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0 ? 0 : 2;
+  }
+  tshmemi::EnvOptions env;
+  const tshmemi::Status env_status = tshmemi::parse_env(&env);
+  const std::string env_error = env_status == TSHMEM_SUCCESS ? "" : tshmemx_last_error();
+  const bool gpu = tshmemi::gpu_available();
+  std::string nvls_policy = "allowed where every device supports it";
+  if (env.disable_nvls) nvls_policy = "forbidden by TSHMEM_DISABLE_NVLS";
+  else if (env.nvshmem_disable_nvls) nvls_policy = "forbidden by NVSHMEM_DISABLE_NVLS";
+  else if (env.nccl_nvls_disabled) nvls_policy = "forbidden by NCCL_NVLS_ENABLE";
+  const Topology topo = read_topology();
+  const auto matrix = peer_access_matrix();
+  std::vector<std::string> backends = {"shm"};
+  if (gpu) backends.insert(backends.end(), {"vmm", "ipc"});
+
+  if (json) {
+    std::printf("{\"version\": %s, \"build\": {\"symmetry_check\": %s, \"cuda\": %s, \"max_pes\": %d},\n",
+                json_string(TSHMEM_VERSION_STRING).c_str(), TSHMEM_SYMMETRY_CHECK ? "true" : "false",
+                TSHMEM_HAVE_CUDA ? "true" : "false", TSHMEM_MAX_PES);
+    std::printf(" \"environment_error\": %s,\n \"variables\": [", json_string(env_error).c_str());
+    bool first = true;
+    for (const auto &row : tshmemi::env_table()) {
+      const char *current = std::getenv(row.name);
+      std::printf("%s\n  {\"name\": %s, \"default\": %s, \"current\": %s, \"category\": %s, \"description\": %s}",
+                  first ? "" : ",", json_string(row.name).c_str(), json_string(row.default_text).c_str(),
+                  current ? json_string(current).c_str() : "null", json_string(row.category).c_str(),
+                  json_string(row.description).c_str());
+      first = false;
+    }
+    std::printf("],\n \"backends\": [");
+    for (size_t i = 0; i < backends.size(); ++i) std::printf("%s%s", i ? ", " : "", json_string(backends[i]).c_str());
+    std::printf("],\n \"gpu\": %s, \"gpu_unavailable_reason\": %s,\n", gpu ? "true" : "false",
+                json_string(gpu ? "" : tshmemi::gpu_unavailable_reason()).c_str());
+    std::printf(" \"topology\": {\"numa_nodes\": %d, \"cores\": %d, \"pus\": %d, \"pci\": [", topo.numa_nodes,
+                topo.cores, topo.pus);
+    for (size_t i = 0; i < topo.devices.size(); ++i)
+      std::printf("%s{\"kind\": %s, \"bus_id\": %s, \"name\": %s, \"numa\": %d}", i ? ", " : "",
+                  json_string(topo.devices[i].kind).c_str(), json_string(topo.devices[i].bus_id).c_str(),
+                  json_string(topo.devices[i].name).c_str(), topo.devices[i].numa);
+    std::printf("]},\n \"peer_access\": [");
+    for (size_t a = 0; a < matrix.size(); ++a) {
+      std::printf("%s[", a ? ", " : "");
+      for (size_t b = 0; b < matrix[a].size(); ++b) std::printf("%s%d", b ? ", " : "", matrix[a][b]);
+      std::printf("]");
+    }
+    std::printf("],\n \"multicast_policy\": %s}\n", json_string(nvls_policy).c_str());
+    return 0;
+  }
+
+  std::printf("tshmem %s\n\nBuild\n  symmetry check      %s\n  CUDA                %s\n  max PEs             %d\n",
+              TSHMEM_VERSION_STRING, TSHMEM_SYMMETRY_CHECK ? "ON" : "OFF (compiled out)",
+              TSHMEM_HAVE_CUDA ? "ON" : "OFF (shm backend only)", TSHMEM_MAX_PES);
+  std::printf("\nEnvironment%s\n", env_error.empty() ? "" : ("  (ERROR: " + env_error + ")").c_str());
+  std::printf("  %-26s %-8s %-12s %s\n", "variable", "default", "current", "meaning");
+  for (const auto &row : tshmemi::env_table()) {
+    const char *current = std::getenv(row.name);
+    std::printf("  %-26s %-8s %-12s %s\n", row.name, row.default_text, current ? current : "-", row.description);
+  }
+  std::printf("\nBackends here: ");
+  for (const auto &b : backends) std::printf("%s ", b.c_str());
+  if (!gpu) std::printf("(no GPU: %s)", tshmemi::gpu_unavailable_reason().c_str());
+  std::printf("\n\nTopology (hwloc): %d NUMA node(s), %d cores, %d hardware threads\n", topo.numa_nodes, topo.cores,
+              topo.pus);
+  for (const auto &dev : topo.devices)
+    std::printf("  %-4s %s  NUMA %d  %s\n", dev.kind.c_str(), dev.bus_id.c_str(), dev.numa, dev.name.c_str());
+  if (!matrix.empty()) {
+    std::printf("\nGPU peer access (cudaDeviceCanAccessPeer)\n     ");
+    for (size_t b = 0; b < matrix.size(); ++b) std::printf("GPU%-2zu", b);
+    std::printf("\n");
+    for (size_t a = 0; a < matrix.size(); ++a) {
+      std::printf("GPU%-2zu", a);
+      for (size_t b = 0; b < matrix.size(); ++b) std::printf("%-5s", a == b ? "X" : (matrix[a][b] ? "yes" : "no"));
+      std::printf("\n");
+    }
+  }
+  std::printf("\nNVLink multicast policy: %s\n", nvls_policy.c_str());
+  return 0;
+}
