@@ -26,6 +26,7 @@ inline Status enter_device(DeviceGuard& guard, int device, cudaStream_t stream, 
   *ctx = LaunchCtx{device, 0, 0, stream, nullptr};
   if (device == TSHMEM_MOE_DEVICE_CPU) return kSuccess;
   MOE_TRY(guard.enter(device));
+  (void)cudaGetLastError();  // a stale error of an earlier, unrelated runtime call must not be blamed on us
   const DeviceInfo* info = nullptr;
   MOE_TRY(device_info(device, &info));
   MOE_TRY(grid_sms(device, &ctx->num_sms));

@@ -43,7 +43,14 @@ inline std::vector<uint8_t> gather(const Tensor& t) {
   if (t.device == kCpu) {
     std::memcpy(raw.data(), t.data, raw.size());
   } else {
+    // On the tensor's own device, after its work: stream-ordered pool memory of another device is not
+    // accessible from the current one.
+    int prev = 0;
+    cudaGetDevice(&prev);
+    cudaSetDevice(t.device);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_EQ(cudaMemcpy(raw.data(), t.data, raw.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaSetDevice(prev);
   }
   std::vector<int64_t> idx(static_cast<size_t>(t.ndim), 0);
   for (int64_t e = 0; e < n; ++e) {
