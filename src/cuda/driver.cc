@@ -26,12 +26,19 @@ bool resolve(const char *name, unsigned version, void **slot, std::string *why) 
   cudaDriverEntryPointQueryResult query = cudaDriverEntryPointSymbolNotFound;
   const cudaError_t rc = cudaGetDriverEntryPointByVersion(name, slot, version, cudaEnableDefault, &query);
   if (rc == cudaSuccess && query == cudaDriverEntryPointSuccess && *slot != nullptr) return true;
-  *why = format("cudaGetDriverEntryPointByVersion(\"%s\", version %u): %s (%s; %s)", name, version,
-                rc == cudaSuccess ? "no pointer" : cudaGetErrorName(rc), rc == cudaSuccess ? "" : cudaGetErrorString(rc),
-                query_result_text(query));
+  *why = rc != cudaSuccess ? format("cudaGetDriverEntryPointByVersion(\"%s\", version %u): %s (%s)", name, version,
+                                    cudaGetErrorName(rc), cudaGetErrorString(rc))
+                           : format("cudaGetDriverEntryPointByVersion(\"%s\", version %u): %s", name, version,
+                                    query_result_text(query));
   *slot = nullptr;
   cudaGetLastError();  // the failure is reported through our status, not left for the application
   return false;
+}
+
+// "src/mem/vmm_backend.cc" rather than the build machine's absolute path.
+const char *short_path(const char *file) {
+  const char *src = std::strstr(file, "/src/");
+  return src != nullptr ? src + 1 : file;
 }
 
 LoadedTable &loaded() {
@@ -70,13 +77,13 @@ Status cu_error(CUresult result, const char *call_text, const char *file, int li
   if (table.cuGetErrorName == nullptr || table.cuGetErrorName(result, &name) != CUDA_SUCCESS) name = nullptr;
   if (table.cuGetErrorString == nullptr || table.cuGetErrorString(result, &text) != CUDA_SUCCESS) text = nullptr;
   return set_error(TSHMEM_ERR_CUDA, "%s failed: %s (%s) [%s:%d]", call_text, name ? name : "CUresult",
-                   text ? text : format("%d", static_cast<int>(result)).c_str(), file, line);
+                   text ? text : format("%d", static_cast<int>(result)).c_str(), short_path(file), line);
 }
 
 Status cuda_error(cudaError_t result, const char *call_text, const char *file, int line) {
   cudaGetLastError();  // clear the runtime's non-sticky last error: our status carries it
   return set_error(TSHMEM_ERR_CUDA, "%s failed: %s (%s) [%s:%d]", call_text, cudaGetErrorName(result),
-                   cudaGetErrorString(result), file, line);
+                   cudaGetErrorString(result), short_path(file), line);
 }
 
 }  // namespace tshmemi

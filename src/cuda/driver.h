@@ -20,7 +20,6 @@
 #define TSHMEMI_CU_ENTRY_POINTS(X)            \
   X(cuGetErrorString, 6000)                   \
   X(cuGetErrorName, 6000)                     \
-  X(cuCtxGetCurrent, 4000)                    \
   X(cuMemGetAllocationGranularity, 10020)     \
   X(cuMemCreate, 10020)                       \
   X(cuMemRelease, 10020)                      \
