@@ -181,7 +181,7 @@ __global__ void c_names(int *ints, float *floats, char *bytes, int pe, int *resu
   if (threadIdx.x == 0) {
     tshmem_int_p(ints, 41, pe);
     tshmem_float_p(floats, 2.5f, pe);
-    tshmem_quiet();
+    tshmem::quiet();
     result[0] = tshmem_int_g(ints, pe);
     result[1] = static_cast<int>(tshmem_float_g(floats, pe) * 2);
     tshmem_int32_put(ints + 1, ints, 1, pe);

@@ -71,10 +71,11 @@ TEST_P(DeviceSignal, DataVisibleWithSignal) {
   tshmem_barrier_all();
 }
 
-INSTANTIATE_TEST_SUITE_P(ScopesOpsNbi, DeviceSignal, ::testing::Range(0, 12), [](const ::testing::TestParamInfo<int> &i) {
+std::string signal_case_name(const ::testing::TestParamInfo<int> &i) {
   const char *scope[] = {"Thread", "Warp", "Block"};
   return std::string(scope[i.param / 4]) + ((i.param / 2) % 2 ? "Add" : "Set") + (i.param % 2 ? "Nbi" : "");
-});
+}
+INSTANTIATE_TEST_SUITE_P(ScopesOpsNbi, DeviceSignal, ::testing::Range(0, 12), signal_case_name);
 
 // ---- wait_until ------------------------------------------------------------------------------------------
 

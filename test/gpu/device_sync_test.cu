@@ -56,9 +56,10 @@ TEST_P(DeviceBarrier, OrdersWrites) {
   EXPECT_EQ(host, 0) << "a slot was read before its write was visible";
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, DeviceBarrier, ::testing::Range(0, 5), [](const ::testing::TestParamInfo<int> &i) {
+std::string barrier_case_name(const ::testing::TestParamInfo<int> &i) {
   const char *names[] = {"Thread", "Warp", "Block", "BlockSyncAll", "Grid"};
   return std::string(names[i.param]);
-});
+}
+INSTANTIATE_TEST_SUITE_P(Variants, DeviceBarrier, ::testing::Range(0, 5), barrier_case_name);
 
 }  // namespace

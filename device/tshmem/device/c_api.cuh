@@ -9,8 +9,14 @@
  *   tshmem_<T>_wait_until, tshmem_<T>_test
  *   tshmem_<T>_atomic_{fetch,set,swap,compare_swap,fetch_add,add,fetch_inc,inc}
  *   tshmem_<T>_atomic_[fetch_]{and,or,xor}     (bitwise types)
- *   tshmem_my_pe, tshmem_n_pes, tshmem_ptr, tshmem_fence, tshmem_quiet,
- *   tshmem_{barrier,sync}_all[_warp|_block|_grid]
+ *   tshmem_fence, tshmem_{barrier,sync}_all_{warp,block,grid}
+ *
+ * Names the host C API (tshmem/tshmem.h) already declares are NOT redefined for the device: nvcc cannot
+ * overload a function on its execution space, and without -rdc a device body cannot live in the library.
+ * In kernels, spell them through the templates: tshmem::my_pe(), tshmem::n_pes(), tshmem::ptr(p, pe),
+ * tshmem::putmem(...), tshmem::getmem(...), tshmem::quiet(), tshmem::barrier_all<tshmem::thread_scope>(),
+ * tshmem::sync_all<tshmem::thread_scope>(). (Blocking thread-scope putmem/getmem, my_pe, n_pes, ptr, quiet,
+ * barrier_all, sync_all.)
  */
 #ifndef TSHMEM_DEVICE_C_API_CUH
 #define TSHMEM_DEVICE_C_API_CUH
@@ -21,6 +27,7 @@
 #include "tshmem/device/signal.cuh"
 #include "tshmem/device/sync.cuh"
 #include "tshmem/device/wait.cuh"
+#include "tshmem/tshmem.h"  // the host names this layer must not redefine
 
 /// OpenSHMEM standard RMA types: X(C type, name).
 #define TSHMEMI_REPT_FOR_RMA_TYPES(X)                                                                          \
@@ -72,11 +79,9 @@
 TSHMEMI_REPT_FOR_RMA_TYPES(TSHMEMI_RMA)
 
 #define TSHMEMI_MEM_SCOPED(SUFFIX, SCOPE)                                                                            \
-  TSHMEMI_C void tshmem_putmem##SUFFIX(void *d, const void *s, size_t n, int pe) { tshmem::putmem<SCOPE>(d, s, n, pe); } \
   TSHMEMI_C void tshmem_putmem_nbi##SUFFIX(void *d, const void *s, size_t n, int pe) {                              \
     tshmem::putmem_nbi<SCOPE>(d, s, n, pe);                                                                          \
   }                                                                                                                  \
-  TSHMEMI_C void tshmem_getmem##SUFFIX(void *d, const void *s, size_t n, int pe) { tshmem::getmem<SCOPE>(d, s, n, pe); } \
   TSHMEMI_C void tshmem_getmem_nbi##SUFFIX(void *d, const void *s, size_t n, int pe) {                              \
     tshmem::getmem_nbi<SCOPE>(d, s, n, pe);                                                                          \
   }                                                                                                                  \
@@ -91,6 +96,11 @@ TSHMEMI_REPT_FOR_RMA_TYPES(TSHMEMI_RMA)
 TSHMEMI_MEM_SCOPED(, tshmem::thread_scope)
 TSHMEMI_MEM_SCOPED(_warp, tshmem::warp_scope)
 TSHMEMI_MEM_SCOPED(_block, tshmem::block_scope)
+// Blocking putmem/getmem: warp and block only; the thread-scope C names are the host API's (see top).
+TSHMEMI_C void tshmem_putmem_warp(void *d, const void *s, size_t n, int pe) { tshmem::putmem<tshmem::warp_scope>(d, s, n, pe); }
+TSHMEMI_C void tshmem_putmem_block(void *d, const void *s, size_t n, int pe) { tshmem::putmem<tshmem::block_scope>(d, s, n, pe); }
+TSHMEMI_C void tshmem_getmem_warp(void *d, const void *s, size_t n, int pe) { tshmem::getmem<tshmem::warp_scope>(d, s, n, pe); }
+TSHMEMI_C void tshmem_getmem_block(void *d, const void *s, size_t n, int pe) { tshmem::getmem<tshmem::block_scope>(d, s, n, pe); }
 
 // ---- Signals and waits ---------------------------------------------------------------------------------
 TSHMEMI_C uint64_t tshmem_signal_wait_until(const uint64_t *sig, int cmp, uint64_t v) {
@@ -130,16 +140,10 @@ TSHMEMI_REPT_FOR_EXTENDED_AMO_TYPES(TSHMEMI_AMO_EXTENDED)
 TSHMEMI_REPT_FOR_BITWISE_TYPES(TSHMEMI_AMO_BITWISE)
 
 // ---- PE queries, ordering, barriers --------------------------------------------------------------------
-TSHMEMI_C int tshmem_my_pe(void) { return tshmem::my_pe(); }
-TSHMEMI_C int tshmem_n_pes(void) { return tshmem::n_pes(); }
-TSHMEMI_C void *tshmem_ptr(const void *dest, int pe) { return tshmem::ptr(const_cast<void *>(dest), pe); }
 TSHMEMI_C void tshmem_fence(void) { tshmem::fence(); }
-TSHMEMI_C void tshmem_quiet(void) { tshmem::quiet(); }
-TSHMEMI_C void tshmem_barrier_all(void) { tshmem::barrier_all<tshmem::thread_scope>(); }
 TSHMEMI_C void tshmem_barrier_all_warp(void) { tshmem::barrier_all<tshmem::warp_scope>(); }
 TSHMEMI_C void tshmem_barrier_all_block(void) { tshmem::barrier_all<tshmem::block_scope>(); }
 TSHMEMI_C void tshmem_barrier_all_grid(void) { tshmem::barrier_all_grid(); }
-TSHMEMI_C void tshmem_sync_all(void) { tshmem::sync_all<tshmem::thread_scope>(); }
 TSHMEMI_C void tshmem_sync_all_warp(void) { tshmem::sync_all<tshmem::warp_scope>(); }
 TSHMEMI_C void tshmem_sync_all_block(void) { tshmem::sync_all<tshmem::block_scope>(); }
 TSHMEMI_C void tshmem_sync_all_grid(void) { tshmem::sync_all_grid(); }

@@ -1,0 +1,31 @@
+# Run as: cmake -DDEVICE_DIR=<repo>/device/tshmem/device -P check_heap_base.cmake
+cmake_minimum_required(VERSION 3.25)
+# The one remote-address function is the only device code that reads heap_base: the word may appear only in
+# state_types.h (the field), remote_ptr.cuh (its documentation) and impl/remote_ptr.cuh (the body).
+file(GLOB_RECURSE headers RELATIVE "${DEVICE_DIR}" "${DEVICE_DIR}/*")
+set(allowed "state_types.h;remote_ptr.cuh;impl/remote_ptr.cuh")
+set(bad "")
+foreach(header IN LISTS headers)
+  if(header IN_LIST allowed)
+    continue()
+  endif()
+  file(STRINGS "${DEVICE_DIR}/${header}" hits REGEX "heap_base")
+  foreach(line IN LISTS hits)
+    # own_heap_base() (the own slot of the peer table) is a different name.
+    string(REGEX REPLACE "own_heap_base" "" stripped "${line}")
+    if(stripped MATCHES "heap_base")
+      list(APPEND bad "${header}: ${line}")
+    endif()
+  endforeach()
+endforeach()
+# Inside impl/remote_ptr.cuh, only rebase() and translate_or_null() may read it (two reads).
+file(STRINGS "${DEVICE_DIR}/impl/remote_ptr.cuh" body REGEX "st\\.heap_base")
+list(LENGTH body reads)
+if(NOT reads EQUAL 2)
+  list(APPEND bad "impl/remote_ptr.cuh: expected 2 reads of st.heap_base (rebase, translate_or_null), found ${reads}")
+endif()
+if(bad)
+  list(JOIN bad "\n  " text)
+  message(FATAL_ERROR "heap_base used outside the remote-address function:\n  ${text}")
+endif()
+message(STATUS "heap_base confined to the remote-address function (${reads} reads)")
