@@ -90,11 +90,18 @@ __global__ void __launch_bounds__(kMapThreads) mapping_place_kernel(MappingArgs 
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   const int64_t wbase = static_cast<int64_t>(tile) * kBlockTile + static_cast<int64_t>(warp) * kWarpTile;
-  for (int s = 0; s < kWarpTile / 32; ++s) {  // per-warp counts of this tile
+  // The warp's 1024 entries, loaded once with every load in flight (a dependent per-step load would make
+  // the sequential placement below latency-bound).
+  int vals[kWarpTile / 32];
+#pragma unroll
+  for (int s = 0; s < kWarpTile / 32; ++s) {
     const int64_t f = wbase + s * 32 + lane;
     const int64_t v = f < n ? __ldg(a.idx + f) : -1;
-    if (v >= 0 && v < E) atomicAdd(warp_base + warp * E + v, 1);
+    vals[s] = (v >= 0 && v < E) ? static_cast<int>(v) : -1;
   }
+#pragma unroll
+  for (int s = 0; s < kWarpTile / 32; ++s)  // per-warp counts of this tile
+    if (vals[s] >= 0) atomicAdd(warp_base + warp * E + vals[s], 1);
   __syncthreads();
   for (int u = 0; u < ept; ++u) {
     const int e = e0 + u;
@@ -115,13 +122,14 @@ __global__ void __launch_bounds__(kMapThreads) mapping_place_kernel(MappingArgs 
   __syncthreads();
   const unsigned lt = (1u << lane) - 1u;
   int* my_base = warp_base + warp * E;
+#pragma unroll
   for (int s = 0; s < kWarpTile / 32; ++s) {
     const int64_t f0 = wbase + s * 32;
     if (f0 >= n) break;  // warp-uniform
     const int64_t f = f0 + lane;
-    const int64_t v = f < n ? __ldg(a.idx + f) : -1;
-    const bool valid = v >= 0 && v < E;
-    const unsigned peers = __match_any_sync(kFullMask, valid ? static_cast<int>(v) : -1);
+    const int v = vals[s];
+    const bool valid = v >= 0;
+    const unsigned peers = __match_any_sync(kFullMask, v);
     int64_t pos = -1;
     if (valid) pos = my_base[v] + __popc(peers & lt);
     __syncwarp();
