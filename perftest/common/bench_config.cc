@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -45,6 +46,14 @@ std::string json_escape(const std::string &text) {
     out += c;
   }
   return out;
+}
+
+/// A number as is, anything else as a JSON string.
+std::string json_value(const std::string &text) {
+  char *end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  const bool numeric = !text.empty() && end != text.c_str() && *end == '\0' && std::isfinite(value);
+  return numeric ? text : "\"" + json_escape(text) + "\"";
 }
 
 }  // namespace
@@ -106,7 +115,12 @@ bool parse_args(int argc, char **argv, const char *bench_name, BenchConfig *conf
 }
 
 Reporter::Reporter(const BenchConfig &config, std::string bench, bool printing_pe)
-    : bench_(std::move(bench)), printing_(printing_pe) {
+    : bench_(std::move(bench)),
+      printing_(printing_pe),
+      ctas_(config.ctas),
+      threads_(config.threads_per_cta),
+      iters_(config.iters),
+      bidir_(config.bidir) {
   if (printing_ && !config.json_path.empty()) json_ = std::fopen(config.json_path.c_str(), "a");
 }
 
@@ -114,8 +128,14 @@ Reporter::~Reporter() {
   if (json_) std::fclose(json_);
 }
 
+void Reporter::set_labels(std::string lib, std::string build) {
+  lib_ = std::move(lib);
+  build_ = std::move(build);
+}
+
 void Reporter::header(const std::string &title, const std::vector<std::string> &columns) {
   columns_ = columns;
+  title_ = title;
   if (!printing_) return;
   std::printf("#%s\n", title.c_str());
   for (const std::string &column : columns) std::printf("%-18s", column.c_str());
@@ -127,19 +147,19 @@ void Reporter::row(const std::vector<std::string> &values) {
   for (const std::string &value : values) std::printf("%-18s", value.c_str());
   std::printf("\n");
   std::fflush(stdout);
-  if (json_) {
-    std::fprintf(json_, "{\"bench\": \"%s\"", json_escape(bench_).c_str());
-    for (size_t i = 0; i < values.size() && i < columns_.size(); ++i) {
-      const char *text = values[i].c_str();
-      char *end = nullptr;
-      std::strtod(text, &end);
-      const bool numeric = end != text && *end == '\0';
-      std::fprintf(json_, ", \"%s\": %s%s%s", json_escape(columns_[i]).c_str(), numeric ? "" : "\"",
-                   json_escape(values[i]).c_str(), numeric ? "" : "\"");
-    }
-    std::fprintf(json_, "}\n");
-    std::fflush(json_);
-  }
+  if (!json_) return;
+  std::fprintf(json_, "{\"bench\": \"%s\", \"lib\": \"%s\", \"build\": \"%s\", \"table\": \"%s\"",
+               json_escape(bench_).c_str(), json_escape(lib_).c_str(), json_escape(build_).c_str(),
+               json_escape(title_).c_str());
+  const size_t n = values.size() < columns_.size() ? values.size() : columns_.size();
+  for (size_t i = 0; i < n; ++i)
+    std::fprintf(json_, ", \"%s\": %s", json_escape(columns_[i]).c_str(), json_value(values[i]).c_str());
+  if (n > 0)
+    std::fprintf(json_, ", \"metric\": \"%s\", \"value\": %s", json_escape(columns_[n - 1]).c_str(),
+                 json_value(values[n - 1]).c_str());
+  std::fprintf(json_, ", \"ctas\": %d, \"threads\": %d, \"iters\": %d, \"bidir\": %s}\n", ctas_, threads_, iters_,
+               bidir_ ? "true" : "false");
+  std::fflush(json_);
 }
 
 void Reporter::note(const std::string &text) {

@@ -31,11 +31,19 @@ struct BenchConfig {
 bool parse_args(int argc, char **argv, const char *bench_name, BenchConfig *config, int *exit_code);
 
 /// Prints NVSHMEM-shaped tables on PE 0 and appends JSON lines when --json is given.
+///
+/// Each JSON line carries the row under its column names plus the keys the compare script and the plots
+/// read: "bench", "lib" and "build" (set_labels), "table" (the header's title), "metric" and "value" (the
+/// last column: the measurement), and the launch shape "ctas", "threads", "iters", "bidir".
 class Reporter {
  public:
   Reporter(const BenchConfig &config, std::string bench, bool printing_pe);
   ~Reporter();
-  /// Starts a table: `columns` like {"size(B)", "scope", "BW (GB/sec)"}.
+  Reporter(const Reporter &) = delete;
+  Reporter &operator=(const Reporter &) = delete;
+  /// Which library ran ("tshmem", "nvshmem") and which build variant ("default", "pe_check=0").
+  void set_labels(std::string lib, std::string build);
+  /// Starts a table: `columns` like {"size(B)", "scope", "BW (GB/sec)"}; the last column is the measurement.
   void header(const std::string &title, const std::vector<std::string> &columns);
   /// One row; numbers are printed with the table's widths; also one JSON line with the same keys.
   void row(const std::vector<std::string> &values);
@@ -43,7 +51,12 @@ class Reporter {
 
  private:
   std::string bench_;
+  std::string lib_ = "tshmem";
+  std::string build_ = "default";
+  std::string title_;
   bool printing_;
+  int ctas_, threads_, iters_;
+  bool bidir_;
   std::vector<std::string> columns_;
   FILE *json_ = nullptr;
 };

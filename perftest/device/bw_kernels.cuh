@@ -1,0 +1,111 @@
+// Bandwidth kernels, NVSHMEM perftest's shape: one launch runs `iters` transfers of `bytes`, split across
+// the blocks, with a grid-wide barrier after each transfer and a quiet at the end; the harness times the
+// whole launch. Templates over the backend O (TshmemOps / NvshmemOps).
+#pragma once
+
+#include "perf_types.cuh"
+
+namespace tshmem_perf {
+
+/// put (kGet = false): every block puts its chunk of `local` to `remote` on `peer` with putmem_nbi_block.
+/// get (kGet = true): every block gets its chunk of slot (first_slot + i) % slots of `remote` (slots
+/// `stride` bytes apart, so that iterations read different lines) into `local` with getmem_nbi_block.
+template <class O, bool kGet>
+__global__ void rma_bw_kernel(char *local, char *remote, size_t bytes, size_t stride, unsigned slots,
+                              unsigned first_slot, int peer, int iters, unsigned *counter) {
+  size_t begin, len;
+  block_chunk(bytes, blockIdx.x, gridDim.x, &begin, &len);
+  for (int i = 0; i < iters; ++i) {
+    if (len > 0) {
+      if constexpr (kGet) {
+        const char *src = remote + static_cast<size_t>((first_slot + static_cast<unsigned>(i)) % slots) * stride;
+        O::template getmem_nbi<Scope::block>(local + begin, src + begin, len, peer);
+      } else {
+        O::template putmem_nbi<Scope::block>(remote + begin, local + begin, len, peer);
+      }
+    }
+    grid_sync(counter, static_cast<unsigned>(i) + 1u);
+  }
+  O::quiet();
+}
+
+/// p (kGet = false) or g (kGet = true) of `bytes / sizeof(T)` elements, one element per thread per step over
+/// the whole grid, unrolled so that several remote accesses are in flight per thread. g reads rotate over
+/// slots like rma_bw_kernel's and land in `local`, so the loads cannot be dropped.
+template <class O, class T, bool kGet>
+__global__ void element_bw_kernel(T *local, T *remote, size_t bytes, size_t stride, unsigned slots,
+                                  unsigned first_slot, int peer, int iters, unsigned *counter) {
+  constexpr int kUnroll = 4;
+  const size_t n = bytes / sizeof(T);
+  const size_t threads = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int i = 0; i < iters; ++i) {
+    if constexpr (kGet) {
+      const T *src = reinterpret_cast<const T *>(reinterpret_cast<const char *>(remote) +
+                                                 static_cast<size_t>((first_slot + static_cast<unsigned>(i)) % slots) *
+                                                     stride);
+      size_t j = tid;
+      for (; j + (kUnroll - 1) * threads < n; j += kUnroll * threads) {
+        T v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) v[u] = O::g(src + j + u * threads, peer);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) local[j + u * threads] = v[u];
+      }
+      for (; j < n; j += threads) local[j] = O::g(src + j, peer);
+    } else {
+      size_t j = tid;
+      for (; j + (kUnroll - 1) * threads < n; j += kUnroll * threads) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) O::p(remote + j + u * threads, local[j + u * threads], peer);
+      }
+      for (; j < n; j += threads) O::p(remote + j, local[j], peer);
+    }
+    grid_sync(counter, static_cast<unsigned>(i) + 1u);
+  }
+  O::quiet();
+}
+
+/// The link ceiling through plain loads and stores on the address the library's ptr() returns (no library
+/// code in the loop): what the library's put/get could reach. Same split, barriers and rotation as
+/// rma_bw_kernel; 16-byte accesses, kUnroll in flight per thread.
+enum class RawAccess { store, copy, load };
+
+template <RawAccess kAccess>
+__global__ void raw_bw_kernel(uint4 *local, uint4 *peer_view, size_t bytes, size_t stride, unsigned slots,
+                              unsigned first_slot, int iters, unsigned *counter) {
+  constexpr int kUnroll = 4;
+  size_t begin, len;
+  block_chunk(bytes, blockIdx.x, gridDim.x, &begin, &len);
+  const size_t n = len / sizeof(uint4);
+  uint4 *mine = local + begin / sizeof(uint4);
+  for (int i = 0; i < iters; ++i) {
+    uint4 *theirs = peer_view + begin / sizeof(uint4);
+    if constexpr (kAccess == RawAccess::load)
+      theirs += static_cast<size_t>((first_slot + static_cast<unsigned>(i)) % slots) * (stride / sizeof(uint4));
+    size_t j = threadIdx.x;
+    for (; j + (kUnroll - 1) * blockDim.x < n; j += kUnroll * blockDim.x) {
+      uint4 v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if constexpr (kAccess == RawAccess::store) v[u] = make_uint4(i, u, static_cast<unsigned>(j), 0);
+        else if constexpr (kAccess == RawAccess::copy) v[u] = mine[j + u * blockDim.x];
+        else v[u] = theirs[j + u * blockDim.x];
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if constexpr (kAccess == RawAccess::load) mine[j + u * blockDim.x] = v[u];
+        else theirs[j + u * blockDim.x] = v[u];
+      }
+    }
+    for (; j < n; j += blockDim.x) {
+      if constexpr (kAccess == RawAccess::store) theirs[j] = make_uint4(i, 0, static_cast<unsigned>(j), 0);
+      else if constexpr (kAccess == RawAccess::copy) theirs[j] = mine[j];
+      else mine[j] = theirs[j];
+    }
+    grid_sync(counter, static_cast<unsigned>(i) + 1u);
+  }
+  __threadfence_system();
+}
+
+}  // namespace tshmem_perf

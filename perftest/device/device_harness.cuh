@@ -1,0 +1,247 @@
+// The host side of every device benchmark: options, start-up (MPI, GPU check, the library), launches timed
+// with CUDA events around the whole launch, and the per-size loops that print NVSHMEM's tables.
+//
+// One source, two backends: a benchmark .cu writes its kernels as templates over a backend struct and runs
+// them with `Ops`, which is TshmemOps by default and NvshmemOps when the unit is compiled with
+// -DTSHMEM_PERF_NVSHMEM (the NVSHMEM twin target of the same file).
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+
+#include "bench_config.h"
+#include "perf_types.cuh"
+
+#if defined(TSHMEM_PERF_NVSHMEM)
+#include "ops_nvshmem.cuh"
+namespace tshmem_perf {
+using Ops = NvshmemOps;
+}
+#else
+#include "ops_tshmem.cuh"
+namespace tshmem_perf {
+using Ops = TshmemOps;
+}
+#endif
+
+/// The build variant, as the JSON lines name it ("default", or "pe_check=0" for the PE-check twins).
+#ifndef TSHMEM_PERF_BUILD
+#define TSHMEM_PERF_BUILD "default"
+#endif
+
+#define PERF_CUDA(call) ::tshmem_perf::check_cuda((call), #call, __FILE__, __LINE__)
+
+namespace tshmem_perf {
+
+inline void check_cuda(cudaError_t rc, const char *what, const char *file, int line) {
+  if (rc == cudaSuccess) return;
+  std::fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, what, cudaGetErrorString(rc));
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/// Bytes a get benchmark rotates its remote source over: more than the 60 MB L2 of an H100/H200, so that no
+/// timed iteration reads a line that an earlier one (warm-up included) left in a cache.
+constexpr size_t kRotateBytes = size_t{128} << 20;
+
+/// Where the next remote read starts: slot k of `slots` slots, `stride` bytes apart.
+struct Rotation {
+  size_t stride = 0;
+  unsigned slots = 1;
+  unsigned next = 0;  ///< advances across warm-up and timed launches: every launch reads fresh lines
+};
+
+inline Rotation make_rotation(size_t bytes, size_t pool_bytes) {
+  Rotation r;
+  r.stride = (bytes + 255) & ~size_t{255};
+  r.slots = static_cast<unsigned>(pool_bytes / r.stride > 0 ? pool_bytes / r.stride : 1);
+  return r;
+}
+
+/// A device benchmark between start() and finish(): the options, the pair of PEs, a stream with two events,
+/// and the two counter words of grid_sync.
+struct DeviceBench {
+  BenchConfig config;
+  std::string name;
+  int me = 0, n_pes = 0, peer = 0;
+  int sm_count = 0;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t event_start = nullptr, event_stop = nullptr;
+  unsigned *grid_counter = nullptr;
+
+  /// Parses the options (NVSHMEM's, with the benchmark's defaults already in `config`), skips when this node
+  /// has no GPU or fewer GPUs than PEs (exit 0 after a "skipped:" line), starts MPI and the library.
+  /// Returns false when main should return *exit_code at once.
+  bool start(int argc, char **argv, const char *bench_name, int *exit_code);
+  /// Frees what start() made, finalizes the library and MPI.
+  void finish();
+
+  /// Every PE: device idle, then the library's host barrier.
+  void sync_pes() {
+    PERF_CUDA(cudaStreamSynchronize(stream));
+    Ops::barrier_all();
+  }
+  /// Sum of `value` over the PEs (bidirectional totals).
+  static double sum_over_pes(double value) {
+    double total = 0;
+    MPI_Allreduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return total;
+  }
+  /// The most blocks of `threads` threads that can be co-resident for `kernel` (cooperative launches).
+  template <class Kernel>
+  int max_ctas(Kernel kernel, int threads) const {
+    int per_sm = 0;
+    PERF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+    return per_sm * sm_count;
+  }
+  /// config.ctas, clamped (with a note) to what `kernel` can keep co-resident.
+  template <class Kernel>
+  int ctas_for(Kernel kernel, int threads, Reporter &report) const {
+    const int limit = max_ctas(kernel, threads);
+    if (config.ctas <= limit) return config.ctas;
+    report.note("-c " + std::to_string(config.ctas) + " exceeds the " + std::to_string(limit) +
+                " co-resident blocks of " + std::to_string(threads) + " threads: using " + std::to_string(limit));
+    return limit;
+  }
+
+  /// Launches `kernel` through the backend (every block co-resident; every PE's kernel may wait on the other)
+  /// with the grid_sync counters zeroed, and returns the milliseconds between events recorded around it.
+  template <class... KArgs, class... Args>
+  float launch(void (*kernel)(KArgs...), int ctas, int threads, Args &&...args) {
+    std::tuple<KArgs...> values(static_cast<KArgs>(args)...);
+    PERF_CUDA(cudaMemsetAsync(grid_counter, 0, 2 * sizeof(unsigned), stream));
+    PERF_CUDA(cudaEventRecord(event_start, stream));
+    std::apply(
+        [&](auto &...v) {
+          void *pointers[] = {static_cast<void *>(&v)..., nullptr};
+          PERF_CUDA(Ops::launch(reinterpret_cast<const void *>(kernel), dim3(static_cast<unsigned>(ctas)),
+                                dim3(static_cast<unsigned>(threads)), pointers, stream));
+        },
+        values);
+    PERF_CUDA(cudaEventRecord(event_stop, stream));
+    PERF_CUDA(cudaEventSynchronize(event_stop));
+    float ms = 0;
+    PERF_CUDA(cudaEventElapsedTime(&ms, event_start, event_stop));
+    return ms;
+  }
+
+  /// A Reporter labelled with the backend and build variant.
+  void label(Reporter &report) const { report.set_labels(Ops::kName, TSHMEM_PERF_BUILD); }
+};
+
+inline bool DeviceBench::start(int argc, char **argv, const char *bench_name, int *exit_code) {
+  name = bench_name;
+  if (!parse_args(argc, argv, bench_name, &config, exit_code)) return false;
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int local_rank = 0, local_size = 0;
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_size(node, &local_size);
+  MPI_Comm_free(&node);
+
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+  (void)cudaGetLastError();
+  // Every PE takes the same decision: the fewest GPUs any node has against the most PEs any node runs.
+  int fewest = devices, most = local_size;
+  MPI_Allreduce(&devices, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&local_size, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  std::string skip;
+  if (fewest == 0) skip = "no GPU";
+  else if (most > fewest) skip = std::to_string(most) + " PEs on a node with " + std::to_string(fewest) + " GPUs";
+  else if (size != 2) skip = "needs exactly 2 PEs, got " + std::to_string(size);
+  if (!skip.empty()) {
+    if (rank == 0) std::printf("%s (%s): skipped: %s\n", bench_name, Ops::kName, skip.c_str());
+    MPI_Finalize();
+    *exit_code = 0;
+    return false;
+  }
+  PERF_CUDA(cudaSetDevice(local_rank % devices));  // NVSHMEM uses the current device; tshmem picks the same
+  if (!Ops::init(MPI_COMM_WORLD)) MPI_Abort(MPI_COMM_WORLD, 1);
+  me = Ops::my_pe();
+  n_pes = Ops::n_pes();
+  peer = 1 - me;
+  int device = 0;
+  PERF_CUDA(cudaGetDevice(&device));
+  PERF_CUDA(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  PERF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  PERF_CUDA(cudaEventCreate(&event_start));
+  PERF_CUDA(cudaEventCreate(&event_stop));
+  PERF_CUDA(cudaMalloc(&grid_counter, 2 * sizeof(unsigned)));
+  return true;
+}
+
+inline void DeviceBench::finish() {
+  PERF_CUDA(cudaStreamSynchronize(stream));
+  Ops::barrier_all();
+  PERF_CUDA(cudaFree(grid_counter));
+  PERF_CUDA(cudaEventDestroy(event_start));
+  PERF_CUDA(cudaEventDestroy(event_stop));
+  PERF_CUDA(cudaStreamDestroy(stream));
+  Ops::finalize();
+  MPI_Finalize();
+}
+
+/// Symmetric allocation of `bytes` on every PE (collective), zeroed; aborts with a message when it fails.
+template <class T = char>
+T *sym_alloc(size_t bytes, const char *what) {
+  void *p = Ops::malloc(bytes);
+  if (p == nullptr) {
+    std::fprintf(stderr, "%s: symmetric allocation of %zu bytes failed (raise %s)\n", what, bytes,
+                 Ops::kHeapSizeVariable);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  PERF_CUDA(cudaMemset(p, 0, bytes));
+  PERF_CUDA(cudaDeviceSynchronize());
+  return static_cast<T *>(p);
+}
+
+/// One bandwidth row per size. `run(bytes, iters)` launches the kernel and returns milliseconds; PE 0 (and
+/// with --bidir every PE) runs a warm-up launch, then the timed one. Reported: bytes x iters / time, summed
+/// over the PEs that ran.
+template <class Run>
+void bandwidth_rows(DeviceBench &b, Reporter &report, const std::string &variant, Run &&run) {
+  for (size_t bytes : b.config.sizes()) {
+    b.sync_pes();
+    double gbps = 0;
+    if (b.me == 0 || b.config.bidir) {
+      if (b.config.warmup_iters > 0) run(bytes, b.config.warmup_iters);
+      const float ms = run(bytes, b.config.iters);
+      gbps = ms > 0 ? static_cast<double>(bytes) * b.config.iters / (ms * 1e-3) / 1e9 : 0;
+    }
+    b.sync_pes();
+    report.row({std::to_string(bytes), variant, fmt_double(DeviceBench::sum_over_pes(gbps), 2)});
+  }
+}
+
+/// One latency row per size: `run(bytes, iters)` on the PEs that `active` names (warm-up, then timed),
+/// reported as PE 0's time per iteration divided by `per_iter` (2 for a ping-pong's half round trip).
+template <class Run>
+void latency_rows(DeviceBench &b, Reporter &report, const std::string &variant, bool both_pes, double per_iter,
+                  Run &&run) {
+  for (size_t bytes : b.config.sizes()) {
+    b.sync_pes();
+    double us = 0;
+    if (b.me == 0 || both_pes) {
+      if (b.config.warmup_iters > 0) run(bytes, b.config.warmup_iters);
+      const float ms = run(bytes, b.config.iters);
+      us = static_cast<double>(ms) * 1e3 / b.config.iters / per_iter;
+    }
+    b.sync_pes();
+    if (b.me == 0) report.row({std::to_string(bytes), variant, fmt_double(us, 3)});
+  }
+}
+
+/// The scopes -s selects: one of thread / warp / block, or all three.
+inline bool scope_selected(const BenchConfig &config, Scope s) {
+  return config.scope == "all" || config.scope == scope_name(s);
+}
+
+}  // namespace tshmem_perf
