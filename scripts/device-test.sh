@@ -33,7 +33,7 @@ else
 fi
 
 step "ctest (all tests; GPU tests with 1 and 2 PEs)"
-(cd "$build" && ctest --output-on-failure -j 4 --timeout 600) > "$logs/ctest.log" 2>&1
+(cd "$build" && ctest --output-on-failure -j 4 --timeout 150) > "$logs/ctest.log" 2>&1
 grep -E "tests passed|tests failed|Failed|\*\*\*|Not Run|Skipped" "$logs/ctest.log" | tail -40 | tee -a "$summary"
 (cd "$build" && ctest -N) | tail -1 >> "$summary"
 
