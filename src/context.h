@@ -9,6 +9,7 @@
 #include "env.h"
 #include "heap/heap.h"
 #include "mem/backend.h"
+#include "nvls/nvls.h"
 #include "state/device_state.h"
 #include "state/peer_table.h"
 
@@ -22,6 +23,8 @@ struct Context {
   PeerTable peers;
   int cuda_device = -1;  ///< -1 on the shm backend
   std::unique_ptr<DeviceState> device_state;
+  std::unique_ptr<NvlsRegion> nvls;  ///< the multicast mapping of the heap; null without multicast (src/nvls)
+  std::string nvls_reason;           ///< "on", or why multicast is off
 
   Context();
   ~Context();

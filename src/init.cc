@@ -91,6 +91,7 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm) {
   if (ctx.mem->device_memory()) {
     TSHMEM_CHECK(agree_on_status(boot, create_device_state(ctx), "tshmem_init: filling the device state"));
   }
+  TSHMEM_CHECK(nvls_init(ctx));  // collective: the multicast policy, and the region where it is allowed
   TSHMEM_CHECK(boot.barrier());
   TSHMEMI_LOG(kInfo, kLogInit, "initialised: %d PEs (%d on this node), backend %s, heap %llu bytes at %p",
               boot.size(), boot.local_size(), ctx.mem->name(), static_cast<unsigned long long>(ctx.env.symmetric_size),
@@ -104,6 +105,7 @@ Context::Context() = default;
 Context::~Context() {
   // Reverse order of creation. The backend's memory goes before the bootstrap (which may finalise MPI).
   device_state.reset();
+  nvls.reset();  // local undo only; finalize and the failed-init path run the collective teardown first
   heap.reset();
   mem.reset();
   boot.reset();
@@ -133,6 +135,7 @@ Status init_context(unsigned flags, const void *mpi_comm) {
   if (status != TSHMEM_SUCCESS) {
     // Every PE agreed on the failure, so every PE tears down together.
     const std::string message = last_error_message();
+    if (ctx->boot) nvls_finalize(*ctx);
     if (ctx->mem && ctx->boot && ctx->mem->local_base() != nullptr) ctx->mem->destroy(*ctx->boot);
     ctx.reset();
     log_set_pe(-1, -1);
@@ -149,6 +152,7 @@ void finalize_context() {
   const Status agreed = ctx->heap->rendezvous(CollectiveKind::kFinalize);
   g_context = nullptr;
   ctx->device_state.reset();  // withdraws the state from every registered unit
+  nvls_finalize(*ctx);        // collective: unmap, unbind, release the multicast object
   ctx->mem->destroy(*ctx->boot);
   delete ctx;
   log_set_pe(-1, -1);

@@ -73,6 +73,88 @@ int tshmemx_getmem_on_stream(void *dest, const void *src, size_t nbytes, int pe,
 /** Fills the tshmem device state of a module loaded at run time (JIT code). Not collective. */
 int tshmemx_cumodule_init(tshmemx_cumodule_t module) __attribute__((visibility("default")));
 
+/* ==== Teams, NVLink multicast and collectives (src/nvls, src/coll; device side: tshmem/device/multimem.cuh,
+ * tshmem/device/coll.cuh) ======================================================================== */
+
+/** A team of PEs. The predefined teams only, for now (NVSHMEM's numbering). */
+typedef int32_t tshmem_team_t;
+#define TSHMEM_TEAM_INVALID (-1)
+#define TSHMEM_TEAM_WORLD 0 /**< Every PE. */
+#define TSHMEMX_TEAM_NODE 2 /**< The PEs of this node (load/store reachable); equals WORLD on one node. */
+
+/** This PE's index in `team` and the team's size; -1 for an unknown team or before init. */
+int tshmem_team_my_pe(tshmem_team_t team) __attribute__((visibility("default")));
+int tshmem_team_n_pes(tshmem_team_t team) __attribute__((visibility("default")));
+
+/**
+ * The multicast address of the symmetric object at `ptr` for `team`: a store through it reaches every
+ * team member's copy, and multimem loads reduce over them. NULL when multicast is off (forbidden by
+ * TSHMEM_DISABLE_NVLS / NVSHMEM_DISABLE_NVLS / NCCL_NVLS_ENABLE=0, unsupported, or another backend than
+ * vmm), when `ptr` is outside the heap, or when the team spans more than this node. Not collective.
+ */
+void *tshmemx_mc_ptr(tshmem_team_t team, const void *ptr) __attribute__((visibility("default")));
+
+/** "on", or why multicast is off ("forbidden by TSHMEM_DISABLE_NVLS=1", ...); NULL before init. */
+const char *tshmemx_mc_status(void) __attribute__((visibility("default")));
+
+/** Element types of the reducing collectives. */
+typedef enum tshmemx_dtype {
+  TSHMEMX_DTYPE_FLOAT = 0,    /**< float (f32) */
+  TSHMEMX_DTYPE_HALF = 1,     /**< IEEE binary16 (f16) */
+  TSHMEMX_DTYPE_BFLOAT16 = 2, /**< bfloat16 */
+  TSHMEMX_DTYPE_INT32 = 3,    /**< int32_t */
+  TSHMEMX_DTYPE_INT64 = 4,    /**< int64_t */
+  TSHMEMX_NUM_DTYPES          /**< Number of types; not a type. */
+} tshmemx_dtype_t;
+
+/** Reduction operators. */
+typedef enum tshmemx_redop {
+  TSHMEMX_OP_SUM = 0,
+  TSHMEMX_OP_MIN = 1,
+  TSHMEMX_OP_MAX = 2,
+  TSHMEMX_NUM_OPS /**< Number of operators; not an operator. */
+} tshmemx_redop_t;
+
+/**
+ * Stream-ordered collectives on `team`, launched on `stream` with no host synchronisation inside, so they
+ * can be captured in a CUDA graph. Rules common to all of them:
+ *  - every team member calls with the same counts, types, operator, root and the same symmetric
+ *    objects (same heap offsets); calls are made in the same order on every PE, one at a time per PE;
+ *  - `dst` and `src` lie in the symmetric heap and are aligned to the element size; `src` is ready when
+ *    the stream reaches the call, `dst` is complete (on this PE) when the stream passes it;
+ *  - arguments are checked on the host before anything is launched: count 0, a misaligned or non-heap
+ *    buffer, overlapping dst/src where not in place, an unknown dtype/op/team or root return
+ *    TSHMEM_ERR_INVALID_ARG with a message naming the call and the argument. The check is local: PEs that
+ *    pass the same arguments fail alike and none launches; PEs that diverge (a usage error) make the others
+ *    wait in the kernel, where TSHMEM_WAIT_TIMEOUT_MS turns the wait into a trap with a message;
+ *  - reductions accumulate in team-index order (0, 1, ..., n-1): floats in f32, rounded once to the element
+ *    type (f16/bf16 round to nearest even), integers with two's-complement wrap; min/max are exact. The
+ *    result is therefore identical on every PE and from run to run. With multicast on, sums of more than two
+ *    PEs may differ from this order in the last bit (the switch's order is not specified).
+ * Sizes: all-reduce chooses one-shot (every PE reads every peer's buffer) up to TSHMEMX_ALLREDUCE_ONESHOT_MAX
+ * bytes, two-shot (reduce-scatter + all-gather over NVLink) above.
+ */
+#define TSHMEMX_ALLREDUCE_ONESHOT_MAX (256u * 1024u)
+
+/** dst[k] = op over team PEs of src[k], k < count. In place (dst == src) allowed. */
+int tshmemx_allreduce_on_stream(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
+                                tshmemx_redop_t op, tshmemx_stream_t stream) __attribute__((visibility("default")));
+/** dst[k] = op over team PEs of src[my_index * count + k], k < count (src holds n_pes * count elements). */
+int tshmemx_reduce_scatter_on_stream(tshmem_team_t team, void *dst, const void *src, size_t count,
+                                     tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream)
+    __attribute__((visibility("default")));
+/** fcollect: dst[i * nbytes ...] = PE i's src[0 .. nbytes) for every team index i. */
+int tshmemx_allgather_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes,
+                                tshmemx_stream_t stream) __attribute__((visibility("default")));
+/** dst[i * nbytes ...] on PE j = PE i's src[j * nbytes ...], for every team indices i, j. */
+int tshmemx_alltoall_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes,
+                               tshmemx_stream_t stream) __attribute__((visibility("default")));
+/** dst[0 .. nbytes) on every PE = src on team index `root` (the root's dst too; dst == src allowed). */
+int tshmemx_broadcast_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root,
+                                tshmemx_stream_t stream) __attribute__((visibility("default")));
+/** Every team member's stream reaches the barrier before any passes it; earlier writes are visible. */
+int tshmemx_barrier_on_stream(tshmem_team_t team, tshmemx_stream_t stream) __attribute__((visibility("default")));
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -25,6 +25,7 @@ const char *collective_call_name(CollectiveKind kind) {
     case CollectiveKind::kFree: return "tshmem_free";
     case CollectiveKind::kBarrier: return "tshmem_barrier_all";
     case CollectiveKind::kFinalize: return "tshmem_finalize";
+    case CollectiveKind::kMulticast: return "tshmem_init (multicast region)";
   }
   return "a collective call";
 }
@@ -35,6 +36,7 @@ std::string CollectiveRequest::describe() const {
     case CollectiveKind::kMalloc:
     case CollectiveKind::kCalloc: text += format("(size=%lld)", static_cast<long long>(size)); break;
     case CollectiveKind::kAlign:
+    case CollectiveKind::kMulticast:
       text += format("(alignment=%lld, size=%lld)", static_cast<long long>(alignment), static_cast<long long>(size));
       break;
     case CollectiveKind::kFree:

@@ -22,6 +22,7 @@ enum class CollectiveKind : int64_t {
   kFree = 4,
   kBarrier = 5,
   kFinalize = 6,
+  kMulticast = 7,  ///< binding the heap to the node's multicast object (src/nvls): size = bytes bound, alignment = granularity
 };
 
 const char *collective_call_name(CollectiveKind kind);  // "tshmem_malloc", ...

@@ -1,0 +1,39 @@
+// The exported multicast and team queries. Not collective.
+#include "coll/team.h"
+#include "context.h"
+#include "tshmem/tshmem.h"
+
+using namespace tshmemi;
+
+extern "C" {
+
+TSHMEM_API int tshmem_team_my_pe(tshmem_team_t team) {
+  const Context *ctx = require_context("tshmem_team_my_pe");
+  TeamInfo info;
+  if (ctx == nullptr || team_info(*ctx, team, "tshmem_team_my_pe", &info) != TSHMEM_SUCCESS) return -1;
+  return info.my_index;
+}
+
+TSHMEM_API int tshmem_team_n_pes(tshmem_team_t team) {
+  const Context *ctx = require_context("tshmem_team_n_pes");
+  TeamInfo info;
+  if (ctx == nullptr || team_info(*ctx, team, "tshmem_team_n_pes", &info) != TSHMEM_SUCCESS) return -1;
+  return info.size;
+}
+
+TSHMEM_API void *tshmemx_mc_ptr(tshmem_team_t team, const void *ptr) {
+  const Context *ctx = require_context("tshmemx_mc_ptr");
+  TeamInfo info;
+  if (ctx == nullptr || team_info(*ctx, team, "tshmemx_mc_ptr", &info) != TSHMEM_SUCCESS) return nullptr;
+  // The multicast object spans this node's devices: a team reaching beyond the node has no multicast address.
+  if (!ctx->nvls || !info.node_local || info.size != ctx->boot->local_size()) return nullptr;
+  if (!ctx->heap->contains(ptr, 1)) return nullptr;
+  return reinterpret_cast<void *>(ctx->nvls->mc_base() + ctx->heap->offset_of(ptr));
+}
+
+TSHMEM_API const char *tshmemx_mc_status(void) {
+  const Context *ctx = context();
+  return ctx != nullptr ? ctx->nvls_reason.c_str() : nullptr;
+}
+
+}  // extern "C"
