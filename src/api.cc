@@ -24,13 +24,16 @@ auto guarded(const char *call, F &&body, decltype(body()) on_exception) -> declt
 }
 
 void *allocate(const char *call, CollectiveKind kind, uint64_t size, uint64_t alignment) {
-  return guarded(call, [&]() -> void * {
-    Context *ctx = require_context(call);
-    if (ctx == nullptr) return nullptr;
-    void *block = nullptr;
-    if (ctx->heap->allocate(kind, size, alignment, &block) != TSHMEM_SUCCESS) return nullptr;
-    return block;
-  }, nullptr);
+  return guarded(
+      call,
+      [&]() -> void * {
+        Context *ctx = require_context(call);
+        if (ctx == nullptr) return nullptr;
+        void *block = nullptr;
+        if (ctx->heap->allocate(kind, size, alignment, &block) != TSHMEM_SUCCESS) return nullptr;
+        return block;
+      },
+      nullptr);
 }
 
 }  // namespace
@@ -41,34 +44,44 @@ using namespace tshmemi;
 extern "C" {
 
 TSHMEM_API int tshmem_init(void) {
-  return guarded("tshmem_init", [] { return static_cast<int>(init_context(0, nullptr)); },
-                 static_cast<int>(TSHMEM_ERR_INTERNAL));
+  return guarded(
+      "tshmem_init", [] { return static_cast<int>(init_context(0, nullptr)); }, static_cast<int>(TSHMEM_ERR_INTERNAL));
 }
 
 TSHMEM_API int tshmemx_init_attr(unsigned flags, tshmemx_init_attr_t *attr) {
-  return guarded("tshmemx_init_attr", [&]() -> int {
-    if ((flags & ~static_cast<unsigned>(TSHMEMX_INIT_WITH_MPI_COMM)) != 0)
-      return set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_init_attr: unknown flags %#x (known: TSHMEMX_INIT_WITH_MPI_COMM)",
-                       flags);
-    if (flags & TSHMEMX_INIT_WITH_MPI_COMM) {
-      if (attr == nullptr)
-        return set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_init_attr: TSHMEMX_INIT_WITH_MPI_COMM needs an attr");
-      if (attr->magic != TSHMEMX_INIT_ATTR_MAGIC || attr->size < sizeof(tshmemx_init_attr_t) ||
-          attr->version != TSHMEMX_INIT_ATTR_VERSION)
-        return set_error(TSHMEM_ERR_INVALID_ARG,
-                         "tshmemx_init_attr: attr not initialised with TSHMEMX_INIT_ATTR_INITIALIZER "
-                         "(magic %#x, size %zu, version %u; expected %#x, %zu, %u)",
-                         attr->magic, attr->size, attr->version, TSHMEMX_INIT_ATTR_MAGIC, sizeof(tshmemx_init_attr_t),
-                         TSHMEMX_INIT_ATTR_VERSION);
-      if (attr->mpi_comm == nullptr)
-        return set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_init_attr: attr->mpi_comm is NULL (it must point to an MPI_Comm)");
-    }
-    return init_context(flags, attr ? attr->mpi_comm : nullptr);
-  }, static_cast<int>(TSHMEM_ERR_INTERNAL));
+  return guarded(
+      "tshmemx_init_attr",
+      [&]() -> int {
+        if ((flags & ~static_cast<unsigned>(TSHMEMX_INIT_WITH_MPI_COMM)) != 0)
+          return set_error(TSHMEM_ERR_INVALID_ARG,
+                           "tshmemx_init_attr: unknown flags %#x (known: TSHMEMX_INIT_WITH_MPI_COMM)", flags);
+        if (flags & TSHMEMX_INIT_WITH_MPI_COMM) {
+          if (attr == nullptr)
+            return set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_init_attr: TSHMEMX_INIT_WITH_MPI_COMM needs an attr");
+          if (attr->magic != TSHMEMX_INIT_ATTR_MAGIC || attr->size < sizeof(tshmemx_init_attr_t) ||
+              attr->version != TSHMEMX_INIT_ATTR_VERSION)
+            return set_error(TSHMEM_ERR_INVALID_ARG,
+                             "tshmemx_init_attr: attr not initialised with TSHMEMX_INIT_ATTR_INITIALIZER "
+                             "(magic %#x, size %zu, version %u; expected %#x, %zu, %u)",
+                             attr->magic, attr->size, attr->version, TSHMEMX_INIT_ATTR_MAGIC,
+                             sizeof(tshmemx_init_attr_t), TSHMEMX_INIT_ATTR_VERSION);
+          if (attr->mpi_comm == nullptr)
+            return set_error(TSHMEM_ERR_INVALID_ARG,
+                             "tshmemx_init_attr: attr->mpi_comm is NULL (it must point to an MPI_Comm)");
+        }
+        return init_context(flags, attr ? attr->mpi_comm : nullptr);
+      },
+      static_cast<int>(TSHMEM_ERR_INTERNAL));
 }
 
 TSHMEM_API void tshmem_finalize(void) {
-  guarded("tshmem_finalize", [] { finalize_context(); return 0; }, 0);
+  guarded(
+      "tshmem_finalize",
+      [] {
+        finalize_context();
+        return 0;
+      },
+      0);
 }
 
 TSHMEM_API int tshmem_my_pe(void) { return context() ? context()->peers.my_pe() : -1; }
@@ -94,11 +107,14 @@ TSHMEM_API void *tshmem_align(size_t alignment, size_t size) {
 }
 
 TSHMEM_API void tshmem_free(void *ptr) {
-  guarded("tshmem_free", [&] {
-    Context *ctx = require_context("tshmem_free");
-    if (ctx != nullptr) ctx->heap->release(ptr);
-    return 0;
-  }, 0);
+  guarded(
+      "tshmem_free",
+      [&] {
+        Context *ctx = require_context("tshmem_free");
+        if (ctx != nullptr) ctx->heap->release(ptr);
+        return 0;
+      },
+      0);
 }
 
 TSHMEM_API void *tshmem_ptr(const void *dest, int pe) {

@@ -48,9 +48,9 @@ const std::vector<EnvVarInfo> &env_table() {
 
 Status parse_size(const char *name, const char *text, uint64_t *out) {
   if (text == nullptr || *text == '\0' || is_space_only(text))
-    return set_error(TSHMEM_ERR_CONFIG, "%s='%s': expected a size such as 4096, 64K, 512M or 2G", name, text ? text : "");
-  if (*text == '-' || *text == '+')
-    return set_error(TSHMEM_ERR_CONFIG, "%s='%s': a size has no sign", name, text);
+    return set_error(TSHMEM_ERR_CONFIG, "%s='%s': expected a size such as 4096, 64K, 512M or 2G", name,
+                     text ? text : "");
+  if (*text == '-' || *text == '+') return set_error(TSHMEM_ERR_CONFIG, "%s='%s': a size has no sign", name, text);
   errno = 0;
   char *end = nullptr;
   const unsigned long long value = std::strtoull(text, &end, 10);
@@ -59,12 +59,27 @@ Status parse_size(const char *name, const char *text, uint64_t *out) {
   unsigned shift = 0;
   switch (*end) {
     case '\0': break;
-    case 'k': case 'K': shift = 10; ++end; break;
-    case 'm': case 'M': shift = 20; ++end; break;
-    case 'g': case 'G': shift = 30; ++end; break;
-    case 't': case 'T': shift = 40; ++end; break;
-    default:
-      return set_error(TSHMEM_ERR_CONFIG, "%s='%s': unknown suffix '%s' (allowed: K, M, G, T)", name, text, end);
+    case 'k':
+    case 'K':
+      shift = 10;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      shift = 20;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      shift = 30;
+      ++end;
+      break;
+    case 't':
+    case 'T':
+      shift = 40;
+      ++end;
+      break;
+    default: return set_error(TSHMEM_ERR_CONFIG, "%s='%s': unknown suffix '%s' (allowed: K, M, G, T)", name, text, end);
   }
   if ((*end == 'i' || *end == 'I') && shift != 0) ++end;  // "64Ki" reads as 64K
   if ((*end == 'b' || *end == 'B') && shift != 0) ++end;  // "64KB", "64KiB"
@@ -77,8 +92,7 @@ Status parse_size(const char *name, const char *text, uint64_t *out) {
 }
 
 Status parse_int(const char *name, const char *text, int64_t *out) {
-  if (text == nullptr || *text == '\0')
-    return set_error(TSHMEM_ERR_CONFIG, "%s='': expected an integer", name);
+  if (text == nullptr || *text == '\0') return set_error(TSHMEM_ERR_CONFIG, "%s='': expected an integer", name);
   errno = 0;
   char *end = nullptr;
   const long long value = std::strtoll(text, &end, 10);
@@ -97,8 +111,7 @@ Status parse_bool(const char *name, const char *text, bool *out) {
     for (const char *word : kFalse)
       if (strcasecmp(text, word) == 0) return *out = false, TSHMEM_SUCCESS;
   }
-  return set_error(TSHMEM_ERR_CONFIG, "%s='%s': expected one of 0/1/true/false/yes/no/on/off", name,
-                   text ? text : "");
+  return set_error(TSHMEM_ERR_CONFIG, "%s='%s': expected one of 0/1/true/false/yes/no/on/off", name, text ? text : "");
 }
 
 Status parse_choice(const char *name, const char *text, const char *choices, std::string *out) {
@@ -142,9 +155,11 @@ LogLevel log_level_from(const std::string &debug) {
 }
 
 Status log_subsys_from(const std::string &list, unsigned *mask) {
-  static const struct { const char *name; unsigned bit; } kNames[] = {
-      {"INIT", kLogInit}, {"BOOT", kLogBoot}, {"HEAP", kLogHeap}, {"MEM", kLogMem},
-      {"CUDA", kLogCuda}, {"TOPO", kLogTopo}, {"NVLS", kLogNvls}, {"ALL", kLogAll}};
+  static const struct {
+    const char *name;
+    unsigned bit;
+  } kNames[] = {{"INIT", kLogInit}, {"BOOT", kLogBoot}, {"HEAP", kLogHeap}, {"MEM", kLogMem},
+                {"CUDA", kLogCuda}, {"TOPO", kLogTopo}, {"NVLS", kLogNvls}, {"ALL", kLogAll}};
   unsigned result = 0;
   size_t start = 0;
   while (start <= list.size()) {
@@ -171,10 +186,10 @@ Status parse_env(EnvOptions *out, GetenvFn getenv_fn) {
   if (getenv_fn == nullptr) getenv_fn = [](const char *name) -> const char * { return std::getenv(name); };
   EnvOptions options;
   // Defaults go through the same parser as user values, so the table's text is the single truth.
-#define TSHMEM_ENV_PARSE(NAME, FIELD, KIND, DEFAULT, CATEGORY, DESCRIPTION)                             \
-  {                                                                                                     \
-    const char *text = getenv_fn("TSHMEM_" #NAME);                                                      \
-    TSHMEM_CHECK(parse_into("TSHMEM_" #NAME, EnvKind::KIND, text ? text : DEFAULT, &options.FIELD));    \
+#define TSHMEM_ENV_PARSE(NAME, FIELD, KIND, DEFAULT, CATEGORY, DESCRIPTION)                          \
+  {                                                                                                  \
+    const char *text = getenv_fn("TSHMEM_" #NAME);                                                   \
+    TSHMEM_CHECK(parse_into("TSHMEM_" #NAME, EnvKind::KIND, text ? text : DEFAULT, &options.FIELD)); \
   }
   TSHMEM_ENV_LIST(TSHMEM_ENV_PARSE)
 #undef TSHMEM_ENV_PARSE

@@ -13,10 +13,22 @@ namespace tshmemi {
 
 enum class EnvKind { Size, Int, Bool, Choice, String };
 
-template <EnvKind K> struct EnvType { using type = std::string; };
-template <> struct EnvType<EnvKind::Size> { using type = uint64_t; };
-template <> struct EnvType<EnvKind::Int> { using type = int64_t; };
-template <> struct EnvType<EnvKind::Bool> { using type = bool; };
+template <EnvKind K>
+struct EnvType {
+  using type = std::string;
+};
+template <>
+struct EnvType<EnvKind::Size> {
+  using type = uint64_t;
+};
+template <>
+struct EnvType<EnvKind::Int> {
+  using type = int64_t;
+};
+template <>
+struct EnvType<EnvKind::Bool> {
+  using type = bool;
+};
 
 /// Parsed options: one field per row of env_defs.h (the variable's name without TSHMEM_, lower case).
 struct EnvOptions {
@@ -34,12 +46,12 @@ struct EnvOptions {
 
 /// One row of the variable table (for tshmem-info and the README check).
 struct EnvVarInfo {
-  const char *name;         ///< "TSHMEM_SYMMETRIC_SIZE"
+  const char *name;  ///< "TSHMEM_SYMMETRIC_SIZE"
   EnvKind kind;
   const char *default_text;
   const char *category;
   const char *description;
-  const char *choices;      ///< "a|b|c" for Choice, else ""
+  const char *choices;  ///< "a|b|c" for Choice, else ""
 };
 
 const std::vector<EnvVarInfo> &env_table();
@@ -54,7 +66,7 @@ Status parse_size(const char *name, const char *text, uint64_t *out);
 Status parse_int(const char *name, const char *text, int64_t *out);
 Status parse_bool(const char *name, const char *text, bool *out);
 Status parse_choice(const char *name, const char *text, const char *choices, std::string *out);
-bool nvshmem_style_true(const char *text);   ///< NVSHMEM: first char in "0NnFf" means false
+bool nvshmem_style_true(const char *text);        ///< NVSHMEM: first char in "0NnFf" means false
 bool nccl_style_nvls_disabled(const char *text);  ///< NCCL: strtoll == 0 or unparseable means disabled
 
 LogLevel log_level_from(const std::string &debug);

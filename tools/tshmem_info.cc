@@ -53,7 +53,8 @@ Topology read_topology() {
     for (hwloc_obj_t pci = hwloc_get_next_pcidev(t, nullptr); pci; pci = hwloc_get_next_pcidev(t, pci)) {
       const unsigned cls = pci->attr->pcidev.class_id >> 8;
       const char *kind = cls == 0x03 && pci->attr->pcidev.vendor_id == 0x10de ? "gpu"
-                         : cls == 0x02 || cls == 0x0c ? "nic" : nullptr;  // 0x0c: InfiniBand (serial bus class)
+                         : cls == 0x02 || cls == 0x0c                         ? "nic"
+                                                      : nullptr;  // 0x0c: InfiniBand (serial bus class)
       if (kind == nullptr) continue;
       if (cls == 0x0c && pci->attr->pcidev.vendor_id != 0x15b3) continue;  // Mellanox/NVIDIA HCAs only
       PciDevice dev;
@@ -99,9 +100,12 @@ int main(int argc, char **argv) {
   const std::string env_error = env_status == TSHMEM_SUCCESS ? "" : tshmemx_last_error();
   const bool gpu = tshmemi::gpu_available();
   std::string nvls_policy = "allowed where every device supports it";
-  if (env.disable_nvls) nvls_policy = "forbidden by TSHMEM_DISABLE_NVLS";
-  else if (env.nvshmem_disable_nvls) nvls_policy = "forbidden by NVSHMEM_DISABLE_NVLS";
-  else if (env.nccl_nvls_disabled) nvls_policy = "forbidden by NCCL_NVLS_ENABLE";
+  if (env.disable_nvls)
+    nvls_policy = "forbidden by TSHMEM_DISABLE_NVLS";
+  else if (env.nvshmem_disable_nvls)
+    nvls_policy = "forbidden by NVSHMEM_DISABLE_NVLS";
+  else if (env.nccl_nvls_disabled)
+    nvls_policy = "forbidden by NCCL_NVLS_ENABLE";
   const Topology topo = read_topology();
   const auto matrix = peer_access_matrix();
   std::vector<std::string> backends = {"shm"};

@@ -32,18 +32,18 @@ extern "C" {
 /** Status codes. 0 is success; every other value names one class of failure. */
 typedef enum tshmem_status {
   TSHMEM_SUCCESS = 0,
-  TSHMEM_ERR_ASYMMETRIC = 1,       /**< PEs made different collective calls (size, order, alignment, kind). */
-  TSHMEM_ERR_INVALID_PE = 2,       /**< A PE outside [0, n_pes). */
-  TSHMEM_ERR_INVALID_ARG = 3,      /**< An argument breaks a documented rule. */
-  TSHMEM_ERR_OUT_OF_MEMORY = 4,    /**< The symmetric heap (or host memory) is exhausted. */
-  TSHMEM_ERR_NOT_INITIALIZED = 5,  /**< Called before tshmem_init or after tshmem_finalize. */
-  TSHMEM_ERR_CONFIG = 6,           /**< Environment or cross-PE configuration is invalid or inconsistent. */
-  TSHMEM_ERR_CUDA = 7,             /**< A CUDA runtime or driver call failed. */
-  TSHMEM_ERR_MPI = 8,              /**< An MPI call failed. */
-  TSHMEM_ERR_SYSTEM = 9,           /**< An operating-system call failed (shm_open, mmap, sockets). */
-  TSHMEM_ERR_UNREACHABLE_PE = 10,  /**< The PE is valid but has no load/store path from this PE. */
-  TSHMEM_ERR_INTERNAL = 11,        /**< A broken invariant inside tshmem: please report it. */
-  TSHMEM_NUM_STATUS                /**< Number of codes; not a status. */
+  TSHMEM_ERR_ASYMMETRIC = 1,      /**< PEs made different collective calls (size, order, alignment, kind). */
+  TSHMEM_ERR_INVALID_PE = 2,      /**< A PE outside [0, n_pes). */
+  TSHMEM_ERR_INVALID_ARG = 3,     /**< An argument breaks a documented rule. */
+  TSHMEM_ERR_OUT_OF_MEMORY = 4,   /**< The symmetric heap (or host memory) is exhausted. */
+  TSHMEM_ERR_NOT_INITIALIZED = 5, /**< Called before tshmem_init or after tshmem_finalize. */
+  TSHMEM_ERR_CONFIG = 6,          /**< Environment or cross-PE configuration is invalid or inconsistent. */
+  TSHMEM_ERR_CUDA = 7,            /**< A CUDA runtime or driver call failed. */
+  TSHMEM_ERR_MPI = 8,             /**< An MPI call failed. */
+  TSHMEM_ERR_SYSTEM = 9,          /**< An operating-system call failed (shm_open, mmap, sockets). */
+  TSHMEM_ERR_UNREACHABLE_PE = 10, /**< The PE is valid but has no load/store path from this PE. */
+  TSHMEM_ERR_INTERNAL = 11,       /**< A broken invariant inside tshmem: please report it. */
+  TSHMEM_NUM_STATUS               /**< Number of codes; not a status. */
 } tshmem_status_t;
 
 /* ---------------------------------------------------------------------------------------------------- */

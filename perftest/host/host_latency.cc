@@ -30,7 +30,8 @@ int main(int argc, char **argv) {
       tshmem_barrier_all();
       double us = 0;
       if (me == 0) {
-        for (int i = 0; i < config.warmup_iters; ++i) tshmem_putmem(buffer, buffer + config.max_size, bytes, 1), tshmem_quiet();
+        for (int i = 0; i < config.warmup_iters; ++i)
+          tshmem_putmem(buffer, buffer + config.max_size, bytes, 1), tshmem_quiet();
         const auto start = Clock::now();
         for (int i = 0; i < config.iters; ++i) {
           tshmem_putmem(buffer, buffer + config.max_size, bytes, 1);

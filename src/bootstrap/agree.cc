@@ -77,10 +77,12 @@ Status agree_on_fields(Bootstrap &boot, const std::vector<AgreedField> &fields, 
     TSHMEM_CHECK(gather_reports(boot, make_report(TSHMEM_SUCCESS, fields[i].shown, &fields[i].value, 1), &reports));
     std::vector<std::pair<int64_t, std::vector<int>>> groups;  // value -> PEs, in order of first PE
     for (size_t pe = 0; pe < reports.size(); ++pe) {
-      auto it = std::find_if(groups.begin(), groups.end(),
-                             [&](const auto &g) { return g.first == reports[pe].fields[0]; });
-      if (it == groups.end()) groups.push_back({reports[pe].fields[0], {static_cast<int>(pe)}});
-      else it->second.push_back(static_cast<int>(pe));
+      auto it =
+          std::find_if(groups.begin(), groups.end(), [&](const auto &g) { return g.first == reports[pe].fields[0]; });
+      if (it == groups.end())
+        groups.push_back({reports[pe].fields[0], {static_cast<int>(pe)}});
+      else
+        it->second.push_back(static_cast<int>(pe));
     }
     message += format(" %s:", fields[i].name);
     for (size_t g = 0; g < groups.size(); ++g)

@@ -16,9 +16,9 @@ Status mpi_error(const char *call, int code) {
   return set_error(TSHMEM_ERR_MPI, "%s failed: %s", call, text);
 }
 
-#define TSHMEMI_MPI_CHECK(call)                       \
-  do {                                                \
-    const int tshmemi_mpi_rc_ = (call);               \
+#define TSHMEMI_MPI_CHECK(call)                                                   \
+  do {                                                                            \
+    const int tshmemi_mpi_rc_ = (call);                                           \
     if (tshmemi_mpi_rc_ != MPI_SUCCESS) return mpi_error(#call, tshmemi_mpi_rc_); \
   } while (0)
 
@@ -46,9 +46,10 @@ class MpiBootstrap final : public Bootstrap {
     TSHMEMI_MPI_CHECK(MPI_Initialized(&initialized));
     TSHMEMI_MPI_CHECK(MPI_Finalized(&finalized));
     if (finalized)
-      return set_error(TSHMEM_ERR_MPI,
-                       "tshmem_init: MPI is already finalized (MPI cannot start twice in one process); to init "
-                       "tshmem again after tshmem_finalize, call MPI_Init in the application so that MPI outlives tshmem");
+      return set_error(
+          TSHMEM_ERR_MPI,
+          "tshmem_init: MPI is already finalized (MPI cannot start twice in one process); to init "
+          "tshmem again after tshmem_finalize, call MPI_Init in the application so that MPI outlives tshmem");
     if (!initialized) {
       int provided = 0;
       TSHMEMI_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
@@ -77,7 +78,8 @@ class MpiBootstrap final : public Bootstrap {
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
     node_of_pe_.resize(leaders.size());
     for (size_t pe = 0; pe < leaders.size(); ++pe)
-      node_of_pe_[pe] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), leaders[pe]) - distinct.begin());
+      node_of_pe_[pe] =
+          static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), leaders[pe]) - distinct.begin());
     return TSHMEM_SUCCESS;
   }
 
@@ -90,7 +92,8 @@ class MpiBootstrap final : public Bootstrap {
     return TSHMEM_SUCCESS;
   }
   Status allgather(const void *in, void *out, size_t bytes) override {
-    TSHMEMI_MPI_CHECK(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm_));
+    TSHMEMI_MPI_CHECK(
+        MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm_));
     return TSHMEM_SUCCESS;
   }
   Status broadcast(void *buffer, size_t bytes, int root) override {

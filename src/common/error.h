@@ -53,18 +53,18 @@ std::string vformat(const char *fmt, va_list args);
 
 }  // namespace tshmemi
 
-#define TSHMEMI_LOG(level, subsys, ...)                                                      \
-  do {                                                                                       \
-    if (::tshmemi::log_enabled(::tshmemi::LogLevel::level, ::tshmemi::subsys))               \
-      ::tshmemi::log_message(::tshmemi::LogLevel::level, ::tshmemi::subsys, __VA_ARGS__);    \
+#define TSHMEMI_LOG(level, subsys, ...)                                                   \
+  do {                                                                                    \
+    if (::tshmemi::log_enabled(::tshmemi::LogLevel::level, ::tshmemi::subsys))            \
+      ::tshmemi::log_message(::tshmemi::LogLevel::level, ::tshmemi::subsys, __VA_ARGS__); \
   } while (0)
 
 /// Propagates a failing status unchanged (NCCLCHECK style) and leaves a trace-level breadcrumb.
-#define TSHMEM_CHECK(expr)                                                                             \
-  do {                                                                                                 \
-    ::tshmemi::Status tshmemi_status_ = (expr);                                                        \
-    if (tshmemi_status_ != TSHMEM_SUCCESS) {                                                           \
+#define TSHMEM_CHECK(expr)                                                                                \
+  do {                                                                                                    \
+    ::tshmemi::Status tshmemi_status_ = (expr);                                                           \
+    if (tshmemi_status_ != TSHMEM_SUCCESS) {                                                              \
       TSHMEMI_LOG(kTrace, kLogAll, "%s:%d -> %s", __FILE__, __LINE__, tshmemx_strerror(tshmemi_status_)); \
-      return tshmemi_status_;                                                                          \
-    }                                                                                                  \
+      return tshmemi_status_;                                                                             \
+    }                                                                                                     \
   } while (0)

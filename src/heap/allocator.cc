@@ -92,13 +92,16 @@ bool HeapAllocator::consistent() const {
     const bool take_free = l == live_.end() || (f != free_.end() && f->first < l->first);
     const uint64_t start = take_free ? f->first : l->first;
     const uint64_t size = take_free ? f->second : l->second;
-    if (start != cursor || size == 0) return false;                // gap, overlap or empty range
-    if (take_free && last_was_free) return false;                  // two adjacent free ranges: not coalesced
+    if (start != cursor || size == 0) return false;  // gap, overlap or empty range
+    if (take_free && last_was_free) return false;    // two adjacent free ranges: not coalesced
     if (start % min_alignment_ != 0 || size % min_alignment_ != 0) return false;
     if (take_free) free_total += size;
     last_was_free = take_free;
     cursor = start + size;
-    if (take_free) ++f; else ++l;
+    if (take_free)
+      ++f;
+    else
+      ++l;
   }
   return (end_ <= begin_ || cursor == end_) && free_total == bytes_free_;
 }

@@ -26,8 +26,8 @@ Status SymmetricHeap::allocate(CollectiveKind kind, uint64_t size, uint64_t alig
     request.local_error = format("alignment %llu is not a power of two", static_cast<unsigned long long>(alignment));
   } else if (kind == CollectiveKind::kAlign && alignment > size_) {
     request.local_status = TSHMEM_ERR_INVALID_ARG;
-    request.local_error = format("alignment %llu exceeds the heap size %llu", static_cast<unsigned long long>(alignment),
-                                 static_cast<unsigned long long>(size_));
+    request.local_error = format("alignment %llu exceeds the heap size %llu",
+                                 static_cast<unsigned long long>(alignment), static_cast<unsigned long long>(size_));
   } else if (size > static_cast<uint64_t>(INT64_MAX)) {
     request.local_status = TSHMEM_ERR_OUT_OF_MEMORY;
     request.local_error = format("size %llu is larger than any heap", static_cast<unsigned long long>(size));
@@ -36,11 +36,11 @@ Status SymmetricHeap::allocate(CollectiveKind kind, uint64_t size, uint64_t alig
     const auto offset = allocator_.allocate(size, alignment);
     if (!offset) {
       request.local_status = TSHMEM_ERR_OUT_OF_MEMORY;
-      request.local_error = format("the symmetric heap is exhausted (%llu bytes free, largest free block %llu, heap %llu; "
-                                   "raise TSHMEM_SYMMETRIC_SIZE)",
-                                   static_cast<unsigned long long>(allocator_.bytes_free()),
-                                   static_cast<unsigned long long>(allocator_.largest_free()),
-                                   static_cast<unsigned long long>(size_));
+      request.local_error = format(
+          "the symmetric heap is exhausted (%llu bytes free, largest free block %llu, heap %llu; "
+          "raise TSHMEM_SYMMETRIC_SIZE)",
+          static_cast<unsigned long long>(allocator_.bytes_free()),
+          static_cast<unsigned long long>(allocator_.largest_free()), static_cast<unsigned long long>(size_));
     } else {
       request.offset = static_cast<int64_t>(*offset);
       if (kind == CollectiveKind::kCalloc) {

@@ -37,8 +37,9 @@ class ShmBackend final : public MemBackend {
     peer_bases_.assign(static_cast<size_t>(boot.size()), nullptr);
     // A name unique to this job: PE 0's random id, broadcast.
     uint64_t job_id = 0;
-    if (boot.rank() == 0) job_id = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}() ^
-                                   static_cast<uint64_t>(getpid());
+    if (boot.rank() == 0)
+      job_id = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}() ^
+               static_cast<uint64_t>(getpid());
     TSHMEM_CHECK(boot.broadcast(&job_id, sizeof(job_id), 0));
     own_name_ = segment_name(job_id, boot.rank());
 
@@ -83,7 +84,9 @@ class ShmBackend final : public MemBackend {
  private:
   Status create_own() {
     const int fd = shm_open(own_name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) return set_error(TSHMEM_ERR_SYSTEM, "shm_open(%s, O_CREAT|O_EXCL, 0600): %s", own_name_.c_str(), std::strerror(errno));
+    if (fd < 0)
+      return set_error(TSHMEM_ERR_SYSTEM, "shm_open(%s, O_CREAT|O_EXCL, 0600): %s", own_name_.c_str(),
+                       std::strerror(errno));
     const bool sized = ftruncate(fd, static_cast<off_t>(heap_size_)) == 0;
     const int saved = errno;
     void *base = sized ? mmap(nullptr, heap_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
@@ -109,13 +112,15 @@ class ShmBackend final : public MemBackend {
       if (pe == boot.rank()) continue;
       const std::string name = segment_name(job_id, pe);
       const int fd = shm_open(name.c_str(), O_RDWR, 0);
-      if (fd < 0) return set_error(TSHMEM_ERR_SYSTEM, "shm_open(%s) of PE %d's heap: %s", name.c_str(), pe, std::strerror(errno));
+      if (fd < 0)
+        return set_error(TSHMEM_ERR_SYSTEM, "shm_open(%s) of PE %d's heap: %s", name.c_str(), pe, std::strerror(errno));
       struct stat info;
       const bool stat_ok = fstat(fd, &info) == 0;
       if (!stat_ok || info.st_uid != geteuid() || static_cast<uint64_t>(info.st_size) != heap_size_) {
         close(fd);
-        return set_error(TSHMEM_ERR_SYSTEM, "shm segment %s of PE %d is not ours (owner %d, size %lld; expected %d, %llu)",
-                         name.c_str(), pe, stat_ok ? static_cast<int>(info.st_uid) : -1,
+        return set_error(TSHMEM_ERR_SYSTEM,
+                         "shm segment %s of PE %d is not ours (owner %d, size %lld; expected %d, %llu)", name.c_str(),
+                         pe, stat_ok ? static_cast<int>(info.st_uid) : -1,
                          stat_ok ? static_cast<long long>(info.st_size) : -1LL, static_cast<int>(geteuid()),
                          static_cast<unsigned long long>(heap_size_));
       }

@@ -34,8 +34,9 @@ Status fill_unit(const Unit &unit, int cuda_device, const tshmemi_device_state &
                      unit.version, unit.size, TSHMEMI_DEVICE_STATE_VERSION, sizeof(tshmemi_device_state));
   const int rc = unit.fill(cuda_device, &state);
   if (rc != 0)
-    return set_error(TSHMEM_ERR_CUDA, "device state: filling a unit's __constant__ copy on device %d failed (cudaError %d)",
-                     cuda_device, rc);
+    return set_error(TSHMEM_ERR_CUDA,
+                     "device state: filling a unit's __constant__ copy on device %d failed (cudaError %d)", cuda_device,
+                     rc);
   return TSHMEM_SUCCESS;
 }
 
@@ -85,7 +86,7 @@ size_t registry_size() {
 extern "C" {
 
 __attribute__((visibility("default"))) void *tshmemi_register_device_state(tshmemi_state_fill_fn fill, uint32_t version,
-                                                                          uint32_t size) {
+                                                                           uint32_t size) {
   using namespace tshmemi;
   Registry &reg = registry();
   std::lock_guard<std::mutex> lock(reg.mutex);
@@ -109,8 +110,7 @@ __attribute__((visibility("default"))) void tshmemi_unregister_device_state(void
 }
 
 __attribute__((visibility("default"))) int tshmemx_device_view(tshmemi_device_state *out) {
-  if (out == nullptr)
-    return tshmemi::set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_device_view: out is NULL");
+  if (out == nullptr) return tshmemi::set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_device_view: out is NULL");
   *out = tshmemi::registry_current();
   return TSHMEM_SUCCESS;
 }

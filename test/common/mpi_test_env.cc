@@ -62,7 +62,10 @@ std::vector<long long> allgather(long long mine) {
 }
 
 void set_env(const char *name, const char *value) {
-  if (value) setenv(name, value, 1); else unsetenv(name);
+  if (value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
 }
 
 ScopedEnv::ScopedEnv(const char *name, const char *value) : name_(name) {

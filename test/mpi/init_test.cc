@@ -86,7 +86,8 @@ TEST_F(Init, MalformedVariableOnOnePeFailsInitEverywhere) {
   ScopedEnv size("TSHMEM_SYMMETRIC_SIZE", world_rank() == bad_pe ? "12Q" : "8M");
   EXPECT_EQ(tshmem_init(), TSHMEM_ERR_CONFIG);
   const std::string message = last_error();
-  EXPECT_NE(message.find("PE " + std::to_string(bad_pe) + ": TSHMEM_SYMMETRIC_SIZE='12Q'"), std::string::npos) << message;
+  EXPECT_NE(message.find("PE " + std::to_string(bad_pe) + ": TSHMEM_SYMMETRIC_SIZE='12Q'"), std::string::npos)
+      << message;
   EXPECT_EQ(tshmem_my_pe(), -1);
 }
 

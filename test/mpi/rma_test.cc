@@ -41,7 +41,8 @@ TEST_F(Rma, PutAndGetMoveEverySizeToTheRightPlace) {
   const int right = (me_ + 1) % n_;
   for (size_t bytes : {size_t{1}, size_t{7}, size_t{64}, size_t{4097}, max_bytes}) {
     const size_t skew = bytes % 13;  // odd offsets on both sides
-    for (size_t i = 0; i < bytes; ++i) source[i] = static_cast<unsigned char>(i * 31 + static_cast<size_t>(me_) + bytes);
+    for (size_t i = 0; i < bytes; ++i)
+      source[i] = static_cast<unsigned char>(i * 31 + static_cast<size_t>(me_) + bytes);
     ASSERT_EQ(tshmem_putmem(target + skew, source.data(), bytes, right), 0) << last_error();
     tshmem_barrier_all();
     const int left = (me_ + n_ - 1) % n_;
@@ -66,7 +67,8 @@ TEST_F(Rma, OutOfRangePesAreRejectedAndNothingIsWritten) {
     EXPECT_EQ(tshmemx_last_error_code(), TSHMEM_ERR_INVALID_PE);
     const std::string message = last_error();
     EXPECT_NE(message.find("tshmem_putmem: PE " + std::to_string(pe) + " out of range [0, " + std::to_string(n_) + ")"),
-              std::string::npos) << message;
+              std::string::npos)
+        << message;
     int sink = 0;
     EXPECT_EQ(tshmem_getmem(&sink, buffer, sizeof(sink), pe), TSHMEM_ERR_INVALID_PE);
     EXPECT_EQ(tshmem_ptr(buffer, pe), nullptr);

@@ -37,9 +37,9 @@ TEST_F(Env, DefaultsComeFromTheTable) {
 }
 
 TEST_F(Env, SizesWithSuffixes) {
-  const std::pair<const char *, uint64_t> cases[] = {
-      {"4096", 4096}, {"64K", 64ull << 10}, {"64k", 64ull << 10}, {"512M", 512ull << 20}, {"2G", 2ull << 30},
-      {"1T", 1ull << 40}, {"64KiB", 64ull << 10}, {"8MB", 8ull << 20}};
+  const std::pair<const char *, uint64_t> cases[] = {{"4096", 4096},         {"64K", 64ull << 10}, {"64k", 64ull << 10},
+                                                     {"512M", 512ull << 20}, {"2G", 2ull << 30},   {"1T", 1ull << 40},
+                                                     {"64KiB", 64ull << 10}, {"8MB", 8ull << 20}};
   for (const auto &c : cases) {
     uint64_t value = 0;
     EXPECT_EQ(parse_size("TSHMEM_SYMMETRIC_SIZE", c.first, &value), TSHMEM_SUCCESS) << c.first;
@@ -61,10 +61,10 @@ TEST_F(Env, EveryMalformedSizeIsAnError) {
 
 TEST_F(Env, MalformedValuesOfEveryKindFailInit) {
   const std::pair<const char *, const char *> cases[] = {
-      {"TSHMEM_SYMMETRIC_SIZE", "lots"}, {"TSHMEM_SYMMETRIC_SIZE", "1K"},  // below the minimum
-      {"TSHMEM_MEM_BACKEND", "nvme"},    {"TSHMEM_DEVICE", "first"},      {"TSHMEM_DEVICE", "1.0"},
-      {"TSHMEM_ALLOW_SHARED_GPU", "maybe"}, {"TSHMEM_BIND", "cores"},     {"TSHMEM_DISABLE_NVLS", "2"},
-      {"TSHMEM_WAIT_TIMEOUT_MS", "10s"}, {"TSHMEM_DEBUG", "verbose"},     {"TSHMEM_DEBUG_SUBSYS", "HEAP,DISK"}};
+      {"TSHMEM_SYMMETRIC_SIZE", "lots"},    {"TSHMEM_SYMMETRIC_SIZE", "1K"},  // below the minimum
+      {"TSHMEM_MEM_BACKEND", "nvme"},       {"TSHMEM_DEVICE", "first"},      {"TSHMEM_DEVICE", "1.0"},
+      {"TSHMEM_ALLOW_SHARED_GPU", "maybe"}, {"TSHMEM_BIND", "cores"},        {"TSHMEM_DISABLE_NVLS", "2"},
+      {"TSHMEM_WAIT_TIMEOUT_MS", "10s"},    {"TSHMEM_DEBUG", "verbose"},     {"TSHMEM_DEBUG_SUBSYS", "HEAP,DISK"}};
   for (const auto &c : cases) {
     g_vars.clear();
     g_vars[c.first] = c.second;
@@ -100,16 +100,16 @@ TEST_F(Env, MulticastSwitchesAreReadTheirOwnersWay) {
   EXPECT_TRUE(options.nvls_forbidden());
 
   // NVSHMEM: a first character in "0NnFf" is false, anything else true.
-  for (const auto &c : std::map<std::string, bool>{{"1", true}, {"yes", true}, {"0", false}, {"no", false},
-                                                    {"false", false}, {"Y", true}, {"", false}}) {
+  for (const auto &c : std::map<std::string, bool>{
+           {"1", true}, {"yes", true}, {"0", false}, {"no", false}, {"false", false}, {"Y", true}, {"", false}}) {
     g_vars.clear();
     g_vars["NVSHMEM_DISABLE_NVLS"] = c.first;
     ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
     EXPECT_EQ(options.nvls_forbidden(), c.second) << "NVSHMEM_DISABLE_NVLS=" << c.first;
   }
   // NCCL: NCCL_NVLS_ENABLE=0 disables; something unparseable disables too (we stay safe).
-  for (const auto &c : std::map<std::string, bool>{{"0", true}, {"1", false}, {"2", false}, {"false", true},
-                                                    {"off", true}, {"0x0", true}}) {
+  for (const auto &c : std::map<std::string, bool>{
+           {"0", true}, {"1", false}, {"2", false}, {"false", true}, {"off", true}, {"0x0", true}}) {
     g_vars.clear();
     g_vars["NCCL_NVLS_ENABLE"] = c.first;
     ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);

@@ -31,18 +31,18 @@ enum tshmemi_state_flags {
 };
 
 typedef struct tshmemi_device_state {
-  uint32_t version;          /**< (TSHMEM_DEVICE_STATE_LAYOUT << 16) | (sizeof & 0xffff): first, always. */
-  uint32_t size;             /**< sizeof(tshmemi_device_state) as compiled: second, always. */
-  int32_t my_pe;             /**< This PE, in [0, n_pes). */
-  int32_t n_pes;             /**< Number of PEs in the job. */
-  uint32_t flags;            /**< tshmemi_state_flags. */
-  int32_t local_n_pes;       /**< PEs on this node. */
-  uint64_t heap_base;        /**< This PE's heap base (equals peer_base[my_pe]). */
-  uint64_t heap_size;        /**< Bytes in every PE's heap (symmetric). */
-  uint64_t mc_base;          /**< Multicast mapping of the heap, 0 without multicast. */
-  uint64_t wait_timeout_ns;  /**< TSHMEM_WAIT_TIMEOUT_MS in ns: a wait longer than this traps; 0 = never. */
-  const uint64_t *peer_base_global; /**< Device-global mirror of peer_base: per-lane PE lookups __ldg it. */
-  uint64_t reserved[4];      /**< Room to grow without a layout change; zero. */
+  uint32_t version;                   /**< (TSHMEM_DEVICE_STATE_LAYOUT << 16) | (sizeof & 0xffff): first, always. */
+  uint32_t size;                      /**< sizeof(tshmemi_device_state) as compiled: second, always. */
+  int32_t my_pe;                      /**< This PE, in [0, n_pes). */
+  int32_t n_pes;                      /**< Number of PEs in the job. */
+  uint32_t flags;                     /**< tshmemi_state_flags. */
+  int32_t local_n_pes;                /**< PEs on this node. */
+  uint64_t heap_base;                 /**< This PE's heap base (equals peer_base[my_pe]). */
+  uint64_t heap_size;                 /**< Bytes in every PE's heap (symmetric). */
+  uint64_t mc_base;                   /**< Multicast mapping of the heap, 0 without multicast. */
+  uint64_t wait_timeout_ns;           /**< TSHMEM_WAIT_TIMEOUT_MS in ns: a wait longer than this traps; 0 = never. */
+  const uint64_t *peer_base_global;   /**< Device-global mirror of peer_base: per-lane PE lookups __ldg it. */
+  uint64_t reserved[4];               /**< Room to grow without a layout change; zero. */
   uint64_t peer_base[TSHMEM_MAX_PES]; /**< Where this PE sees each PE's heap; 0 = no load/store path. */
 } tshmemi_device_state;
 
@@ -74,8 +74,8 @@ typedef int (*tshmemi_state_fill_fn)(int cuda_device, const tshmemi_device_state
  * mismatch is recorded as an error that tshmem_init (or this call, if init already ran) reports.
  * Returns a token for tshmemi_unregister_device_state (a unit in a shared library unregisters on unload).
  */
-__attribute__((visibility("default"))) void *tshmemi_register_device_state(tshmemi_state_fill_fn fill,
-                                                                          uint32_t version, uint32_t size);
+__attribute__((visibility("default"))) void *tshmemi_register_device_state(tshmemi_state_fill_fn fill, uint32_t version,
+                                                                           uint32_t size);
 __attribute__((visibility("default"))) void tshmemi_unregister_device_state(void *token);
 
 /** A copy of the live device state (for by-value delivery); all-zero before init. */
