@@ -33,7 +33,21 @@ else
 fi
 
 step "ctest (all tests; GPU tests with 1 and 2 PEs)"
-(cd "$build" && ctest --output-on-failure -j 4 --timeout 150) > "$logs/ctest.log" 2>&1
+# Every gtest binary also writes XML, so the summary can show what ran and what skipped inside ctest's "Passed".
+xml=/tmp/tshmem-gtest-xml
+rm -rf "$xml"
+mkdir -p "$xml"
+(cd "$build" && GTEST_OUTPUT="xml:$xml/" ctest --output-on-failure -j 4 --timeout 150) > "$logs/ctest.log" 2>&1
+python3 - "$xml" <<'PY' | tee -a "$summary"
+import sys, glob, xml.etree.ElementTree as ET
+total = [0, 0, 0]
+for path in sorted(glob.glob(sys.argv[1] + "/*.xml")):
+    root = ET.parse(path).getroot()
+    tests, failures, skipped = (int(root.get(k, 0)) for k in ("tests", "failures", "skipped"))
+    total = [total[0] + tests, total[1] + failures, total[2] + skipped]
+    print(f"  gtest {path.split('/')[-1][:-4]:<34} {tests:4} tests {failures:3} failed {skipped:3} skipped")
+print(f"  gtest total: {total[0]} tests, {total[1]} failed, {total[2]} skipped (last PE to write each file)")
+PY
 grep -E "tests passed|tests failed|Failed|\*\*\*|Not Run|Skipped" "$logs/ctest.log" | tail -40 | tee -a "$summary"
 (cd "$build" && ctest -N) | tail -1 >> "$summary"
 
