@@ -10,13 +10,17 @@
  *   amo.cuh         atomics
  *   sync.cuh        fence, quiet, sync_all, barrier_all (group and grid)
  *   c_api.cuh       the OpenSHMEM-style C names (tshmem_int_p, tshmem_putmem_block, ...)
+ *   multimem.cuh    NVLink multicast ld_reduce/st/red/signals and their unicast twins; mc_ptr; teams
+ *   coll.cuh        team collectives (all-reduce, reduce-scatter, fcollect, all-to-all, broadcast, barrier)
  */
 #ifndef TSHMEM_DEVICE_TSHMEM_DEVICE_CUH
 #define TSHMEM_DEVICE_TSHMEM_DEVICE_CUH
 
 #include "tshmem/device/amo.cuh"
 #include "tshmem/device/c_api.cuh"
+#include "tshmem/device/coll.cuh"
 #include "tshmem/device/defines.cuh"
+#include "tshmem/device/multimem.cuh"
 #include "tshmem/device/pe.cuh"
 #include "tshmem/device/remote_ptr.cuh"
 #include "tshmem/device/rma.cuh"

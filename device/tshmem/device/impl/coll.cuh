@@ -1,0 +1,326 @@
+// Bodies of tshmem/device/coll.cuh.
+//
+// Barrier words, in tshmem's internal heap region (the first TSHMEM_INTERNAL_HEAP_BYTES of every heap,
+// zeroed at init), after the 16 KiB the device sync uses (impl/internal_heap.cuh):
+//   16 KiB                    uint64 row_epoch[ROWS]          barriers row r has completed on this PE
+//   16 KiB + 8 * ROWS         uint64 flag[ROWS][MAX_TEAM]     flag[r][k]: last epoch member k announced on row r
+#ifndef TSHMEM_DEVICE_IMPL_COLL_CUH
+#define TSHMEM_DEVICE_IMPL_COLL_CUH
+
+#include "tshmem/device/impl/copy.cuh"
+#include "tshmem/device/impl/group.cuh"
+#include "tshmem/device/impl/internal_heap.cuh"
+#include "tshmem/device/impl/wait.cuh"
+#include "tshmem/device/multimem.cuh"
+#include "tshmem/device/sync.cuh"
+
+/// Block rows (blockIdx.x of a *_block call, gridDim.x of a *_grid call) and team size the flags cover.
+#define TSHMEMI_COLL_MAX_ROWS 32
+#define TSHMEMI_COLL_MAX_TEAM 128
+
+#ifdef TSHMEM_DEVICE_COMPILE
+namespace tshmemi {
+namespace coll_detail {
+
+constexpr size_t kRowEpochs = internal_heap::kDeviceBytes;
+constexpr size_t kFlags = kRowEpochs + 8 * TSHMEMI_COLL_MAX_ROWS;
+static_assert(kFlags + 8 * TSHMEMI_COLL_MAX_ROWS * TSHMEMI_COLL_MAX_TEAM <= TSHMEM_INTERNAL_HEAP_BYTES,
+              "collective barrier words overflow the internal heap region");
+
+using block = group<tshmem::block_scope>;
+
+/// Rendezvous of block row `row` on every member: earlier writes of this block (local or remote) are
+/// visible to every member's block of that row after it. All threads of the block call.
+TSHMEMI_DEVICE void row_barrier(const tshmem::team_view &t, int row, const char *call, const tshmemi_device_state &st) {
+  __syncthreads();
+  char *base = own_heap_base(st);
+  volatile uint64_t *epoch_word = reinterpret_cast<volatile uint64_t *>(base + kRowEpochs + 8 * row);
+  const uint64_t epoch = *epoch_word + 1;
+  uint64_t *flags = reinterpret_cast<uint64_t *>(base + kFlags) + static_cast<size_t>(row) * TSHMEMI_COLL_MAX_TEAM;
+  const int rank = static_cast<int>(block::rank()), size = static_cast<int>(block::size());
+  if (rank < t.size) fence_acq_rel_sys();
+  for (int k = rank; k < t.size; k += size)
+    store_release_sys(remote_ptr_lane(flags + t.my_index, t.pe(k), call, st), epoch);
+  for (int k = rank; k < t.size; k += size) spin_until<uint64_t>(flags + k, TSHMEM_CMP_GE, epoch, call, st);
+  __syncthreads();
+  if (rank == 0) *epoch_word = epoch;  // read again only after the next barrier's leading __syncthreads
+}
+
+TSHMEMI_DEVICE void check_shape(const tshmem::team_view &t, int row, int rows, const char *call,
+                                const tshmemi_device_state &st) {
+  if (row >= TSHMEMI_COLL_MAX_ROWS || rows > TSHMEMI_COLL_MAX_ROWS) trap_bad_operator(call, rows, st.my_pe);
+  if (t.size > TSHMEMI_COLL_MAX_TEAM) trap_bad_operator(call, t.size, st.my_pe);
+}
+
+struct span {
+  size_t begin, end;
+};
+
+/// Part p of `total` units split into `parts` near-equal pieces.
+TSHMEMI_DEVICE span split(size_t total, size_t parts, size_t p) {
+  const size_t q = total / parts, r = total % parts;
+  const size_t begin = p * q + (p < r ? p : r);
+  return {begin, begin + q + (p < r ? 1 : 0)};
+}
+
+/// Part p of `nbytes` in 16-byte units; the last part takes the odd tail.
+TSHMEMI_DEVICE span split_bytes(size_t nbytes, size_t parts, size_t p) {
+  span s = split(nbytes / 16, parts, p);
+  s.begin *= 16;
+  s.end = p + 1 == parts ? nbytes : s.end * 16;
+  return s;
+}
+
+// ---- element arithmetic: f32 accumulation for the float types, wrap-around for integers ----------------
+template <class T>
+using acc_t = std::conditional_t<std::is_integral_v<T>, T, float>;
+
+template <class T>
+TSHMEMI_DEVICE acc_t<T> to_acc(T x) {
+  if constexpr (std::is_same_v<T, float> || std::is_integral_v<T>) return x;
+  else if constexpr (std::is_same_v<T, __half>) return __half2float(x);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat162float(x);
+  else static_assert(tshmem::dependent_false<T>, "collectives: float, __half, __nv_bfloat16, int32_t, int64_t");
+}
+
+template <class T>
+TSHMEMI_DEVICE T from_acc(acc_t<T> a) {
+  if constexpr (std::is_same_v<T, float> || std::is_integral_v<T>) return a;
+  else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(a);  // the one rounding
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(a);
+  else static_assert(tshmem::dependent_false<T>, "collectives: float, __half, __nv_bfloat16, int32_t, int64_t");
+}
+
+template <class A>
+TSHMEMI_DEVICE A combine(tshmem::redop op, A acc, A x) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    if (op == tshmem::redop::sum) return static_cast<A>(static_cast<U>(acc) + static_cast<U>(x));
+    if (op == tshmem::redop::min) return x < acc ? x : acc;
+    return x > acc ? x : acc;
+  } else {
+    if (op == tshmem::redop::sum) return acc + x;
+    if (op == tshmem::redop::min) return fminf(acc, x);
+    return fmaxf(acc, x);
+  }
+}
+
+/// Reduces elements [first, first + n) of `src` over the team (team-index order) and stores the result to
+/// `dst` locally, or (push) to every member's `dst`. Vec: 16-byte units (n a multiple of 16/sizeof(T),
+/// src + first and dst + first 16-byte aligned); else one element at a time.
+template <class T, bool Vec>
+TSHMEMI_DEVICE void reduce_elems(const tshmem::team_view &t, tshmem::redop op, T *dst, const T *src, size_t first,
+                                 size_t n, bool push, const char *call, const tshmemi_device_state &st) {
+  using U = std::conditional_t<Vec, uint4, T>;
+  constexpr int E = static_cast<int>(sizeof(U) / sizeof(T));
+  const size_t rank = block::rank(), size = block::size();
+  for (size_t u = rank; u < n / E; u += size) {
+    const size_t e = first + u * E;
+    acc_t<T> acc[E];
+    for (int k = 0; k < t.size; ++k) {
+      const U raw = *reinterpret_cast<const U *>(remote_ptr(src + e, t.pe(k), call, st));
+      const T *x = reinterpret_cast<const T *>(&raw);
+#pragma unroll
+      for (int j = 0; j < E; ++j) acc[j] = k == 0 ? to_acc(x[j]) : combine(op, acc[j], to_acc(x[j]));
+    }
+    U out;
+    T *o = reinterpret_cast<T *>(&out);
+#pragma unroll
+    for (int j = 0; j < E; ++j) o[j] = from_acc<T>(acc[j]);
+    if (!push) {
+      *reinterpret_cast<U *>(dst + e) = out;
+    } else {
+      for (int k = 0; k < t.size; ++k)  // start at the next member: spreads the writes over the links
+        *reinterpret_cast<U *>(remote_ptr(dst + e, t.pe((t.my_index + 1 + k) % t.size), call, st)) = out;
+    }
+  }
+}
+
+/// The same on a range that may be unaligned: vector units where possible, elements for the rest.
+template <class T>
+TSHMEMI_DEVICE void reduce_range(const tshmem::team_view &t, tshmem::redop op, T *dst, const T *src, size_t first,
+                                 size_t n, bool push, const char *call, const tshmemi_device_state &st) {
+  constexpr size_t E = 16 / sizeof(T);
+  const bool aligned = ((reinterpret_cast<uintptr_t>(dst + first) | reinterpret_cast<uintptr_t>(src + first)) & 15) == 0;
+  const size_t vec_n = aligned ? n / E * E : 0;
+  if (vec_n != 0) reduce_elems<T, true>(t, op, dst, src, first, vec_n, push, call, st);
+  if (vec_n != n) reduce_elems<T, false>(t, op, dst, src, first + vec_n, n - vec_n, push, call, st);
+}
+
+/// multimem all-reduce of 16-byte units [first, first + n) (aligned; n a multiple of 16/sizeof(T)): one
+/// ld_reduce from the source's multicast address, one st to the destination's. False when the ISA has no
+/// multimem form for (T, op) (f32 min/max): the caller then reduces by unicast.
+template <class T>
+TSHMEMI_DEVICE bool mc_allreduce(tshmem::redop op, T *mc_dst, const T *mc_src, size_t first, size_t n) {
+  using tshmem::redop;
+  constexpr size_t E = 16 / sizeof(T);
+  if (std::is_same_v<T, float> && op != redop::sum) return false;
+  const size_t rank = block::rank(), size = block::size();
+  for (size_t u = rank; u < n / E; u += size) {
+    const size_t e = first + u * E;
+    if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
+      using P = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+      const P *s = reinterpret_cast<const P *>(mc_src + e);
+      tshmem::vec<P, 4> v = op == redop::sum   ? tshmem::mm::ld_reduce_mc<redop::sum, P, 4>(s)
+                            : op == redop::min ? tshmem::mm::ld_reduce_mc<redop::min, P, 4>(s)
+                                               : tshmem::mm::ld_reduce_mc<redop::max, P, 4>(s);
+      tshmem::mm::st_mc<P, 4>(reinterpret_cast<P *>(mc_dst + e), v);
+    } else if constexpr (std::is_same_v<T, float>) {
+      tshmem::mm::st_mc<float, 4>(mc_dst + e, tshmem::mm::ld_reduce_mc<redop::sum, float, 4>(mc_src + e));
+    } else {  // integers: no vector forms, E scalar ops per unit
+#pragma unroll
+      for (size_t j = 0; j < E; ++j) {
+        const T *s = mc_src + e + j;
+        tshmem::vec<T, 1> v = op == redop::sum   ? tshmem::mm::ld_reduce_mc<redop::sum, T, 1>(s)
+                              : op == redop::min ? tshmem::mm::ld_reduce_mc<redop::min, T, 1>(s)
+                                                 : tshmem::mm::ld_reduce_mc<redop::max, T, 1>(s);
+        tshmem::mm::st_mc<T, 1>(mc_dst + e + j, v);
+      }
+    }
+  }
+  return true;
+}
+
+/// All-reduce on part `part` of `parts` (row `row`): see coll.cuh.
+template <class T>
+TSHMEMI_DEVICE void allreduce(tshmem_team_t team, T *dst, const T *src, size_t count, tshmem::redop op, bool two_shot,
+                              int part, int parts, int row, const tshmemi_device_state &st) {
+  const char *call = "tshmem::coll::allreduce";
+  const tshmem::team_view t = tshmem::team_of(team, st);
+  check_shape(t, row, parts, call, st);
+  row_barrier(t, row, call, st);  // every member's src is ready (and its dst free)
+  constexpr size_t E = 16 / sizeof(T);
+  T *mc_dst = tshmem::mc_ptr(team, dst, st);
+  const T *mc_src = tshmem::mc_ptr(team, src, st);
+  const bool aligned = ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) == 0;
+  const size_t units = aligned ? count / E : 0;  // 16-byte units; the rest goes element by element
+  const size_t tail_first = units * E, tail_n = count - tail_first;
+  if (!two_shot) {
+    // One-shot: this PE computes every element, reading every member's src; writes only its own dst.
+    const span s = split(units, static_cast<size_t>(parts), static_cast<size_t>(part));
+    reduce_elems<T, true>(t, op, dst, src, s.begin * E, (s.end - s.begin) * E, false, call, st);
+    if (part == 0 && tail_n != 0) reduce_elems<T, false>(t, op, dst, src, tail_first, tail_n, false, call, st);
+  } else {
+    // Two-shot: member i reduces its share of the units and pushes the result to every member (multimem: one
+    // ld_reduce and one st per unit when the team has multicast addresses for both buffers).
+    const size_t pieces = static_cast<size_t>(t.size) * static_cast<size_t>(parts);
+    const span s = split(units, pieces, static_cast<size_t>(t.my_index) * parts + part);
+    const bool mc = mc_dst != nullptr && mc_src != nullptr &&
+                    mc_allreduce<T>(op, mc_dst, mc_src, s.begin * E, (s.end - s.begin) * E);
+    if (!mc) reduce_elems<T, true>(t, op, dst, src, s.begin * E, (s.end - s.begin) * E, true, call, st);
+    if (t.my_index == 0 && part == 0 && tail_n != 0)
+      reduce_elems<T, false>(t, op, dst, src, tail_first, tail_n, true, call, st);
+  }
+  row_barrier(t, row, call, st);  // every member's dst is complete; nobody reads src any more
+}
+
+template <class T>
+TSHMEMI_DEVICE void reduce_scatter(tshmem_team_t team, T *dst, const T *src, size_t count, tshmem::redop op, int part,
+                                   int parts, int row, const tshmemi_device_state &st) {
+  const char *call = "tshmem::coll::reduce_scatter";
+  const tshmem::team_view t = tshmem::team_of(team, st);
+  check_shape(t, row, parts, call, st);
+  row_barrier(t, row, call, st);
+  // This PE's block of every member's src, reduced into its own dst (dst + k <- src + my_index * count + k).
+  const T *mine = src + static_cast<size_t>(t.my_index) * count;
+  const span s = split(count, static_cast<size_t>(parts), static_cast<size_t>(part));
+  reduce_range<T>(t, op, dst, mine, s.begin, s.end - s.begin, false, call, st);
+  row_barrier(t, row, call, st);
+}
+
+/// Byte moves: what each member copies where, one slice per part.
+enum class move_kind { fcollect, alltoall, broadcast };
+
+TSHMEMI_DEVICE void move(move_kind kind, tshmem_team_t team, void *dst_v, const void *src_v, size_t nbytes, int root,
+                         int part, int parts, int row, const tshmemi_device_state &st) {
+  const char *call = kind == move_kind::fcollect   ? "tshmem::coll::fcollect"
+                     : kind == move_kind::alltoall ? "tshmem::coll::alltoall"
+                                                   : "tshmem::coll::broadcast";
+  const tshmem::team_view t = tshmem::team_of(team, st);
+  check_shape(t, row, parts, call, st);
+  char *dst = static_cast<char *>(dst_v);
+  const char *src = static_cast<const char *>(src_v);
+  row_barrier(t, row, call, st);
+  const span s = split_bytes(nbytes, static_cast<size_t>(parts), static_cast<size_t>(part));
+  const size_t len = s.end - s.begin;
+  const size_t mine = static_cast<size_t>(t.my_index) * nbytes;
+  if (kind == move_kind::broadcast) {
+    if (t.my_index != root)
+      copy_bytes<tshmem::block_scope>(dst + s.begin, remote_ptr(src + s.begin, t.pe(root), call, st), len);
+    else if (dst != src)
+      copy_bytes<tshmem::block_scope>(dst + s.begin, src + s.begin, len);
+  } else {
+    for (int i = 0; i < t.size; ++i) {
+      const int k = (t.my_index + 1 + i) % t.size;  // the own copy last; spreads the links
+      const char *from = src + s.begin + (kind == move_kind::alltoall ? static_cast<size_t>(k) * nbytes : 0);
+      copy_bytes<tshmem::block_scope>(remote_ptr(dst + mine + s.begin, t.pe(k), call, st), from, len);
+    }
+  }
+  row_barrier(t, row, call, st);
+}
+
+}  // namespace coll_detail
+}  // namespace tshmemi
+
+namespace tshmem {
+namespace coll {
+
+template <class T>
+TSHMEMI_DEVICE void allreduce_block(tshmem_team_t team, T *dst, const T *src, size_t count, redop op, bool two_shot,
+                                    const tshmemi_device_state &st) {
+  tshmemi::coll_detail::allreduce<T>(team, dst, src, count, op, two_shot, 0, 1, static_cast<int>(blockIdx.x), st);
+}
+template <class T>
+TSHMEMI_DEVICE void allreduce_grid(tshmem_team_t team, T *dst, const T *src, size_t count, redop op, bool two_shot,
+                                   const tshmemi_device_state &st) {
+  tshmemi::coll_detail::allreduce<T>(team, dst, src, count, op, two_shot, static_cast<int>(blockIdx.x),
+                                     static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), st);
+}
+template <class T>
+TSHMEMI_DEVICE void reduce_scatter_block(tshmem_team_t team, T *dst, const T *src, size_t count, redop op,
+                                         const tshmemi_device_state &st) {
+  tshmemi::coll_detail::reduce_scatter<T>(team, dst, src, count, op, 0, 1, static_cast<int>(blockIdx.x), st);
+}
+template <class T>
+TSHMEMI_DEVICE void reduce_scatter_grid(tshmem_team_t team, T *dst, const T *src, size_t count, redop op,
+                                        const tshmemi_device_state &st) {
+  tshmemi::coll_detail::reduce_scatter<T>(team, dst, src, count, op, static_cast<int>(blockIdx.x),
+                                          static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), st);
+}
+
+#define TSHMEMI_COLL_MOVE(NAME, KIND, ROOT_PARAM, ROOT)                                                         \
+  TSHMEMI_DEVICE void NAME##_block(tshmem_team_t team, void *dst, const void *src, size_t nbytes ROOT_PARAM,   \
+                                   const tshmemi_device_state &st) {                                           \
+    tshmemi::coll_detail::move(KIND, team, dst, src, nbytes, ROOT, 0, 1, static_cast<int>(blockIdx.x), st);     \
+  }                                                                                                             \
+  TSHMEMI_DEVICE void NAME##_grid(tshmem_team_t team, void *dst, const void *src, size_t nbytes ROOT_PARAM,    \
+                                  const tshmemi_device_state &st) {                                            \
+    tshmemi::coll_detail::move(KIND, team, dst, src, nbytes, ROOT, static_cast<int>(blockIdx.x),                \
+                               static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), st);                  \
+  }
+#define TSHMEMI_COLL_COMMA ,
+TSHMEMI_COLL_MOVE(fcollect, tshmemi::coll_detail::move_kind::fcollect, , 0)
+TSHMEMI_COLL_MOVE(alltoall, tshmemi::coll_detail::move_kind::alltoall, , 0)
+TSHMEMI_COLL_MOVE(broadcast, tshmemi::coll_detail::move_kind::broadcast, TSHMEMI_COLL_COMMA int root, root)
+#undef TSHMEMI_COLL_COMMA
+#undef TSHMEMI_COLL_MOVE
+
+TSHMEMI_DEVICE void barrier_block(tshmem_team_t team, const tshmemi_device_state &st) {
+  const team_view t = team_of(team, st);
+  tshmemi::coll_detail::check_shape(t, static_cast<int>(blockIdx.x), 1, "tshmem::coll::barrier_block", st);
+  tshmemi::coll_detail::row_barrier(t, static_cast<int>(blockIdx.x), "tshmem::coll::barrier_block", st);
+}
+
+TSHMEMI_DEVICE void barrier_grid(tshmem_team_t team, const tshmemi_device_state &st) {
+  const team_view t = team_of(team, st);
+  tshmemi::coll_detail::check_shape(t, 0, 1, "tshmem::coll::barrier_grid", st);
+  tshmemi::grid_barrier("tshmem::coll::barrier_grid", st);  // every block of this PE has arrived
+  if (tshmemi::is_first_block()) tshmemi::coll_detail::row_barrier(t, 0, "tshmem::coll::barrier_grid", st);
+  tshmemi::grid_barrier("tshmem::coll::barrier_grid", st);
+}
+
+}  // namespace coll
+}  // namespace tshmem
+#endif  // TSHMEM_DEVICE_COMPILE
+
+#endif  // TSHMEM_DEVICE_IMPL_COLL_CUH

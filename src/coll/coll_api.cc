@@ -1,0 +1,227 @@
+// tshmemx_*_on_stream: argument checks on the host, then one kernel launch (coll_kernels.cu). No host
+// synchronisation and no collective call on the host: the forms can be captured in a CUDA graph.
+//
+// Checks are local and deterministic (they depend only on the arguments, which the rules require to be
+// the same on every member), so members that pass the same bad arguments all fail alike, with the same
+// message, and none launches; see tshmemx.h for what happens when members diverge.
+#include <algorithm>
+#include <exception>
+#include <new>
+
+#include "coll/coll_launch.h"
+#include "coll/team.h"
+#include "context.h"
+#include "tshmem/device/impl/coll.cuh"  // TSHMEMI_COLL_MAX_ROWS / TSHMEMI_COLL_MAX_TEAM (host-safe)
+#include "tshmem/tshmem.h"
+
+namespace tshmemi {
+namespace {
+
+constexpr int kThreads = 512;
+
+size_t dtype_size(tshmemx_dtype_t dtype) {
+  switch (dtype) {
+    case TSHMEMX_DTYPE_FLOAT: return 4;
+    case TSHMEMX_DTYPE_HALF: return 2;
+    case TSHMEMX_DTYPE_BFLOAT16: return 2;
+    case TSHMEMX_DTYPE_INT32: return 4;
+    case TSHMEMX_DTYPE_INT64: return 8;
+    case TSHMEMX_NUM_DTYPES: break;
+  }
+  return 0;
+}
+
+bool overlap(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return x < y + b_bytes && y < x + a_bytes;
+}
+
+int blocks_for(size_t bytes_per_pe) {
+  const size_t per_block = 64 * 1024;  // bytes one block moves per call before another block pays off
+  return static_cast<int>(std::clamp<size_t>((bytes_per_pe + per_block - 1) / per_block, 1, TSHMEMI_COLL_MAX_ROWS));
+}
+
+/// Checks common to every collective; fills the team.
+Status check_common(const Context &ctx, const char *call, tshmem_team_t team, TeamInfo *info) {
+  if (!ctx.mem->device_memory())
+    return set_error(TSHMEM_ERR_CONFIG, "%s: collectives run on the GPU: the %s backend has no GPU heap", call,
+                     ctx.mem->name());
+  TSHMEM_CHECK(team_info(ctx, team, call, info));
+  if (!info->node_local)
+    return set_error(TSHMEM_ERR_INVALID_ARG,
+                     "%s: team %d spans more than this node; load/store collectives need every member on this node "
+                     "(use TSHMEMX_TEAM_NODE)",
+                     call, static_cast<int>(team));
+  if (info->size > TSHMEMI_COLL_MAX_TEAM)
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: team of %d PEs exceeds the %d the collectives support", call,
+                     info->size, TSHMEMI_COLL_MAX_TEAM);
+  return TSHMEM_SUCCESS;
+}
+
+Status check_buffer(const Context &ctx, const char *call, const char *name, const void *ptr, size_t bytes,
+                    size_t alignment) {
+  if (ptr == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: %s is NULL", call, name);
+  if (!ctx.heap->contains(ptr, bytes))
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: %s = %p (%zu bytes) is not inside the symmetric heap [%p, +%llu)",
+                     call, name, ptr, bytes, ctx.mem->local_base(), static_cast<unsigned long long>(ctx.heap->size()));
+  if (reinterpret_cast<uintptr_t>(ptr) % alignment != 0)
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: %s = %p is not aligned to its element size (%zu bytes)", call, name,
+                     ptr, alignment);
+  return TSHMEM_SUCCESS;
+}
+
+Status check_reduction(const char *call, size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op) {
+  if (count == 0) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: count is 0", call);
+  if (static_cast<unsigned>(dtype) >= TSHMEMX_NUM_DTYPES)
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: unsupported dtype %d (float, half, bfloat16, int32, int64)", call,
+                     static_cast<int>(dtype));
+  if (static_cast<unsigned>(op) >= TSHMEMX_NUM_OPS)
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: unsupported op %d (sum, min, max)", call, static_cast<int>(op));
+  return TSHMEM_SUCCESS;
+}
+
+Status allreduce(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
+                 tshmemx_redop_t op, tshmemx_stream_t stream) {
+  const char *call = "tshmemx_allreduce_on_stream";
+  Context *ctx = require_context(call);
+  if (ctx == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
+  TeamInfo team_view;
+  TSHMEM_CHECK(check_common(*ctx, call, team, &team_view));
+  TSHMEM_CHECK(check_reduction(call, count, dtype, op));
+  const size_t elem = dtype_size(dtype);
+  if (count > ctx->heap->size() / elem) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: count %zu exceeds the heap", call, count);
+  const size_t bytes = count * elem;
+  TSHMEM_CHECK(check_buffer(*ctx, call, "dst", dst, bytes, elem));
+  TSHMEM_CHECK(check_buffer(*ctx, call, "src", src, bytes, elem));
+  if (dst != src && overlap(dst, bytes, src, bytes))
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst and src overlap without being equal (in place needs dst == src)", call);
+  CollLaunch launch;
+  launch.kind = CollKind::kAllreduce;
+  launch.dtype = dtype;
+  launch.op = op;
+  launch.team = team;
+  launch.dst = dst;
+  launch.src = src;
+  launch.count = count;
+  // One-shot reads every member's src and cannot run in place; two-shot moves 2/n of the data per member.
+  launch.two_shot = dst == src || bytes > TSHMEMX_ALLREDUCE_ONESHOT_MAX;
+  const size_t per_pe = launch.two_shot ? bytes / static_cast<size_t>(team_view.size) : bytes;
+  return coll_launch(launch, blocks_for(per_pe), kThreads, stream);
+}
+
+Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
+                      tshmemx_redop_t op, tshmemx_stream_t stream) {
+  const char *call = "tshmemx_reduce_scatter_on_stream";
+  Context *ctx = require_context(call);
+  if (ctx == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
+  TeamInfo team_view;
+  TSHMEM_CHECK(check_common(*ctx, call, team, &team_view));
+  TSHMEM_CHECK(check_reduction(call, count, dtype, op));
+  const size_t elem = dtype_size(dtype);
+  if (count > ctx->heap->size() / elem / static_cast<size_t>(team_view.size))
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: count %zu x %d PEs exceeds the heap", call, count, team_view.size);
+  const size_t bytes = count * elem;
+  TSHMEM_CHECK(check_buffer(*ctx, call, "dst", dst, bytes, elem));
+  TSHMEM_CHECK(check_buffer(*ctx, call, "src", src, bytes * static_cast<size_t>(team_view.size), elem));
+  if (overlap(dst, bytes, src, bytes * static_cast<size_t>(team_view.size)))
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst overlaps src", call);
+  CollLaunch launch;
+  launch.kind = CollKind::kReduceScatter;
+  launch.dtype = dtype;
+  launch.op = op;
+  launch.team = team;
+  launch.dst = dst;
+  launch.src = src;
+  launch.count = count;
+  return coll_launch(launch, blocks_for(bytes), kThreads, stream);
+}
+
+Status move(CollKind kind, const char *call, tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root,
+            tshmemx_stream_t stream) {
+  Context *ctx = require_context(call);
+  if (ctx == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
+  TeamInfo team_view;
+  TSHMEM_CHECK(check_common(*ctx, call, team, &team_view));
+  CollLaunch launch;
+  launch.kind = kind;
+  launch.team = team;
+  if (kind != CollKind::kBarrier) {
+    if (nbytes == 0) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: nbytes is 0", call);
+    const size_t n = static_cast<size_t>(team_view.size);
+    if (nbytes > ctx->heap->size() / n) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: nbytes %zu exceeds the heap", call, nbytes);
+    const size_t dst_bytes = kind == CollKind::kBroadcast ? nbytes : nbytes * n;
+    const size_t src_bytes = kind == CollKind::kAlltoall ? nbytes * n : nbytes;
+    TSHMEM_CHECK(check_buffer(*ctx, call, "dst", dst, dst_bytes, 1));
+    TSHMEM_CHECK(check_buffer(*ctx, call, "src", src, src_bytes, 1));
+    if (kind == CollKind::kBroadcast && (root < 0 || root >= team_view.size))
+      return set_error(TSHMEM_ERR_INVALID_ARG, "%s: root %d outside the team [0, %d)", call, root, team_view.size);
+    if (!(kind == CollKind::kBroadcast && dst == src) && overlap(dst, dst_bytes, src, src_bytes))
+      return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst overlaps src", call);
+    launch.dst = dst;
+    launch.src = src;
+    launch.count = nbytes;
+    launch.root = root;
+    return coll_launch(launch, blocks_for(kind == CollKind::kBroadcast ? nbytes : nbytes * n), kThreads, stream);
+  }
+  return coll_launch(launch, 1, 32, stream);
+}
+
+template <typename F>
+int guarded(const char *call, F &&body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return set_error(TSHMEM_ERR_OUT_OF_MEMORY, "%s: host memory exhausted", call);
+  } catch (const std::exception &e) {
+    return set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception: %s", call, e.what());
+  } catch (...) {
+    return set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception", call);
+  }
+}
+
+}  // namespace
+}  // namespace tshmemi
+
+using namespace tshmemi;
+
+extern "C" {
+
+TSHMEM_API int tshmemx_allreduce_on_stream(tshmem_team_t team, void *dst, const void *src, size_t count,
+                                           tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream) {
+  return guarded("tshmemx_allreduce_on_stream", [&] { return allreduce(team, dst, src, count, dtype, op, stream); });
+}
+
+TSHMEM_API int tshmemx_reduce_scatter_on_stream(tshmem_team_t team, void *dst, const void *src, size_t count,
+                                                tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream) {
+  return guarded("tshmemx_reduce_scatter_on_stream",
+                 [&] { return reduce_scatter(team, dst, src, count, dtype, op, stream); });
+}
+
+TSHMEM_API int tshmemx_allgather_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes,
+                                           tshmemx_stream_t stream) {
+  return guarded("tshmemx_allgather_on_stream", [&] {
+    return move(CollKind::kFcollect, "tshmemx_allgather_on_stream", team, dst, src, nbytes, 0, stream);
+  });
+}
+
+TSHMEM_API int tshmemx_alltoall_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes,
+                                          tshmemx_stream_t stream) {
+  return guarded("tshmemx_alltoall_on_stream", [&] {
+    return move(CollKind::kAlltoall, "tshmemx_alltoall_on_stream", team, dst, src, nbytes, 0, stream);
+  });
+}
+
+TSHMEM_API int tshmemx_broadcast_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root,
+                                           tshmemx_stream_t stream) {
+  return guarded("tshmemx_broadcast_on_stream", [&] {
+    return move(CollKind::kBroadcast, "tshmemx_broadcast_on_stream", team, dst, src, nbytes, root, stream);
+  });
+}
+
+TSHMEM_API int tshmemx_barrier_on_stream(tshmem_team_t team, tshmemx_stream_t stream) {
+  return guarded("tshmemx_barrier_on_stream", [&] {
+    return move(CollKind::kBarrier, "tshmemx_barrier_on_stream", team, nullptr, nullptr, 0, 0, stream);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,71 @@
+// The kernels behind tshmemx_*_on_stream: one template over the element type for the reducing
+// collectives (5 instantiations; the operator is a run-time argument) and one kernel for the byte moves and
+// the barrier. The bodies are the device API's grid forms (tshmem/device/coll.cuh).
+#include "coll/coll_launch.h"
+#include "cuda/driver.h"
+#include "tshmem/device/coll.cuh"
+
+namespace tshmemi {
+namespace {
+
+tshmem::redop to_redop(tshmemx_redop_t op) {
+  switch (op) {
+    case TSHMEMX_OP_SUM: return tshmem::redop::sum;
+    case TSHMEMX_OP_MIN: return tshmem::redop::min;
+    case TSHMEMX_OP_MAX: return tshmem::redop::max;
+    case TSHMEMX_NUM_OPS: break;
+  }
+  return tshmem::redop::sum;  // unreachable: coll_api.cc checked the operator
+}
+
+template <class T>
+__global__ void reduce_kernel(CollLaunch a, tshmem::redop op) {
+  T *dst = static_cast<T *>(a.dst);
+  const T *src = static_cast<const T *>(a.src);
+  if (a.kind == CollKind::kAllreduce)
+    tshmem::coll::allreduce_grid<T>(a.team, dst, src, a.count, op, a.two_shot);
+  else
+    tshmem::coll::reduce_scatter_grid<T>(a.team, dst, src, a.count, op);
+}
+
+__global__ void move_kernel(CollLaunch a) {
+  switch (a.kind) {
+    case CollKind::kFcollect: tshmem::coll::fcollect_grid(a.team, a.dst, a.src, a.count); break;
+    case CollKind::kAlltoall: tshmem::coll::alltoall_grid(a.team, a.dst, a.src, a.count); break;
+    case CollKind::kBroadcast: tshmem::coll::broadcast_grid(a.team, a.dst, a.src, a.count, a.root); break;
+    case CollKind::kBarrier: tshmem::coll::barrier_block(a.team); break;
+    case CollKind::kAllreduce:
+    case CollKind::kReduceScatter: break;
+  }
+}
+
+template <class T>
+cudaError_t launch_reduce(const CollLaunch &a, dim3 grid, dim3 block, cudaStream_t stream) {
+  reduce_kernel<T><<<grid, block, 0, stream>>>(a, to_redop(a.op));
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+Status coll_launch(const CollLaunch &a, int blocks, int threads, tshmemx_stream_t stream_handle) {
+  const cudaStream_t stream = reinterpret_cast<cudaStream_t>(stream_handle);
+  const dim3 grid(static_cast<unsigned>(blocks)), block(static_cast<unsigned>(threads));
+  cudaError_t rc = cudaSuccess;
+  if (a.kind == CollKind::kAllreduce || a.kind == CollKind::kReduceScatter) {
+    switch (a.dtype) {
+      case TSHMEMX_DTYPE_FLOAT: rc = launch_reduce<float>(a, grid, block, stream); break;
+      case TSHMEMX_DTYPE_HALF: rc = launch_reduce<__half>(a, grid, block, stream); break;
+      case TSHMEMX_DTYPE_BFLOAT16: rc = launch_reduce<__nv_bfloat16>(a, grid, block, stream); break;
+      case TSHMEMX_DTYPE_INT32: rc = launch_reduce<int32_t>(a, grid, block, stream); break;
+      case TSHMEMX_DTYPE_INT64: rc = launch_reduce<int64_t>(a, grid, block, stream); break;
+      case TSHMEMX_NUM_DTYPES: return set_error(TSHMEM_ERR_INTERNAL, "coll_launch: unchecked dtype");
+    }
+  } else {
+    move_kernel<<<grid, block, 0, stream>>>(a);
+    rc = cudaGetLastError();
+  }
+  if (rc != cudaSuccess) return cuda_error(rc, "collective kernel launch", __FILE__, __LINE__);
+  return TSHMEM_SUCCESS;
+}
+
+}  // namespace tshmemi

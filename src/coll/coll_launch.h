@@ -1,0 +1,29 @@
+// The one boundary between the host collectives (coll_api.cc, plain C++) and their kernels (coll_kernels.cu).
+#pragma once
+
+#include <cstddef>
+
+#include "common/error.h"
+#include "tshmem/tshmemx.h"
+
+namespace tshmemi {
+
+enum class CollKind : int { kAllreduce, kReduceScatter, kFcollect, kAlltoall, kBroadcast, kBarrier };
+
+/// Everything a collective kernel needs, passed by value.
+struct CollLaunch {
+  CollKind kind = CollKind::kBarrier;
+  tshmemx_dtype_t dtype = TSHMEMX_DTYPE_FLOAT;
+  tshmemx_redop_t op = TSHMEMX_OP_SUM;
+  tshmem_team_t team = TSHMEM_TEAM_WORLD;
+  void *dst = nullptr;
+  const void *src = nullptr;
+  size_t count = 0;  ///< elements (reducing kinds) or bytes (moves)
+  int root = 0;
+  bool two_shot = false;
+};
+
+/// Launches one collective kernel of `blocks` x `threads` on `stream`; no host synchronisation.
+Status coll_launch(const CollLaunch &launch, int blocks, int threads, tshmemx_stream_t stream);
+
+}  // namespace tshmemi
