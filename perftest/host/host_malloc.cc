@@ -1,21 +1,24 @@
-// Collective tshmem_malloc + tshmem_free pairs (Google Benchmark). Built twice from this source: against
-// libtshmem (symmetry check on) and libtshmem_nocheck (compiled out), so one job compares both.
+// Collective malloc + free pairs (Google Benchmark). Built three times from this source: against libtshmem
+// (symmetry check on), libtshmem_nocheck (compiled out) and, where NVSHMEM was found, NVSHMEM
+// (nvshmem_malloc + nvshmem_free: the twin), so one job compares all three.
 // Iteration counts are fixed: every PE must make the same number of collective calls.
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 
 #include <cstdio>
 
-#include "tshmem/tshmem.h"
+#include "host_backend.h"
 
 namespace {
+
+namespace backend = tshmem_perf::host_backend;
 
 void malloc_free(benchmark::State &state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
   for (auto _ : state) {
-    void *p = tshmem_malloc(bytes);
+    void *p = backend::malloc(bytes);
     benchmark::DoNotOptimize(p);
-    tshmem_free(p);
+    backend::free(p);
   }
 }
 
@@ -30,22 +33,30 @@ class SilentReporter : public benchmark::BenchmarkReporter {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  if (tshmem_init() != 0) {
-    std::fprintf(stderr, "host_malloc: tshmem_init failed: %s\n", tshmemx_last_error());
+  const int status = backend::init(MPI_COMM_WORLD);
+  if (status < 0) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) std::printf("host_malloc (%s): skipped: no GPU\n", backend::kName);
+    MPI_Finalize();
+    return 0;
+  }
+  if (status != 0) {
+    std::fprintf(stderr, "host_malloc: %s init failed: %s\n", backend::kName, backend::last_error());
     MPI_Finalize();
     return 1;
   }
   for (long bytes : {4096L, 1L << 20})
-    benchmark::RegisterBenchmark(TSHMEM_MALLOC_BENCH_NAME, malloc_free)->Arg(bytes)->Iterations(2000)->Repetitions(3)
+    benchmark::RegisterBenchmark(TSHMEM_MALLOC_BENCH_NAME, malloc_free)->Arg(bytes)->Iterations(2000)
         ->ReportAggregatesOnly(true)->UseRealTime()->Unit(benchmark::kMicrosecond);
   benchmark::Initialize(&argc, argv);
-  if (tshmem_my_pe() == 0) {
+  if (backend::my_pe() == 0) {
     benchmark::RunSpecifiedBenchmarks();
   } else {
     SilentReporter silent;
     benchmark::RunSpecifiedBenchmarks(&silent);
   }
-  tshmem_finalize();
+  backend::finalize();
   MPI_Finalize();
   return 0;
 }
