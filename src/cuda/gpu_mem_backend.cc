@@ -39,4 +39,22 @@ Status GpuMemBackend::quiet() {
   return TSHMEM_SUCCESS;
 }
 
+Status GpuMemBackend::ordered_teardown(Bootstrap &boot, const char *backend) {
+  DeviceGuard guard;
+  Status first = guard.enter(device_);
+  const cudaError_t synced = first == TSHMEM_SUCCESS ? cudaDeviceSynchronize() : cudaSuccess;
+  if (synced != cudaSuccess) {
+    first = cuda_error(synced, format("cudaDeviceSynchronize (%s teardown)", backend).c_str(), __FILE__, __LINE__);
+    TSHMEMI_LOG(kWarn, kLogMem, "%s", last_error_message().c_str());
+  }
+  release_peers();
+  for (void *&base : peer_bases_)
+    if (base != own_base_) base = nullptr;
+  const Status barrier = boot.barrier();  // every PE has let go of every peer heap
+  release_own();
+  own_base_ = nullptr;
+  peer_bases_.clear();
+  return first != TSHMEM_SUCCESS ? first : barrier;
+}
+
 }  // namespace tshmemi

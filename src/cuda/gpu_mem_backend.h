@@ -29,9 +29,18 @@ class GpuMemBackend : public MemBackend {
   Status quiet() override;
 
  protected:
+  /// Collective and ordered, shared by both backends: synchronise the device, release every peer mapping,
+  /// barrier (every PE has let go of every peer heap), then release the own heap. Nobody frees memory a
+  /// peer may still be accessing.
+  Status ordered_teardown(Bootstrap &boot, const char *backend);
+  /// Unmaps / closes every peer heap (the backend's own handles).
+  virtual void release_peers() = 0;
+  /// Releases this PE's own heap.
+  virtual void release_own() = 0;
+
   int device_;
-  void *own_base_ = nullptr;       ///< set by the backend once its own heap is mapped
-  std::vector<void *> peer_bases_; ///< by PE: own base, mapped peers, nullptr for other nodes
+  void *own_base_ = nullptr;        ///< set by the backend once its own heap is mapped
+  std::vector<void *> peer_bases_;  ///< by PE: own base, mapped peers, nullptr for other nodes
 };
 
 }  // namespace tshmemi

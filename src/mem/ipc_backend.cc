@@ -97,24 +97,9 @@ class IpcBackend final : public GpuMemBackend {
     return TSHMEM_SUCCESS;
   }
 
-  // Collective and ordered: nobody frees memory a peer may still be accessing.
-  Status teardown(Bootstrap &boot) {
-    DeviceGuard guard;
-    Status first = guard.enter(device_);
-    const cudaError_t synced = first == TSHMEM_SUCCESS ? cudaDeviceSynchronize() : cudaSuccess;
-    if (synced != cudaSuccess) {
-      first = cuda_error(synced, "cudaDeviceSynchronize (ipc teardown)", __FILE__, __LINE__);
-      TSHMEMI_LOG(kWarn, kLogMem, "%s", last_error_message().c_str());
-    }
-    peers_.clear();  // close every peer's handle
-    for (void *&base : peer_bases_)
-      if (base != own_base_) base = nullptr;
-    const Status barrier = boot.barrier();  // every PE has let go of every peer heap
-    own_.reset();
-    own_base_ = nullptr;
-    peer_bases_.clear();
-    return first != TSHMEM_SUCCESS ? first : barrier;
-  }
+  Status teardown(Bootstrap &boot) { return ordered_teardown(boot, "ipc"); }
+  void release_peers() override { peers_.clear(); }
+  void release_own() override { own_.reset(); }
 
   std::unique_ptr<void, CudaFreeDeleter> own_;
   std::vector<std::unique_ptr<void, IpcCloseDeleter>> peers_;

@@ -50,8 +50,8 @@ class VmmMapping {
   }
 
   Status import(int fd, size_t size) {
-    TSHMEM_CU_CHECK(cuMemImportFromShareableHandle(&handle_, reinterpret_cast<void *>(static_cast<uintptr_t>(fd)),
-                                                   kHandleType));
+    TSHMEM_CU_CHECK(
+        cuMemImportFromShareableHandle(&handle_, reinterpret_cast<void *>(static_cast<uintptr_t>(fd)), kHandleType));
     has_handle_ = true;
     size_ = size;
     return TSHMEM_SUCCESS;
@@ -129,7 +129,8 @@ class VmmBackend final : public GpuMemBackend {
     TSHMEM_CHECK(exchange_fds_node_local(boot, exported.get(), own_->size(), &received));
     exported.reset();  // every peer holds its own reference now
 
-    TSHMEM_CHECK(agree_on_status(boot, map_peers(heap_size, received), "vmm backend: mapping the node-local peers' heaps"));
+    TSHMEM_CHECK(
+        agree_on_status(boot, map_peers(heap_size, received), "vmm backend: mapping the node-local peers' heaps"));
     return TSHMEM_SUCCESS;
   }
 
@@ -160,8 +161,9 @@ class VmmBackend final : public GpuMemBackend {
   Status map_peers(uint64_t heap_size, std::vector<PeerFd> &received) {
     for (PeerFd &peer : received) {
       if (peer.bytes < heap_size)
-        return set_error(TSHMEM_ERR_INTERNAL, "vmm backend: PE %d announced a %llu-byte allocation, less than the %llu-byte heap",
-                         peer.pe, static_cast<unsigned long long>(peer.bytes), static_cast<unsigned long long>(heap_size));
+        return set_error(TSHMEM_ERR_INTERNAL,
+                         "vmm backend: PE %d announced a %llu-byte allocation, less than the %llu-byte heap", peer.pe,
+                         static_cast<unsigned long long>(peer.bytes), static_cast<unsigned long long>(heap_size));
       auto mapping = std::make_unique<VmmMapping>();
       Status status = mapping->import(peer.fd.get(), peer.bytes);
       if (status == TSHMEM_SUCCESS) status = mapping->map(granularity_, device_);
@@ -174,24 +176,9 @@ class VmmBackend final : public GpuMemBackend {
     return TSHMEM_SUCCESS;
   }
 
-  // Collective and ordered: nobody releases memory a peer may still be accessing.
-  Status teardown(Bootstrap &boot) {
-    DeviceGuard guard;
-    Status first = guard.enter(device_);
-    const cudaError_t synced = first == TSHMEM_SUCCESS ? cudaDeviceSynchronize() : cudaSuccess;
-    if (synced != cudaSuccess) {
-      first = cuda_error(synced, "cudaDeviceSynchronize (vmm teardown)", __FILE__, __LINE__);
-      TSHMEMI_LOG(kWarn, kLogMem, "%s", last_error_message().c_str());
-    }
-    peers_.clear();  // unmap every peer's heap
-    for (void *&base : peer_bases_)
-      if (base != own_base_) base = nullptr;
-    const Status barrier = boot.barrier();  // every PE has let go of every peer heap
-    own_.reset();
-    own_base_ = nullptr;
-    peer_bases_.clear();
-    return first != TSHMEM_SUCCESS ? first : barrier;
-  }
+  Status teardown(Bootstrap &boot) { return ordered_teardown(boot, "vmm"); }
+  void release_peers() override { peers_.clear(); }
+  void release_own() override { own_.reset(); }
 
   size_t granularity_ = 0;
   std::unique_ptr<VmmMapping> own_;
