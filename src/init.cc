@@ -83,7 +83,8 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm) {
   }
   TSHMEM_CHECK(agree_on_status(boot, create_backend(ctx, backend), "tshmem_init: creating the backend"));
   TSHMEM_CHECK(ctx.mem->create(boot, ctx.env.symmetric_size));  // collective; agrees internally
-  TSHMEM_CHECK(agree_on_status(boot, PeerTable::build(*ctx.mem, boot, &ctx.peers), "tshmem_init: building the peer table"));
+  TSHMEM_CHECK(
+      agree_on_status(boot, PeerTable::build(*ctx.mem, boot, &ctx.peers), "tshmem_init: building the peer table"));
   ctx.heap = std::make_unique<SymmetricHeap>(boot, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES);
   // tshmem's own region (device barrier counters) starts zeroed on every PE.
   TSHMEM_CHECK(agree_on_status(boot, ctx.mem->zero(ctx.mem->local_base(), TSHMEM_INTERNAL_HEAP_BYTES),
@@ -93,8 +94,8 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm) {
   }
   TSHMEM_CHECK(nvls_init(ctx));  // collective: the multicast policy, and the region where it is allowed
   TSHMEM_CHECK(boot.barrier());
-  TSHMEMI_LOG(kInfo, kLogInit, "initialised: %d PEs (%d on this node), backend %s, heap %llu bytes at %p",
-              boot.size(), boot.local_size(), ctx.mem->name(), static_cast<unsigned long long>(ctx.env.symmetric_size),
+  TSHMEMI_LOG(kInfo, kLogInit, "initialised: %d PEs (%d on this node), backend %s, heap %llu bytes at %p", boot.size(),
+              boot.local_size(), ctx.mem->name(), static_cast<unsigned long long>(ctx.env.symmetric_size),
               ctx.mem->local_base());
   return TSHMEM_SUCCESS;
 }
@@ -149,14 +150,19 @@ void finalize_context() {
   if (g_context == nullptr) return;
   Context *ctx = g_context;
   // The finalize rendezvous is checked like any collective: a PE still allocating is named, not hung.
-  const Status agreed = ctx->heap->rendezvous(CollectiveKind::kFinalize);
+  if (ctx->heap->rendezvous(CollectiveKind::kFinalize) != TSHMEM_SUCCESS) {
+    // Some PE is not finalizing: tearing down now would leave it in a collective nobody else joins.
+    // tshmem stays initialised everywhere; the error (on every PE) says which PE did what.
+    set_error_message(static_cast<Status>(last_error_code()),
+                      last_error_message() + " tshmem_finalize did nothing: call it again on every PE.");
+    return;
+  }
   g_context = nullptr;
   ctx->device_state.reset();  // withdraws the state from every registered unit
   nvls_finalize(*ctx);        // collective: unmap, unbind, release the multicast object
   ctx->mem->destroy(*ctx->boot);
   delete ctx;
   log_set_pe(-1, -1);
-  (void)agreed;  // its message, if any, is the thread's last error
 }
 
 }  // namespace tshmemi

@@ -96,6 +96,21 @@ TEST_F(Heap, DivergentSizeOrderAlignmentAndKindAreAllCaught) {
   tshmem_free(ok);
 }
 
+TEST_F(Heap, FinalizeAgainstAnAllocationIsAnErrorNotAHang) {
+  if (n_ < 2) GTEST_SKIP() << "needs 2 PEs to diverge";
+  if (me_ == 1) {
+    tshmem_finalize();
+    EXPECT_EQ(tshmem_my_pe(), 1) << "finalize did nothing: tshmem is still initialised";
+  } else {
+    EXPECT_EQ(tshmem_malloc(64), nullptr);
+  }
+  EXPECT_EQ(tshmemx_last_error_code(), TSHMEM_ERR_ASYMMETRIC);
+  EXPECT_NE(last_error().find("tshmem_finalize()"), std::string::npos) << last_error();
+  void *ok = tshmem_malloc(64);  // every PE is back in step
+  EXPECT_NE(ok, nullptr) << last_error();
+  tshmem_free(ok);
+}
+
 TEST_F(Heap, DivergentFreeFreesNothing) {
   if (n_ < 2) GTEST_SKIP() << "needs 2 PEs to diverge";
   void *a = tshmem_malloc(4096);
