@@ -1,0 +1,441 @@
+// Collectives (tshmemx_*_on_stream) and the multimem unicast twins against CPU references, at 1 and 2 PEs,
+// with multicast OFF (TSHMEM_DISABLE_NVLS=1, as on every GPU test host): every collective x dtype x op x
+// size (1 element .. 256 MiB, odd counts, unaligned offsets, in place and out of place); repeated runs give
+// identical bytes; collectives captured in a CUDA graph; bad arguments fail with a message and launch nothing.
+//
+// The CPU reference follows the documented order exactly: team index 0..n-1, floats accumulated in f32,
+// rounded once to the element type; integers wrap. Comparisons are therefore bitwise.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "device_test_util.h"
+#include "tshmem/device/multimem.cuh"
+#include "tshmem/device/pe.cuh"
+
+namespace {
+
+using tshmem_device_test::SymBuffer;
+
+// ---- host element types and the reference arithmetic -----------------------------------------------------
+template <class T>
+struct Traits;
+template <>
+struct Traits<float> {
+  static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_FLOAT;
+  static float to_acc(float x) { return x; }
+  static float from_acc(float a) { return a; }
+};
+template <>
+struct Traits<__half> {
+  static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_HALF;
+  static float to_acc(__half x) { return __half2float(x); }
+  static __half from_acc(float a) { return __float2half_rn(a); }
+};
+template <>
+struct Traits<__nv_bfloat16> {
+  static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_BFLOAT16;
+  static float to_acc(__nv_bfloat16 x) { return __bfloat162float(x); }
+  static __nv_bfloat16 from_acc(float a) { return __float2bfloat16_rn(a); }
+};
+template <>
+struct Traits<int32_t> {
+  static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_INT32;
+  static int32_t to_acc(int32_t x) { return x; }
+  static int32_t from_acc(int32_t a) { return a; }
+};
+template <>
+struct Traits<int64_t> {
+  static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_INT64;
+  static int64_t to_acc(int64_t x) { return x; }
+  static int64_t from_acc(int64_t a) { return a; }
+};
+
+template <class A>
+A combine(tshmemx_redop_t op, A acc, A x) {
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    if (op == TSHMEMX_OP_SUM) return static_cast<A>(static_cast<U>(acc) + static_cast<U>(x));
+    if (op == TSHMEMX_OP_MIN) return x < acc ? x : acc;
+    return x > acc ? x : acc;
+  } else {
+    if (op == TSHMEMX_OP_SUM) return acc + x;
+    if (op == TSHMEMX_OP_MIN) return std::fmin(acc, x);
+    return std::fmax(acc, x);
+  }
+}
+
+/// PE `pe`'s value at index i (varied signs and fractions; large integers to exercise wrap-around).
+template <class T>
+T value(int pe, size_t i) {
+  const long long k = static_cast<long long>((i * 7919 + static_cast<size_t>(pe) * 104729 + 13) % 2001) - 1000;
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(k * (sizeof(T) == 8 ? 4000000000000000LL : 1000000LL));
+  else return Traits<T>::from_acc(static_cast<float>(k) / 256.0f);
+}
+
+/// op over PEs 0..n-1 of value(pe, first + i).
+template <class T>
+std::vector<T> reference(tshmemx_redop_t op, int n, size_t first, size_t count) {
+  std::vector<T> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    auto acc = Traits<T>::to_acc(value<T>(0, first + i));
+    for (int pe = 1; pe < n; ++pe) acc = combine(op, acc, Traits<T>::to_acc(value<T>(pe, first + i)));
+    out[i] = Traits<T>::from_acc(acc);
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> mine(size_t first, size_t count) {
+  std::vector<T> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = value<T>(tshmem_my_pe(), first + i);
+  return v;
+}
+
+template <class T>
+bool same_bytes(const std::vector<T> &a, const std::vector<T> &b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+template <class T>
+std::vector<T> download(const T *device, size_t count) {
+  std::vector<T> host(count);
+  TSHMEM_CUDA_EXPECT(cudaMemcpy(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+template <class T>
+void upload(T *device, const std::vector<T> &host) {
+  TSHMEM_CUDA_EXPECT(cudaMemcpy(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+const char *op_name(tshmemx_redop_t op) { return op == TSHMEMX_OP_SUM ? "sum" : op == TSHMEMX_OP_MIN ? "min" : "max"; }
+
+const size_t kCounts[] = {1, 3, 17, 1000, 4099, 65537, (1u << 20) + 3};
+const tshmemx_redop_t kOps[] = {TSHMEMX_OP_SUM, TSHMEMX_OP_MIN, TSHMEMX_OP_MAX};
+
+// ---- reducing collectives -----------------------------------------------------------------------------------
+template <class T>
+class CollReduce : public ::testing::Test {};
+using CollTypes = ::testing::Types<float, __half, __nv_bfloat16, int32_t, int64_t>;
+TYPED_TEST_SUITE(CollReduce, CollTypes);
+
+TYPED_TEST(CollReduce, AllreduceEveryOpSizeOffsetInPlaceAndNot) {
+  TSHMEM_REQUIRE_GPU();
+  using T = TypeParam;
+  const int n = tshmem_n_pes();
+  const size_t max_count = kCounts[sizeof(kCounts) / sizeof(kCounts[0]) - 1] + 1;
+  SymBuffer src(max_count * sizeof(T) + 64), dst(max_count * sizeof(T) + 64);
+  for (tshmemx_redop_t op : kOps)
+    for (size_t count : kCounts)
+      for (size_t offset : {size_t{0}, size_t{1}})
+        for (bool in_place : {false, true}) {
+          T *s = src.get<T>() + offset;
+          T *d = in_place ? s : dst.get<T>() + offset;
+          upload(s, mine<T>(0, count));
+          tshmem_barrier_all();
+          const std::vector<T> want = reference<T>(op, n, 0, count);
+          ASSERT_EQ(tshmemx_allreduce_on_stream(TSHMEM_TEAM_WORLD, d, s, count, Traits<T>::kDtype, op, nullptr), 0)
+              << tshmemx_last_error();
+          TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+          const std::vector<T> got = download(d, count);
+          EXPECT_TRUE(same_bytes(got, want)) << op_name(op) << " count " << count << " offset " << offset
+                                             << (in_place ? " in place" : "");
+          if (!in_place) {  // a second run over the same input gives the same bytes
+            ASSERT_EQ(tshmemx_allreduce_on_stream(TSHMEM_TEAM_WORLD, d, s, count, Traits<T>::kDtype, op, nullptr), 0);
+            TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+            EXPECT_TRUE(same_bytes(download(d, count), got)) << "repeat differs: " << op_name(op) << " " << count;
+          }
+          tshmem_barrier_all();
+        }
+}
+
+TYPED_TEST(CollReduce, ReduceScatterEveryOpAndSize) {
+  TSHMEM_REQUIRE_GPU();
+  using T = TypeParam;
+  const int n = tshmem_n_pes(), me = tshmem_my_pe();
+  const size_t counts[] = {1, 5, 1001, 70001};
+  SymBuffer src(counts[3] * n * sizeof(T) + 64), dst(counts[3] * sizeof(T) + 64);
+  for (tshmemx_redop_t op : kOps)
+    for (size_t count : counts)
+      for (size_t offset : {size_t{0}, size_t{1}}) {
+        T *s = src.get<T>() + offset;
+        T *d = dst.get<T>() + offset;
+        upload(s, mine<T>(0, count * n));
+        tshmem_barrier_all();
+        ASSERT_EQ(tshmemx_reduce_scatter_on_stream(TSHMEM_TEAM_WORLD, d, s, count, Traits<T>::kDtype, op, nullptr), 0)
+            << tshmemx_last_error();
+        TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+        EXPECT_TRUE(same_bytes(download(d, count), reference<T>(op, n, static_cast<size_t>(me) * count, count)))
+            << op_name(op) << " count " << count << " offset " << offset;
+        tshmem_barrier_all();
+      }
+}
+
+TEST(CollReduceLarge, Allreduce256MiBFloatSumInPlace) {
+  TSHMEM_REQUIRE_GPU();
+  const size_t count = (256u << 20) / sizeof(float);
+  SymBuffer buf(count * sizeof(float));
+  upload(buf.get<float>(), mine<float>(0, count));
+  tshmem_barrier_all();
+  ASSERT_EQ(tshmemx_allreduce_on_stream(TSHMEMX_TEAM_NODE, buf.get(), buf.get(), count, TSHMEMX_DTYPE_FLOAT,
+                                        TSHMEMX_OP_SUM, nullptr), 0) << tshmemx_last_error();
+  TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+  EXPECT_TRUE(same_bytes(download(buf.get<float>(), count), reference<float>(TSHMEMX_OP_SUM, tshmem_n_pes(), 0, count)));
+  tshmem_barrier_all();
+}
+
+// ---- byte moves ---------------------------------------------------------------------------------------------
+std::vector<unsigned char> pattern(int pe, size_t bytes, size_t salt = 0) {
+  std::vector<unsigned char> v(bytes);
+  for (size_t i = 0; i < bytes; ++i) v[i] = static_cast<unsigned char>((i * 31 + static_cast<size_t>(pe) * 97 + salt) & 0xff);
+  return v;
+}
+
+const size_t kByteSizes[] = {1, 7, 16, 4097, 1u << 20, (8u << 20) + 5};
+
+TEST(CollMove, AllgatherAlltoallBroadcastEverySizeAndOffset) {
+  TSHMEM_REQUIRE_GPU();
+  const int n = tshmem_n_pes(), me = tshmem_my_pe();
+  const size_t max_bytes = kByteSizes[5];
+  SymBuffer src(max_bytes * n + 64), dst(max_bytes * n + 64);
+  for (size_t bytes : kByteSizes)
+    for (size_t offset : {size_t{0}, size_t{3}}) {
+      unsigned char *s = src.get<unsigned char>() + offset, *d = dst.get<unsigned char>() + offset;
+      // all-gather
+      upload(s, pattern(me, bytes));
+      tshmem_barrier_all();
+      ASSERT_EQ(tshmemx_allgather_on_stream(TSHMEM_TEAM_WORLD, d, s, bytes, nullptr), 0) << tshmemx_last_error();
+      TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+      std::vector<unsigned char> want;
+      for (int pe = 0; pe < n; ++pe) {
+        const auto p = pattern(pe, bytes);
+        want.insert(want.end(), p.begin(), p.end());
+      }
+      EXPECT_TRUE(download(d, bytes * n) == want) << "allgather " << bytes << " offset " << offset;
+      tshmem_barrier_all();
+      // all-to-all: PE pe's block j is pattern(pe, bytes, j)
+      std::vector<unsigned char> blocks;
+      for (int j = 0; j < n; ++j) {
+        const auto p = pattern(me, bytes, static_cast<size_t>(j) + 1);
+        blocks.insert(blocks.end(), p.begin(), p.end());
+      }
+      upload(s, blocks);
+      tshmem_barrier_all();
+      ASSERT_EQ(tshmemx_alltoall_on_stream(TSHMEM_TEAM_WORLD, d, s, bytes, nullptr), 0) << tshmemx_last_error();
+      TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+      want.clear();
+      for (int pe = 0; pe < n; ++pe) {
+        const auto p = pattern(pe, bytes, static_cast<size_t>(me) + 1);
+        want.insert(want.end(), p.begin(), p.end());
+      }
+      EXPECT_TRUE(download(d, bytes * n) == want) << "alltoall " << bytes << " offset " << offset;
+      tshmem_barrier_all();
+      // broadcast from the last PE, out of place and in place
+      for (bool in_place : {false, true}) {
+        const int root = n - 1;
+        upload(s, pattern(me, bytes, 7));
+        tshmem_barrier_all();
+        ASSERT_EQ(tshmemx_broadcast_on_stream(TSHMEM_TEAM_WORLD, in_place ? s : d, s, bytes, root, nullptr), 0)
+            << tshmemx_last_error();
+        TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+        EXPECT_TRUE(download(in_place ? s : d, bytes) == pattern(root, bytes, 7)) << "broadcast " << bytes;
+        tshmem_barrier_all();
+      }
+    }
+}
+
+TEST(CollMove, BarrierOnStreamOrdersWrites) {
+  TSHMEM_REQUIRE_GPU();
+  const int n = tshmem_n_pes(), me = tshmem_my_pe();
+  SymBuffer slots(4 * 1024);
+  for (int round = 1; round <= 20; ++round) {
+    for (int pe = 0; pe < n; ++pe) ASSERT_EQ(tshmem_putmem(slots.get<int>() + me, &round, sizeof(int), pe), 0);
+    tshmem_quiet();
+    ASSERT_EQ(tshmemx_barrier_on_stream(TSHMEM_TEAM_WORLD, nullptr), 0) << tshmemx_last_error();
+    TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+    const std::vector<int> got = download(slots.get<int>(), static_cast<size_t>(n));
+    for (int pe = 0; pe < n; ++pe) EXPECT_EQ(got[pe], round) << "slot of PE " << pe;
+    ASSERT_EQ(tshmemx_barrier_on_stream(TSHMEMX_TEAM_NODE, nullptr), 0);
+    TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+  }
+}
+
+// ---- CUDA graph ---------------------------------------------------------------------------------------------
+TEST(CollGraph, AllreduceAndAllgatherInAGraph) {
+  TSHMEM_REQUIRE_GPU();
+  const int n = tshmem_n_pes(), me = tshmem_my_pe();
+  const size_t count = 4099, bytes = 8192;
+  SymBuffer src(count * 2), dst(count * 2), gsrc(bytes), gdst(bytes * n);
+  upload(src.get<__nv_bfloat16>(), mine<__nv_bfloat16>(0, count));
+  upload(gsrc.get<unsigned char>(), pattern(me, bytes));
+  tshmem_barrier_all();
+  cudaStream_t stream;
+  TSHMEM_CUDA_EXPECT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto s = reinterpret_cast<tshmemx_stream_t>(stream);
+  cudaGraph_t graph;
+  TSHMEM_CUDA_EXPECT(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  EXPECT_EQ(tshmemx_allreduce_on_stream(TSHMEM_TEAM_WORLD, dst.get(), src.get(), count, TSHMEMX_DTYPE_BFLOAT16,
+                                        TSHMEMX_OP_SUM, s), 0) << tshmemx_last_error();
+  EXPECT_EQ(tshmemx_allgather_on_stream(TSHMEM_TEAM_WORLD, gdst.get(), gsrc.get(), bytes, s), 0);
+  EXPECT_EQ(tshmemx_barrier_on_stream(TSHMEM_TEAM_WORLD, s), 0);
+  TSHMEM_CUDA_EXPECT(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  TSHMEM_CUDA_EXPECT(cudaGraphInstantiate(&exec, graph, 0));
+  for (int launch = 0; launch < 5; ++launch) TSHMEM_CUDA_EXPECT(cudaGraphLaunch(exec, stream));
+  TSHMEM_CUDA_EXPECT(cudaStreamSynchronize(stream));
+  EXPECT_TRUE(same_bytes(download(dst.get<__nv_bfloat16>(), count),
+                         reference<__nv_bfloat16>(TSHMEMX_OP_SUM, n, 0, count)));
+  std::vector<unsigned char> want;
+  for (int pe = 0; pe < n; ++pe) {
+    const auto p = pattern(pe, bytes);
+    want.insert(want.end(), p.begin(), p.end());
+  }
+  EXPECT_TRUE(download(gdst.get<unsigned char>(), bytes * n) == want);
+  TSHMEM_CUDA_EXPECT(cudaGraphExecDestroy(exec));
+  TSHMEM_CUDA_EXPECT(cudaGraphDestroy(graph));
+  TSHMEM_CUDA_EXPECT(cudaStreamDestroy(stream));
+  tshmem_barrier_all();
+}
+
+// ---- argument errors: a message, no launch, no hang -----------------------------------------------------------
+TEST(CollErrors, BadArgumentsAreRefusedOnEveryPe) {
+  TSHMEM_REQUIRE_GPU();
+  SymBuffer buf(4096), out(4096 * 8);
+  void *outside = nullptr;
+  TSHMEM_CUDA_EXPECT(cudaMalloc(&outside, 4096));
+  struct Case {
+    const char *what;
+    int rc;
+  };
+  char *b = buf.get<char>();
+  const Case cases[] = {
+      {"count 0", tshmemx_allreduce_on_stream(0, out.get(), b, 0, TSHMEMX_DTYPE_FLOAT, TSHMEMX_OP_SUM, nullptr)},
+      {"misaligned", tshmemx_allreduce_on_stream(0, out.get(), b + 1, 4, TSHMEMX_DTYPE_FLOAT, TSHMEMX_OP_SUM, nullptr)},
+      {"outside the heap",
+       tshmemx_allreduce_on_stream(0, out.get(), outside, 4, TSHMEMX_DTYPE_FLOAT, TSHMEMX_OP_SUM, nullptr)},
+      {"dtype", tshmemx_allreduce_on_stream(0, out.get(), b, 4, static_cast<tshmemx_dtype_t>(99), TSHMEMX_OP_SUM, nullptr)},
+      {"op", tshmemx_allreduce_on_stream(0, out.get(), b, 4, TSHMEMX_DTYPE_FLOAT, static_cast<tshmemx_redop_t>(7), nullptr)},
+      {"team", tshmemx_allreduce_on_stream(5, out.get(), b, 4, TSHMEMX_DTYPE_FLOAT, TSHMEMX_OP_SUM, nullptr)},
+      {"overlap", tshmemx_allreduce_on_stream(0, b + 4, b, 16, TSHMEMX_DTYPE_FLOAT, TSHMEMX_OP_SUM, nullptr)},
+      {"root", tshmemx_broadcast_on_stream(0, out.get(), b, 16, tshmem_n_pes(), nullptr)},
+      {"nbytes 0", tshmemx_allgather_on_stream(0, out.get(), b, 0, nullptr)},
+      {"reduce_scatter outside",
+       tshmemx_reduce_scatter_on_stream(0, out.get(), outside, 4, TSHMEMX_DTYPE_INT32, TSHMEMX_OP_MAX, nullptr)},
+  };
+  for (const Case &c : cases) EXPECT_EQ(c.rc, TSHMEM_ERR_INVALID_ARG) << c.what;
+  EXPECT_NE(std::string(tshmemx_last_error()).find("tshmemx_reduce_scatter_on_stream"), std::string::npos)
+      << tshmemx_last_error();
+  TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());  // nothing was launched, nothing hangs
+  TSHMEM_CUDA_EXPECT(cudaFree(outside));
+  tshmem_barrier_all();
+}
+
+TEST(CollMulticast, OffOnTheTestHost) {
+  TSHMEM_REQUIRE_GPU();
+  SymBuffer buf(256);
+  EXPECT_EQ(tshmemx_mc_ptr(TSHMEMX_TEAM_NODE, buf.get()), nullptr);
+  EXPECT_NE(std::string(tshmemx_mc_status()).find("forbidden"), std::string::npos) << tshmemx_mc_status();
+  EXPECT_EQ(tshmem_team_n_pes(TSHMEM_TEAM_WORLD), tshmem_n_pes());
+  EXPECT_EQ(tshmem_team_my_pe(TSHMEMX_TEAM_NODE), tshmemx_local_pe());
+}
+
+// ---- multimem unicast twins (multicast off: the picked path is the twin) ---------------------------------------
+using tshmem::redop;
+using tshmem::vec;
+
+/// Every thread i: out[i] = ld_reduce over PEs of in[i*N .. ]; then st and red through the same API.
+template <redop Op, class T, int N>
+__global__ void twin_kernel(const T *in, T *ld_out, T *st_dst, T *red_dst, size_t units) {
+  const size_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= units) return;
+  const vec<T, N> v = tshmem::mm::ld_reduce<Op, T, N>(TSHMEM_TEAM_WORLD, in + i * N);
+  *reinterpret_cast<vec<T, N> *>(ld_out + i * N) = v;
+  if (tshmem::my_pe() == 0) tshmem::mm::st<T, N>(TSHMEMX_TEAM_NODE, st_dst + i * N, v);
+  if constexpr (!(std::is_same_v<T, __half2> || std::is_same_v<T, __nv_bfloat162>) || Op == redop::sum || N > 1)
+    tshmem::mm::red<Op, T, N>(TSHMEM_TEAM_WORLD, red_dst + i * N, v);
+}
+
+__global__ void signal_kernel(uint64_t *sig) {
+  tshmem::mm::signal_add(TSHMEM_TEAM_WORLD, sig, 1);
+  tshmem::mm::signal_set(TSHMEMX_TEAM_NODE, sig + 1, 42);
+}
+
+/// Host model of one element type of the twins: the scalar lanes and their host reference.
+template <class T>
+struct Lanes;
+template <>
+struct Lanes<float> { using S = float; static constexpr int k = 1; };
+template <>
+struct Lanes<__half2> { using S = __half; static constexpr int k = 2; };
+template <>
+struct Lanes<__nv_bfloat162> { using S = __nv_bfloat16; static constexpr int k = 2; };
+template <>
+struct Lanes<int32_t> { using S = int32_t; static constexpr int k = 1; };
+template <>
+struct Lanes<int64_t> { using S = int64_t; static constexpr int k = 1; };
+
+template <redop Op, class T, int N>
+void check_twin() {
+  using S = typename Lanes<T>::S;
+  const int n = tshmem_n_pes(), me = tshmem_my_pe();
+  const size_t units = 1000, lanes = units * N * Lanes<T>::k;
+  const tshmemx_redop_t op = Op == redop::sum ? TSHMEMX_OP_SUM : Op == redop::min ? TSHMEMX_OP_MIN : TSHMEMX_OP_MAX;
+  SymBuffer in(lanes * sizeof(S)), ld(lanes * sizeof(S)), st(lanes * sizeof(S)), red(lanes * sizeof(S));
+  upload(in.get<S>(), mine<S>(0, lanes));
+  std::vector<S> red_init = mine<S>(5, lanes);  // red starts from a known value on every PE
+  upload(red.get<S>(), red_init);
+  tshmem_barrier_all();
+  twin_kernel<Op, T, N><<<(units + 127) / 128, 128>>>(in.get<T>(), ld.get<T>(), st.get<T>(), red.get<T>(), units);
+  TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+  tshmem_barrier_all();
+  const std::vector<S> want = reference<S>(op, n, 0, lanes);
+  EXPECT_TRUE(same_bytes(download(ld.get<S>(), lanes), want)) << "ld_reduce twin, N " << N;
+  EXPECT_TRUE(same_bytes(download(st.get<S>(), lanes), want)) << "st twin, N " << N;
+  if constexpr (std::is_integral_v<S> || Op != redop::sum) {  // float sums of concurrent reds: order unspecified
+    const bool has_red = !(Lanes<T>::k == 2 && Op != redop::sum && N == 1);
+    if (has_red) {
+      std::vector<S> red_want(lanes);
+      for (size_t i = 0; i < lanes; ++i) {
+        auto acc = Traits<S>::to_acc(red_init[i]);
+        for (int pe = 0; pe < n; ++pe) acc = combine(op, acc, Traits<S>::to_acc(want[i]));
+        red_want[i] = Traits<S>::from_acc(acc);
+      }
+      EXPECT_TRUE(same_bytes(download(red.get<S>(), lanes), red_want)) << "red twin, N " << N << " PE " << me;
+    }
+  }
+  tshmem_barrier_all();
+}
+
+TEST(MultimemTwin, LdReduceStRedMatchTheCpuReference) {
+  TSHMEM_REQUIRE_GPU();
+  check_twin<redop::sum, float, 4>();
+  check_twin<redop::sum, float, 1>();
+  check_twin<redop::sum, __half2, 4>();
+  check_twin<redop::min, __half2, 2>();
+  check_twin<redop::max, __half2, 1>();
+  check_twin<redop::sum, __nv_bfloat162, 2>();
+  check_twin<redop::max, __nv_bfloat162, 4>();
+  check_twin<redop::sum, int32_t, 1>();
+  check_twin<redop::min, int32_t, 1>();
+  check_twin<redop::max, int64_t, 1>();
+  check_twin<redop::sum, int64_t, 1>();
+}
+
+TEST(MultimemTwin, SignalsReachEveryPe) {
+  TSHMEM_REQUIRE_GPU();
+  SymBuffer sig(16);
+  tshmem_barrier_all();
+  signal_kernel<<<1, 1>>>(sig.get<uint64_t>());
+  TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+  tshmem_barrier_all();
+  const std::vector<uint64_t> got = download(sig.get<uint64_t>(), 2);
+  EXPECT_EQ(got[0], static_cast<uint64_t>(tshmem_n_pes()));
+  EXPECT_EQ(got[1], 42u);
+}
+
+}  // namespace
