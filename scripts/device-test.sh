@@ -51,15 +51,17 @@ PY
 grep -E "tests passed|tests failed|Failed|\*\*\*|Not Run|Skipped" "$logs/ctest.log" | tail -40 | tee -a "$summary"
 (cd "$build" && ctest -N) | tail -1 >> "$summary"
 
-step "perftest smoke"
+step "perftest: tshmem vs NVSHMEM (scripts/perftest-compare.sh), host benchmarks"
+# The device benchmarks and their NVSHMEM twins, the PE-check variants, host malloc / barrier_all twins:
+# tables, targets, JSON and charts in $logs/perftest-compare (their smoke runs were part of ctest above).
+if [ "${TSHMEM_SKIP_PERFTEST_COMPARE:-0}" != 1 ]; then
+  "$root/scripts/perftest-compare.sh" --build "$build" --out "$logs/perftest-compare" > "$logs/perftest-compare.log" 2>&1
+  sed -n '/^## /,$p' "$logs/perftest-compare/compare.txt" >> "$summary" 2>/dev/null || tail -40 "$logs/perftest-compare.log" >> "$summary"
+fi
 launcher="$root/scripts/tshmemrun"
-for bench in "$build"/perftest/device/tshmem_*; do
-  [ -x "$bench" ] || continue
-  timeout 300 "$launcher" -np 2 -- "$bench" --json "$logs/perftest.jsonl" >> "$logs/perftest.log" 2>&1
-done
-for bench in host_bw host_latency host_init host_malloc host_malloc_nocheck; do
+for bench in host_bw host_latency host_init; do
   [ -x "$build/perftest/host/tshmem_$bench" ] || continue
-  timeout 300 "$launcher" -np 2 -- "$build/perftest/host/tshmem_$bench" >> "$logs/perftest.log" 2>&1
+  timeout 300 "$launcher" -np 2 -- "$build/perftest/host/tshmem_$bench" --json "$logs/perftest.jsonl" >> "$logs/perftest.log" 2>&1
 done
 [ -x "$build/perftest/moe/tshmem_moe_bench" ] && timeout 300 "$build/perftest/moe/tshmem_moe_bench" --json "$logs/perftest.jsonl" >> "$logs/perftest.log" 2>&1
 tail -150 "$logs/perftest.log" >> "$summary"

@@ -231,6 +231,7 @@ void latency_rows(DeviceBench &b, Reporter &report, const std::string &variant, 
     double us = 0;
     if (b.me == 0 || both_pes) {
       if (b.config.warmup_iters > 0) run(bytes, b.config.warmup_iters);
+      if (both_pes) b.sync_pes();  // both kernels start together: neither times the other's launch
       const float ms = run(bytes, b.config.iters);
       us = static_cast<double>(ms) * 1e3 / b.config.iters / per_iter;
     }

@@ -13,8 +13,8 @@
 
 namespace tshmem_perf {
 
-/// NVSHMEM's typed names for the element types the benchmarks use (int and long map to int32 / int64,
-/// which every NVSHMEM AMO, the bitwise ones included, provides).
+/// NVSHMEM's typed names for the element types the benchmarks use (atomics on int and unsigned long use the
+/// int32 / uint64 names, which every NVSHMEM AMO, the bitwise ones included, provides).
 template <class T>
 struct NvshmemTyped;
 
@@ -45,7 +45,10 @@ struct NvshmemTyped<int> {
 template <>
 struct NvshmemTyped<long> {
   TSHMEM_PERF_NVSHMEM_RMA(long, long)
-  TSHMEM_PERF_NVSHMEM_AMO(int64_t, int64)
+};
+template <>
+struct NvshmemTyped<unsigned long> {
+  TSHMEM_PERF_NVSHMEM_AMO(uint64_t, uint64)
 };
 template <>
 struct NvshmemTyped<float> {

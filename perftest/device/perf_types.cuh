@@ -32,7 +32,7 @@ inline const char *amo_name(Amo op) {
 }
 
 /// True for the operations that return the old value (a round trip); the others are posted and need quiet.
-constexpr bool amo_fetches(Amo op) {
+__host__ __device__ constexpr bool amo_fetches(Amo op) {
   return op == Amo::fetch || op == Amo::compare_swap || op == Amo::swap || op == Amo::fetch_inc ||
          op == Amo::fetch_add || op == Amo::fetch_and || op == Amo::fetch_or || op == Amo::fetch_xor;
 }
@@ -61,11 +61,14 @@ bool with_rma_type(const std::string &name, F &&f) {
   return false;
 }
 
-/// -d for atomic benchmarks: int / int32 (default), long / int64. Both libraries have every operation there.
+/// -d for atomic benchmarks: int / int32 (default) and a 64-bit word (long, int64, uint64: run as uint64,
+/// because NVSHMEM 3.4 has no signed 64-bit add / fetch_add / inc / fetch_inc). Both libraries have every
+/// operation on these two.
 template <class F>
 bool with_amo_type(const std::string &name, F &&f) {
   if (name == "int" || name == "int32") return f(type_tag<int>{}), true;
-  if (name == "long" || name == "int64") return f(type_tag<long>{}), true;
+  if (name == "long" || name == "int64" || name == "uint64" || name == "ulong")
+    return f(type_tag<unsigned long>{}), true;
   return false;
 }
 

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "host_backend.h"
 
@@ -49,6 +50,13 @@ int main(int argc, char **argv) {
   for (long bytes : {4096L, 1L << 20})
     benchmark::RegisterBenchmark(TSHMEM_MALLOC_BENCH_NAME, malloc_free)->Arg(bytes)->Iterations(2000)
         ->ReportAggregatesOnly(true)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  // Only PE 0 writes --benchmark_out: the others would truncate and overwrite the same file.
+  if (backend::my_pe() != 0) {
+    int kept = 1;
+    for (int i = 1; i < argc; ++i)
+      if (std::strncmp(argv[i], "--benchmark_out", 15) != 0) argv[kept++] = argv[i];
+    argc = kept;
+  }
   benchmark::Initialize(&argc, argv);
   if (backend::my_pe() == 0) {
     benchmark::RunSpecifiedBenchmarks();

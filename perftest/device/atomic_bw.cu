@@ -1,0 +1,62 @@
+// atomic_bw: remote atomic throughput per operation, every thread of -c x -t applying the operation to its
+// share of the `size / sizeof(T)` elements on PE 1 (--bidir: both ways), NVSHMEM's shmem_atomic_bw shape.
+// Reported as bytes of operands per second (NVSHMEM's unit; divide by sizeof(T) for operations).
+#include "device_harness.cuh"
+
+using namespace tshmem_perf;
+
+namespace {
+
+/// Operand 1 everywhere; compare_swap compares with 0 (it swaps once per word, then only compares: the same
+/// work for both libraries, which is what a throughput comparison needs).
+template <class O, Amo Op, class T>
+__global__ void atomic_bw_kernel(T *remote, T *sink, size_t n, int peer, int iters, unsigned *counter) {
+  const size_t threads = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  T acc = 0;
+  for (int i = 0; i < iters; ++i) {
+    for (size_t j = tid; j < n; j += threads) acc += O::template amo<Op, T>(remote + j, T(1), T(0), peer);
+    grid_sync(counter, static_cast<unsigned>(i) + 1u);
+  }
+  O::quiet();
+  if (acc == static_cast<T>(0x5eed)) sink[tid] = acc;  // keeps the fetched values alive
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  DeviceBench b;
+  b.config.min_size = 1024;
+  b.config.max_size = size_t{1} << 20;
+  b.config.step_factor = 4;
+  b.config.iters = 50;
+  b.config.warmup_iters = 5;
+  b.config.ctas = 32;
+  int exit_code = 0;
+  if (!b.start(argc, argv, "atomic_bw", &exit_code)) return exit_code;
+
+  char *words = sym_alloc(b.config.max_size, "atomic_bw");
+  char *sink = sym_alloc(static_cast<size_t>(b.config.ctas) * b.config.threads_per_cta * sizeof(long), "atomic_bw");
+  Reporter report(b.config, "atomic_bw", b.me == 0);
+  b.label(report);
+  const bool known = with_amo_type(b.config.datatype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    report.note(std::string(Ops::kName) + ", " + std::to_string(b.config.ctas) + " x " +
+                std::to_string(b.config.threads_per_cta) + " threads, " + b.config.datatype +
+                (b.config.bidir ? ", bidirectional (sum of both directions)" : ", PE 0 -> PE 1"));
+    report.header("atomic bandwidth by operation", {"size(B)", "op", "BW (GB/sec)"});
+    for_each_amo([&](auto op) {
+      auto kernel = atomic_bw_kernel<Ops, decltype(op)::value, T>;
+      const int ctas = b.ctas_for(kernel, b.config.threads_per_cta, report);
+      bandwidth_rows(b, report, amo_name(decltype(op)::value), [&](size_t bytes, int iters) {
+        return b.launch(kernel, ctas, b.config.threads_per_cta, reinterpret_cast<T *>(words),
+                        reinterpret_cast<T *>(sink), bytes / sizeof(T), b.peer, iters, b.grid_counter);
+      });
+    });
+  });
+  if (!known && b.me == 0) std::fprintf(stderr, "atomic_bw: -d %s: use int (int32) or long (64-bit, run as uint64)\n", b.config.datatype.c_str());
+  Ops::free(sink);
+  Ops::free(words);
+  b.finish();
+  return known ? 0 : 2;
+}

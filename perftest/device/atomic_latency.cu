@@ -1,0 +1,68 @@
+// atomic_latency: one thread of PE 0 applies each remote atomic to a word on PE 1 `iters` times (NVSHMEM's
+// shmem_atomic_latency shape). A fetching operation's address depends on the value the previous one
+// returned, so each is a full round trip rather than one of many in flight; the others are each followed by
+// quiet. compare_swap compares with the value it expects the word to hold, so every swap succeeds.
+#include "device_harness.cuh"
+
+using namespace tshmem_perf;
+
+namespace {
+
+template <class O, Amo Op, class T>
+__global__ void atomic_latency_kernel(T *remote, T *sink, int peer, int iters) {
+  using U = std::make_unsigned_t<T>;
+  T fetched = 0, expected = 0;
+  for (int i = 0; i < iters; ++i) {
+    // 0 for every value these loops produce (all far below 2^(bits-2)), but the compiler cannot know it.
+    T *target = remote + ((static_cast<U>(fetched) >> (8 * sizeof(T) - 2)) & 1u);
+    if constexpr (Op == Amo::compare_swap) {
+      const T old = O::template amo<Op, T>(target, T(expected + 1), expected, peer);
+      expected = old == expected ? T(expected + 1) : old;  // resynchronises if the word held something else
+      fetched = old;
+    } else if constexpr (amo_fetches(Op)) {
+      fetched = O::template amo<Op, T>(target, T(1), T(0), peer);
+    } else {
+      O::template amo<Op, T>(target, T(1), T(0), peer);
+      O::quiet();
+    }
+  }
+  *sink = fetched;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  DeviceBench b;
+  b.config.iters = 1000;
+  b.config.warmup_iters = 100;
+  int exit_code = 0;
+  if (!b.start(argc, argv, "atomic_latency", &exit_code)) return exit_code;
+
+  char *words = sym_alloc(256, "atomic_latency");
+  Reporter report(b.config, "atomic_latency", b.me == 0);
+  b.label(report);
+  const bool known = with_amo_type(b.config.datatype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    report.note(std::string(Ops::kName) + ", one thread of PE 0 on a word of PE 1, " + b.config.datatype);
+    report.header("atomic latency by operation", {"op", "type", "latency (us)"});
+    for_each_amo([&](auto op) {
+      constexpr Amo kOp = decltype(op)::value;
+      b.sync_pes();
+      double us = 0;
+      if (b.me == 0) {
+        auto kernel = atomic_latency_kernel<Ops, kOp, T>;
+        T *remote = reinterpret_cast<T *>(words);
+        T *sink = reinterpret_cast<T *>(words + 128);
+        if (b.config.warmup_iters > 0) b.launch(kernel, 1, 1, remote, sink, b.peer, b.config.warmup_iters);
+        const float ms = b.launch(kernel, 1, 1, remote, sink, b.peer, b.config.iters);
+        us = static_cast<double>(ms) * 1e3 / b.config.iters;
+      }
+      b.sync_pes();
+      report.row({amo_name(kOp), b.config.datatype, fmt_double(us, 3)});
+    });
+  });
+  if (!known && b.me == 0) std::fprintf(stderr, "atomic_latency: -d %s: use int (int32) or long (64-bit, run as uint64)\n", b.config.datatype.c_str());
+  Ops::free(words);
+  b.finish();
+  return known ? 0 : 2;
+}

@@ -1,0 +1,60 @@
+// get_latency: blocking getmem by PE 0 from PE 1, per size and scope (-s thread|warp|block|all), NVSHMEM's
+// shmem_get_latency shape. Every iteration reads a different remote slot (over more than the L2), so a get
+// never finds its lines in a cache.
+#include "device_harness.cuh"
+
+using namespace tshmem_perf;
+
+namespace {
+
+template <class O, Scope S>
+__global__ void get_latency_kernel(char *local, const char *remote, size_t bytes, size_t stride, unsigned slots,
+                                   unsigned first_slot, int peer, int iters) {
+  for (int i = 0; i < iters; ++i) {
+    const char *src = remote + static_cast<size_t>((first_slot + static_cast<unsigned>(i)) % slots) * stride;
+    O::template getmem<S>(local, src, bytes, peer);
+  }
+}
+
+template <Scope S>
+void scope_rows(DeviceBench &b, Reporter &report, char *target, char *pool, size_t pool_bytes) {
+  if (!scope_selected(b.config, S)) return;
+  const int threads = S == Scope::thread ? 1 : S == Scope::warp ? 32 : b.config.threads_per_cta;
+  Rotation rotation;
+  latency_rows(b, report, scope_name(S), false, 1.0, [&](size_t bytes, int iters) {
+    if (rotation.stride != ((bytes + 255) & ~size_t{255})) rotation = make_rotation(bytes, pool_bytes);
+    const float ms = b.launch(get_latency_kernel<Ops, S>, 1, threads, target, pool, bytes, rotation.stride,
+                              rotation.slots, rotation.next, b.peer, iters);
+    rotation.next = (rotation.next + static_cast<unsigned>(iters)) % rotation.slots;
+    return ms;
+  });
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  DeviceBench b;
+  b.config.min_size = 8;
+  b.config.max_size = size_t{64} << 10;
+  b.config.iters = 500;
+  b.config.warmup_iters = 50;
+  int exit_code = 0;
+  if (!b.start(argc, argv, "get_latency", &exit_code)) return exit_code;
+
+  const size_t pool_bytes = std::max(kRotateBytes, (b.config.max_size + 255) & ~size_t{255});
+  char *pool = sym_alloc(pool_bytes, "get_latency");
+  char *target = sym_alloc(b.config.max_size, "get_latency");
+  Reporter report(b.config, "get_latency", b.me == 0);
+  b.label(report);
+  report.note(std::string(Ops::kName) + ", PE 0 reads PE 1, one group of the scope, block = " +
+              std::to_string(b.config.threads_per_cta) + " threads, source rotated over " +
+              std::to_string(pool_bytes >> 20) + " MiB");
+  report.header("getmem latency", {"size(B)", "scope", "latency (us)"});
+  scope_rows<Scope::thread>(b, report, target, pool, pool_bytes);
+  scope_rows<Scope::warp>(b, report, target, pool, pool_bytes);
+  scope_rows<Scope::block>(b, report, target, pool, pool_bytes);
+  Ops::free(target);
+  Ops::free(pool);
+  b.finish();
+  return 0;
+}

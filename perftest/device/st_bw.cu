@@ -1,0 +1,53 @@
+// st_bw: the link ceiling. Plain 16-byte loads and stores on the peer address that the library's host
+// ptr() returns, with no library code in the loop, in put_bw's shape (-c blocks, a grid barrier after every
+// transfer): "store" writes registers to the peer, "copy" is an ideal put (local load, remote store),
+// "load" an ideal get (remote load, local store; the remote side rotates over more than the L2).
+#include "bw_kernels.cuh"
+#include "device_harness.cuh"
+
+using namespace tshmem_perf;
+
+int main(int argc, char **argv) {
+  DeviceBench b;
+  b.config.min_size = 4096;
+  b.config.max_size = size_t{256} << 20;
+  b.config.iters = 200;
+  b.config.warmup_iters = 20;
+  b.config.ctas = 32;
+  int exit_code = 0;
+  if (!b.start(argc, argv, "st_bw", &exit_code)) return exit_code;
+
+  const size_t pool_bytes = std::max(kRotateBytes, (b.config.max_size + 255) & ~size_t{255});
+  char *local = sym_alloc(b.config.max_size, "st_bw");
+  char *pool = sym_alloc(pool_bytes, "st_bw");
+  uint4 *peer_view = static_cast<uint4 *>(Ops::host_ptr(pool, b.peer));
+  if (peer_view == nullptr) {
+    std::fprintf(stderr, "st_bw: no load/store path to PE %d (ptr() returned NULL)\n", b.peer);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  Reporter report(b.config, "st_bw", b.me == 0);
+  b.label(report);
+  report.note(std::string(Ops::kName) + " ptr(), " + std::to_string(b.config.ctas) + " x " +
+              std::to_string(b.config.threads_per_cta) + " threads" +
+              (b.config.bidir ? ", bidirectional (sum of both directions)" : ", PE 0 <-> PE 1 memory"));
+  auto run_access = [&](auto kernel, const char *variant, bool rotate) {
+    const int ctas = b.ctas_for(kernel, b.config.threads_per_cta, report);
+    Rotation rotation;
+    bandwidth_rows(b, report, variant, [&](size_t bytes, int iters) {
+      if (rotation.stride != ((bytes + 255) & ~size_t{255}))
+        rotation = rotate ? make_rotation(bytes, pool_bytes) : make_rotation(bytes, 0);
+      const float ms = b.launch(kernel, ctas, b.config.threads_per_cta, reinterpret_cast<uint4 *>(local), peer_view,
+                                bytes, rotation.stride, rotation.slots, rotation.next, iters, b.grid_counter);
+      rotation.next = (rotation.next + static_cast<unsigned>(iters)) % rotation.slots;
+      return ms;
+    });
+  };
+  report.header("raw 16-byte access bandwidth through ptr()", {"size(B)", "access", "BW (GB/sec)"});
+  run_access(raw_bw_kernel<RawAccess::store>, "store", false);
+  run_access(raw_bw_kernel<RawAccess::copy>, "copy", false);
+  run_access(raw_bw_kernel<RawAccess::load>, "load", true);
+  Ops::free(pool);
+  Ops::free(local);
+  b.finish();
+  return 0;
+}
