@@ -27,10 +27,22 @@ fi
 # nvcc is optional: the GPU backends and device code are built when it is found.
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 
+# cuobjdump (for the multimem SASS proof) is not in every toolkit install: take NVIDIA's wheels from PyPI.
+cmake_extra=()
+if command -v nvcc >/dev/null && ! command -v cuobjdump >/dev/null && [ ! -x /usr/local/cuda/bin/cuobjdump ]; then
+  tools=${TSHMEM_TOOLS_DIR:-$HOME/.cache/tshmem-tools}
+  if [ ! -x "$tools/nvidia/cu13/bin/cuobjdump" ]; then
+    echo "== installing cuobjdump + nvdisasm (PyPI wheels) into $tools"
+    python3 -m pip install -q --disable-pip-version-check --target "$tools" \
+      nvidia-cuda-cuobjdump==13.2.86 'nvidia-cuda-nvdisasm==13.2.*' || echo "(no cuobjdump: the SASS test will skip)"
+  fi
+  [ -x "$tools/nvidia/cu13/bin/cuobjdump" ] && cmake_extra+=(-DTSHMEM_CUOBJDUMP="$tools/nvidia/cu13/bin/cuobjdump")
+fi
+
 jobs=$(nproc)
 echo "== configure ($build)"
 # shellcheck disable=SC2086
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTSHMEM_WERROR=ON ${TSHMEM_CMAKE_ARGS:-}
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTSHMEM_WERROR=ON "${cmake_extra[@]}" ${TSHMEM_CMAKE_ARGS:-}
 echo "== build (-j$jobs)"
 cmake --build "$build" -j "$jobs"
 echo "== format check"
