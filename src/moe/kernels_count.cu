@@ -1,29 +1,24 @@
 // CUDA kernels of group_count, aux_fi, normalize_weight, mask_indices_by_tp and inplace_unique_group_indices
 // (spec §8-§12). Counting is in integers, so results are exact and independent of the grid.
+#include <cooperative_groups.h>
+
 #include "kernels_common.cuh"
+
+namespace cg = cooperative_groups;
 
 namespace tshmem_moe {
 namespace {
 
 constexpr int kThreads = 256;
 
-// Histogram of idx[0..n) into `counts` (entries -1 skipped, others outside [-1, G) reported). Shared-memory
-// bins when they fit, global atomics otherwise. With `fi` set, the last block to finish also turns the counts
-// into aux_fi's frequencies (one fp32 formula per expert, as the reference).
-__global__ void __launch_bounds__(kThreads) histogram_kernel(const int64_t* __restrict__ idx, int64_t n, int G,
-                                                               bool smem_bins, int32_t* counts, DeviceError* err,
-                                                               int err_code, float* fi, unsigned* done,
-                                                               float fi_den) {
-  extern __shared__ int bins[];
-  if (smem_bins)
-    for (int i = threadIdx.x; i < G; i += blockDim.x) bins[i] = 0;
-  __syncthreads();
-  int* target = smem_bins ? bins : counts;
+// Grid-stride count of idx[0..n) into `target` (shared or global int bins) with 16-byte loads where aligned.
+__device__ __forceinline__ void count_entries(const int64_t *__restrict__ idx, int64_t n, int G, int *target,
+                                              DeviceError *err, int err_code) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * 2;
   for (int64_t f = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 2; f < n; f += stride) {
     int64_t v[2];
     if (f + 1 < n && (reinterpret_cast<uintptr_t>(idx + f) & 15) == 0) {
-      const longlong2 q = __ldg(reinterpret_cast<const longlong2*>(idx + f));
+      const longlong2 q = __ldg(reinterpret_cast<const longlong2 *>(idx + f));
       v[0] = q.x, v[1] = q.y;
     } else {
       v[0] = __ldg(idx + f);
@@ -37,29 +32,59 @@ __global__ void __launch_bounds__(kThreads) histogram_kernel(const int64_t* __re
         record_value_error(err, err_code, v[u], f + u, G);
     }
   }
+}
+
+// Histogram of idx[0..n) into `counts` (entries -1 skipped, others outside [-1, G) reported). Shared-memory
+// bins when they fit, global atomics otherwise.
+__global__ void __launch_bounds__(kThreads)
+    histogram_kernel(const int64_t *__restrict__ idx, int64_t n, int G, bool smem_bins, int32_t *counts,
+                     DeviceError *err, int err_code) {
+  extern __shared__ int bins[];
+  if (smem_bins)
+    for (int i = threadIdx.x; i < G; i += blockDim.x) bins[i] = 0;
+  __syncthreads();
+  count_entries(idx, n, G, smem_bins ? bins : counts, err, err_code);
   __syncthreads();
   if (smem_bins)
     for (int i = threadIdx.x; i < G; i += blockDim.x)
       if (bins[i]) atomicAdd(counts + i, bins[i]);
-  if (fi == nullptr) return;
-  __threadfence();
-  __shared__ bool last;
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int e = threadIdx.x; e < G; e += blockDim.x) {
-    const int c = atomicAdd(counts + e, 0);  // an L2 read of the final count
-    fi[e] = fi_den == 0.0f ? 0.0f : (static_cast<float>(c) * static_cast<float>(G)) / fi_den;
+}
+
+// aux_fi in one cooperative launch, with no workspace and no memset: the output doubles as the int32 counter
+// array. Zero it, count (shared-memory bins when they fit), grid barrier, flush the bins with atomics, grid
+// barrier, then turn each count into the reference's fp32 formula in place. Integer counts: deterministic.
+__global__ void __launch_bounds__(kThreads) aux_fi_kernel(const int64_t *__restrict__ idx, int64_t n, int E,
+                                                          int smem_bins, float *fi, float fi_den, DeviceError *err) {
+  extern __shared__ int bins[];
+  cg::grid_group grid = cg::this_grid();
+  int *counts = reinterpret_cast<int *>(fi);
+  const int64_t gtid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t gstride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = gtid; e < E; e += gstride) counts[e] = 0;
+  if (smem_bins) {
+    for (int i = threadIdx.x; i < E; i += blockDim.x) bins[i] = 0;
+    __syncthreads();
+    count_entries(idx, n, E, bins, err, kErrTopkIdxRange);
+  }
+  grid.sync();
+  if (smem_bins) {
+    for (int i = threadIdx.x; i < E; i += blockDim.x)
+      if (bins[i]) atomicAdd(counts + i, bins[i]);
+  } else {
+    count_entries(idx, n, E, counts, err, kErrTopkIdxRange);
+  }
+  grid.sync();
+  for (int64_t e = gtid; e < E; e += gstride) {
+    const int c = __ldcg(counts + e);
+    fi[e] = fi_den == 0.0f ? 0.0f : (static_cast<float>(c) * static_cast<float>(E)) / fi_den;
   }
 }
 
-__global__ void __launch_bounds__(kThreads) normalize_kernel(const float* __restrict__ w, int64_t T, int K,
-                                                               float* __restrict__ den, float* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    normalize_kernel(const float *__restrict__ w, int64_t T, int K, float *__restrict__ den, float *__restrict__ out) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= T) return;
-  const float* row = w + t * K;
+  const float *row = w + t * K;
   float d = 1e-20f;
   for (int k = 0; k < K; ++k) d = d + __ldg(row + k);
   den[t] = d;
@@ -67,18 +92,18 @@ __global__ void __launch_bounds__(kThreads) normalize_kernel(const float* __rest
 }
 
 template <class I>
-__global__ void __launch_bounds__(kThreads) mask_tp_kernel(const I* __restrict__ in, I* __restrict__ out, int64_t n,
-                                                             int64_t per_gpu, int64_t tp_rank, int64_t num_tp) {
+__global__ void __launch_bounds__(kThreads) mask_tp_kernel(const I *__restrict__ in, I *__restrict__ out, int64_t n,
+                                                           int64_t per_gpu, int64_t tp_rank, int64_t num_tp) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     out[i] = static_cast<I>(mask_by_tp(static_cast<int64_t>(__ldg(in + i)), per_gpu, tp_rank, num_tp));
 }
 
-__global__ void __launch_bounds__(kThreads) unique_kernel(int64_t* idx, int64_t T, int K, int64_t bound,
-                                                            DeviceError* err) {
+__global__ void __launch_bounds__(kThreads)
+    unique_kernel(int64_t *idx, int64_t T, int K, int64_t bound, DeviceError *err) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= T) return;
-  int64_t* row = idx + t * K;
+  int64_t *row = idx + t * K;
   unsigned long long seen[2] = {0ull, 0ull};  // bound <= 128
   for (int k = 0; k < K; ++k) {
     const int64_t g = row[k];
@@ -97,61 +122,53 @@ __global__ void __launch_bounds__(kThreads) unique_kernel(int64_t* idx, int64_t 
 
 }  // namespace
 
-Status launch_group_count(const GroupCountArgs& a, const LaunchCtx& c) {
+Status launch_group_count(const GroupCountArgs &a, const LaunchCtx &c) {
   MOE_CUDA(cudaMemsetAsync(a.counts, 0, static_cast<size_t>(a.G) * sizeof(int32_t), c.stream));
   if (a.n == 0) return kSuccess;
   const size_t smem = static_cast<size_t>(a.G) * sizeof(int);
   const bool smem_bins = smem <= static_cast<size_t>(c.max_smem_per_block) && smem <= 48 * 1024;
   const unsigned grid = grid_for(a.n, kThreads * 2, 2 * static_cast<int64_t>(c.num_sms));
   histogram_kernel<<<grid, kThreads, smem_bins ? smem : 0, c.stream>>>(a.idx, a.n, static_cast<int>(a.G), smem_bins,
-                                                                       a.counts, c.err, kErrGroupIdxRange, nullptr,
-                                                                       nullptr, 0.0f);
+                                                                       a.counts, c.err, kErrGroupIdxRange);
   return kSuccess;
 }
 
-Status launch_aux_fi(const AuxFiArgs& a, const LaunchCtx& c) {
-  // Workspace: E counts, then the block-completion counter; both start at zero.
-  void* ws = nullptr;
-  const size_t bytes = static_cast<size_t>(a.E + 1) * sizeof(int32_t);
-  MOE_CUDA(cudaMallocAsync(&ws, bytes, c.stream));
-  cudaError_t e = cudaMemsetAsync(ws, 0, bytes, c.stream);
-  if (e == cudaSuccess) {
-    const int64_t n = a.T * a.K;
-    const size_t smem = static_cast<size_t>(a.E) * sizeof(int);
-    const bool smem_bins = smem <= static_cast<size_t>(c.max_smem_per_block) && smem <= 48 * 1024;
-    const unsigned grid = grid_for(n, kThreads * 2, 2 * static_cast<int64_t>(c.num_sms));
-    auto* counts = static_cast<int32_t*>(ws);
-    histogram_kernel<<<grid, kThreads, smem_bins ? smem : 0, c.stream>>>(
-        a.idx, n, static_cast<int>(a.E), smem_bins, counts, c.err, kErrTopkIdxRange, a.fi,
-        reinterpret_cast<unsigned*>(counts + a.E), static_cast<float>(a.T * a.num_aux_topk));
-    e = cudaGetLastError();
-  }
-  (void)cudaFreeAsync(ws, c.stream);
-  if (e != cudaSuccess) return cuda_fail(e, "aux_fi launch");
+Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
+  // One cooperative kernel (grid <= SM count, one block per SM always fits): no allocation, no memset.
+  int64_t n = a.T * a.K;
+  int E = static_cast<int>(a.E);
+  const size_t smem = static_cast<size_t>(a.E) * sizeof(int);
+  int smem_bins = smem <= static_cast<size_t>(c.max_smem_per_block) && smem <= 48 * 1024;
+  const unsigned grid = grid_for(n > a.E ? n : a.E, kThreads * 2, static_cast<int64_t>(c.num_sms));
+  float *fi = a.fi;
+  float den = static_cast<float>(a.T * a.num_aux_topk);
+  const int64_t *idx = a.idx;
+  DeviceError *err = c.err;
+  void *args[] = {&idx, &n, &E, &smem_bins, &fi, &den, &err};
+  MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(aux_fi_kernel), dim3(grid), dim3(kThreads), args,
+                                       smem_bins ? smem : 0, c.stream));
   return kSuccess;
 }
 
-Status launch_normalize_weight(const NormalizeArgs& a, const LaunchCtx& c) {
+Status launch_normalize_weight(const NormalizeArgs &a, const LaunchCtx &c) {
   const unsigned grid = grid_for(a.T, kThreads, INT32_MAX);
   normalize_kernel<<<grid, kThreads, 0, c.stream>>>(a.w, a.T, static_cast<int>(a.K), a.den, a.out);
   return kSuccess;
 }
 
-Status launch_mask_indices_by_tp(const MaskTpArgs& a, const LaunchCtx& c) {
+Status launch_mask_indices_by_tp(const MaskTpArgs &a, const LaunchCtx &c) {
   const unsigned grid = grid_for(a.numel, kThreads * 4, 8 * static_cast<int64_t>(c.num_sms));
   const int64_t per_gpu = a.n / a.num_ep_ranks;
   if (a.is64)
-    mask_tp_kernel<int64_t><<<grid, kThreads, 0, c.stream>>>(static_cast<const int64_t*>(a.in),
-                                                             static_cast<int64_t*>(a.out), a.numel, per_gpu,
-                                                             a.tp_rank, a.num_tp_ranks);
+    mask_tp_kernel<int64_t><<<grid, kThreads, 0, c.stream>>>(
+        static_cast<const int64_t *>(a.in), static_cast<int64_t *>(a.out), a.numel, per_gpu, a.tp_rank, a.num_tp_ranks);
   else
-    mask_tp_kernel<int32_t><<<grid, kThreads, 0, c.stream>>>(static_cast<const int32_t*>(a.in),
-                                                             static_cast<int32_t*>(a.out), a.numel, per_gpu,
-                                                             a.tp_rank, a.num_tp_ranks);
+    mask_tp_kernel<int32_t><<<grid, kThreads, 0, c.stream>>>(
+        static_cast<const int32_t *>(a.in), static_cast<int32_t *>(a.out), a.numel, per_gpu, a.tp_rank, a.num_tp_ranks);
   return kSuccess;
 }
 
-Status launch_unique(const UniqueArgs& a, const LaunchCtx& c) {
+Status launch_unique(const UniqueArgs &a, const LaunchCtx &c) {
   const unsigned grid = grid_for(a.T, kThreads, INT32_MAX);
   unique_kernel<<<grid, kThreads, 0, c.stream>>>(a.idx, a.T, static_cast<int>(a.K), align_up(a.num_groups, 64), c.err);
   return kSuccess;
