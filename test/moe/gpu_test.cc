@@ -10,7 +10,7 @@ using namespace moe_test;
 
 namespace {
 
-void expect_same(const Tensor& cpu, const Tensor& gpu, const std::string& what) {
+void expect_same(const Tensor &cpu, const Tensor &gpu, const std::string &what) {
   ASSERT_EQ(cpu.ndim, gpu.ndim) << what;
   for (int i = 0; i < cpu.ndim; ++i) {
     ASSERT_EQ(cpu.shape[i], gpu.shape[i]) << what << " dim " << i;
@@ -52,7 +52,7 @@ std::vector<float> randn(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d;
   std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
+  for (float &x : v) x = d(rng);
   return v;
 }
 
@@ -67,7 +67,7 @@ class MoeGpu : public ::testing::Test {
 };
 
 TEST_F(MoeGpu, TopkGate) {
-  const std::pair<int64_t, int64_t> ek[] = {{72, 6}, {32, 6}, {64, 6}, {96, 6}, {16, 6},
+  const std::pair<int64_t, int64_t> ek[] = {{72, 6}, {32, 6},  {64, 6},  {96, 6},  {16, 6},
                                             {36, 6}, {108, 6}, {128, 6}, {144, 6}, {256, 8}};
   for (int64_t T : {4001, 8001})
     for (auto [E, K] : ek) {
@@ -117,12 +117,23 @@ TEST_F(MoeGpu, Top2SumGate) {
   struct Cfg {
     int64_t ng, ntg, R, S, K;
   };
-  const Cfg cfgs[] = {{0, 0, 72, 1, 6},  {0, 0, 32, 2, 6},  {0, 0, 64, 2, 6},  {0, 0, 96, 2, 6},
-                      {0, 0, 16, 2, 6},  {0, 0, 36, 2, 6},  {0, 0, 108, 2, 6}, {0, 0, 128, 2, 6},
-                      {0, 0, 144, 2, 6}, {8, 8, 256, 2, 8}, {8, 4, 256, 2, 8}};
+  const Cfg cfgs[] = {{0, 0, 72, 1, 6},
+                      {0, 0, 32, 2, 6},
+                      {0, 0, 64, 2, 6},
+                      {0, 0, 96, 2, 6},
+                      {0, 0, 16, 2, 6},
+                      {0, 0, 36, 2, 6},
+                      {0, 0, 108, 2, 6},
+                      {0, 0, 128, 2, 6},
+                      {0, 0, 144, 2, 6},
+                      {8, 8, 256, 2, 8},
+                      {8, 4, 256, 2, 8},
+                      // group mode with R / G != 32 (the kernel's generic group-score path)
+                      {6, 3, 72, 1, 6},
+                      {4, 2, 96, 2, 6}};
   const int64_t T = 4001, pad = 10, Tt = T + pad, D = 33;
   int compared_rows = 0, total_rows = 0;
-  for (const Cfg& c : cfgs) {
+  for (const Cfg &c : cfgs) {
     const bool shared_ok = c.R == 72 || c.R == 96 || c.R == 36 || c.R == 108 || c.R == 144 || c.R == 256;
     std::vector<float> logits = randn(static_cast<size_t>(Tt * c.R), static_cast<uint32_t>(c.R + c.K));
     std::vector<float> bias = randn(static_cast<size_t>(c.R), 7);
@@ -145,7 +156,7 @@ TEST_F(MoeGpu, Top2SumGate) {
             std::mt19937 rng(42);
             std::uniform_int_distribution<int64_t> dist(0, c.R - 1);
             std::vector<int64_t> un_h(static_cast<size_t>(Tt * c.K)), un_d;
-            for (int64_t& v : un_h) v = fixr ? dist(rng) : 0;
+            for (int64_t &v : un_h) v = fixr ? dist(rng) : 0;
             un_d = un_h;
             Tensor lh = view(logits, TSHMEM_MOE_FLOAT32, {Tt, c.R}), bh = view(bias, TSHMEM_MOE_FLOAT32, {c.R});
             Tensor mh = view(mask, TSHMEM_MOE_BOOL, {Tt}), fh = view(fix, TSHMEM_MOE_BOOL, {Tt});
@@ -153,13 +164,13 @@ TEST_F(MoeGpu, Top2SumGate) {
             Tensor uh = view(un_h, TSHMEM_MOE_INT64, {Tt, c.K});
             Tensor ud_host = view(un_d, TSHMEM_MOE_INT64, {Tt, c.K});
             Mirror ld(lh, 0), bd(bh, 0), md(mh, 0), fd(fh, 0), mapd(maph, 0), cd(ch, 0), ud(ud_host, 0);
-            const Tensor* mp_h = shared ? &maph : nullptr;
-            const Tensor* cp_h = shared ? &ch : nullptr;
-            const Tensor* mp_d = shared ? &mapd : nullptr;
-            const Tensor* cp_d = shared ? &cd : nullptr;
+            const Tensor *mp_h = shared ? &maph : nullptr;
+            const Tensor *cp_h = shared ? &ch : nullptr;
+            const Tensor *mp_d = shared ? &mapd : nullptr;
+            const Tensor *cp_d = shared ? &cd : nullptr;
             Out ri, rw, gi, gw;
-            MOE_OK(tshmem_moe_top2_sum_gate(&lh, &bh, &p, &mh, fixr ? &fh : nullptr, mp_h, cp_h, &uh, &ri, &rw,
-                                            nullptr));
+            MOE_OK(
+                tshmem_moe_top2_sum_gate(&lh, &bh, &p, &mh, fixr ? &fh : nullptr, mp_h, cp_h, &uh, &ri, &rw, nullptr));
             MOE_OK(tshmem_moe_top2_sum_gate(&ld, &bd, &p, &md, fixr ? &fd : nullptr, mp_d, cp_d, ud.ptr(), &gi, &gw,
                                             nullptr));
             const std::vector<int64_t> a = as<int64_t>(ri.t), b = as<int64_t>(gi.t);
@@ -170,7 +181,7 @@ TEST_F(MoeGpu, Top2SumGate) {
               bool ambiguous = false;
               if (!fixr && t < T) {  // recompute the ranking scores on the host to find near ties
                 std::vector<float> bs(static_cast<size_t>(c.R));
-                const float* x = logits.data() + t * c.R;
+                const float *x = logits.data() + t * c.R;
                 for (int64_t e = 0; e < c.R; ++e) {
                   const float pe = scoring == 0 ? 1.0f / (1.0f + std::exp(-x[e]))
                                                 : std::sqrt(x[e] > 20 ? x[e] : std::log1p(std::exp(x[e])));
@@ -222,13 +233,13 @@ TEST_F(MoeGpu, Top2SumGate) {
 
 TEST_F(MoeGpu, CountsUniqueMaskNormalize) {
   uint32_t seed = 1;
-  for (const MoeParams& mp : moe_params()) {
+  for (const MoeParams &mp : moe_params()) {
     int64_t T = 0;
     std::vector<int64_t> idx = generate_topk_idx(4001, mp.K, mp.local, mp.ranks, seed++, &T);
     Tensor ih = view(idx, TSHMEM_MOE_INT64, {T, mp.K});
     Mirror id(ih, 0);
-    const std::string tag = "E=" + std::to_string(mp.local) + " R=" + std::to_string(mp.ranks) + " K=" +
-                            std::to_string(mp.K);
+    const std::string tag =
+        "E=" + std::to_string(mp.local) + " R=" + std::to_string(mp.ranks) + " K=" + std::to_string(mp.K);
     Out rc, rf1, rfk;
     MOE_OK(tshmem_moe_group_count(&ih, mp.local, &rc, nullptr));
     MOE_OK(tshmem_moe_aux_fi(&ih, mp.local, 1, &rf1, nullptr));
@@ -248,7 +259,7 @@ TEST_F(MoeGpu, CountsUniqueMaskNormalize) {
     std::vector<int64_t> full(idx.size());
     std::mt19937 rng(seed);
     const int64_t n = mp.local * mp.ranks;
-    for (int64_t& v : full) v = static_cast<int64_t>(rng() % static_cast<uint32_t>(n + 1)) - 1;
+    for (int64_t &v : full) v = static_cast<int64_t>(rng() % static_cast<uint32_t>(n + 1)) - 1;
     Tensor fh = view(full, TSHMEM_MOE_INT64, {T, mp.K});
     Mirror fd(fh, 0);
     for (int64_t tpn : {2, 4, 8})
@@ -272,7 +283,7 @@ TEST_F(MoeGpu, CountsUniqueMaskNormalize) {
     }
     // normalize_weight: rand weights of the same row count, bitwise.
     std::vector<float> w(idx.size());
-    for (float& x : w) x = static_cast<float>(rng() % 1000003) / 1000003.0f;
+    for (float &x : w) x = static_cast<float>(rng() % 1000003) / 1000003.0f;
     Tensor wh = view(w, TSHMEM_MOE_FLOAT32, {T, mp.K});
     Mirror wd(wh, 0);
     Out rd, rn, gdn, gn;
@@ -283,14 +294,14 @@ TEST_F(MoeGpu, CountsUniqueMaskNormalize) {
   }
 }
 
-void free_mapping(tshmem_moe_fused_mapping_t& m) {
-  Tensor* all[] = {&m.pos_to_expert, &m.pos_to_token, &m.pos_to_token_topk, &m.token_topk_to_pos,
-                   &m.expert_start, &m.expert_end, &m.num_tokens_per_expert};
-  for (Tensor* t : all) tshmem_moe_tensor_free(t, nullptr);
+void free_mapping(tshmem_moe_fused_mapping_t &m) {
+  Tensor *all[] = {&m.pos_to_expert, &m.pos_to_token, &m.pos_to_token_topk,    &m.token_topk_to_pos,
+                   &m.expert_start,  &m.expert_end,   &m.num_tokens_per_expert};
+  for (Tensor *t : all) tshmem_moe_tensor_free(t, nullptr);
 }
 
-void expect_same_mapping(const tshmem_moe_fused_mapping_t& a, const tshmem_moe_fused_mapping_t& b,
-                         const std::string& tag) {
+void expect_same_mapping(const tshmem_moe_fused_mapping_t &a, const tshmem_moe_fused_mapping_t &b,
+                         const std::string &tag) {
   expect_same(a.pos_to_expert, b.pos_to_expert, "pos_to_expert " + tag);
   expect_same(a.pos_to_token, b.pos_to_token, "pos_to_token " + tag);
   expect_same(a.pos_to_token_topk, b.pos_to_token_topk, "pos_to_token_topk " + tag);
@@ -303,7 +314,7 @@ void expect_same_mapping(const tshmem_moe_fused_mapping_t& a, const tshmem_moe_f
 // The canonical (ascending f) order makes the GPU mapping bitwise equal to the reference, for every SM count.
 TEST_F(MoeGpu, GetFusedMapping) {
   uint32_t seed = 100;
-  for (const MoeParams& mp : moe_params()) {
+  for (const MoeParams &mp : moe_params()) {
     int64_t T = 0;
     std::vector<int64_t> idx = generate_topk_idx(4001, mp.K, mp.local, mp.ranks, seed++, &T);
     Tensor ih = view(idx, TSHMEM_MOE_INT64, {T, mp.K});
@@ -352,7 +363,7 @@ struct Mapping {
   std::vector<int32_t> pos, pte;
   int64_t P = 0;
 };
-Mapping host_mapping(const std::vector<int64_t>& idx, int64_t T, int64_t K, int64_t E, int64_t align) {
+Mapping host_mapping(const std::vector<int64_t> &idx, int64_t T, int64_t K, int64_t E, int64_t align) {
   std::vector<int64_t> copy = idx;
   Tensor ih = view(copy, TSHMEM_MOE_INT64, {T, K});
   tshmem_moe_fused_mapping_t m{};
@@ -368,7 +379,7 @@ Mapping host_mapping(const std::vector<int64_t>& idx, int64_t T, int64_t K, int6
 TEST_F(MoeGpu, ExpandToFused) {
   const MoeParams cfgs[] = {{9, 8, 2}, {32, 8, 6}, {4, 64, 9}};
   uint32_t seed = 200;
-  for (const MoeParams& mp : cfgs) {
+  for (const MoeParams &mp : cfgs) {
     int64_t T = 0;
     std::vector<int64_t> idx = generate_topk_idx(4001, mp.K, mp.local, mp.ranks, seed++, &T);
     Mapping m = host_mapping(idx, T, mp.K, mp.local, 16);
@@ -378,7 +389,7 @@ TEST_F(MoeGpu, ExpandToFused) {
       if (mp.K == 9 && H != 576) continue;  // keeps the CPU reference time modest
       std::vector<uint16_t> x(static_cast<size_t>(T * H));
       std::mt19937 rng(static_cast<uint32_t>(H));
-      for (uint16_t& v : x) v = static_cast<uint16_t>(rng());
+      for (uint16_t &v : x) v = static_cast<uint16_t>(rng());
       Tensor xh = view(x, TSHMEM_MOE_BFLOAT16, {T, H});
       Mirror xd(xh, 0);
       Out r, g;
@@ -388,14 +399,14 @@ TEST_F(MoeGpu, ExpandToFused) {
       // With sf: fp8 activations, float32 row-major sf and packed int32 column-major sf.
       for (int64_t npc : {32, 128}) {
         std::vector<uint8_t> x8(static_cast<size_t>(T * H));
-        for (uint8_t& v : x8) v = static_cast<uint8_t>(rng());
+        for (uint8_t &v : x8) v = static_cast<uint8_t>(rng());
         Tensor x8h = view(x8, TSHMEM_MOE_FLOAT8_E4M3, {T, H});
         Mirror x8d(x8h, 0);
         const int64_t hsf = (H + npc - 1) / npc, hsfp = (hsf + 3) / 4;
         std::vector<float> sf(static_cast<size_t>(T * hsf));
-        for (float& v : sf) v = std::ldexp(1.0f, static_cast<int>(rng() % 20) - 10);
+        for (float &v : sf) v = std::ldexp(1.0f, static_cast<int>(rng() % 20) - 10);
         std::vector<int32_t> sfp(static_cast<size_t>(T * hsfp));
-        for (int32_t& v : sfp) v = static_cast<int32_t>(rng());
+        for (int32_t &v : sfp) v = static_cast<int32_t>(rng());
         Tensor sfh = view(sf, TSHMEM_MOE_FLOAT32, {T, hsf}), sfph = view(sfp, TSHMEM_MOE_INT32, {T, hsfp});
         Mirror sfd(sfh, 0), sfpd(sfph, 0);
         Out r1, s1, g1, t1, r2, s2, g2, t2;
@@ -419,7 +430,7 @@ TEST_F(MoeGpu, ReduceFused) {
   };
   const Cfg cfgs[] = {{{9, 8, 2}, 7168}, {{32, 8, 6}, 2048}, {{4, 64, 9}, 256}};
   uint32_t seed = 300;
-  for (const Cfg& c : cfgs) {
+  for (const Cfg &c : cfgs) {
     int64_t T = 0;
     std::vector<int64_t> idx = generate_topk_idx(4001, c.mp.K, c.mp.local, c.mp.ranks, seed++, &T);
     Mapping m = host_mapping(idx, T, c.mp.K, c.mp.local, 1);
@@ -429,7 +440,7 @@ TEST_F(MoeGpu, ReduceFused) {
     std::vector<float> xf = randn(static_cast<size_t>(P * H), seed), w(static_cast<size_t>(T * K));
     std::vector<float> xsf = randn(static_cast<size_t>(P), seed + 1), sf = {-1.7f};
     std::mt19937 rng(seed);
-    for (float& v : w) v = static_cast<float>(rng() % 65536) / 65536.0f;
+    for (float &v : w) v = static_cast<float>(rng() % 65536) / 65536.0f;
     std::vector<uint16_t> xb(xf.size());
     for (size_t i = 0; i < xf.size(); ++i) {  // bf16 by truncation: any bit pattern is a valid input
       uint32_t u;
@@ -449,9 +460,9 @@ TEST_F(MoeGpu, ReduceFused) {
                                            fp8 ? "e4m3" : "", fp8 ? &sfh : nullptr, &r, nullptr));
             MOE_OK(tshmem_moe_reduce_fused(bf ? &xbd : &xfd, with_sf ? &xsfd : nullptr, with_w ? &wd : nullptr, &pd,
                                            fp8 ? "e4m3" : "", fp8 ? &sfd : nullptr, &g, nullptr));
-            expect_same(r.t, g.t, "reduce H=" + std::to_string(H) + " bf16=" + std::to_string(bf) +
-                                      " fp8=" + std::to_string(fp8) + " w=" + std::to_string(with_w) +
-                                      " xsf=" + std::to_string(with_sf));
+            expect_same(r.t, g.t,
+                        "reduce H=" + std::to_string(H) + " bf16=" + std::to_string(bf) + " fp8=" +
+                            std::to_string(fp8) + " w=" + std::to_string(with_w) + " xsf=" + std::to_string(with_sf));
           }
   }
 }
