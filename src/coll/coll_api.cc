@@ -89,12 +89,14 @@ Status allreduce(tshmem_team_t team, void *dst, const void *src, size_t count, t
   TSHMEM_CHECK(check_common(*ctx, call, team, &team_view));
   TSHMEM_CHECK(check_reduction(call, count, dtype, op));
   const size_t elem = dtype_size(dtype);
-  if (count > ctx->heap->size() / elem) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: count %zu exceeds the heap", call, count);
+  if (count > ctx->heap->size() / elem)
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: count %zu exceeds the heap", call, count);
   const size_t bytes = count * elem;
   TSHMEM_CHECK(check_buffer(*ctx, call, "dst", dst, bytes, elem));
   TSHMEM_CHECK(check_buffer(*ctx, call, "src", src, bytes, elem));
   if (dst != src && overlap(dst, bytes, src, bytes))
-    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst and src overlap without being equal (in place needs dst == src)", call);
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst and src overlap without being equal (in place needs dst == src)",
+                     call);
   CollLaunch launch;
   launch.kind = CollKind::kAllreduce;
   launch.dtype = dtype;
@@ -103,10 +105,20 @@ Status allreduce(tshmem_team_t team, void *dst, const void *src, size_t count, t
   launch.dst = dst;
   launch.src = src;
   launch.count = count;
-  // One-shot reads every member's src and cannot run in place; two-shot moves 2/n of the data per member.
-  launch.two_shot = dst == src || bytes > TSHMEMX_ALLREDUCE_ONESHOT_MAX;
-  const size_t per_pe = launch.two_shot ? bytes / static_cast<size_t>(team_view.size) : bytes;
-  return coll_launch(launch, blocks_for(per_pe), kThreads, stream);
+  // Up to TSHMEMX_ALLREDUCE_ONESHOT_MAX: the LL one-shot (no barrier; in place allowed) on enough block rows
+  // that each row's lines fit its LL slots and each thread has about one line. Otherwise two-shot, which
+  // moves 2/n of the data per member (the barrier-bracketed pull one-shot stays for the device API).
+  if (bytes <= TSHMEMX_ALLREDUCE_ONESHOT_MAX) {
+    const size_t lines = (bytes + 7) / 8;
+    const size_t cap = TSHMEMI_COLL_LL_ROW_LINES(team_view.size);
+    const size_t rows = std::max((lines + kThreads - 1) / kThreads, (lines + cap - 1) / cap);
+    if (rows <= TSHMEMI_COLL_MAX_ROWS) {
+      launch.two_shot = false;
+      return coll_launch(launch, static_cast<int>(rows), kThreads, stream);
+    }
+  }
+  launch.two_shot = true;
+  return coll_launch(launch, blocks_for(bytes / static_cast<size_t>(team_view.size)), kThreads, stream);
 }
 
 Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
@@ -148,7 +160,8 @@ Status move(CollKind kind, const char *call, tshmem_team_t team, void *dst, cons
   if (kind != CollKind::kBarrier) {
     if (nbytes == 0) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: nbytes is 0", call);
     const size_t n = static_cast<size_t>(team_view.size);
-    if (nbytes > ctx->heap->size() / n) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: nbytes %zu exceeds the heap", call, nbytes);
+    if (nbytes > ctx->heap->size() / n)
+      return set_error(TSHMEM_ERR_INVALID_ARG, "%s: nbytes %zu exceeds the heap", call, nbytes);
     const size_t dst_bytes = kind == CollKind::kBroadcast ? nbytes : nbytes * n;
     const size_t src_bytes = kind == CollKind::kAlltoall ? nbytes * n : nbytes;
     TSHMEM_CHECK(check_buffer(*ctx, call, "dst", dst, dst_bytes, 1));

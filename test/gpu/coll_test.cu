@@ -73,8 +73,10 @@ A combine(tshmemx_redop_t op, A acc, A x) {
 template <class T>
 T value(int pe, size_t i) {
   const long long k = static_cast<long long>((i * 7919 + static_cast<size_t>(pe) * 104729 + 13) % 2001) - 1000;
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(k * (sizeof(T) == 8 ? 4000000000000000LL : 1000000LL));
-  else return Traits<T>::from_acc(static_cast<float>(k) / 256.0f);
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(k * (sizeof(T) == 8 ? 4000000000000000LL : 1000000LL));
+  else
+    return Traits<T>::from_acc(static_cast<float>(k) / 256.0f);
 }
 
 /// op over PEs 0..n-1 of value(pe, first + i).
@@ -143,8 +145,8 @@ TYPED_TEST(CollReduce, AllreduceEveryOpSizeOffsetInPlaceAndNot) {
               << tshmemx_last_error();
           TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
           const std::vector<T> got = download(d, count);
-          EXPECT_TRUE(same_bytes(got, want)) << op_name(op) << " count " << count << " offset " << offset
-                                             << (in_place ? " in place" : "");
+          EXPECT_TRUE(same_bytes(got, want))
+              << op_name(op) << " count " << count << " offset " << offset << (in_place ? " in place" : "");
           if (!in_place) {  // a second run over the same input gives the same bytes
             ASSERT_EQ(tshmemx_allreduce_on_stream(TSHMEM_TEAM_WORLD, d, s, count, Traits<T>::kDtype, op, nullptr), 0);
             TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
@@ -176,6 +178,54 @@ TYPED_TEST(CollReduce, ReduceScatterEveryOpAndSize) {
       }
 }
 
+// Many all-reduces back to back on one stream, no host sync in between, each on its own input (so a line
+// left over from an earlier call cannot pass for a fresh one): exercises the LL one-shot's per-row call
+// counters, both parities and slot reuse, interleaved with two-shot calls and with in-place calls.
+TEST(CollReduceLL, ManyBackToBackCallsEachOnItsOwnInput) {
+  TSHMEM_REQUIRE_GPU();
+  using T = __nv_bfloat16;
+  const int n = tshmem_n_pes();
+  const size_t counts[] = {1, 5, 1000, 4097, 40000, 131072, 131075};  // 131072 bf16 = 256 KiB; one more: two-shot
+  constexpr int kReps = 12;
+  size_t total = 0;
+  for (size_t c : counts) total += c + 1;
+  SymBuffer src(total * kReps * sizeof(T) + 64), dst(total * kReps * sizeof(T) + 64);
+  struct Call {
+    T *d;
+    size_t first, count;
+    tshmemx_redop_t op;
+  };
+  std::vector<Call> calls;
+  size_t at = 0;
+  for (int rep = 0; rep < kReps; ++rep)
+    for (size_t c : counts) {
+      const size_t first = static_cast<size_t>(rep) * 1000003 + c;  // a different input for every call
+      T *s = src.get<T>() + at + (rep & 1);
+      upload(s, mine<T>(first, c));
+      const bool in_place = rep % 3 == 2;
+      calls.push_back(
+          {in_place ? s : dst.get<T>() + at + (rep & 1), first, c, rep % 4 == 1 ? TSHMEMX_OP_MAX : TSHMEMX_OP_SUM});
+      at += c + 1;
+    }
+  TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+  tshmem_barrier_all();
+  at = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const int rep = static_cast<int>(i / (sizeof(counts) / sizeof(counts[0])));
+    T *s = src.get<T>() + at + (rep & 1);
+    ASSERT_EQ(tshmemx_allreduce_on_stream(TSHMEM_TEAM_WORLD, calls[i].d, s, calls[i].count, TSHMEMX_DTYPE_BFLOAT16,
+                                          calls[i].op, nullptr),
+              0)
+        << tshmemx_last_error();
+    at += calls[i].count + 1;
+  }
+  TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+  for (const Call &c : calls)
+    EXPECT_TRUE(same_bytes(download(c.d, c.count), reference<T>(c.op, n, c.first, c.count)))
+        << "count " << c.count << " first " << c.first << " " << op_name(c.op);
+  tshmem_barrier_all();
+}
+
 TEST(CollReduceLarge, Allreduce256MiBFloatSumInPlace) {
   TSHMEM_REQUIRE_GPU();
   const size_t count = (256u << 20) / sizeof(float);
@@ -183,16 +233,20 @@ TEST(CollReduceLarge, Allreduce256MiBFloatSumInPlace) {
   upload(buf.get<float>(), mine<float>(0, count));
   tshmem_barrier_all();
   ASSERT_EQ(tshmemx_allreduce_on_stream(TSHMEMX_TEAM_NODE, buf.get(), buf.get(), count, TSHMEMX_DTYPE_FLOAT,
-                                        TSHMEMX_OP_SUM, nullptr), 0) << tshmemx_last_error();
+                                        TSHMEMX_OP_SUM, nullptr),
+            0)
+      << tshmemx_last_error();
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-  EXPECT_TRUE(same_bytes(download(buf.get<float>(), count), reference<float>(TSHMEMX_OP_SUM, tshmem_n_pes(), 0, count)));
+  EXPECT_TRUE(
+      same_bytes(download(buf.get<float>(), count), reference<float>(TSHMEMX_OP_SUM, tshmem_n_pes(), 0, count)));
   tshmem_barrier_all();
 }
 
 // ---- byte moves ---------------------------------------------------------------------------------------------
 std::vector<unsigned char> pattern(int pe, size_t bytes, size_t salt = 0) {
   std::vector<unsigned char> v(bytes);
-  for (size_t i = 0; i < bytes; ++i) v[i] = static_cast<unsigned char>((i * 31 + static_cast<size_t>(pe) * 97 + salt) & 0xff);
+  for (size_t i = 0; i < bytes; ++i)
+    v[i] = static_cast<unsigned char>((i * 31 + static_cast<size_t>(pe) * 97 + salt) & 0xff);
   return v;
 }
 
@@ -280,16 +334,18 @@ TEST(CollGraph, AllreduceAndAllgatherInAGraph) {
   cudaGraph_t graph;
   TSHMEM_CUDA_EXPECT(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   EXPECT_EQ(tshmemx_allreduce_on_stream(TSHMEM_TEAM_WORLD, dst.get(), src.get(), count, TSHMEMX_DTYPE_BFLOAT16,
-                                        TSHMEMX_OP_SUM, s), 0) << tshmemx_last_error();
+                                        TSHMEMX_OP_SUM, s),
+            0)
+      << tshmemx_last_error();
   EXPECT_EQ(tshmemx_allgather_on_stream(TSHMEM_TEAM_WORLD, gdst.get(), gsrc.get(), bytes, s), 0);
   EXPECT_EQ(tshmemx_barrier_on_stream(TSHMEM_TEAM_WORLD, s), 0);
   TSHMEM_CUDA_EXPECT(cudaStreamEndCapture(stream, &graph));
   cudaGraphExec_t exec;
   TSHMEM_CUDA_EXPECT(cudaGraphInstantiate(&exec, graph, 0));
-  for (int launch = 0; launch < 5; ++launch) TSHMEM_CUDA_EXPECT(cudaGraphLaunch(exec, stream));
+  for (int launch = 0; launch < 64; ++launch) TSHMEM_CUDA_EXPECT(cudaGraphLaunch(exec, stream));
   TSHMEM_CUDA_EXPECT(cudaStreamSynchronize(stream));
-  EXPECT_TRUE(same_bytes(download(dst.get<__nv_bfloat16>(), count),
-                         reference<__nv_bfloat16>(TSHMEMX_OP_SUM, n, 0, count)));
+  EXPECT_TRUE(
+      same_bytes(download(dst.get<__nv_bfloat16>(), count), reference<__nv_bfloat16>(TSHMEMX_OP_SUM, n, 0, count)));
   std::vector<unsigned char> want;
   for (int pe = 0; pe < n; ++pe) {
     const auto p = pattern(pe, bytes);
@@ -318,8 +374,10 @@ TEST(CollErrors, BadArgumentsAreRefusedOnEveryPe) {
       {"misaligned", tshmemx_allreduce_on_stream(0, out.get(), b + 1, 4, TSHMEMX_DTYPE_FLOAT, TSHMEMX_OP_SUM, nullptr)},
       {"outside the heap",
        tshmemx_allreduce_on_stream(0, out.get(), outside, 4, TSHMEMX_DTYPE_FLOAT, TSHMEMX_OP_SUM, nullptr)},
-      {"dtype", tshmemx_allreduce_on_stream(0, out.get(), b, 4, static_cast<tshmemx_dtype_t>(99), TSHMEMX_OP_SUM, nullptr)},
-      {"op", tshmemx_allreduce_on_stream(0, out.get(), b, 4, TSHMEMX_DTYPE_FLOAT, static_cast<tshmemx_redop_t>(7), nullptr)},
+      {"dtype",
+       tshmemx_allreduce_on_stream(0, out.get(), b, 4, static_cast<tshmemx_dtype_t>(99), TSHMEMX_OP_SUM, nullptr)},
+      {"op",
+       tshmemx_allreduce_on_stream(0, out.get(), b, 4, TSHMEMX_DTYPE_FLOAT, static_cast<tshmemx_redop_t>(7), nullptr)},
       {"team", tshmemx_allreduce_on_stream(5, out.get(), b, 4, TSHMEMX_DTYPE_FLOAT, TSHMEMX_OP_SUM, nullptr)},
       {"overlap", tshmemx_allreduce_on_stream(0, b + 4, b, 16, TSHMEMX_DTYPE_FLOAT, TSHMEMX_OP_SUM, nullptr)},
       {"root", tshmemx_broadcast_on_stream(0, out.get(), b, 16, tshmem_n_pes(), nullptr)},
@@ -369,15 +427,30 @@ __global__ void signal_kernel(uint64_t *sig) {
 template <class T>
 struct Lanes;
 template <>
-struct Lanes<float> { using S = float; static constexpr int k = 1; };
+struct Lanes<float> {
+  using S = float;
+  static constexpr int k = 1;
+};
 template <>
-struct Lanes<__half2> { using S = __half; static constexpr int k = 2; };
+struct Lanes<__half2> {
+  using S = __half;
+  static constexpr int k = 2;
+};
 template <>
-struct Lanes<__nv_bfloat162> { using S = __nv_bfloat16; static constexpr int k = 2; };
+struct Lanes<__nv_bfloat162> {
+  using S = __nv_bfloat16;
+  static constexpr int k = 2;
+};
 template <>
-struct Lanes<int32_t> { using S = int32_t; static constexpr int k = 1; };
+struct Lanes<int32_t> {
+  using S = int32_t;
+  static constexpr int k = 1;
+};
 template <>
-struct Lanes<int64_t> { using S = int64_t; static constexpr int k = 1; };
+struct Lanes<int64_t> {
+  using S = int64_t;
+  static constexpr int k = 1;
+};
 
 template <redop Op, class T, int N>
 void check_twin() {

@@ -9,14 +9,20 @@
  *            moves slice b of the data and pairs with block b elsewhere, so no grid-wide sync is needed,
  *            except in barrier_grid, which requires co-resident blocks (like tshmem::barrier_all_grid).
  * Every collective starts with a barrier of its block row (the members' inputs are ready) and ends with one
- * (the members' outputs are written, the inputs no longer read), so buffers may be reused at once after it.
+ * (the members' outputs are written, the inputs no longer read), so buffers may be reused at once after it;
+ * the LL all-reduce needs neither (it reads peers' data only from its own internal area).
  * Rules: same counts and symmetric buffers on every member; one collective at a time per block row; team
  * size <= TSHMEMI_COLL_MAX_TEAM. Element types T: float, __half, __nv_bfloat16, int32_t, int64_t.
  *
  * Results: accumulation in team-index order (0 .. n-1), floats in f32 rounded once to T, integers wrap;
  * identical on every PE and run to run (multimem.cuh explains why multicast sums agree for n <= 2).
- * All-reduce: `two_shot` false = one-shot (every member reads every member's src; out of place only),
- * true = reduce-scatter + all-gather by pushes (in place allowed). The host on-stream forms choose by size.
+ * All-reduce: `two_shot` false = one-shot. When the part of each block row fits that row's LL slots (8 KiB of
+ * data per row at 2 PEs, 8 KiB / (n - 1) in general: TSHMEMI_COLL_LL_ROW_LINES) it is the LL form: every
+ * member pushes its src as {data, flag} words into its peers' internal LL area and reduces what arrives, with
+ * no barrier (in place allowed; each row counts its LL calls, so every member must make the same calls
+ * per row); otherwise every member reads every member's src between two barriers (out of place only).
+ * `two_shot` true = reduce-scatter + all-gather by pushes (in place allowed). The host on-stream forms
+ * choose by size (LL up to TSHMEMX_ALLREDUCE_ONESHOT_MAX when it fits 32 rows, else two-shot).
  *
  * Flags: row r's barrier words live in tshmem's internal heap region (impl/coll.cuh lays them out).
  */

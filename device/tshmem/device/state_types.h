@@ -21,8 +21,9 @@
 /** Bump when the layout of tshmemi_device_state changes. */
 #define TSHMEM_DEVICE_STATE_LAYOUT 1u
 
-/** Bytes at the start of every heap that tshmem keeps for itself (device barrier and sync counters). */
-#define TSHMEM_INTERNAL_HEAP_BYTES (64u * 1024u)
+/** Bytes at the start of every heap that tshmem keeps for itself: device barrier and sync counters (first
+ *  64 KiB), then the 1 MiB the collectives' flag-in-data (LL) one-shot all-reduce receives into. */
+#define TSHMEM_INTERNAL_HEAP_BYTES (64u * 1024u + 1024u * 1024u)
 
 enum tshmemi_state_flags {
   TSHMEMI_STATE_INITIALIZED = 1u << 0, /**< Filled by a live tshmem_init. */

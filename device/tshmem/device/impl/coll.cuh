@@ -1,9 +1,22 @@
 // Bodies of tshmem/device/coll.cuh.
 //
-// Barrier words, in tshmem's internal heap region (the first TSHMEM_INTERNAL_HEAP_BYTES of every heap,
-// zeroed at init), after the 16 KiB the device sync uses (impl/internal_heap.cuh):
+// Barrier words and the LL receive area, in tshmem's internal heap region (the first
+// TSHMEM_INTERNAL_HEAP_BYTES of every heap, zeroed at init), after the 16 KiB the device sync uses
+// (impl/internal_heap.cuh):
 //   16 KiB                    uint64 row_epoch[ROWS]          barriers row r has completed on this PE
 //   16 KiB + 8 * ROWS         uint64 flag[ROWS][MAX_TEAM]     flag[r][k]: last epoch member k announced on row r
+//   after the flags           uint64 ll_calls[ROWS]           LL all-reduces row r has completed on this PE
+//   64 KiB                    LL area, 1 MiB: [ROWS][2 parities][n - 1 senders][lines] of 16-byte lines
+//
+// LL (flag-in-data) one-shot all-reduce: no barrier at all. A line is two 8-byte words {32 data bits, 32 flag
+// bits}, each written and read as one single-copy-atomic 64-bit element of a v2.u64 volatile access (PTX
+// treats a vector access as independent accesses of its elements), so a reader that sees the call's flag in
+// a word sees that word's data. Call c of row r (c = ll_calls[r] + 1, the same on every member because every
+// member makes the same calls) uses parity c & 1 and flag (c mod (2^32 - 1)) + 1 (never 0, the zeroed
+// state). A member pushes its lines into the parity-(c & 1) slot every peer keeps for it, then spins on the
+// lines of its own slots. Slot reuse is safe without a barrier: a member writes parity c & 1 again only in
+// call c + 2, after it read its peers' call c + 1 lines, which each peer pushed after finishing its reads
+// of call c (program/stream order of the row); so no member is more than one call ahead of another per row.
 #ifndef TSHMEM_DEVICE_IMPL_COLL_CUH
 #define TSHMEM_DEVICE_IMPL_COLL_CUH
 
@@ -17,6 +30,13 @@
 /// Block rows (blockIdx.x of a *_block call, gridDim.x of a *_grid call) and team size the flags cover.
 #define TSHMEMI_COLL_MAX_ROWS 32
 #define TSHMEMI_COLL_MAX_TEAM 128
+/// The LL area: offset in the internal region, size, bytes per row and parity.
+#define TSHMEMI_COLL_LL_OFFSET (64u * 1024u)
+#define TSHMEMI_COLL_LL_BYTES (TSHMEM_INTERNAL_HEAP_BYTES - TSHMEMI_COLL_LL_OFFSET)
+#define TSHMEMI_COLL_LL_PARITY_BYTES (TSHMEMI_COLL_LL_BYTES / TSHMEMI_COLL_MAX_ROWS / 2)
+/// Lines (8 data bytes each) one block row can take per LL call in a team of n: (n - 1) slots per parity.
+#define TSHMEMI_COLL_LL_ROW_LINES(n) \
+  (static_cast<size_t>(TSHMEMI_COLL_LL_PARITY_BYTES / 16) / static_cast<size_t>((n) > 1 ? (n)-1 : 1))
 
 #ifdef TSHMEM_DEVICE_COMPILE
 namespace tshmemi {
@@ -24,8 +44,12 @@ namespace coll_detail {
 
 constexpr size_t kRowEpochs = internal_heap::kDeviceBytes;
 constexpr size_t kFlags = kRowEpochs + 8 * TSHMEMI_COLL_MAX_ROWS;
-static_assert(kFlags + 8 * TSHMEMI_COLL_MAX_ROWS * TSHMEMI_COLL_MAX_TEAM <= TSHMEM_INTERNAL_HEAP_BYTES,
-              "collective barrier words overflow the internal heap region");
+constexpr size_t kLlCalls = kFlags + 8 * TSHMEMI_COLL_MAX_ROWS * TSHMEMI_COLL_MAX_TEAM;
+static_assert(kLlCalls + 8 * TSHMEMI_COLL_MAX_ROWS <= TSHMEMI_COLL_LL_OFFSET,
+              "collective barrier words overflow into the LL area");
+static_assert(TSHMEMI_COLL_LL_OFFSET < TSHMEM_INTERNAL_HEAP_BYTES && TSHMEMI_COLL_LL_PARITY_BYTES % 16 == 0 &&
+                  TSHMEMI_COLL_LL_ROW_LINES(TSHMEMI_COLL_MAX_TEAM) >= 1,
+              "the LL area does not fit the internal heap region");
 
 using block = group<tshmem::block_scope>;
 
@@ -77,18 +101,26 @@ using acc_t = std::conditional_t<std::is_integral_v<T>, T, float>;
 
 template <class T>
 TSHMEMI_DEVICE acc_t<T> to_acc(T x) {
-  if constexpr (std::is_same_v<T, float> || std::is_integral_v<T>) return x;
-  else if constexpr (std::is_same_v<T, __half>) return __half2float(x);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat162float(x);
-  else static_assert(tshmem::dependent_false<T>, "collectives: float, __half, __nv_bfloat16, int32_t, int64_t");
+  if constexpr (std::is_same_v<T, float> || std::is_integral_v<T>)
+    return x;
+  else if constexpr (std::is_same_v<T, __half>)
+    return __half2float(x);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __bfloat162float(x);
+  else
+    static_assert(tshmem::dependent_false<T>, "collectives: float, __half, __nv_bfloat16, int32_t, int64_t");
 }
 
 template <class T>
 TSHMEMI_DEVICE T from_acc(acc_t<T> a) {
-  if constexpr (std::is_same_v<T, float> || std::is_integral_v<T>) return a;
-  else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(a);  // the one rounding
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(a);
-  else static_assert(tshmem::dependent_false<T>, "collectives: float, __half, __nv_bfloat16, int32_t, int64_t");
+  if constexpr (std::is_same_v<T, float> || std::is_integral_v<T>)
+    return a;
+  else if constexpr (std::is_same_v<T, __half>)
+    return __float2half_rn(a);  // the one rounding
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __float2bfloat16_rn(a);
+  else
+    static_assert(tshmem::dependent_false<T>, "collectives: float, __half, __nv_bfloat16, int32_t, int64_t");
 }
 
 template <class A>
@@ -113,25 +145,37 @@ TSHMEMI_DEVICE void reduce_elems(const tshmem::team_view &t, tshmem::redop op, T
                                  size_t n, bool push, const char *call, const tshmemi_device_state &st) {
   using U = std::conditional_t<Vec, uint4, T>;
   constexpr int E = static_cast<int>(sizeof(U) / sizeof(T));
-  const size_t rank = block::rank(), size = block::size();
-  for (size_t u = rank; u < n / E; u += size) {
-    const size_t e = first + u * E;
-    acc_t<T> acc[E];
+  constexpr int B = Vec ? 4 : 1;  // units per thread in flight per member (remote loads are latency-bound)
+  const size_t rank = block::rank(), size = block::size(), units = n / E;
+  for (size_t u0 = rank; u0 < units; u0 += B * size) {
+    acc_t<T> acc[B][E];
     for (int k = 0; k < t.size; ++k) {
-      const U raw = *reinterpret_cast<const U *>(remote_ptr(src + e, t.pe(k), call, st));
-      const T *x = reinterpret_cast<const T *>(&raw);
+      const U *from = reinterpret_cast<const U *>(remote_ptr(src + first, t.pe(k), call, st));
+      U raw[B];
 #pragma unroll
-      for (int j = 0; j < E; ++j) acc[j] = k == 0 ? to_acc(x[j]) : combine(op, acc[j], to_acc(x[j]));
+      for (int b = 0; b < B; ++b) raw[b] = u0 + b * size < units ? from[u0 + b * size] : U{};
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        const T *x = reinterpret_cast<const T *>(&raw[b]);
+#pragma unroll
+        for (int j = 0; j < E; ++j) acc[b][j] = k == 0 ? to_acc(x[j]) : combine(op, acc[b][j], to_acc(x[j]));
+      }
     }
-    U out;
-    T *o = reinterpret_cast<T *>(&out);
 #pragma unroll
-    for (int j = 0; j < E; ++j) o[j] = from_acc<T>(acc[j]);
-    if (!push) {
-      *reinterpret_cast<U *>(dst + e) = out;
-    } else {
-      for (int k = 0; k < t.size; ++k)  // start at the next member: spreads the writes over the links
-        *reinterpret_cast<U *>(remote_ptr(dst + e, t.pe((t.my_index + 1 + k) % t.size), call, st)) = out;
+    for (int b = 0; b < B; ++b) {
+      const size_t u = u0 + b * size;
+      if (u >= units) break;
+      const size_t e = first + u * E;
+      U out;
+      T *o = reinterpret_cast<T *>(&out);
+#pragma unroll
+      for (int j = 0; j < E; ++j) o[j] = from_acc<T>(acc[b][j]);
+      if (!push) {
+        *reinterpret_cast<U *>(dst + e) = out;
+      } else {
+        for (int k = 0; k < t.size; ++k)  // start at the next member: spreads the writes over the links
+          *reinterpret_cast<U *>(remote_ptr(dst + e, t.pe((t.my_index + 1 + k) % t.size), call, st)) = out;
+      }
     }
   }
 }
@@ -141,7 +185,8 @@ template <class T>
 TSHMEMI_DEVICE void reduce_range(const tshmem::team_view &t, tshmem::redop op, T *dst, const T *src, size_t first,
                                  size_t n, bool push, const char *call, const tshmemi_device_state &st) {
   constexpr size_t E = 16 / sizeof(T);
-  const bool aligned = ((reinterpret_cast<uintptr_t>(dst + first) | reinterpret_cast<uintptr_t>(src + first)) & 15) == 0;
+  const bool aligned =
+      ((reinterpret_cast<uintptr_t>(dst + first) | reinterpret_cast<uintptr_t>(src + first)) & 15) == 0;
   const size_t vec_n = aligned ? n / E * E : 0;
   if (vec_n != 0) reduce_elems<T, true>(t, op, dst, src, first, vec_n, push, call, st);
   if (vec_n != n) reduce_elems<T, false>(t, op, dst, src, first + vec_n, n - vec_n, push, call, st);
@@ -181,6 +226,130 @@ TSHMEMI_DEVICE bool mc_allreduce(tshmem::redop op, T *mc_dst, const T *mc_src, s
   return true;
 }
 
+// ---- LL one-shot all-reduce (see the top of this file) ------------------------------------------------------
+TSHMEMI_DEVICE void ll_store(ulonglong2 *line, uint64_t a, uint64_t b) {
+  asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(line), "l"(a), "l"(b) : "memory");
+}
+
+TSHMEMI_DEVICE void ll_load(const ulonglong2 *line, uint64_t &a, uint64_t &b) {
+  asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(line) : "memory");
+}
+
+/// Waits until both words of `line` carry `flag`; returns their data (low word first). Traps after the
+/// state's wait timeout, like every other wait.
+TSHMEMI_DEVICE uint2 ll_wait(const ulonglong2 *line, uint32_t flag, const char *call, const tshmemi_device_state &st) {
+  uint64_t a, b;
+  ll_load(line, a, b);
+  if (static_cast<uint32_t>(a >> 32) != flag || static_cast<uint32_t>(b >> 32) != flag) {
+    const uint64_t timeout = st.wait_timeout_ns;
+    const uint64_t start = timeout != 0 ? global_timer_ns() : 0;
+    for (;;) {
+      ll_load(line, a, b);
+      if (static_cast<uint32_t>(a >> 32) == flag && static_cast<uint32_t>(b >> 32) == flag) break;
+      if (timeout != 0 && global_timer_ns() - start > timeout)
+        trap_wait_timeout(call, line, TSHMEM_CMP_EQ, flag, static_cast<uint32_t>(a >> 32) != flag ? a >> 32 : b >> 32,
+                          static_cast<unsigned long long>(timeout), st.my_pe);
+    }
+  }
+  return make_uint2(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
+}
+
+/// True when the LL path can take `count` elements of T split over `parts` rows in a team of `n`.
+template <class T>
+TSHMEMI_DEVICE bool ll_fits(size_t count, int parts, int n) {
+  constexpr size_t E = 8 / sizeof(T);
+  const size_t lines = (count + E - 1) / E;
+  return (lines + static_cast<size_t>(parts) - 1) / static_cast<size_t>(parts) <= TSHMEMI_COLL_LL_ROW_LINES(n);
+}
+
+/// Line `line` (8 bytes, E elements) of p: one 8-byte load when aligned and whole, else element by element
+/// with zeros past `count`.
+template <class T>
+TSHMEMI_DEVICE uint2 ll_read_line(const T *p, size_t line, size_t count, bool aligned) {
+  constexpr size_t E = 8 / sizeof(T);
+  const size_t e0 = line * E;
+  if (aligned && e0 + E <= count) return *reinterpret_cast<const uint2 *>(p + e0);
+  T x[E];
+#pragma unroll
+  for (size_t j = 0; j < E; ++j) x[j] = e0 + j < count ? p[e0 + j] : T{};
+  uint2 out;
+  memcpy(&out, x, 8);
+  return out;
+}
+
+template <class T>
+TSHMEMI_DEVICE void ll_write_line(T *p, size_t line, size_t count, bool aligned, uint2 v) {
+  constexpr size_t E = 8 / sizeof(T);
+  const size_t e0 = line * E;
+  if (aligned && e0 + E <= count) {
+    *reinterpret_cast<uint2 *>(p + e0) = v;
+    return;
+  }
+  T x[E];
+  memcpy(x, &v, 8);
+#pragma unroll
+  for (size_t j = 0; j < E; ++j)
+    if (e0 + j < count) p[e0 + j] = x[j];
+}
+
+/// LL one-shot all-reduce of lines [first, first + n_lines) (8 bytes of elements each) on block row `row`:
+/// push every line to every peer's slot, then reduce the peers' lines (as they arrive) with the own ones in
+/// team-index order and store to dst. In place allowed (a thread reads its own lines of src before it
+/// writes them to dst). Needs n_lines <= TSHMEMI_COLL_LL_ROW_LINES(t.size) (ll_fits).
+template <class T>
+TSHMEMI_DEVICE void allreduce_ll(const tshmem::team_view &t, tshmem::redop op, T *dst, const T *src, size_t count,
+                                 size_t first, size_t n_lines, int row, const char *call,
+                                 const tshmemi_device_state &st) {
+  constexpr size_t E = 8 / sizeof(T);
+  __syncthreads();  // the previous LL call of this row (same block) has recorded its number
+  char *base = own_heap_base(st);
+  volatile uint64_t *calls_word = reinterpret_cast<volatile uint64_t *>(base + kLlCalls + 8 * row);
+  const uint64_t c = *calls_word + 1;
+  const uint32_t flag = static_cast<uint32_t>(c % 0xffffffffull) + 1;
+  const uint64_t tag = static_cast<uint64_t>(flag) << 32;
+  const size_t slot_bytes = TSHMEMI_COLL_LL_ROW_LINES(t.size) * 16;
+  const size_t area = TSHMEMI_COLL_LL_OFFSET + static_cast<size_t>(row) * 2 * TSHMEMI_COLL_LL_PARITY_BYTES +
+                      (c & 1) * TSHMEMI_COLL_LL_PARITY_BYTES;
+  ulonglong2 *mine = reinterpret_cast<ulonglong2 *>(base + area);
+  const bool aligned = ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 7) == 0;
+  const size_t rank = block::rank(), size = block::size();
+  // 1. Push: every line to every peer, into the slot that peer keeps for this member.
+  for (size_t l = rank; l < n_lines; l += size) {
+    const uint2 v = ll_read_line(src, first + l, count, aligned);
+    const uint64_t a = tag | v.x, b = tag | v.y;
+    for (int i = 1; i < t.size; ++i) {
+      const int k = (t.my_index + i) % t.size;
+      const size_t slot = static_cast<size_t>(t.my_index < k ? t.my_index : t.my_index - 1);
+      ll_store(remote_ptr(mine + slot * (slot_bytes / 16) + l, t.pe(k), call, st), a, b);
+    }
+  }
+  // 2. Reduce: the same lines of every member, team-index order, as they arrive.
+  for (size_t l = rank; l < n_lines; l += size) {
+    acc_t<T> acc[E];
+    for (int k = 0; k < t.size; ++k) {
+      uint2 v;
+      if (k == t.my_index) {
+        v = ll_read_line(src, first + l, count, aligned);
+      } else {
+        const size_t slot = static_cast<size_t>(k < t.my_index ? k : k - 1);
+        v = ll_wait(mine + slot * (slot_bytes / 16) + l, flag, call, st);
+      }
+      T x[E];
+      memcpy(x, &v, 8);
+#pragma unroll
+      for (size_t j = 0; j < E; ++j) acc[j] = k == 0 ? to_acc(x[j]) : combine(op, acc[j], to_acc(x[j]));
+    }
+    T o[E];
+#pragma unroll
+    for (size_t j = 0; j < E; ++j) o[j] = from_acc<T>(acc[j]);
+    uint2 out;
+    memcpy(&out, o, 8);
+    ll_write_line(dst, first + l, count, aligned, out);
+  }
+  __syncthreads();
+  if (rank == 0) *calls_word = c;  // read again only after the next LL call's leading __syncthreads
+}
+
 /// All-reduce on part `part` of `parts` (row `row`): see coll.cuh.
 template <class T>
 TSHMEMI_DEVICE void allreduce(tshmem_team_t team, T *dst, const T *src, size_t count, tshmem::redop op, bool two_shot,
@@ -188,6 +357,12 @@ TSHMEMI_DEVICE void allreduce(tshmem_team_t team, T *dst, const T *src, size_t c
   const char *call = "tshmem::coll::allreduce";
   const tshmem::team_view t = tshmem::team_of(team, st);
   check_shape(t, row, parts, call, st);
+  if (!two_shot && ll_fits<T>(count, parts, t.size)) {  // the same choice on every member: no barrier at all
+    constexpr size_t E8 = 8 / sizeof(T);
+    const span s = split((count + E8 - 1) / E8, static_cast<size_t>(parts), static_cast<size_t>(part));
+    allreduce_ll<T>(t, op, dst, src, count, s.begin, s.end - s.begin, row, call, st);
+    return;
+  }
   row_barrier(t, row, call, st);  // every member's src is ready (and its dst free)
   constexpr size_t E = 16 / sizeof(T);
   T *mc_dst = tshmem::mc_ptr(team, dst, st);
@@ -288,15 +463,15 @@ TSHMEMI_DEVICE void reduce_scatter_grid(tshmem_team_t team, T *dst, const T *src
                                           static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), st);
 }
 
-#define TSHMEMI_COLL_MOVE(NAME, KIND, ROOT_PARAM, ROOT)                                                         \
-  TSHMEMI_DEVICE void NAME##_block(tshmem_team_t team, void *dst, const void *src, size_t nbytes ROOT_PARAM,   \
-                                   const tshmemi_device_state &st) {                                           \
-    tshmemi::coll_detail::move(KIND, team, dst, src, nbytes, ROOT, 0, 1, static_cast<int>(blockIdx.x), st);     \
-  }                                                                                                             \
-  TSHMEMI_DEVICE void NAME##_grid(tshmem_team_t team, void *dst, const void *src, size_t nbytes ROOT_PARAM,    \
-                                  const tshmemi_device_state &st) {                                            \
-    tshmemi::coll_detail::move(KIND, team, dst, src, nbytes, ROOT, static_cast<int>(blockIdx.x),                \
-                               static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), st);                  \
+#define TSHMEMI_COLL_MOVE(NAME, KIND, ROOT_PARAM, ROOT)                                                      \
+  TSHMEMI_DEVICE void NAME##_block(tshmem_team_t team, void *dst, const void *src, size_t nbytes ROOT_PARAM, \
+                                   const tshmemi_device_state &st) {                                         \
+    tshmemi::coll_detail::move(KIND, team, dst, src, nbytes, ROOT, 0, 1, static_cast<int>(blockIdx.x), st);  \
+  }                                                                                                          \
+  TSHMEMI_DEVICE void NAME##_grid(tshmem_team_t team, void *dst, const void *src, size_t nbytes ROOT_PARAM,  \
+                                  const tshmemi_device_state &st) {                                          \
+    tshmemi::coll_detail::move(KIND, team, dst, src, nbytes, ROOT, static_cast<int>(blockIdx.x),             \
+                               static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), st);               \
   }
 #define TSHMEMI_COLL_COMMA ,
 TSHMEMI_COLL_MOVE(fcollect, tshmemi::coll_detail::move_kind::fcollect, , 0)
