@@ -29,10 +29,10 @@ enum {
  * `version` are set: the library rejects an attribute it does not recognise instead of misreading it.
  */
 typedef struct tshmemx_init_attr_v1 {
-  size_t size;       /**< sizeof(tshmemx_init_attr_t) as the application was compiled. */
-  uint32_t magic;    /**< TSHMEMX_INIT_ATTR_MAGIC. */
-  uint32_t version;  /**< TSHMEMX_INIT_ATTR_VERSION. */
-  void *mpi_comm;    /**< With TSHMEMX_INIT_WITH_MPI_COMM: a pointer to an MPI_Comm (duplicated, not kept). */
+  size_t size;      /**< sizeof(tshmemx_init_attr_t) as the application was compiled. */
+  uint32_t magic;   /**< TSHMEMX_INIT_ATTR_MAGIC. */
+  uint32_t version; /**< TSHMEMX_INIT_ATTR_VERSION. */
+  void *mpi_comm;   /**< With TSHMEMX_INIT_WITH_MPI_COMM: a pointer to an MPI_Comm (duplicated, not kept). */
 } tshmemx_init_attr_t;
 
 #define TSHMEMX_INIT_ATTR_INITIALIZER \
@@ -144,11 +144,11 @@ int tshmemx_reduce_scatter_on_stream(tshmem_team_t team, void *dst, const void *
                                      tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream)
     __attribute__((visibility("default")));
 /** fcollect: dst[i * nbytes ...] = PE i's src[0 .. nbytes) for every team index i. */
-int tshmemx_allgather_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes,
-                                tshmemx_stream_t stream) __attribute__((visibility("default")));
+int tshmemx_allgather_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes, tshmemx_stream_t stream)
+    __attribute__((visibility("default")));
 /** dst[i * nbytes ...] on PE j = PE i's src[j * nbytes ...], for every team indices i, j. */
-int tshmemx_alltoall_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes,
-                               tshmemx_stream_t stream) __attribute__((visibility("default")));
+int tshmemx_alltoall_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes, tshmemx_stream_t stream)
+    __attribute__((visibility("default")));
 /** dst[0 .. nbytes) on every PE = src on team index `root` (the root's dst too; dst == src allowed). */
 int tshmemx_broadcast_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root,
                                 tshmemx_stream_t stream) __attribute__((visibility("default")));
