@@ -67,7 +67,7 @@ run() {
   local name=$1 bin=$2; shift 2
   if [ ! -x "$bin" ]; then echo "   (not built: $(basename "$bin"))"; return; fi
   local start=$SECONDS
-  timeout -k 10 150 "${launcher[@]}" -- "$bin" "$@" > "$out/logs/$name.log" 2>&1
+  timeout -k 10 150 "${launcher[@]}" -- "$bin" "$@" < /dev/null > "$out/logs/$name.log" 2>&1  # mpirun reads stdin
   local rc=$?
   printf '   %-52s rc=%s  %3ss\n' "$name" "$rc" "$((SECONDS - start))"
   [ "$rc" = 0 ] || tail -5 "$out/logs/$name.log" | sed 's/^/      /'

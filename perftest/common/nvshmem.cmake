@@ -53,6 +53,12 @@ file(CREATE_LINK "${nvshmem_host_lib}" "${nvshmem_link_dir}/libnvshmem_host.so" 
 
 add_library(tshmem_perf_nvshmem INTERFACE)
 target_include_directories(tshmem_perf_nvshmem SYSTEM INTERFACE "${nvshmem_home}/include")
+# NVSHMEM's headers use libcu++ (<cuda/std/...>), which nvcc finds by itself and a host compiler does not.
+foreach(dir IN LISTS CUDAToolkit_INCLUDE_DIRS)
+  if(EXISTS "${dir}/cccl/cuda/std")
+    target_include_directories(tshmem_perf_nvshmem SYSTEM INTERFACE "${dir}/cccl")
+  endif()
+endforeach()
 target_link_directories(tshmem_perf_nvshmem INTERFACE "${nvshmem_link_dir}" "${nvshmem_home}/lib")
 target_link_libraries(tshmem_perf_nvshmem INTERFACE nvshmem_host "${nvshmem_home}/lib/libnvshmem_device.a")
 # Where the MPI bootstrap plugin lives: the twins default NVSHMEM_BOOTSTRAP_MPI_PLUGIN to it.

@@ -68,17 +68,26 @@ __global__ void element_bw_kernel(T *local, T *remote, size_t bytes, size_t stri
 
 /// The link ceiling through plain loads and stores on the address the library's ptr() returns (no library
 /// code in the loop): what the library's put/get could reach. Same split, barriers and rotation as
-/// rma_bw_kernel; 16-byte accesses, kUnroll in flight per thread.
+/// rma_bw_kernel; 16-byte accesses, kUnroll of them in flight per thread. kStreaming reads the source with
+/// ld.global.nc.L1::no_allocate (read-only, not kept in L1): whether a put/get loop should, the variants say.
 enum class RawAccess { store, copy, load };
 
-template <RawAccess kAccess>
+PERF_DEVICE uint4 load_streaming(const uint4 *p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+template <RawAccess kAccess, int kUnroll, bool kStreaming>
 __global__ void raw_bw_kernel(uint4 *local, uint4 *peer_view, size_t bytes, size_t stride, unsigned slots,
                               unsigned first_slot, int iters, unsigned *counter) {
-  constexpr int kUnroll = 4;
   size_t begin, len;
   block_chunk(bytes, blockIdx.x, gridDim.x, &begin, &len);
   const size_t n = len / sizeof(uint4);
   uint4 *mine = local + begin / sizeof(uint4);
+  auto read = [](const uint4 *p) { return kStreaming ? load_streaming(p) : *p; };
   for (int i = 0; i < iters; ++i) {
     uint4 *theirs = peer_view + begin / sizeof(uint4);
     if constexpr (kAccess == RawAccess::load)
@@ -89,8 +98,8 @@ __global__ void raw_bw_kernel(uint4 *local, uint4 *peer_view, size_t bytes, size
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         if constexpr (kAccess == RawAccess::store) v[u] = make_uint4(i, u, static_cast<unsigned>(j), 0);
-        else if constexpr (kAccess == RawAccess::copy) v[u] = mine[j + u * blockDim.x];
-        else v[u] = theirs[j + u * blockDim.x];
+        else if constexpr (kAccess == RawAccess::copy) v[u] = read(mine + j + u * blockDim.x);
+        else v[u] = read(theirs + j + u * blockDim.x);
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
@@ -100,8 +109,8 @@ __global__ void raw_bw_kernel(uint4 *local, uint4 *peer_view, size_t bytes, size
     }
     for (; j < n; j += blockDim.x) {
       if constexpr (kAccess == RawAccess::store) theirs[j] = make_uint4(i, 0, static_cast<unsigned>(j), 0);
-      else if constexpr (kAccess == RawAccess::copy) theirs[j] = mine[j];
-      else mine[j] = theirs[j];
+      else if constexpr (kAccess == RawAccess::copy) theirs[j] = read(mine + j);
+      else mine[j] = read(theirs + j);
     }
     grid_sync(counter, static_cast<unsigned>(i) + 1u);
   }

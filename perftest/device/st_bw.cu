@@ -1,7 +1,7 @@
 // st_bw: the link ceiling. Plain 16-byte loads and stores on the peer address that the library's host
 // ptr() returns, with no library code in the loop, in put_bw's shape (-c blocks, a grid barrier after every
-// transfer): "store" writes registers to the peer, "copy" is an ideal put (local load, remote store),
-// "load" an ideal get (remote load, local store; the remote side rotates over more than the L2).
+// transfer): "store" writes registers to the peer, "copy_*" is an ideal put (local load, remote store),
+// "load_*" an ideal get (remote load, local store; the remote side rotates over more than the L2).
 #include "bw_kernels.cuh"
 #include "device_harness.cuh"
 
@@ -43,9 +43,14 @@ int main(int argc, char **argv) {
     });
   };
   report.header("raw 16-byte access bandwidth through ptr()", {"size(B)", "access", "BW (GB/sec)"});
-  run_access(raw_bw_kernel<RawAccess::store>, "store", false);
-  run_access(raw_bw_kernel<RawAccess::copy>, "copy", false);
-  run_access(raw_bw_kernel<RawAccess::load>, "load", true);
+  // copy_u4 / load_u4 are the loops of tshmem's put / get (4 x 16 B in flight per thread); the others show
+  // what a deeper unroll (u8) or streaming source loads (nc: ld.global.nc.L1::no_allocate) would add.
+  run_access(raw_bw_kernel<RawAccess::store, 4, false>, "store", false);
+  run_access(raw_bw_kernel<RawAccess::copy, 4, false>, "copy_u4", false);
+  run_access(raw_bw_kernel<RawAccess::copy, 8, false>, "copy_u8", false);
+  run_access(raw_bw_kernel<RawAccess::copy, 8, true>, "copy_u8_nc", false);
+  run_access(raw_bw_kernel<RawAccess::load, 4, false>, "load_u4", true);
+  run_access(raw_bw_kernel<RawAccess::load, 8, false>, "load_u8", true);
   Ops::free(pool);
   Ops::free(local);
   b.finish();
