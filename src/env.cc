@@ -196,6 +196,9 @@ Status parse_env(EnvOptions *out, GetenvFn getenv_fn) {
   if (options.symmetric_size < 2 * TSHMEM_INTERNAL_HEAP_BYTES)
     return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_SYMMETRIC_SIZE=%llu: must be at least %u bytes",
                      static_cast<unsigned long long>(options.symmetric_size), 2 * TSHMEM_INTERNAL_HEAP_BYTES);
+  if (options.symmetric_size >= (uint64_t{1} << 48))
+    return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_SYMMETRIC_SIZE=%llu: must be below 256 TiB (2^48 bytes)",
+                     static_cast<unsigned long long>(options.symmetric_size));
   unsigned mask = 0;
   TSHMEM_CHECK(log_subsys_from(options.debug_subsys, &mask));
   const char *nvshmem = getenv_fn("NVSHMEM_DISABLE_NVLS");

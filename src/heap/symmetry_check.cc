@@ -51,22 +51,58 @@ std::string CollectiveRequest::describe() const {
   return text;
 }
 
+#if TSHMEM_SYMMETRY_CHECK
+namespace {
+
+// The request in two words, exact wherever a PE succeeded locally (the only case in which the words
+// decide: any local failure takes the explain path, which compares the full fields). Heaps are below
+// 2^48 bytes (checked at init), so size, offset + 1 and log2(alignment) + 1 fit:
+//   word 0 = size | kind << 48 | status << 51 | (log2(alignment) + 1) << 52     (alignment 0: 0)
+//   word 1 = (offset + 1) | (sequence mod 2^15) << 48
+// Two words instead of six halve the allreduce that every collective call pays for.
+constexpr int kPackedWords = 2;
+constexpr uint64_t kLow48 = (uint64_t{1} << 48) - 1;
+
+bool pack_request(uint64_t sequence, const CollectiveRequest &r, int64_t status, int64_t words[kPackedWords]) {
+  const uint64_t size = static_cast<uint64_t>(r.size), offset_plus_1 = static_cast<uint64_t>(r.offset + 1);
+  const uint64_t alignment = static_cast<uint64_t>(r.alignment);
+  uint64_t align_code = 0;
+  if (alignment != 0) {
+    if ((alignment & (alignment - 1)) != 0) return false;
+    align_code = static_cast<uint64_t>(__builtin_ctzll(alignment)) + 1;
+  }
+  if (size > kLow48 || offset_plus_1 > kLow48 || align_code > 63) return false;
+  words[0] = static_cast<int64_t>(size | static_cast<uint64_t>(r.kind) << 48 | static_cast<uint64_t>(status) << 51 |
+                                  align_code << 52);
+  words[1] = static_cast<int64_t>(offset_plus_1 | (sequence & 0x7fff) << 48);
+  return true;
+}
+
+}  // namespace
+#endif
+
 Status SymmetryCheck::agree(const CollectiveRequest &mine) {
   ++sequence_;
-  const int64_t status = mine.local_status != TSHMEM_SUCCESS ? 1 : 0;
+  int64_t status = mine.local_status != TSHMEM_SUCCESS ? 1 : 0;
 #if TSHMEM_SYMMETRY_CHECK
-  // min and max in one call: max(v) = ~min(~v).
-  const int64_t fields[kNumFields] = {static_cast<int64_t>(sequence_), static_cast<int64_t>(mine.kind), mine.size,
-                                      mine.alignment, mine.offset, status};
-  int64_t both[2 * kNumFields], reduced[2 * kNumFields];
-  for (int i = 0; i < kNumFields; ++i) {
-    both[i] = fields[i];
-    both[kNumFields + i] = ~fields[i];
+  int64_t words[kPackedWords] = {0, 0};
+  if (!pack_request(sequence_, mine, status, words)) {
+    // Only a locally failed request can fall outside the packing range; make sure it takes the exact path.
+    if (status == 0) return set_error(TSHMEM_ERR_INTERNAL, "symmetry check: request outside the packed range");
+    words[0] = static_cast<int64_t>(uint64_t{1} << 51);
+    words[1] = 0;
   }
-  TSHMEM_CHECK(boot_.allreduce(both, reduced, 2 * kNumFields, ReduceOp::kMin));
+  // min and max in one call: max(v) = ~min(~v).
+  int64_t both[2 * kPackedWords], reduced[2 * kPackedWords];
+  for (int i = 0; i < kPackedWords; ++i) {
+    both[i] = words[i];
+    both[kPackedWords + i] = ~words[i];
+  }
+  TSHMEM_CHECK(boot_.allreduce(both, reduced, 2 * kPackedWords, ReduceOp::kMin));
   bool all_equal = true;
-  for (int i = 0; i < kNumFields; ++i) all_equal = all_equal && reduced[i] == ~reduced[kNumFields + i];
-  if (all_equal && reduced[kStatus] == 0) return TSHMEM_SUCCESS;
+  for (int i = 0; i < kPackedWords; ++i) all_equal = all_equal && reduced[i] == ~reduced[kPackedWords + i];
+  const bool no_local_failure = (static_cast<uint64_t>(reduced[0]) >> 51 & 1) == 0;  // equal words: same status bit
+  if (all_equal && no_local_failure) return TSHMEM_SUCCESS;
 #else
   int64_t any_failed = 0;
   TSHMEM_CHECK(boot_.allreduce(&status, &any_failed, 1, ReduceOp::kMax));
@@ -76,8 +112,9 @@ Status SymmetryCheck::agree(const CollectiveRequest &mine) {
 }
 
 Status SymmetryCheck::explain_failure(const CollectiveRequest &mine) {
-  const int64_t fields[kNumFields] = {static_cast<int64_t>(sequence_), static_cast<int64_t>(mine.kind), mine.size,
-                                      mine.alignment, mine.offset, static_cast<int64_t>(mine.local_status)};
+  const int64_t fields[kNumFields] = {
+      static_cast<int64_t>(sequence_),        static_cast<int64_t>(mine.kind), mine.size, mine.alignment, mine.offset,
+      static_cast<int64_t>(mine.local_status)};
   std::string text = mine.describe();
   if (mine.local_status != TSHMEM_SUCCESS) text += ": " + mine.local_error;
   std::vector<PeReport> reports;
@@ -95,7 +132,10 @@ Status SymmetryCheck::explain_failure(const CollectiveRequest &mine) {
   for (int pe = 0; pe < n; ++pe) {
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const std::vector<int> &g) { return same_request(reports[g.front()], reports[pe]); });
-    if (it == groups.end()) groups.push_back({pe}); else it->push_back(pe);
+    if (it == groups.end())
+      groups.push_back({pe});
+    else
+      it->push_back(pe);
   }
   const std::string call = collective_call_name(mine.kind);
   if (groups.size() > 1) {
@@ -106,7 +146,8 @@ Status SymmetryCheck::explain_failure(const CollectiveRequest &mine) {
     };
     size_t reference = 0;
     for (size_t g = 1; g < groups.size(); ++g)
-      if (std::make_pair(clean(groups[g]), groups[g].size()) > std::make_pair(clean(groups[reference]), groups[reference].size()))
+      if (std::make_pair(clean(groups[g]), groups[g].size()) >
+          std::make_pair(clean(groups[reference]), groups[reference].size()))
         reference = g;
     std::vector<int> divergent;
     for (size_t g = 0; g < groups.size(); ++g)
@@ -128,8 +169,8 @@ Status SymmetryCheck::explain_failure(const CollectiveRequest &mine) {
   for (int pe = 0; pe < n; ++pe)
     if (reports[pe].status != TSHMEM_SUCCESS) failing.push_back(pe);
   if (!failing.empty()) {
-    std::string message = format("%s failed on PE%s %s:", call.c_str(), failing.size() > 1 ? "s" : "",
-                                 pe_list(failing).c_str());
+    std::string message =
+        format("%s failed on PE%s %s:", call.c_str(), failing.size() > 1 ? "s" : "", pe_list(failing).c_str());
     for (int pe : failing) message += format(" PE %d: %s;", pe, reports[pe].text);
     message += " nothing was allocated or freed on any PE.";
     return set_error_message(static_cast<Status>(reports[failing.front()].status), message);

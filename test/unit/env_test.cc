@@ -62,6 +62,7 @@ TEST_F(Env, EveryMalformedSizeIsAnError) {
 TEST_F(Env, MalformedValuesOfEveryKindFailInit) {
   const std::pair<const char *, const char *> cases[] = {
       {"TSHMEM_SYMMETRIC_SIZE", "lots"},    {"TSHMEM_SYMMETRIC_SIZE", "1K"},  // below the minimum
+      {"TSHMEM_SYMMETRIC_SIZE", "256T"},                                      // at the 2^48 limit
       {"TSHMEM_MEM_BACKEND", "nvme"},       {"TSHMEM_DEVICE", "first"},      {"TSHMEM_DEVICE", "1.0"},
       {"TSHMEM_ALLOW_SHARED_GPU", "maybe"}, {"TSHMEM_BIND", "cores"},        {"TSHMEM_DISABLE_NVLS", "2"},
       {"TSHMEM_WAIT_TIMEOUT_MS", "10s"},    {"TSHMEM_DEBUG", "verbose"},     {"TSHMEM_DEBUG_SUBSYS", "HEAP,DISK"}};
