@@ -18,6 +18,8 @@
 
 #if TSHMEM_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "cuda/driver.h"
 #endif
 
 namespace {
@@ -87,6 +89,25 @@ std::vector<std::vector<int>> peer_access_matrix() {
   return matrix;
 }
 
+// Whether each device reports NVLink multicast support (an attribute query: nothing is created).
+std::vector<int> multicast_capability(size_t devices) {
+  std::vector<int> capable;
+#if TSHMEM_HAVE_CUDA
+  if (devices == 0 || tshmemi::cu_driver_load() != TSHMEM_SUCCESS) return capable;
+  for (size_t d = 0; d < devices; ++d) {
+    CUdevice device = 0;
+    int value = -1;
+    if (TSHMEMI_CU(cuDeviceGet(&device, static_cast<int>(d))) != CUDA_SUCCESS ||
+        TSHMEMI_CU(cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, device)) != CUDA_SUCCESS)
+      value = -1;
+    capable.push_back(value);
+  }
+#else
+  (void)devices;
+#endif
+  return capable;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -108,6 +129,7 @@ int main(int argc, char **argv) {
     nvls_policy = "forbidden by NCCL_NVLS_ENABLE";
   const Topology topo = read_topology();
   const auto matrix = peer_access_matrix();
+  const auto multicast = multicast_capability(matrix.size());
   std::vector<std::string> backends = {"shm"};
   if (gpu) backends.insert(backends.end(), {"vmm", "ipc"});
 
@@ -141,6 +163,8 @@ int main(int argc, char **argv) {
       for (size_t b = 0; b < matrix[a].size(); ++b) std::printf("%s%d", b ? ", " : "", matrix[a][b]);
       std::printf("]");
     }
+    std::printf("],\n \"multicast_supported\": [");
+    for (size_t d = 0; d < multicast.size(); ++d) std::printf("%s%d", d ? ", " : "", multicast[d]);
     std::printf("],\n \"multicast_policy\": %s}\n", json_string(nvls_policy).c_str());
     return 0;
   }
@@ -171,6 +195,12 @@ int main(int argc, char **argv) {
       std::printf("\n");
     }
   }
-  std::printf("\nNVLink multicast policy: %s\n", nvls_policy.c_str());
+  if (!multicast.empty()) {
+    std::printf("\nNVLink multicast support (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED):");
+    for (size_t d = 0; d < multicast.size(); ++d)
+      std::printf(" GPU%zu %s", d, multicast[d] == 1 ? "yes" : multicast[d] == 0 ? "no" : "unknown");
+    std::printf("\n");
+  }
+  std::printf("NVLink multicast policy: %s\n", nvls_policy.c_str());
   return 0;
 }

@@ -17,20 +17,22 @@
 
 // X(name, ABI version of the prototype): the version is the CUDA release that introduced the prototype
 // we call (PFN_<name>_v<version> in cudaTypedefs.h), so a newer driver still hands us that ABI.
-#define TSHMEMI_CU_ENTRY_POINTS(X)            \
-  X(cuGetErrorString, 6000)                   \
-  X(cuGetErrorName, 6000)                     \
-  X(cuMemGetAllocationGranularity, 10020)     \
-  X(cuMemCreate, 10020)                       \
-  X(cuMemRelease, 10020)                      \
-  X(cuMemAddressReserve, 10020)               \
-  X(cuMemAddressFree, 10020)                  \
-  X(cuMemMap, 10020)                          \
-  X(cuMemUnmap, 10020)                        \
-  X(cuMemSetAccess, 10020)                    \
-  X(cuMemExportToShareableHandle, 10020)      \
-  X(cuMemImportFromShareableHandle, 10020)    \
-  X(cuModuleGetGlobal, 3020)
+#define TSHMEMI_CU_ENTRY_POINTS(X)         \
+  X(cuGetErrorString, 6000)                \
+  X(cuGetErrorName, 6000)                  \
+  X(cuMemGetAllocationGranularity, 10020)  \
+  X(cuMemCreate, 10020)                    \
+  X(cuMemRelease, 10020)                   \
+  X(cuMemAddressReserve, 10020)            \
+  X(cuMemAddressFree, 10020)               \
+  X(cuMemMap, 10020)                       \
+  X(cuMemUnmap, 10020)                     \
+  X(cuMemSetAccess, 10020)                 \
+  X(cuMemExportToShareableHandle, 10020)   \
+  X(cuMemImportFromShareableHandle, 10020) \
+  X(cuModuleGetGlobal, 3020)               \
+  X(cuDeviceGet, 2000)                     \
+  X(cuDeviceGetAttribute, 2000)
 
 namespace tshmemi {
 
@@ -62,17 +64,16 @@ Status cuda_error(cudaError_t result, const char *call_text, const char *file, i
 
 /// Calls a driver entry point through the table and returns TSHMEM_ERR_CUDA naming the call on failure.
 ///   TSHMEM_CU_CHECK(cuMemMap(va, size, 0, handle, 0));
-#define TSHMEM_CU_CHECK(call)                                                            \
-  do {                                                                                   \
-    const CUresult tshmemi_cu_result_ = TSHMEMI_CU(call);                                \
-    if (tshmemi_cu_result_ != CUDA_SUCCESS)                                              \
-      return ::tshmemi::cu_error(tshmemi_cu_result_, #call, __FILE__, __LINE__);         \
+#define TSHMEM_CU_CHECK(call)                                                                                          \
+  do {                                                                                                                 \
+    const CUresult tshmemi_cu_result_ = TSHMEMI_CU(call);                                                              \
+    if (tshmemi_cu_result_ != CUDA_SUCCESS) return ::tshmemi::cu_error(tshmemi_cu_result_, #call, __FILE__, __LINE__); \
   } while (0)
 
 /// Calls a CUDA runtime function and returns TSHMEM_ERR_CUDA naming the call on failure.
-#define TSHMEM_CUDA_CHECK(call)                                                          \
-  do {                                                                                   \
-    const cudaError_t tshmemi_cuda_result_ = (call);                                     \
-    if (tshmemi_cuda_result_ != cudaSuccess)                                             \
-      return ::tshmemi::cuda_error(tshmemi_cuda_result_, #call, __FILE__, __LINE__);     \
+#define TSHMEM_CUDA_CHECK(call)                                                      \
+  do {                                                                               \
+    const cudaError_t tshmemi_cuda_result_ = (call);                                 \
+    if (tshmemi_cuda_result_ != cudaSuccess)                                         \
+      return ::tshmemi::cuda_error(tshmemi_cuda_result_, #call, __FILE__, __LINE__); \
   } while (0)
