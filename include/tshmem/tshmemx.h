@@ -134,7 +134,7 @@ typedef enum tshmemx_redop {
  * Sizes: all-reduce chooses one-shot (every PE reads every peer's buffer) up to TSHMEMX_ALLREDUCE_ONESHOT_MAX
  * bytes, two-shot (reduce-scatter + all-gather over NVLink) above.
  */
-#define TSHMEMX_ALLREDUCE_ONESHOT_MAX (256u * 1024u)
+#define TSHMEMX_ALLREDUCE_ONESHOT_MAX (512u * 1024u)
 
 /** dst[k] = op over team PEs of src[k], k < count. In place (dst == src) allowed. */
 int tshmemx_allreduce_on_stream(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,

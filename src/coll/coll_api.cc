@@ -36,8 +36,10 @@ bool overlap(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
   return x < y + b_bytes && y < x + a_bytes;
 }
 
-int blocks_for(size_t bytes_per_pe) {
-  const size_t per_block = 64 * 1024;  // bytes one block moves per call before another block pays off
+/// Blocks for a collective that moves `bytes_per_pe`: one per `per_block` bytes, 1 .. TSHMEMI_COLL_MAX_ROWS.
+/// Copies (stores, fire and forget) pay off another block every 64 KiB; the reducing kinds, whose remote
+/// loads are latency-bound, every 16 KiB (more loads in flight).
+int blocks_for(size_t bytes_per_pe, size_t per_block = 64 * 1024) {
   return static_cast<int>(std::clamp<size_t>((bytes_per_pe + per_block - 1) / per_block, 1, TSHMEMI_COLL_MAX_ROWS));
 }
 
@@ -108,17 +110,21 @@ Status allreduce(tshmem_team_t team, void *dst, const void *src, size_t count, t
   // Up to TSHMEMX_ALLREDUCE_ONESHOT_MAX: the LL one-shot (no barrier; in place allowed) on enough block rows
   // that each row's lines fit its LL slots and each thread has about one line. Otherwise two-shot, which
   // moves 2/n of the data per member (the barrier-bracketed pull one-shot stays for the device API).
+  // Rows: as many as the LL slots need (each row takes at most `cap` lines), and otherwise about one line per
+  // thread, at most TSHMEMI_COLL_MAX_ROWS (a thread then takes several lines; capping only the wish for
+  // parallelism, not the capacity, is what keeps 256 KiB and 512 KiB on the LL path at 2 PEs).
   if (bytes <= TSHMEMX_ALLREDUCE_ONESHOT_MAX) {
     const size_t lines = (bytes + 7) / 8;
     const size_t cap = TSHMEMI_COLL_LL_ROW_LINES(team_view.size);
-    const size_t rows = std::max((lines + kThreads - 1) / kThreads, (lines + cap - 1) / cap);
+    const size_t wanted = std::min<size_t>((lines + kThreads - 1) / kThreads, TSHMEMI_COLL_MAX_ROWS);
+    const size_t rows = std::max(wanted, (lines + cap - 1) / cap);
     if (rows <= TSHMEMI_COLL_MAX_ROWS) {
       launch.two_shot = false;
       return coll_launch(launch, static_cast<int>(rows), kThreads, stream);
     }
   }
   launch.two_shot = true;
-  return coll_launch(launch, blocks_for(bytes / static_cast<size_t>(team_view.size)), kThreads, stream);
+  return coll_launch(launch, blocks_for(bytes / static_cast<size_t>(team_view.size), 16 * 1024), kThreads, stream);
 }
 
 Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
@@ -145,7 +151,7 @@ Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t cou
   launch.dst = dst;
   launch.src = src;
   launch.count = count;
-  return coll_launch(launch, blocks_for(bytes), kThreads, stream);
+  return coll_launch(launch, blocks_for(bytes, 16 * 1024), kThreads, stream);
 }
 
 Status move(CollKind kind, const char *call, tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root,

@@ -16,8 +16,8 @@
  *
  * Results: accumulation in team-index order (0 .. n-1), floats in f32 rounded once to T, integers wrap;
  * identical on every PE and run to run (multimem.cuh explains why multicast sums agree for n <= 2).
- * All-reduce: `two_shot` false = one-shot. When the part of each block row fits that row's LL slots (8 KiB of
- * data per row at 2 PEs, 8 KiB / (n - 1) in general: TSHMEMI_COLL_LL_ROW_LINES) it is the LL form: every
+ * All-reduce: `two_shot` false = one-shot. When the part of each block row fits that row's LL slots (16 KiB of
+ * data per row at 2 PEs, 16 KiB / (n - 1) in general: TSHMEMI_COLL_LL_ROW_LINES) it is the LL form: every
  * member pushes its src as {data, flag} words into its peers' internal LL area and reduces what arrives, with
  * no barrier (in place allowed; each row counts its LL calls, so every member must make the same calls
  * per row); otherwise every member reads every member's src between two barriers (out of place only).

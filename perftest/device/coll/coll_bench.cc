@@ -22,6 +22,9 @@
 #if TSHMEM_HAVE_NCCL
 #include <nccl.h>
 #endif
+#if defined(TSHMEM_COLL_DEVICE_LOOP)
+#include "barrier_loop.h"
+#endif
 
 using namespace tshmem_perf;
 
@@ -54,12 +57,17 @@ struct Dtype {
 bool find_dtype(const std::string &name, Dtype *out) {
   const Dtype all[] = {
 #if TSHMEM_HAVE_NCCL
-      {"float", TSHMEMX_DTYPE_FLOAT, 4, ncclFloat32},     {"half", TSHMEMX_DTYPE_HALF, 2, ncclFloat16},
-      {"bfloat16", TSHMEMX_DTYPE_BFLOAT16, 2, ncclBfloat16}, {"int32", TSHMEMX_DTYPE_INT32, 4, ncclInt32},
-      {"int64", TSHMEMX_DTYPE_INT64, 8, ncclInt64},
+    {"float", TSHMEMX_DTYPE_FLOAT, 4, ncclFloat32},
+    {"half", TSHMEMX_DTYPE_HALF, 2, ncclFloat16},
+    {"bfloat16", TSHMEMX_DTYPE_BFLOAT16, 2, ncclBfloat16},
+    {"int32", TSHMEMX_DTYPE_INT32, 4, ncclInt32},
+    {"int64", TSHMEMX_DTYPE_INT64, 8, ncclInt64},
 #else
-      {"float", TSHMEMX_DTYPE_FLOAT, 4}, {"half", TSHMEMX_DTYPE_HALF, 2}, {"bfloat16", TSHMEMX_DTYPE_BFLOAT16, 2},
-      {"int32", TSHMEMX_DTYPE_INT32, 4}, {"int64", TSHMEMX_DTYPE_INT64, 8},
+    {"float", TSHMEMX_DTYPE_FLOAT, 4},
+    {"half", TSHMEMX_DTYPE_HALF, 2},
+    {"bfloat16", TSHMEMX_DTYPE_BFLOAT16, 2},
+    {"int32", TSHMEMX_DTYPE_INT32, 4},
+    {"int64", TSHMEMX_DTYPE_INT64, 8},
 #endif
   };
   for (const Dtype &d : all)
@@ -114,7 +122,8 @@ int nccl_call(const Buffers &b, size_t bytes, const Dtype &d, int n, ncclComm_t 
       rc = ncclGroupStart();
       for (int pe = 0; pe < n && rc == ncclSuccess; ++pe) {
         rc = ncclSend(static_cast<char *>(b.src) + pe * chunk, chunk, ncclInt8, pe, comm, stream);
-        if (rc == ncclSuccess) rc = ncclRecv(static_cast<char *>(b.dst) + pe * chunk, chunk, ncclInt8, pe, comm, stream);
+        if (rc == ncclSuccess)
+          rc = ncclRecv(static_cast<char *>(b.dst) + pe * chunk, chunk, ncclInt8, pe, comm, stream);
       }
       const ncclResult_t end = ncclGroupEnd();
       if (rc == ncclSuccess) rc = end;
@@ -177,7 +186,8 @@ int main(int argc, char **argv) {
   if (!parse_args(argc, argv, bench.c_str(), &config, &exit_code)) return exit_code;
   Dtype dtype;
   if (!find_dtype(config.datatype, &dtype)) {
-    std::fprintf(stderr, "%s: -d %s: use float, half, bfloat16, int32 or int64\n", bench.c_str(), config.datatype.c_str());
+    std::fprintf(stderr, "%s: -d %s: use float, half, bfloat16, int32 or int64\n", bench.c_str(),
+                 config.datatype.c_str());
     return 2;
   }
   MPI_Init(&argc, &argv);
@@ -190,7 +200,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   const int me = tshmem_my_pe(), n = tshmem_n_pes();
-  const bool graph = std::getenv("TSHMEM_COLL_GRAPH") != nullptr && std::strcmp(std::getenv("TSHMEM_COLL_GRAPH"), "1") == 0;
+  const bool graph =
+      std::getenv("TSHMEM_COLL_GRAPH") != nullptr && std::strcmp(std::getenv("TSHMEM_COLL_GRAPH"), "1") == 0;
   const size_t span = config.max_size * static_cast<size_t>(n);  // covers every kind's largest buffer
   Buffers ours{tshmem_malloc(span), tshmem_malloc(span)};
   if (ours.dst == nullptr || ours.src == nullptr) {
@@ -234,7 +245,8 @@ int main(int argc, char **argv) {
     }
     double tn = 0;
 #if TSHMEM_HAVE_NCCL
-    if (have_nccl) tn = time_calls(config, stream, graph, [&] { return nccl_call(theirs, bytes, dtype, n, nccl, stream); });
+    if (have_nccl)
+      tn = time_calls(config, stream, graph, [&] { return nccl_call(theirs, bytes, dtype, n, nccl, stream); });
 #endif
     const double alg = t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0;
     const double bus = alg * bus_factor(n);
@@ -244,6 +256,26 @@ int main(int argc, char **argv) {
                 fmt_double(alg, 2), fmt_double(bus, 2), tn > 0 ? fmt_double(tn * 1e6, 2) : "-",
                 tn > 0 ? fmt_double(bus_n, 2) : "-", tn > 0 ? fmt_double(tn / t, 3) : "-"});
   }
+#if defined(TSHMEM_COLL_DEVICE_LOOP)
+  // The device-side cost: `-n` x 10 barriers in one kernel (one block of 32 threads per PE), per barrier.
+  if (kColl == Coll::barrier) {
+    report.header(bench + " in one kernel", {"barrier", "iters", "latency(us)"});
+    const char *names[] = {"coll::barrier_block", "barrier_all<block>"};
+    const int loop_iters = config.iters * 10;
+    for (int which = 0; which < 2; ++which) {
+      tshmem_barrier_all();
+      if (tshmem_coll_barrier_loop_us(config.warmup_iters * 10, which, 32, stream) < 0) break;  // warm-up
+      tshmem_barrier_all();
+      const double us = tshmem_coll_barrier_loop_us(loop_iters, which, 32, stream);
+      if (us < 0) {
+        std::fprintf(stderr, "%s: in-kernel barrier loop failed: %s\n", bench.c_str(),
+                     cudaGetErrorString(cudaGetLastError()));
+        break;
+      }
+      report.row({names[which], std::to_string(loop_iters), fmt_double(us, 3)});
+    }
+  }
+#endif
 #if TSHMEM_HAVE_NCCL
   if (have_nccl) ncclCommDestroy(nccl);
   cudaFree(theirs.dst);

@@ -6,7 +6,7 @@
 //   16 KiB                    uint64 row_epoch[ROWS]          barriers row r has completed on this PE
 //   16 KiB + 8 * ROWS         uint64 flag[ROWS][MAX_TEAM]     flag[r][k]: last epoch member k announced on row r
 //   after the flags           uint64 ll_calls[ROWS]           LL all-reduces row r has completed on this PE
-//   64 KiB                    LL area, 1 MiB: [ROWS][2 parities][n - 1 senders][lines] of 16-byte lines
+//   64 KiB                    LL area, 2 MiB: [ROWS][2 parities][n - 1 senders][lines] of 16-byte lines
 //
 // LL (flag-in-data) one-shot all-reduce: no barrier at all. A line is two 8-byte words {32 data bits, 32 flag
 // bits}, each written and read as one single-copy-atomic 64-bit element of a v2.u64 volatile access (PTX
@@ -62,10 +62,14 @@ TSHMEMI_DEVICE void row_barrier(const tshmem::team_view &t, int row, const char 
   const uint64_t epoch = *epoch_word + 1;
   uint64_t *flags = reinterpret_cast<uint64_t *>(base + kFlags) + static_cast<size_t>(row) * TSHMEMI_COLL_MAX_TEAM;
   const int rank = static_cast<int>(block::rank()), size = static_cast<int>(block::size());
-  if (rank < t.size) fence_acq_rel_sys();
-  for (int k = rank; k < t.size; k += size)
+  // One st.release.sys per peer (the fence itself, cumulative over the block's earlier writes through the
+  // __syncthreads) and one acquire spin per peer; the own slot is neither written nor read.
+  for (int i = rank; i < t.size - 1; i += size) {
+    const int k = (t.my_index + 1 + i) % t.size;
     store_release_sys(remote_ptr_lane(flags + t.my_index, t.pe(k), call, st), epoch);
-  for (int k = rank; k < t.size; k += size) spin_until<uint64_t>(flags + k, TSHMEM_CMP_GE, epoch, call, st);
+  }
+  for (int i = rank; i < t.size - 1; i += size)
+    spin_until<uint64_t>(flags + (t.my_index + 1 + i) % t.size, TSHMEM_CMP_GE, epoch, call, st);
   __syncthreads();
   if (rank == 0) *epoch_word = epoch;  // read again only after the next barrier's leading __syncthreads
 }

@@ -17,10 +17,14 @@ TSHMEMI_DEVICE T *internal_slot(size_t offset, const tshmemi_device_state &st) {
   return reinterpret_cast<T *>(own_heap_base(st) + offset);
 }
 
-/// All-to-all epoch exchange. Every thread of the group: arrive (group barrier), read the epoch, announce it
-/// to a share of the peers with a release store, wait (acquire) for a share of the peers' announcements,
-/// group barrier; then the leader records the epoch. The group barriers carry the other threads' writes
-/// into the announcing threads' releases and the announced writes out to the whole group.
+/// All-to-all epoch exchange, one release store and one acquire spin per peer and nothing else: group
+/// barrier (every thread has arrived); each announcing thread writes the new epoch into its slot at a share of
+/// the peers with st.release.sys and spins (ld.acquire.sys) until those peers' slots here reach the epoch; group
+/// barrier; the leader records the epoch. No RMW and no separate fence: the release store is the fence. It is
+/// cumulative: the other threads' earlier writes (local or to peers) precede it through the group barrier
+/// (base causality order is transitive), so a peer whose acquire sees the epoch sees them too; the trailing
+/// group barrier hands what the spinning threads acquired to the whole group. The own slot is never written or
+/// read (the own arrival is implied). Epochs only grow, so a slot a peer already moved past still satisfies >=.
 template <class Scope>
 TSHMEMI_DEVICE void sync_pes(const char *call, const tshmemi_device_state &st) {
   using G = group<Scope>;
@@ -28,13 +32,13 @@ TSHMEMI_DEVICE void sync_pes(const char *call, const tshmemi_device_state &st) {
   uint64_t *epoch_word = internal_slot<uint64_t>(internal_heap::kSyncEpoch, st);
   const uint64_t epoch = *static_cast<volatile uint64_t *>(epoch_word) + 1;
   uint64_t *arrival = internal_slot<uint64_t>(internal_heap::kSyncArrival, st);
-  const int n = st.n_pes;
-  const unsigned rank = G::rank(), size = G::size();
-  fence_acq_rel_sys();
-  for (int pe = static_cast<int>(rank); pe < n; pe += static_cast<int>(size))
-    store_release_sys(remote_ptr_lane(arrival + st.my_pe, pe, call, st), epoch);
-  for (int pe = static_cast<int>(rank); pe < n; pe += static_cast<int>(size))
-    spin_until<uint64_t>(arrival + pe, TSHMEM_CMP_GE, epoch, call, st);
+  const int n = st.n_pes, me = st.my_pe;
+  const int rank = static_cast<int>(G::rank()), size = static_cast<int>(G::size());
+  // Peer j = (me + 1 + i) % n for i = rank, rank + size, ... < n - 1: every thread of the group takes its own.
+  for (int i = rank; i < n - 1; i += size)
+    store_release_sys(remote_ptr_lane(arrival + me, (me + 1 + i) % n, call, st), epoch);
+  for (int i = rank; i < n - 1; i += size)
+    spin_until<uint64_t>(arrival + (me + 1 + i) % n, TSHMEM_CMP_GE, epoch, call, st);
   G::sync();
   if (rank == 0) *static_cast<volatile uint64_t *>(epoch_word) = epoch;
 }
@@ -74,13 +78,16 @@ TSHMEMI_DEVICE void quiet() { __threadfence_system(); }
 
 template <class Scope>
 TSHMEMI_DEVICE void sync_all(const tshmemi_device_state &st) {
-  tshmemi::sync_pes<Scope>(tshmemi::scoped_name<Scope>("tshmem_sync_all", "tshmem_sync_all_warp", "tshmem_sync_all_block"),
-                           st);
+  tshmemi::sync_pes<Scope>(
+      tshmemi::scoped_name<Scope>("tshmem_sync_all", "tshmem_sync_all_warp", "tshmem_sync_all_block"), st);
 }
 
+/// quiet() is carried by sync_pes itself: over NVLink every put/p/atomic/get_nbi is an ordinary load or store
+/// done in program order, and the announcing release store (cumulative through the group barrier) makes every
+/// calling thread's earlier writes visible to a peer before that peer sees the epoch; a per-thread fence.sc.sys
+/// in front would only add a second system fence to the critical path.
 template <class Scope>
 TSHMEMI_DEVICE void barrier_all(const tshmemi_device_state &st) {
-  quiet();
   tshmemi::sync_pes<Scope>(
       tshmemi::scoped_name<Scope>("tshmem_barrier_all", "tshmem_barrier_all_warp", "tshmem_barrier_all_block"), st);
 }
@@ -92,7 +99,6 @@ TSHMEMI_DEVICE void sync_all_grid(const tshmemi_device_state &st) {
 }
 
 TSHMEMI_DEVICE void barrier_all_grid(const tshmemi_device_state &st) {
-  quiet();
   tshmemi::grid_barrier("tshmem_barrier_all_grid", st);
   if (tshmemi::is_first_block()) tshmemi::sync_pes<block_scope>("tshmem_barrier_all_grid", st);
   tshmemi::grid_barrier("tshmem_barrier_all_grid", st);
