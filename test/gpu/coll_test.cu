@@ -14,8 +14,11 @@
 #include <vector>
 
 #include "device_test_util.h"
+#include "tshmem/device/coll.cuh"
 #include "tshmem/device/multimem.cuh"
 #include "tshmem/device/pe.cuh"
+#include "tshmem/device/rma.cuh"
+#include "tshmem/device/sync.cuh"
 
 namespace {
 
@@ -185,7 +188,8 @@ TEST(CollReduceLL, ManyBackToBackCallsEachOnItsOwnInput) {
   TSHMEM_REQUIRE_GPU();
   using T = __nv_bfloat16;
   const int n = tshmem_n_pes();
-  const size_t counts[] = {1, 5, 1000, 4097, 40000, 131072, 131075};  // 131072 bf16 = 256 KiB; one more: two-shot
+  // 131072 bf16 = 256 KiB, 262144 = 512 KiB (the LL capacity of 32 rows at 2 PEs); one more: two-shot
+  const size_t counts[] = {1, 5, 1000, 4097, 40000, 131072, 131075, 262144, 262147};
   constexpr int kReps = 12;
   size_t total = 0;
   for (size_t c : counts) total += c + 1;
@@ -317,6 +321,50 @@ TEST(CollMove, BarrierOnStreamOrdersWrites) {
     ASSERT_EQ(tshmemx_barrier_on_stream(TSHMEMX_TEAM_NODE, nullptr), 0);
     TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
   }
+}
+
+/// Many device barriers in ONE kernel (one block per PE), as the barrier benchmark runs them: in round r the
+/// LAST thread of the block (not one of the announcing threads) writes r into its slot on every PE; after a
+/// barrier every thread must see r in every PE's slot; a second barrier keeps the next round's writes out
+/// until everyone has read. The two barriers are coll::barrier_block and barrier_all<block>, alternating.
+__global__ void barrier_loop_kernel(int *slots, int rounds, int *errors) {
+  const int me = tshmem::my_pe(), n = tshmem::n_pes();
+  for (int r = 1; r <= rounds; ++r) {
+    if (threadIdx.x == blockDim.x - 1)
+      for (int pe = 0; pe < n; ++pe) tshmem::p(slots + me, r, pe);
+    if (r & 1)
+      tshmem::coll::barrier_block(TSHMEM_TEAM_WORLD);
+    else
+      tshmem::barrier_all<tshmem::block_scope>();
+    for (int pe = 0; pe < n; ++pe)
+      if (static_cast<volatile int *>(slots)[pe] != r) atomicAdd(errors, 1);
+    if (r & 1)
+      tshmem::barrier_all<tshmem::block_scope>();
+    else
+      tshmem::coll::barrier_block(TSHMEM_TEAM_WORLD);
+  }
+}
+
+TEST(CollMove, DeviceBarrierLoopInOneKernelOrdersWrites) {
+  TSHMEM_REQUIRE_GPU();
+  const int n = tshmem_n_pes();
+  SymBuffer slots(4 * 1024);
+  TSHMEM_CUDA_EXPECT(cudaMemset(slots.get(), 0, 4 * 1024));
+  int *errors = nullptr;
+  TSHMEM_CUDA_EXPECT(cudaMalloc(&errors, sizeof(int)));
+  TSHMEM_CUDA_EXPECT(cudaMemset(errors, 0, sizeof(int)));
+  TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+  tshmem_barrier_all();
+  barrier_loop_kernel<<<1, 96>>>(slots.get<int>(), 5000, errors);
+  TSHMEM_CUDA_EXPECT(cudaGetLastError());
+  TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+  int found = -1;
+  TSHMEM_CUDA_EXPECT(cudaMemcpy(&found, errors, sizeof(int), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(found, 0) << "stale slots seen after a device barrier (" << n << " PEs)";
+  const std::vector<int> got = download(slots.get<int>(), static_cast<size_t>(n));
+  for (int pe = 0; pe < n; ++pe) EXPECT_EQ(got[pe], 5000) << "slot of PE " << pe;
+  TSHMEM_CUDA_EXPECT(cudaFree(errors));
+  tshmem_barrier_all();
 }
 
 // ---- CUDA graph ---------------------------------------------------------------------------------------------
