@@ -17,7 +17,6 @@
 #include "tshmem/device/coll.cuh"
 #include "tshmem/device/multimem.cuh"
 #include "tshmem/device/pe.cuh"
-#include "tshmem/device/rma.cuh"
 #include "tshmem/device/sync.cuh"
 
 namespace {
@@ -331,7 +330,7 @@ __global__ void barrier_loop_kernel(int *slots, int rounds, int *errors) {
   const int me = tshmem::my_pe(), n = tshmem::n_pes();
   for (int r = 1; r <= rounds; ++r) {
     if (threadIdx.x == blockDim.x - 1)
-      for (int pe = 0; pe < n; ++pe) tshmem::p(slots + me, r, pe);
+      for (int pe = 0; pe < n; ++pe) *static_cast<volatile int *>(tshmem::ptr(slots + me, pe)) = r;
     if (r & 1)
       tshmem::coll::barrier_block(TSHMEM_TEAM_WORLD);
     else
