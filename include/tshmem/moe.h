@@ -71,7 +71,7 @@ typedef enum tshmem_moe_dtype {
 /** A tensor view. Strides are in elements. The view never owns memory, except after the library allocated it
  *  (then tshmem_moe_tensor_free releases it). */
 typedef struct tshmem_moe_tensor {
-  void* data;
+  void *data;
   int64_t shape[TSHMEM_MOE_MAX_DIMS];
   int64_t strides[TSHMEM_MOE_MAX_DIMS];
   int32_t ndim;
@@ -89,38 +89,37 @@ typedef enum tshmem_moe_scoring_func {
 
 /** How device-side value checks are reported (see the header comment). */
 typedef enum tshmem_moe_check_mode {
-  TSHMEM_MOE_CHECK_SYNC = 0,     /**< Default: calls that read indices synchronise and return the error. */
-  TSHMEM_MOE_CHECK_DEFERRED = 1  /**< No synchronisation; read with tshmem_moe_check_device_errors. */
+  TSHMEM_MOE_CHECK_SYNC = 0,    /**< Default: calls that read indices synchronise and return the error. */
+  TSHMEM_MOE_CHECK_DEFERRED = 1 /**< No synchronisation; read with tshmem_moe_check_device_errors. */
 } tshmem_moe_check_mode_t;
 
 /* ---- errors, tensors, configuration ------------------------------------------------------------------- */
 
 /** Name of a status ("TSHMEM_MOE_ERR_DEVICE_MISMATCH"). */
-TSHMEM_MOE_API const char* tshmem_moe_status_string(tshmem_moe_status_t status);
+TSHMEM_MOE_API const char *tshmem_moe_status_string(tshmem_moe_status_t status);
 /** Message of the last failure on this thread ("" if none). Valid until the next failing call here. */
-TSHMEM_MOE_API const char* tshmem_moe_last_error(void);
+TSHMEM_MOE_API const char *tshmem_moe_last_error(void);
 /** Size in bytes of one element of `dtype`, 0 for an invalid dtype. */
 TSHMEM_MOE_API size_t tshmem_moe_dtype_size(tshmem_moe_dtype_t dtype);
 /** A contiguous (row-major) view. */
-TSHMEM_MOE_API tshmem_moe_tensor_t tshmem_moe_tensor_make(void* data, tshmem_moe_dtype_t dtype, int32_t ndim,
-                                                          const int64_t* shape, int32_t device);
+TSHMEM_MOE_API tshmem_moe_tensor_t tshmem_moe_tensor_make(void *data, tshmem_moe_dtype_t dtype, int32_t ndim,
+                                                          const int64_t *shape, int32_t device);
 /** Number of elements of a view. */
-TSHMEM_MOE_API int64_t tshmem_moe_tensor_numel(const tshmem_moe_tensor_t* t);
+TSHMEM_MOE_API int64_t tshmem_moe_tensor_numel(const tshmem_moe_tensor_t *t);
 /** Frees a library-allocated tensor (cudaFreeAsync on `stream` on its device, or free for CPU) and sets
  *  `data` to NULL. A NULL `data` is a no-op. */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_tensor_free(tshmem_moe_tensor_t* t, cudaStream_t stream);
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_tensor_free(tshmem_moe_tensor_t *t, cudaStream_t stream);
 
 /** Parses "sigmoid", "sqrtsoftplus", "softmax", "identity", case-insensitively. */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_scoring_func_parse(const char* name,
-                                                                 tshmem_moe_scoring_func_t* func);
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_scoring_func_parse(const char *name, tshmem_moe_scoring_func_t *func);
 
 /** SM-count override used to size grids (results never depend on it). 0 clears it. It is validated against
  *  each device it is used on: a call on a device with fewer SMs fails with INVALID_ARGUMENT. */
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_set_num_sms(int num_sms);
 /** SM count of `device` (cached per device index). */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_device_num_sms(int device, int* num_sms);
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_device_num_sms(int device, int *num_sms);
 /** The override if set (and valid for `device`), else the device's SM count. */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_num_sms(int device, int* num_sms);
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_num_sms(int device, int *num_sms);
 
 /** Process-wide check mode; default TSHMEM_MOE_CHECK_SYNC. */
 TSHMEM_MOE_API void tshmem_moe_set_check_mode(tshmem_moe_check_mode_t mode);
@@ -134,15 +133,14 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_check_device_errors(int device, cu
 /** §5. scores [T, E] fp32 contiguous; 1 <= num_topk <= E. topk_idx: [T, K] int64, the K best experts per row
  *  in descending score, ties to the smaller index (a stable descending sort; true removal, so -inf scores
  *  never repeat an index). Port limit: E <= 1024. */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_topk_gate(const tshmem_moe_tensor_t* scores, int64_t num_topk,
-                                                        tshmem_moe_tensor_t* topk_idx, cudaStream_t stream);
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_topk_gate(const tshmem_moe_tensor_t *scores, int64_t num_topk,
+                                                        tshmem_moe_tensor_t *topk_idx, cudaStream_t stream);
 
 /** §6. scores [T, G, Epg] fp32 contiguous; num_topk_sum in {1, 2}, <= Epg; 1 <= num_topk_groups <= G <= 32.
  *  group_idx: [T, num_topk_groups] int64. */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_topk_sum_and_topk_group_idx(const tshmem_moe_tensor_t* scores,
-                                                                          int64_t num_topk_sum,
-                                                                          int64_t num_topk_groups,
-                                                                          tshmem_moe_tensor_t* group_idx,
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_topk_sum_and_topk_group_idx(const tshmem_moe_tensor_t *scores,
+                                                                          int64_t num_topk_sum, int64_t num_topk_groups,
+                                                                          tshmem_moe_tensor_t *group_idx,
                                                                           cudaStream_t stream);
 
 /** Scalar arguments of top2_sum_gate, in the spec's order (§7.1). */
@@ -165,42 +163,40 @@ typedef struct tshmem_moe_top2_sum_gate_params {
  *  last-dim stride 1). Outputs topk_idx [T, K+S] int64, topk_weights [T, K+S] fp32. Replica arithmetic is
  *  64-bit. Non-finite logits, fix-routing ids outside [0, R) and logical_count outside [1, D] are value
  *  errors. Port limits: R <= 1024, K + S <= 32; group mode G <= 32, R / G <= 32. */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_top2_sum_gate(
-    const tshmem_moe_tensor_t* logits, const tshmem_moe_tensor_t* bias,
-    const tshmem_moe_top2_sum_gate_params_t* params, const tshmem_moe_tensor_t* mask,
-    const tshmem_moe_tensor_t* fix_routing_mask, const tshmem_moe_tensor_t* to_physical_map,
-    const tshmem_moe_tensor_t* logical_count, tshmem_moe_tensor_t* unmapped_topk_idx,
-    tshmem_moe_tensor_t* topk_idx, tshmem_moe_tensor_t* topk_weights, cudaStream_t stream);
+TSHMEM_MOE_API tshmem_moe_status_t
+tshmem_moe_top2_sum_gate(const tshmem_moe_tensor_t *logits, const tshmem_moe_tensor_t *bias,
+                         const tshmem_moe_top2_sum_gate_params_t *params, const tshmem_moe_tensor_t *mask,
+                         const tshmem_moe_tensor_t *fix_routing_mask, const tshmem_moe_tensor_t *to_physical_map,
+                         const tshmem_moe_tensor_t *logical_count, tshmem_moe_tensor_t *unmapped_topk_idx,
+                         tshmem_moe_tensor_t *topk_idx, tshmem_moe_tensor_t *topk_weights, cudaStream_t stream);
 
 /* ---- counting and index utilities (spec §8-§12) -------------------------------------------------------- */
 
 /** §8. group_idx [T, K] int64 contiguous, entries in [-1, num_groups). counts: [num_groups] int32. */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_group_count(const tshmem_moe_tensor_t* group_idx, int64_t num_groups,
-                                                          tshmem_moe_tensor_t* counts, cudaStream_t stream);
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_group_count(const tshmem_moe_tensor_t *group_idx, int64_t num_groups,
+                                                          tshmem_moe_tensor_t *counts, cudaStream_t stream);
 
 /** §9. topk_idx [T, K] int64, entries in [-1, E). fi: [E] fp32, fi[e] = (float(count_e) * E) / float(T * A),
  *  computed once per expert from integer counts (deterministic, equal to the reference). */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_aux_fi(const tshmem_moe_tensor_t* topk_idx, int64_t num_experts,
-                                                     int64_t num_aux_topk, tshmem_moe_tensor_t* fi,
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_aux_fi(const tshmem_moe_tensor_t *topk_idx, int64_t num_experts,
+                                                     int64_t num_aux_topk, tshmem_moe_tensor_t *fi,
                                                      cudaStream_t stream);
 
 /** §11. topk_weights [T, K] fp32. denominator [T] = 1e-20f + w0 + w1 + ... (in order), normalized = w / d. */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_normalize_weight(const tshmem_moe_tensor_t* topk_weights,
-                                                               tshmem_moe_tensor_t* denominator,
-                                                               tshmem_moe_tensor_t* normalized,
-                                                               cudaStream_t stream);
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_normalize_weight(const tshmem_moe_tensor_t *topk_weights,
+                                                               tshmem_moe_tensor_t *denominator,
+                                                               tshmem_moe_tensor_t *normalized, cudaStream_t stream);
 
 /** §10. indices [T, K] int64 or int32, contiguous. out: same shape and dtype. */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_mask_indices_by_tp(const tshmem_moe_tensor_t* indices, int64_t n,
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_mask_indices_by_tp(const tshmem_moe_tensor_t *indices, int64_t n,
                                                                  int64_t num_ep_ranks, int64_t tp_rank,
-                                                                 int64_t num_tp_ranks, tshmem_moe_tensor_t* out,
+                                                                 int64_t num_tp_ranks, tshmem_moe_tensor_t *out,
                                                                  cudaStream_t stream);
 
 /** §12. group_indices [T, K] int64 contiguous, modified in place; num_groups <= 128; entries must be
  *  < align(num_groups, 64) (negative entries are left alone). */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_inplace_unique_group_indices(tshmem_moe_tensor_t* group_indices,
-                                                                           int64_t num_groups,
-                                                                           cudaStream_t stream);
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_inplace_unique_group_indices(tshmem_moe_tensor_t *group_indices,
+                                                                           int64_t num_groups, cudaStream_t stream);
 
 /* ---- the fused layout (spec §13-§16) ------------------------------------------------------------------- */
 
@@ -222,40 +218,40 @@ typedef struct tshmem_moe_fused_mapping {
  *  may be NULL) receives the aligned counts and `*host_list_filled` (may be NULL) is set to 1 (else 0); the
  *  pos_to_* outputs must then be library-allocated. Order within an expert segment: ascending flat slot
  *  f = t*K + k (the spec's canonical order); padding at the tail of each segment. */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_fused_mapping(const tshmem_moe_tensor_t* topk_idx,
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_fused_mapping(const tshmem_moe_tensor_t *topk_idx,
                                                                 int64_t num_experts, int64_t num_expanded_tokens,
                                                                 int64_t alignment, int32_t force_no_sync,
-                                                                tshmem_moe_fused_mapping_t* mapping,
-                                                                int32_t* num_tokens_per_expert_host,
-                                                                int32_t* host_list_filled, cudaStream_t stream);
+                                                                tshmem_moe_fused_mapping_t *mapping,
+                                                                int32_t *num_tokens_per_expert_host,
+                                                                int32_t *host_list_filled, cudaStream_t stream);
 
 /** §14. x [T, H] (any dtype, copied bit for bit), token_topk_to_pos [T, K] int32, pos_to_expert [P] int32
  *  (sign only). x_fused [P, H]: padding rows zeroed (also when T == 0). Positions outside [-1, P) are value
  *  errors. */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_expand_to_fused(const tshmem_moe_tensor_t* x,
-                                                              const tshmem_moe_tensor_t* token_topk_to_pos,
-                                                              const tshmem_moe_tensor_t* pos_to_expert,
-                                                              tshmem_moe_tensor_t* x_fused, cudaStream_t stream);
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_expand_to_fused(const tshmem_moe_tensor_t *x,
+                                                              const tshmem_moe_tensor_t *token_topk_to_pos,
+                                                              const tshmem_moe_tensor_t *pos_to_expert,
+                                                              tshmem_moe_tensor_t *x_fused, cudaStream_t stream);
 
 /** §15. As expand_to_fused, plus x_sf [T, hidden_sf] fp32 or int32 (packed UE8M0), row-major contiguous;
  *  num_per_channels in {32, 128}. sf_fused [P, hidden_sf]: row-major, or with use_tma_aligned_col_major_sf
  *  column-major with strides (1, align(P, 4)) (required for int32 sf). */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_expand_to_fused_with_sf(
-    const tshmem_moe_tensor_t* x, const tshmem_moe_tensor_t* x_sf, int64_t num_per_channels,
-    const tshmem_moe_tensor_t* token_topk_to_pos, const tshmem_moe_tensor_t* pos_to_expert,
-    int32_t use_tma_aligned_col_major_sf, tshmem_moe_tensor_t* x_fused, tshmem_moe_tensor_t* sf_fused,
-    cudaStream_t stream);
+TSHMEM_MOE_API tshmem_moe_status_t
+tshmem_moe_expand_to_fused_with_sf(const tshmem_moe_tensor_t *x, const tshmem_moe_tensor_t *x_sf,
+                                   int64_t num_per_channels, const tshmem_moe_tensor_t *token_topk_to_pos,
+                                   const tshmem_moe_tensor_t *pos_to_expert, int32_t use_tma_aligned_col_major_sf,
+                                   tshmem_moe_tensor_t *x_fused, tshmem_moe_tensor_t *sf_fused, cudaStream_t stream);
 
 /** §16. x [P, H] fp32 or bf16 with H % 256 == 0; x_sf [P] fp32 (optional); topk_weights [T, K] fp32
  *  (optional: weight 1); token_topk_to_pos [T, K] int32; fp8_format NULL or "" (output dtype of x) or "e4m3"
  *  (float8_e4m3fn, saturating: |v| > 448 gives +-448, NaN stays NaN); sf [1] fp32 only with "e4m3".
  *  y [T, H]: acc = fmaf(x[p,i], s, acc) in slot order, times sf, then a round-to-nearest-even cast. */
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_reduce_fused(const tshmem_moe_tensor_t* x,
-                                                           const tshmem_moe_tensor_t* x_sf,
-                                                           const tshmem_moe_tensor_t* topk_weights,
-                                                           const tshmem_moe_tensor_t* token_topk_to_pos,
-                                                           const char* fp8_format, const tshmem_moe_tensor_t* sf,
-                                                           tshmem_moe_tensor_t* y, cudaStream_t stream);
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_reduce_fused(const tshmem_moe_tensor_t *x,
+                                                           const tshmem_moe_tensor_t *x_sf,
+                                                           const tshmem_moe_tensor_t *topk_weights,
+                                                           const tshmem_moe_tensor_t *token_topk_to_pos,
+                                                           const char *fp8_format, const tshmem_moe_tensor_t *sf,
+                                                           tshmem_moe_tensor_t *y, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

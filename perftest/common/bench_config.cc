@@ -14,9 +14,12 @@ bool parse_size(const char *text, size_t *out) {
   const unsigned long long value = std::strtoull(text, &end, 10);
   if (end == text) return false;
   unsigned shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10, ++end;
-  else if (*end == 'M' || *end == 'm') shift = 20, ++end;
-  else if (*end == 'G' || *end == 'g') shift = 30, ++end;
+  if (*end == 'K' || *end == 'k')
+    shift = 10, ++end;
+  else if (*end == 'M' || *end == 'm')
+    shift = 20, ++end;
+  else if (*end == 'G' || *end == 'g')
+    shift = 30, ++end;
   if (*end != '\0') return false;
   *out = static_cast<size_t>(value) << shift;
   return true;
@@ -68,8 +71,10 @@ std::vector<size_t> BenchConfig::sizes() const {
 }
 
 bool parse_args(int argc, char **argv, const char *bench_name, BenchConfig *config, int *exit_code) {
-  static const option kLong[] = {{"bidir", no_argument, nullptr, 'B'}, {"json", required_argument, nullptr, 'J'},
-                                 {"help", no_argument, nullptr, 'h'}, {nullptr, 0, nullptr, 0}};
+  static const option kLong[] = {{"bidir", no_argument, nullptr, 'B'},
+                                 {"json", required_argument, nullptr, 'J'},
+                                 {"help", no_argument, nullptr, 'h'},
+                                 {nullptr, 0, nullptr, 0}};
   optind = 1;
   int opt;
   while ((opt = getopt_long(argc, argv, "hb:e:f:n:w:c:t:d:s:", kLong, nullptr)) != -1) {
@@ -84,7 +89,8 @@ bool parse_args(int argc, char **argv, const char *bench_name, BenchConfig *conf
         break;
       }
       case 'n': ok = parse_positive(optarg, &config->iters); break;
-      case 'w': ok = parse_positive(optarg, &config->warmup_iters) || std::strcmp(optarg, "0") == 0;
+      case 'w':
+        ok = parse_positive(optarg, &config->warmup_iters) || std::strcmp(optarg, "0") == 0;
         if (std::strcmp(optarg, "0") == 0) config->warmup_iters = 0;
         break;
       case 'c': ok = parse_positive(optarg, &config->ctas); break;
@@ -96,8 +102,14 @@ bool parse_args(int argc, char **argv, const char *bench_name, BenchConfig *conf
         break;
       case 'B': config->bidir = true; break;
       case 'J': config->json_path = optarg; break;
-      case 'h': usage(bench_name); *exit_code = 0; return false;
-      default: usage(bench_name); *exit_code = 2; return false;
+      case 'h':
+        usage(bench_name);
+        *exit_code = 0;
+        return false;
+      default:
+        usage(bench_name);
+        *exit_code = 2;
+        return false;
     }
     if (!ok) {
       std::fprintf(stderr, "%s: invalid value '%s' for -%c\n", bench_name, optarg ? optarg : "", opt);

@@ -11,17 +11,17 @@
 namespace tshmem_perf {
 
 struct BenchConfig {
-  size_t min_size = 4;            ///< -b
-  size_t max_size = 4 << 20;      ///< -e
-  size_t step_factor = 2;         ///< -f
-  int iters = 10;                 ///< -n
-  int warmup_iters = 5;           ///< -w
-  int ctas = 1;                   ///< -c  (device benchmarks)
-  int threads_per_cta = 1024;     ///< -t  (device benchmarks)
-  std::string datatype = "int";   ///< -d
-  std::string scope = "all";      ///< -s  thread|warp|block|all
-  bool bidir = false;             ///< --bidir
-  std::string json_path;          ///< --json FILE: one JSON object per line
+  size_t min_size = 4;           ///< -b
+  size_t max_size = 4 << 20;     ///< -e
+  size_t step_factor = 2;        ///< -f
+  int iters = 10;                ///< -n
+  int warmup_iters = 5;          ///< -w
+  int ctas = 1;                  ///< -c  (device benchmarks)
+  int threads_per_cta = 1024;    ///< -t  (device benchmarks)
+  std::string datatype = "int";  ///< -d
+  std::string scope = "all";     ///< -s  thread|warp|block|all
+  bool bidir = false;            ///< --bidir
+  std::string json_path;         ///< --json FILE: one JSON object per line
 
   std::vector<size_t> sizes() const;
 };

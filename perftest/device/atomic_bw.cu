@@ -54,7 +54,9 @@ int main(int argc, char **argv) {
       });
     });
   });
-  if (!known && b.me == 0) std::fprintf(stderr, "atomic_bw: -d %s: use int (int32) or long (64-bit, run as uint64)\n", b.config.datatype.c_str());
+  if (!known && b.me == 0)
+    std::fprintf(stderr, "atomic_bw: -d %s: use int (int32) or long (64-bit, run as uint64)\n",
+                 b.config.datatype.c_str());
   Ops::free(sink);
   Ops::free(words);
   b.finish();

@@ -61,7 +61,9 @@ int main(int argc, char **argv) {
       report.row({amo_name(kOp), b.config.datatype, fmt_double(us, 3)});
     });
   });
-  if (!known && b.me == 0) std::fprintf(stderr, "atomic_latency: -d %s: use int (int32) or long (64-bit, run as uint64)\n", b.config.datatype.c_str());
+  if (!known && b.me == 0)
+    std::fprintf(stderr, "atomic_latency: -d %s: use int (int32) or long (64-bit, run as uint64)\n",
+                 b.config.datatype.c_str());
   Ops::free(words);
   b.finish();
   return known ? 0 : 2;

@@ -10,8 +10,10 @@ namespace {
 template <class O, Scope S, bool kBarrier>
 __global__ void barrier_latency_kernel(int iters) {
   for (int i = 0; i < iters; ++i) {
-    if constexpr (kBarrier) O::template barrier_all<S>();
-    else O::template sync_all<S>();
+    if constexpr (kBarrier)
+      O::template barrier_all<S>();
+    else
+      O::template sync_all<S>();
   }
 }
 
@@ -40,8 +42,8 @@ int main(int argc, char **argv) {
 
   Reporter report(b.config, "barrier_latency", b.me == 0);
   b.label(report);
-  report.note(std::string(Ops::kName) + ", " + std::to_string(b.n_pes) + " PEs, one group per PE, block = " +
-              std::to_string(b.config.threads_per_cta) + " threads");
+  report.note(std::string(Ops::kName) + ", " + std::to_string(b.n_pes) +
+              " PEs, one group per PE, block = " + std::to_string(b.config.threads_per_cta) + " threads");
   report.header("device barrier latency", {"op", "scope", "latency (us)"});
   timed_row<Scope::thread, true>(b, report);
   timed_row<Scope::warp, true>(b, report);

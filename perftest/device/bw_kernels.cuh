@@ -33,17 +33,17 @@ __global__ void rma_bw_kernel(char *local, char *remote, size_t bytes, size_t st
 /// the whole grid, unrolled so that several remote accesses are in flight per thread. g reads rotate over
 /// slots like rma_bw_kernel's and land in `local`, so the loads cannot be dropped.
 template <class O, class T, bool kGet>
-__global__ void element_bw_kernel(T *local, T *remote, size_t bytes, size_t stride, unsigned slots,
-                                  unsigned first_slot, int peer, int iters, unsigned *counter) {
+__global__ void element_bw_kernel(T *local, T *remote, size_t bytes, size_t stride, unsigned slots, unsigned first_slot,
+                                  int peer, int iters, unsigned *counter) {
   constexpr int kUnroll = 4;
   const size_t n = bytes / sizeof(T);
   const size_t threads = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   for (int i = 0; i < iters; ++i) {
     if constexpr (kGet) {
-      const T *src = reinterpret_cast<const T *>(reinterpret_cast<const char *>(remote) +
-                                                 static_cast<size_t>((first_slot + static_cast<unsigned>(i)) % slots) *
-                                                     stride);
+      const T *src =
+          reinterpret_cast<const T *>(reinterpret_cast<const char *>(remote) +
+                                      static_cast<size_t>((first_slot + static_cast<unsigned>(i)) % slots) * stride);
       size_t j = tid;
       for (; j + (kUnroll - 1) * threads < n; j += kUnroll * threads) {
         T v[kUnroll];
@@ -97,20 +97,28 @@ __global__ void raw_bw_kernel(uint4 *local, uint4 *peer_view, size_t bytes, size
       uint4 v[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        if constexpr (kAccess == RawAccess::store) v[u] = make_uint4(i, u, static_cast<unsigned>(j), 0);
-        else if constexpr (kAccess == RawAccess::copy) v[u] = read(mine + j + u * blockDim.x);
-        else v[u] = read(theirs + j + u * blockDim.x);
+        if constexpr (kAccess == RawAccess::store)
+          v[u] = make_uint4(i, u, static_cast<unsigned>(j), 0);
+        else if constexpr (kAccess == RawAccess::copy)
+          v[u] = read(mine + j + u * blockDim.x);
+        else
+          v[u] = read(theirs + j + u * blockDim.x);
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        if constexpr (kAccess == RawAccess::load) mine[j + u * blockDim.x] = v[u];
-        else theirs[j + u * blockDim.x] = v[u];
+        if constexpr (kAccess == RawAccess::load)
+          mine[j + u * blockDim.x] = v[u];
+        else
+          theirs[j + u * blockDim.x] = v[u];
       }
     }
     for (; j < n; j += blockDim.x) {
-      if constexpr (kAccess == RawAccess::store) theirs[j] = make_uint4(i, 0, static_cast<unsigned>(j), 0);
-      else if constexpr (kAccess == RawAccess::copy) theirs[j] = read(mine + j);
-      else mine[j] = read(theirs + j);
+      if constexpr (kAccess == RawAccess::store)
+        theirs[j] = make_uint4(i, 0, static_cast<unsigned>(j), 0);
+      else if constexpr (kAccess == RawAccess::copy)
+        theirs[j] = read(mine + j);
+      else
+        mine[j] = read(theirs + j);
     }
     grid_sync(counter, static_cast<unsigned>(i) + 1u);
   }

@@ -187,9 +187,12 @@ inline bool DeviceBench::start(int argc, char **argv, const char *bench_name, in
   MPI_Allreduce(&devices, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&local_size, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   std::string skip;
-  if (fewest == 0) skip = "no GPU";
-  else if (most > fewest) skip = std::to_string(most) + " PEs on a node with " + std::to_string(fewest) + " GPUs";
-  else if (size != 2) skip = "needs exactly 2 PEs, got " + std::to_string(size);
+  if (fewest == 0)
+    skip = "no GPU";
+  else if (most > fewest)
+    skip = std::to_string(most) + " PEs on a node with " + std::to_string(fewest) + " GPUs";
+  else if (size != 2)
+    skip = "needs exactly 2 PEs, got " + std::to_string(size);
   if (!skip.empty()) {
     if (rank == 0) std::printf("%s (%s): skipped: %s\n", bench_name, Ops::kName, skip.c_str());
     MPI_Finalize();

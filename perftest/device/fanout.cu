@@ -17,8 +17,7 @@ namespace {
 constexpr int kTableEntries = 32;
 
 template <class O, bool kGlobal>
-__global__ void table_read_kernel(const uint64_t *table, const void *anchor, int distinct, uint64_t *sink,
-                                  int iters) {
+__global__ void table_read_kernel(const uint64_t *table, const void *anchor, int distinct, uint64_t *sink, int iters) {
   const int lane = static_cast<int>(threadIdx.x & 31u);
   uint64_t acc = 0;
   for (int i = 0; i < iters; ++i) {
@@ -67,7 +66,8 @@ int main(int argc, char **argv) {
   // Both PEs run every launch together (p_fanout stores to each other); PE 0 reports.
   auto both = [&](auto kernel, auto... args) {
     b.sync_pes();
-    if (b.config.warmup_iters > 0) b.launch(kernel, b.config.ctas, b.config.threads_per_cta, args..., b.config.warmup_iters);
+    if (b.config.warmup_iters > 0)
+      b.launch(kernel, b.config.ctas, b.config.threads_per_cta, args..., b.config.warmup_iters);
     b.sync_pes();
     const float ms = b.launch(kernel, b.config.ctas, b.config.threads_per_cta, args..., b.config.iters);
     b.sync_pes();

@@ -33,14 +33,15 @@ int main(int argc, char **argv) {
     Rotation rotation;
     bandwidth_rows(b, report, b.config.datatype, [&](size_t bytes, int iters) {
       if (rotation.stride != ((bytes + 255) & ~size_t{255})) rotation = make_rotation(bytes, pool_bytes);
-      const float ms = b.launch(kernel, ctas, b.config.threads_per_cta, reinterpret_cast<T *>(target),
-                                reinterpret_cast<T *>(pool), bytes, rotation.stride, rotation.slots, rotation.next,
-                                b.peer, iters, b.grid_counter);
+      const float ms =
+          b.launch(kernel, ctas, b.config.threads_per_cta, reinterpret_cast<T *>(target), reinterpret_cast<T *>(pool),
+                   bytes, rotation.stride, rotation.slots, rotation.next, b.peer, iters, b.grid_counter);
       rotation.next = (rotation.next + static_cast<unsigned>(iters)) % rotation.slots;
       return ms;
     });
   });
-  if (!known && b.me == 0) std::fprintf(stderr, "g_bw: -d %s: use int, long, float or double\n", b.config.datatype.c_str());
+  if (!known && b.me == 0)
+    std::fprintf(stderr, "g_bw: -d %s: use int, long, float or double\n", b.config.datatype.c_str());
   Ops::free(target);
   Ops::free(pool);
   b.finish();

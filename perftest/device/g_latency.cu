@@ -12,9 +12,9 @@ __global__ void g_latency_kernel(T *local, const T *remote, size_t n, size_t str
                                  unsigned first_slot, int peer, int iters) {
   T acc = 0;
   for (int i = 0; i < iters; ++i) {
-    const T *src = reinterpret_cast<const T *>(reinterpret_cast<const char *>(remote) +
-                                               static_cast<size_t>((first_slot + static_cast<unsigned>(i)) % slots) *
-                                                   stride);
+    const T *src =
+        reinterpret_cast<const T *>(reinterpret_cast<const char *>(remote) +
+                                    static_cast<size_t>((first_slot + static_cast<unsigned>(i)) % slots) * stride);
     for (size_t j = threadIdx.x; j < n; j += blockDim.x) acc += O::g(src + j, peer);
     __syncthreads();
   }
@@ -47,14 +47,15 @@ int main(int argc, char **argv) {
       if (rotation.stride != ((bytes + 255) & ~size_t{255})) rotation = make_rotation(bytes, pool_bytes);
       const size_t n = bytes / sizeof(T) > 0 ? bytes / sizeof(T) : 1;
       const int threads = static_cast<int>(std::min<size_t>(n, static_cast<size_t>(b.config.threads_per_cta)));
-      const float ms = b.launch(g_latency_kernel<Ops, T>, 1, threads, reinterpret_cast<T *>(target),
-                                reinterpret_cast<const T *>(pool), n, rotation.stride, rotation.slots, rotation.next,
-                                b.peer, iters);
+      const float ms =
+          b.launch(g_latency_kernel<Ops, T>, 1, threads, reinterpret_cast<T *>(target),
+                   reinterpret_cast<const T *>(pool), n, rotation.stride, rotation.slots, rotation.next, b.peer, iters);
       rotation.next = (rotation.next + static_cast<unsigned>(iters)) % rotation.slots;
       return ms;
     });
   });
-  if (!known && b.me == 0) std::fprintf(stderr, "g_latency: -d %s: use int, long, float or double\n", b.config.datatype.c_str());
+  if (!known && b.me == 0)
+    std::fprintf(stderr, "g_latency: -d %s: use int, long, float or double\n", b.config.datatype.c_str());
   Ops::free(target);
   Ops::free(pool);
   b.finish();

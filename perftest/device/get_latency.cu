@@ -46,9 +46,9 @@ int main(int argc, char **argv) {
   char *target = sym_alloc(b.config.max_size, "get_latency");
   Reporter report(b.config, "get_latency", b.me == 0);
   b.label(report);
-  report.note(std::string(Ops::kName) + ", PE 0 reads PE 1, one group of the scope, block = " +
-              std::to_string(b.config.threads_per_cta) + " threads, source rotated over " +
-              std::to_string(pool_bytes >> 20) + " MiB");
+  report.note(std::string(Ops::kName) +
+              ", PE 0 reads PE 1, one group of the scope, block = " + std::to_string(b.config.threads_per_cta) +
+              " threads, source rotated over " + std::to_string(pool_bytes >> 20) + " MiB");
   report.header("getmem latency", {"size(B)", "scope", "latency (us)"});
   scope_rows<Scope::thread>(b, report, target, pool, pool_bytes);
   scope_rows<Scope::warp>(b, report, target, pool, pool_bytes);

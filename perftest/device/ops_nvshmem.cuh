@@ -18,23 +18,23 @@ namespace tshmem_perf {
 template <class T>
 struct NvshmemTyped;
 
-#define TSHMEM_PERF_NVSHMEM_RMA(T, N)                                                                   \
-  static PERF_DEVICE void p(T *d, T v, int pe) { nvshmem_##N##_p(d, v, pe); }                          \
+#define TSHMEM_PERF_NVSHMEM_RMA(T, N)                                         \
+  static PERF_DEVICE void p(T *d, T v, int pe) { nvshmem_##N##_p(d, v, pe); } \
   static PERF_DEVICE T g(const T *s, int pe) { return nvshmem_##N##_g(s, pe); }
-#define TSHMEM_PERF_NVSHMEM_AMO(T, N)                                                                   \
-  static PERF_DEVICE T fetch(T *d, int pe) { return nvshmem_##N##_atomic_fetch(d, pe); }               \
-  static PERF_DEVICE void set(T *d, T v, int pe) { nvshmem_##N##_atomic_set(d, v, pe); }               \
+#define TSHMEM_PERF_NVSHMEM_AMO(T, N)                                                                                  \
+  static PERF_DEVICE T fetch(T *d, int pe) { return nvshmem_##N##_atomic_fetch(d, pe); }                               \
+  static PERF_DEVICE void set(T *d, T v, int pe) { nvshmem_##N##_atomic_set(d, v, pe); }                               \
   static PERF_DEVICE T compare_swap(T *d, T c, T v, int pe) { return nvshmem_##N##_atomic_compare_swap(d, c, v, pe); } \
-  static PERF_DEVICE T swap(T *d, T v, int pe) { return nvshmem_##N##_atomic_swap(d, v, pe); }         \
-  static PERF_DEVICE T fetch_inc(T *d, int pe) { return nvshmem_##N##_atomic_fetch_inc(d, pe); }       \
-  static PERF_DEVICE void inc(T *d, int pe) { nvshmem_##N##_atomic_inc(d, pe); }                       \
-  static PERF_DEVICE T fetch_add(T *d, T v, int pe) { return nvshmem_##N##_atomic_fetch_add(d, v, pe); } \
-  static PERF_DEVICE void add(T *d, T v, int pe) { nvshmem_##N##_atomic_add(d, v, pe); }               \
-  static PERF_DEVICE T fetch_and(T *d, T v, int pe) { return nvshmem_##N##_atomic_fetch_and(d, v, pe); } \
-  static PERF_DEVICE void and_(T *d, T v, int pe) { nvshmem_##N##_atomic_and(d, v, pe); }              \
-  static PERF_DEVICE T fetch_or(T *d, T v, int pe) { return nvshmem_##N##_atomic_fetch_or(d, v, pe); } \
-  static PERF_DEVICE void or_(T *d, T v, int pe) { nvshmem_##N##_atomic_or(d, v, pe); }                \
-  static PERF_DEVICE T fetch_xor(T *d, T v, int pe) { return nvshmem_##N##_atomic_fetch_xor(d, v, pe); } \
+  static PERF_DEVICE T swap(T *d, T v, int pe) { return nvshmem_##N##_atomic_swap(d, v, pe); }                         \
+  static PERF_DEVICE T fetch_inc(T *d, int pe) { return nvshmem_##N##_atomic_fetch_inc(d, pe); }                       \
+  static PERF_DEVICE void inc(T *d, int pe) { nvshmem_##N##_atomic_inc(d, pe); }                                       \
+  static PERF_DEVICE T fetch_add(T *d, T v, int pe) { return nvshmem_##N##_atomic_fetch_add(d, v, pe); }               \
+  static PERF_DEVICE void add(T *d, T v, int pe) { nvshmem_##N##_atomic_add(d, v, pe); }                               \
+  static PERF_DEVICE T fetch_and(T *d, T v, int pe) { return nvshmem_##N##_atomic_fetch_and(d, v, pe); }               \
+  static PERF_DEVICE void and_(T *d, T v, int pe) { nvshmem_##N##_atomic_and(d, v, pe); }                              \
+  static PERF_DEVICE T fetch_or(T *d, T v, int pe) { return nvshmem_##N##_atomic_fetch_or(d, v, pe); }                 \
+  static PERF_DEVICE void or_(T *d, T v, int pe) { nvshmem_##N##_atomic_or(d, v, pe); }                                \
+  static PERF_DEVICE T fetch_xor(T *d, T v, int pe) { return nvshmem_##N##_atomic_fetch_xor(d, v, pe); }               \
   static PERF_DEVICE void xor_(T *d, T v, int pe) { nvshmem_##N##_atomic_xor(d, v, pe); }
 
 template <>
@@ -98,27 +98,39 @@ struct NvshmemOps {
   // ---- device: RMA ------------------------------------------------------------------------------------
   template <Scope S>
   static PERF_DEVICE void putmem_nbi(void *dest, const void *src, size_t bytes, int pe) {
-    if constexpr (S == Scope::thread) nvshmem_putmem_nbi(dest, src, bytes, pe);
-    else if constexpr (S == Scope::warp) nvshmemx_putmem_nbi_warp(dest, src, bytes, pe);
-    else nvshmemx_putmem_nbi_block(dest, src, bytes, pe);
+    if constexpr (S == Scope::thread)
+      nvshmem_putmem_nbi(dest, src, bytes, pe);
+    else if constexpr (S == Scope::warp)
+      nvshmemx_putmem_nbi_warp(dest, src, bytes, pe);
+    else
+      nvshmemx_putmem_nbi_block(dest, src, bytes, pe);
   }
   template <Scope S>
   static PERF_DEVICE void putmem(void *dest, const void *src, size_t bytes, int pe) {
-    if constexpr (S == Scope::thread) nvshmem_putmem(dest, src, bytes, pe);
-    else if constexpr (S == Scope::warp) nvshmemx_putmem_warp(dest, src, bytes, pe);
-    else nvshmemx_putmem_block(dest, src, bytes, pe);
+    if constexpr (S == Scope::thread)
+      nvshmem_putmem(dest, src, bytes, pe);
+    else if constexpr (S == Scope::warp)
+      nvshmemx_putmem_warp(dest, src, bytes, pe);
+    else
+      nvshmemx_putmem_block(dest, src, bytes, pe);
   }
   template <Scope S>
   static PERF_DEVICE void getmem_nbi(void *dest, const void *src, size_t bytes, int pe) {
-    if constexpr (S == Scope::thread) nvshmem_getmem_nbi(dest, src, bytes, pe);
-    else if constexpr (S == Scope::warp) nvshmemx_getmem_nbi_warp(dest, src, bytes, pe);
-    else nvshmemx_getmem_nbi_block(dest, src, bytes, pe);
+    if constexpr (S == Scope::thread)
+      nvshmem_getmem_nbi(dest, src, bytes, pe);
+    else if constexpr (S == Scope::warp)
+      nvshmemx_getmem_nbi_warp(dest, src, bytes, pe);
+    else
+      nvshmemx_getmem_nbi_block(dest, src, bytes, pe);
   }
   template <Scope S>
   static PERF_DEVICE void getmem(void *dest, const void *src, size_t bytes, int pe) {
-    if constexpr (S == Scope::thread) nvshmem_getmem(dest, src, bytes, pe);
-    else if constexpr (S == Scope::warp) nvshmemx_getmem_warp(dest, src, bytes, pe);
-    else nvshmemx_getmem_block(dest, src, bytes, pe);
+    if constexpr (S == Scope::thread)
+      nvshmem_getmem(dest, src, bytes, pe);
+    else if constexpr (S == Scope::warp)
+      nvshmemx_getmem_warp(dest, src, bytes, pe);
+    else
+      nvshmemx_getmem_block(dest, src, bytes, pe);
   }
   template <class T>
   static PERF_DEVICE void p(T *dest, T value, int pe) {
@@ -136,10 +148,12 @@ struct NvshmemOps {
   template <Scope S>
   static PERF_DEVICE void putmem_signal_nbi(void *dest, const void *src, size_t bytes, uint64_t *sig, uint64_t value,
                                             int pe) {
-    if constexpr (S == Scope::thread) nvshmem_putmem_signal_nbi(dest, src, bytes, sig, value, NVSHMEM_SIGNAL_SET, pe);
+    if constexpr (S == Scope::thread)
+      nvshmem_putmem_signal_nbi(dest, src, bytes, sig, value, NVSHMEM_SIGNAL_SET, pe);
     else if constexpr (S == Scope::warp)
       nvshmemx_putmem_signal_nbi_warp(dest, src, bytes, sig, value, NVSHMEM_SIGNAL_SET, pe);
-    else nvshmemx_putmem_signal_nbi_block(dest, src, bytes, sig, value, NVSHMEM_SIGNAL_SET, pe);
+    else
+      nvshmemx_putmem_signal_nbi_block(dest, src, bytes, sig, value, NVSHMEM_SIGNAL_SET, pe);
   }
   static PERF_DEVICE void signal_set(uint64_t *sig, uint64_t value, int pe) {
     nvshmemx_signal_op(sig, value, NVSHMEM_SIGNAL_SET, pe);
@@ -153,34 +167,54 @@ struct NvshmemOps {
   template <Amo Op, class T>
   static PERF_DEVICE T amo(T *dest, T value, T cond, int pe) {
     using N = NvshmemTyped<T>;
-    if constexpr (Op == Amo::fetch) return N::fetch(dest, pe);
-    else if constexpr (Op == Amo::set) return N::set(dest, value, pe), T(0);
-    else if constexpr (Op == Amo::compare_swap) return N::compare_swap(dest, cond, value, pe);
-    else if constexpr (Op == Amo::swap) return N::swap(dest, value, pe);
-    else if constexpr (Op == Amo::fetch_inc) return N::fetch_inc(dest, pe);
-    else if constexpr (Op == Amo::inc) return N::inc(dest, pe), T(0);
-    else if constexpr (Op == Amo::fetch_add) return N::fetch_add(dest, value, pe);
-    else if constexpr (Op == Amo::add) return N::add(dest, value, pe), T(0);
-    else if constexpr (Op == Amo::fetch_and) return N::fetch_and(dest, value, pe);
-    else if constexpr (Op == Amo::and_) return N::and_(dest, value, pe), T(0);
-    else if constexpr (Op == Amo::fetch_or) return N::fetch_or(dest, value, pe);
-    else if constexpr (Op == Amo::or_) return N::or_(dest, value, pe), T(0);
-    else if constexpr (Op == Amo::fetch_xor) return N::fetch_xor(dest, value, pe);
-    else return N::xor_(dest, value, pe), T(0);
+    if constexpr (Op == Amo::fetch)
+      return N::fetch(dest, pe);
+    else if constexpr (Op == Amo::set)
+      return N::set(dest, value, pe), T(0);
+    else if constexpr (Op == Amo::compare_swap)
+      return N::compare_swap(dest, cond, value, pe);
+    else if constexpr (Op == Amo::swap)
+      return N::swap(dest, value, pe);
+    else if constexpr (Op == Amo::fetch_inc)
+      return N::fetch_inc(dest, pe);
+    else if constexpr (Op == Amo::inc)
+      return N::inc(dest, pe), T(0);
+    else if constexpr (Op == Amo::fetch_add)
+      return N::fetch_add(dest, value, pe);
+    else if constexpr (Op == Amo::add)
+      return N::add(dest, value, pe), T(0);
+    else if constexpr (Op == Amo::fetch_and)
+      return N::fetch_and(dest, value, pe);
+    else if constexpr (Op == Amo::and_)
+      return N::and_(dest, value, pe), T(0);
+    else if constexpr (Op == Amo::fetch_or)
+      return N::fetch_or(dest, value, pe);
+    else if constexpr (Op == Amo::or_)
+      return N::or_(dest, value, pe), T(0);
+    else if constexpr (Op == Amo::fetch_xor)
+      return N::fetch_xor(dest, value, pe);
+    else
+      return N::xor_(dest, value, pe), T(0);
   }
 
   // ---- device: collectives ----------------------------------------------------------------------------
   template <Scope S>
   static PERF_DEVICE void barrier_all() {
-    if constexpr (S == Scope::thread) nvshmem_barrier_all();
-    else if constexpr (S == Scope::warp) nvshmemx_barrier_all_warp();
-    else nvshmemx_barrier_all_block();
+    if constexpr (S == Scope::thread)
+      nvshmem_barrier_all();
+    else if constexpr (S == Scope::warp)
+      nvshmemx_barrier_all_warp();
+    else
+      nvshmemx_barrier_all_block();
   }
   template <Scope S>
   static PERF_DEVICE void sync_all() {
-    if constexpr (S == Scope::thread) nvshmem_sync_all();
-    else if constexpr (S == Scope::warp) nvshmemx_sync_all_warp();
-    else nvshmemx_sync_all_block();
+    if constexpr (S == Scope::thread)
+      nvshmem_sync_all();
+    else if constexpr (S == Scope::warp)
+      nvshmemx_sync_all_warp();
+    else
+      nvshmemx_sync_all_block();
   }
 
   // ---- device: peer-table reads (fan-out twin: NVSHMEM's own translation for both paths) ----------------

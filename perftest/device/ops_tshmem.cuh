@@ -90,20 +90,34 @@ struct TshmemOps {
   /// One remote atomic; `value` and `cond` as the operation needs them. Returns the fetched value (or 0).
   template <Amo Op, class T>
   static PERF_DEVICE T amo(T *dest, T value, T cond, int pe) {
-    if constexpr (Op == Amo::fetch) return tshmem::atomic_fetch(dest, pe);
-    else if constexpr (Op == Amo::set) return tshmem::atomic_set(dest, value, pe), T(0);
-    else if constexpr (Op == Amo::compare_swap) return tshmem::atomic_compare_swap(dest, cond, value, pe);
-    else if constexpr (Op == Amo::swap) return tshmem::atomic_swap(dest, value, pe);
-    else if constexpr (Op == Amo::fetch_inc) return tshmem::atomic_fetch_inc(dest, pe);
-    else if constexpr (Op == Amo::inc) return tshmem::atomic_inc(dest, pe), T(0);
-    else if constexpr (Op == Amo::fetch_add) return tshmem::atomic_fetch_add(dest, value, pe);
-    else if constexpr (Op == Amo::add) return tshmem::atomic_add(dest, value, pe), T(0);
-    else if constexpr (Op == Amo::fetch_and) return tshmem::atomic_fetch_and(dest, value, pe);
-    else if constexpr (Op == Amo::and_) return tshmem::atomic_and(dest, value, pe), T(0);
-    else if constexpr (Op == Amo::fetch_or) return tshmem::atomic_fetch_or(dest, value, pe);
-    else if constexpr (Op == Amo::or_) return tshmem::atomic_or(dest, value, pe), T(0);
-    else if constexpr (Op == Amo::fetch_xor) return tshmem::atomic_fetch_xor(dest, value, pe);
-    else return tshmem::atomic_xor(dest, value, pe), T(0);
+    if constexpr (Op == Amo::fetch)
+      return tshmem::atomic_fetch(dest, pe);
+    else if constexpr (Op == Amo::set)
+      return tshmem::atomic_set(dest, value, pe), T(0);
+    else if constexpr (Op == Amo::compare_swap)
+      return tshmem::atomic_compare_swap(dest, cond, value, pe);
+    else if constexpr (Op == Amo::swap)
+      return tshmem::atomic_swap(dest, value, pe);
+    else if constexpr (Op == Amo::fetch_inc)
+      return tshmem::atomic_fetch_inc(dest, pe);
+    else if constexpr (Op == Amo::inc)
+      return tshmem::atomic_inc(dest, pe), T(0);
+    else if constexpr (Op == Amo::fetch_add)
+      return tshmem::atomic_fetch_add(dest, value, pe);
+    else if constexpr (Op == Amo::add)
+      return tshmem::atomic_add(dest, value, pe), T(0);
+    else if constexpr (Op == Amo::fetch_and)
+      return tshmem::atomic_fetch_and(dest, value, pe);
+    else if constexpr (Op == Amo::and_)
+      return tshmem::atomic_and(dest, value, pe), T(0);
+    else if constexpr (Op == Amo::fetch_or)
+      return tshmem::atomic_fetch_or(dest, value, pe);
+    else if constexpr (Op == Amo::or_)
+      return tshmem::atomic_or(dest, value, pe), T(0);
+    else if constexpr (Op == Amo::fetch_xor)
+      return tshmem::atomic_fetch_xor(dest, value, pe);
+    else
+      return tshmem::atomic_xor(dest, value, pe), T(0);
   }
 
   // ---- device: collectives ----------------------------------------------------------------------------

@@ -32,7 +32,8 @@ int main(int argc, char **argv) {
                       reinterpret_cast<T *>(target), bytes, size_t{0}, 1u, 0u, b.peer, iters, b.grid_counter);
     });
   });
-  if (!known && b.me == 0) std::fprintf(stderr, "p_bw: -d %s: use int, long, float or double\n", b.config.datatype.c_str());
+  if (!known && b.me == 0)
+    std::fprintf(stderr, "p_bw: -d %s: use int, long, float or double\n", b.config.datatype.c_str());
   Ops::free(target);
   Ops::free(source);
   b.finish();

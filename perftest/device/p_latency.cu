@@ -42,7 +42,8 @@ int main(int argc, char **argv) {
                       reinterpret_cast<const T *>(source), n, b.peer, iters);
     });
   });
-  if (!known && b.me == 0) std::fprintf(stderr, "p_latency: -d %s: use int, long, float or double\n", b.config.datatype.c_str());
+  if (!known && b.me == 0)
+    std::fprintf(stderr, "p_latency: -d %s: use int, long, float or double\n", b.config.datatype.c_str());
   Ops::free(target);
   Ops::free(source);
   b.finish();

@@ -16,18 +16,30 @@ namespace tshmem_perf {
 /// Which threads call an operation together (NVSHMEM's thread/warp/block variants).
 enum class Scope { thread, warp, block };
 
-inline const char *scope_name(Scope s) {
-  return s == Scope::thread ? "thread" : s == Scope::warp ? "warp" : "block";
-}
+inline const char *scope_name(Scope s) { return s == Scope::thread ? "thread" : s == Scope::warp ? "warp" : "block"; }
 
 /// The remote atomic operations that atomic_bw and atomic_latency time, one row each.
-enum class Amo { fetch, set, compare_swap, swap, fetch_inc, inc, fetch_add, add, fetch_and, and_, fetch_or, or_,
-                 fetch_xor, xor_ };
+enum class Amo {
+  fetch,
+  set,
+  compare_swap,
+  swap,
+  fetch_inc,
+  inc,
+  fetch_add,
+  add,
+  fetch_and,
+  and_,
+  fetch_or,
+  or_,
+  fetch_xor,
+  xor_
+};
 
 inline const char *amo_name(Amo op) {
-  static const char *const kNames[] = {"fetch",     "set", "compare_swap", "swap",     "fetch_inc",
-                                       "inc",       "fetch_add", "add",    "fetch_and", "and",
-                                       "fetch_or",  "or",  "fetch_xor",    "xor"};
+  static const char *const kNames[] = {"fetch",    "set",       "compare_swap", "swap",      "fetch_inc",
+                                       "inc",      "fetch_add", "add",          "fetch_and", "and",
+                                       "fetch_or", "or",        "fetch_xor",    "xor"};
   return kNames[static_cast<int>(op)];
 }
 
@@ -77,15 +89,20 @@ bool with_amo_type(const std::string &name, F &&f) {
 
 template <Scope S>
 PERF_DEVICE unsigned group_rank() {
-  if constexpr (S == Scope::thread) return 0;
-  else if constexpr (S == Scope::warp) return threadIdx.x & 31u;
-  else return threadIdx.x;
+  if constexpr (S == Scope::thread)
+    return 0;
+  else if constexpr (S == Scope::warp)
+    return threadIdx.x & 31u;
+  else
+    return threadIdx.x;
 }
 
 template <Scope S>
 PERF_DEVICE void group_sync() {
-  if constexpr (S == Scope::warp) __syncwarp();
-  else if constexpr (S == Scope::block) __syncthreads();
+  if constexpr (S == Scope::warp)
+    __syncwarp();
+  else if constexpr (S == Scope::block)
+    __syncthreads();
 }
 
 /// The bytes of a `bytes`-long transfer that block `block` of `blocks` moves: equal 16-byte-aligned chunks

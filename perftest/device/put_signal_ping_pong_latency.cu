@@ -9,8 +9,8 @@ namespace {
 
 /// One thread of the group waits for the signal, the group barrier passes its acquire on to the others.
 template <class O, Scope S>
-__global__ void put_signal_ping_pong_kernel(char *dest, const char *src, size_t bytes, uint64_t *sig, int me,
-                                            int peer, uint64_t base, int iters) {
+__global__ void put_signal_ping_pong_kernel(char *dest, const char *src, size_t bytes, uint64_t *sig, int me, int peer,
+                                            uint64_t base, int iters) {
   for (int i = 0; i < iters; ++i) {
     const uint64_t value = base + static_cast<uint64_t>(i) + 1;
     if (me == 0) {
@@ -50,8 +50,8 @@ int main(int argc, char **argv) {
     if (!scope_selected(b.config, S)) return;
     const int threads = S == Scope::thread ? 1 : S == Scope::warp ? 32 : b.config.threads_per_cta;
     latency_rows(b, report, scope_name(S), true, 2.0, [&](size_t bytes, int iters) {
-      const float ms = b.launch(put_signal_ping_pong_kernel<Ops, S>, 1, threads, data, data + b.config.max_size,
-                                bytes, sig, b.me, b.peer, base, iters);
+      const float ms = b.launch(put_signal_ping_pong_kernel<Ops, S>, 1, threads, data, data + b.config.max_size, bytes,
+                                sig, b.me, b.peer, base, iters);
       base += static_cast<uint64_t>(iters);
       return ms;
     });

@@ -48,8 +48,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   for (long bytes : {4096L, 1L << 20})
-    benchmark::RegisterBenchmark(TSHMEM_MALLOC_BENCH_NAME, malloc_free)->Arg(bytes)->Iterations(2000)
-        ->ReportAggregatesOnly(true)->UseRealTime()->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(TSHMEM_MALLOC_BENCH_NAME, malloc_free)
+        ->Arg(bytes)
+        ->Iterations(2000)
+        ->ReportAggregatesOnly(true)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
   // Only PE 0 writes --benchmark_out: the others would truncate and overwrite the same file.
   if (backend::my_pe() != 0) {
     int kept = 1;

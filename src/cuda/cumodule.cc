@@ -22,8 +22,8 @@ Status cumodule_init(CUmodule module) {
   Context *ctx = require_context(call);
   if (ctx == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
   if (!ctx->device_state)
-    return set_error(TSHMEM_ERR_CONFIG, "%s: the %s backend keeps the heap in host memory: there is no device state", call,
-                     ctx->mem->name());
+    return set_error(TSHMEM_ERR_CONFIG, "%s: the %s backend keeps the heap in host memory: there is no device state",
+                     call, ctx->mem->name());
   TSHMEM_CHECK(cu_driver_load());
 
   CUdeviceptr address = 0;
@@ -34,12 +34,14 @@ Status cumodule_init(CUmodule module) {
                      "%s: the module has no __constant__ symbol %s (compile it with -DTSHMEM_CUMODULE so that the "
                      "tshmem device headers export it)",
                      call, kModuleStateSymbol);
-  if (found != CUDA_SUCCESS) return cu_error(found, "cuModuleGetGlobal(module, \"tshmemi_device_state_c\")", __FILE__, __LINE__);
+  if (found != CUDA_SUCCESS)
+    return cu_error(found, "cuModuleGetGlobal(module, \"tshmemi_device_state_c\")", __FILE__, __LINE__);
   if (bytes != sizeof(tshmemi_device_state))
-    return set_error(TSHMEM_ERR_CONFIG,
-                     "%s: the module's %s is %zu bytes, this library's tshmemi_device_state is %zu (state version %#x): "
-                     "rebuild the module against this tshmem",
-                     call, kModuleStateSymbol, bytes, sizeof(tshmemi_device_state), TSHMEMI_DEVICE_STATE_VERSION);
+    return set_error(
+        TSHMEM_ERR_CONFIG,
+        "%s: the module's %s is %zu bytes, this library's tshmemi_device_state is %zu (state version %#x): "
+        "rebuild the module against this tshmem",
+        call, kModuleStateSymbol, bytes, sizeof(tshmemi_device_state), TSHMEMI_DEVICE_STATE_VERSION);
   const tshmemi_device_state state = registry_current();
   // The address belongs to the module's context (the current one); UVA lets the runtime resolve it.
   TSHMEM_CUDA_CHECK(cudaMemcpy(reinterpret_cast<void *>(address), &state, sizeof(state), cudaMemcpyDefault));

@@ -25,8 +25,7 @@ class GpuDeviceState final : public DeviceState {
       DeviceGuard guard;
       if (guard.enter(device_) == TSHMEM_SUCCESS) {
         const cudaError_t rc = cudaFree(mirror_);
-        if (rc != cudaSuccess)
-          TSHMEMI_LOG(kWarn, kLogCuda, "cudaFree(peer table mirror): %s", cudaGetErrorString(rc));
+        if (rc != cudaSuccess) TSHMEMI_LOG(kWarn, kLogCuda, "cudaFree(peer table mirror): %s", cudaGetErrorString(rc));
       }
     }
   }

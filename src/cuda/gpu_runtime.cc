@@ -24,7 +24,7 @@ namespace {
 struct LocalGpuChoice {
   int32_t device;
   int32_t ok;
-  int32_t visible;       ///< devices this PE sees
+  int32_t visible;  ///< devices this PE sees
   unsigned char uuid[16];
   char bus_id[32];
 };
@@ -70,8 +70,8 @@ Status check_not_shared(const Bootstrap &boot, const std::vector<LocalGpuChoice>
   return set_error(TSHMEM_ERR_CONFIG,
                    "select_gpu: PEs %s would share GPU %s (device %d): this node runs %d PEs and PE %d sees %d GPU%s. "
                    "Run at most one PE per GPU, or set TSHMEM_ALLOW_SHARED_GPU=1 to share GPUs round-robin",
-                   pe_list(sharing).c_str(), mine.bus_id, mine.device, boot.local_size(), boot.rank(),
-                   mine.visible, mine.visible == 1 ? "" : "s");
+                   pe_list(sharing).c_str(), mine.bus_id, mine.device, boot.local_size(), boot.rank(), mine.visible,
+                   mine.visible == 1 ? "" : "s");
 }
 
 }  // namespace

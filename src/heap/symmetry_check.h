@@ -22,7 +22,8 @@ enum class CollectiveKind : int64_t {
   kFree = 4,
   kBarrier = 5,
   kFinalize = 6,
-  kMulticast = 7,  ///< binding the heap to the node's multicast object (src/nvls): size = bytes bound, alignment = granularity
+  kMulticast =
+      7,  ///< binding the heap to the node's multicast object (src/nvls): size = bytes bound, alignment = granularity
 };
 
 const char *collective_call_name(CollectiveKind kind);  // "tshmem_malloc", ...
@@ -30,9 +31,9 @@ const char *collective_call_name(CollectiveKind kind);  // "tshmem_malloc", ...
 /// What this PE asked for in one collective call.
 struct CollectiveRequest {
   CollectiveKind kind = CollectiveKind::kMalloc;
-  int64_t size = 0;       ///< bytes asked (free: size of the block being freed; -1 if not a block)
-  int64_t alignment = 0;  ///< requested alignment (0 where it does not apply)
-  int64_t offset = -1;    ///< heap offset this PE allocated / frees (-1: none)
+  int64_t size = 0;                      ///< bytes asked (free: size of the block being freed; -1 if not a block)
+  int64_t alignment = 0;                 ///< requested alignment (0 where it does not apply)
+  int64_t offset = -1;                   ///< heap offset this PE allocated / frees (-1: none)
   Status local_status = TSHMEM_SUCCESS;  ///< the PE's own verdict before agreeing (bad argument, exhausted)
   std::string local_error;               ///< its message when local_status != success
 

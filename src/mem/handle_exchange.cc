@@ -19,7 +19,7 @@ namespace tshmemi {
 namespace {
 
 constexpr uint64_t kHeaderMagic = 0x74736d656d66642eull;  // "tsmemfd."
-constexpr int kStepTimeoutMs = 60 * 1000;  // a safety net only: every peer is known to be ready by then
+constexpr int kStepTimeoutMs = 60 * 1000;                 // a safety net only: every peer is known to be ready by then
 
 /// What travels with a descriptor.
 struct FdHeader {
@@ -195,9 +195,10 @@ Status receive_fd(int socket_fd, uint64_t job_id, int expected_pe, PeerFd *out) 
     got += static_cast<size_t>(n);
   }
   if (header.magic != kHeaderMagic || header.job_id != job_id || header.pe != expected_pe)
-    return set_error(TSHMEM_ERR_SYSTEM, "the descriptor message from PE %d is malformed (magic %#llx, job %#llx, PE %d)",
-                     expected_pe, static_cast<unsigned long long>(header.magic),
-                     static_cast<unsigned long long>(header.job_id), header.pe);
+    return set_error(TSHMEM_ERR_SYSTEM,
+                     "the descriptor message from PE %d is malformed (magic %#llx, job %#llx, PE %d)", expected_pe,
+                     static_cast<unsigned long long>(header.magic), static_cast<unsigned long long>(header.job_id),
+                     header.pe);
   if (!fd.valid()) return set_error(TSHMEM_ERR_SYSTEM, "PE %d's message carried no descriptor", expected_pe);
   out->pe = expected_pe;
   out->fd = std::move(fd);
@@ -225,7 +226,8 @@ Status exchange_fds_node_local(Bootstrap &boot, int own_fd, uint64_t own_bytes, 
 
   UniqueFd listener;
   Status status = TSHMEM_SUCCESS;
-  if (has_peers) status = listen_on(abstract_address(job_id, boot.rank()), static_cast<int>(local_pes.size()), &listener);
+  if (has_peers)
+    status = listen_on(abstract_address(job_id, boot.rank()), static_cast<int>(local_pes.size()), &listener);
   TSHMEM_CHECK(agree_on_status(boot, status, "heap handle exchange: opening the node-local socket"));
 
   std::vector<UniqueFd> clients(local_pes.size());

@@ -8,18 +8,19 @@ using namespace tshmem_moe;
 namespace {
 
 // The index inputs shared by both expands: token_topk_to_pos [T, K] int32 and pos_to_expert [P] int32.
-Status check_expand_maps(const Tensor* x, const Tensor* pos, const Tensor* pte) {
+Status check_expand_maps(const Tensor *x, const Tensor *pos, const Tensor *pte) {
   MOE_TRY(check_secondary(pos, "token_topk_to_pos", {TSHMEM_MOE_INT32}, 2, true, x->device, "x"));
   MOE_TRY(check_dim(*pos, "token_topk_to_pos", 0, x->shape[0], "T = x.shape[0]"));
   MOE_TRY(check_secondary(pte, "pos_to_expert", {TSHMEM_MOE_INT32}, 1, true, x->device, "x"));
   return kSuccess;
 }
 
-Status expand_common(const char* call, const Tensor* x, const Tensor* x_sf, int64_t npc, const Tensor* pos,
-                     const Tensor* pte, bool col_major, Tensor* x_fused, Tensor* sf_fused, cudaStream_t stream) {
+Status expand_common(const char *call, const Tensor *x, const Tensor *x_sf, int64_t npc, const Tensor *pos,
+                     const Tensor *pte, bool col_major, Tensor *x_fused, Tensor *sf_fused, cudaStream_t stream) {
   (void)call;
-  MOE_TRY(check_input(x, "x", {TSHMEM_MOE_BOOL, TSHMEM_MOE_INT32, TSHMEM_MOE_INT64, TSHMEM_MOE_FLOAT32,
-                               TSHMEM_MOE_BFLOAT16, TSHMEM_MOE_FLOAT8_E4M3},
+  MOE_TRY(check_input(x, "x",
+                      {TSHMEM_MOE_BOOL, TSHMEM_MOE_INT32, TSHMEM_MOE_INT64, TSHMEM_MOE_FLOAT32, TSHMEM_MOE_BFLOAT16,
+                       TSHMEM_MOE_FLOAT8_E4M3},
                       2, true));
   MOE_TRY(check_expand_maps(x, pos, pte));
   const int64_t T = x->shape[0], H = x->shape[1], K = pos->shape[1], P = pte->shape[0];
@@ -29,12 +30,12 @@ Status expand_common(const char* call, const Tensor* x, const Tensor* x_sf, int6
     MOE_TRY(check_secondary(x_sf, "x_sf", {TSHMEM_MOE_FLOAT32, TSHMEM_MOE_INT32}, 2, true, x->device, "x"));
     MOE_REQUIRE(npc == 32 || npc == 128, "num_per_channels = %" PRId64 "; it must be 32 or 128", npc);
     const bool packed = x_sf->dtype == TSHMEM_MOE_INT32;
-    MOE_REQUIRE(!packed || col_major,
-                "x_sf is int32 (packed UE8M0) so use_tma_aligned_col_major_sf must be true");
+    MOE_REQUIRE(!packed || col_major, "x_sf is int32 (packed UE8M0) so use_tma_aligned_col_major_sf must be true");
     hsf = packed ? ceil_div(ceil_div(H, npc), 4) : ceil_div(H, npc);
     MOE_TRY(check_dim(*x_sf, "x_sf", 0, T, "T = x.shape[0]"));
-    MOE_TRY(check_dim(*x_sf, "x_sf", 1, hsf, packed ? "hidden_sf = ceil(ceil(H / num_per_channels) / 4)"
-                                                    : "hidden_sf = ceil(H / num_per_channels)"));
+    MOE_TRY(check_dim(
+        *x_sf, "x_sf", 1, hsf,
+        packed ? "hidden_sf = ceil(ceil(H / num_per_channels) / 4)" : "hidden_sf = ceil(H / num_per_channels)"));
   }
   DeviceGuard guard;
   LaunchCtx ctx;
@@ -53,17 +54,17 @@ Status expand_common(const char* call, const Tensor* x, const Tensor* x_sf, int6
     ExpandArgs a{};
     a.x = x->data;
     a.T = T, a.H = H, a.esize = static_cast<int64_t>(tshmem_moe_dtype_size(x->dtype));
-    a.pos = static_cast<const int32_t*>(pos->data);
+    a.pos = static_cast<const int32_t *>(pos->data);
     a.K = K;
-    a.pos_to_expert = static_cast<const int32_t*>(pte->data);
+    a.pos_to_expert = static_cast<const int32_t *>(pte->data);
     a.P = P;
     a.out = x_fused->data;
     if (x_sf) {
-      a.x_sf = static_cast<const uint32_t*>(x_sf->data);
+      a.x_sf = static_cast<const uint32_t *>(x_sf->data);
       a.hsf = hsf;
       a.col_major = col_major;
       a.P4 = P4;
-      a.sf_out = static_cast<uint32_t*>(sf_fused->data);
+      a.sf_out = static_cast<uint32_t *>(sf_fused->data);
     }
     MOE_TRY(execute(a, ctx, ref_expand, launch_expand));
   }
@@ -75,21 +76,21 @@ Status expand_common(const char* call, const Tensor* x, const Tensor* x_sf, int6
 
 extern "C" {
 
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_expand_to_fused(const tshmem_moe_tensor_t* x,
-                                                              const tshmem_moe_tensor_t* token_topk_to_pos,
-                                                              const tshmem_moe_tensor_t* pos_to_expert,
-                                                              tshmem_moe_tensor_t* x_fused, cudaStream_t stream) {
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_expand_to_fused(const tshmem_moe_tensor_t *x,
+                                                              const tshmem_moe_tensor_t *token_topk_to_pos,
+                                                              const tshmem_moe_tensor_t *pos_to_expert,
+                                                              tshmem_moe_tensor_t *x_fused, cudaStream_t stream) {
   return guarded("tshmem_moe_expand_to_fused", [&]() -> Status {
-    return expand_common("tshmem_moe_expand_to_fused", x, nullptr, 0, token_topk_to_pos, pos_to_expert, false,
-                         x_fused, nullptr, stream);
+    return expand_common("tshmem_moe_expand_to_fused", x, nullptr, 0, token_topk_to_pos, pos_to_expert, false, x_fused,
+                         nullptr, stream);
   });
 }
 
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_expand_to_fused_with_sf(
-    const tshmem_moe_tensor_t* x, const tshmem_moe_tensor_t* x_sf, int64_t num_per_channels,
-    const tshmem_moe_tensor_t* token_topk_to_pos, const tshmem_moe_tensor_t* pos_to_expert,
-    int32_t use_tma_aligned_col_major_sf, tshmem_moe_tensor_t* x_fused, tshmem_moe_tensor_t* sf_fused,
-    cudaStream_t stream) {
+TSHMEM_MOE_API tshmem_moe_status_t
+tshmem_moe_expand_to_fused_with_sf(const tshmem_moe_tensor_t *x, const tshmem_moe_tensor_t *x_sf,
+                                   int64_t num_per_channels, const tshmem_moe_tensor_t *token_topk_to_pos,
+                                   const tshmem_moe_tensor_t *pos_to_expert, int32_t use_tma_aligned_col_major_sf,
+                                   tshmem_moe_tensor_t *x_fused, tshmem_moe_tensor_t *sf_fused, cudaStream_t stream) {
   return guarded("tshmem_moe_expand_to_fused_with_sf", [&]() -> Status {
     MOE_REQUIRE(x_sf != nullptr, "tensor 'x_sf' is required but NULL");
     return expand_common("tshmem_moe_expand_to_fused_with_sf", x, x_sf, num_per_channels, token_topk_to_pos,
@@ -97,12 +98,12 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_expand_to_fused_with_sf(
   });
 }
 
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_reduce_fused(const tshmem_moe_tensor_t* x,
-                                                           const tshmem_moe_tensor_t* x_sf,
-                                                           const tshmem_moe_tensor_t* topk_weights,
-                                                           const tshmem_moe_tensor_t* token_topk_to_pos,
-                                                           const char* fp8_format, const tshmem_moe_tensor_t* sf,
-                                                           tshmem_moe_tensor_t* y, cudaStream_t stream) {
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_reduce_fused(const tshmem_moe_tensor_t *x,
+                                                           const tshmem_moe_tensor_t *x_sf,
+                                                           const tshmem_moe_tensor_t *topk_weights,
+                                                           const tshmem_moe_tensor_t *token_topk_to_pos,
+                                                           const char *fp8_format, const tshmem_moe_tensor_t *sf,
+                                                           tshmem_moe_tensor_t *y, cudaStream_t stream) {
   return guarded("tshmem_moe_reduce_fused", [&]() -> Status {
     MOE_TRY(check_input(x, "x", {TSHMEM_MOE_FLOAT32, TSHMEM_MOE_BFLOAT16}, 2, true));
     const int dev = x->device;
@@ -135,11 +136,11 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_reduce_fused(const tshmem_moe_tens
       a.x = x->data;
       a.x_bf16 = x->dtype == TSHMEM_MOE_BFLOAT16;
       a.P = P, a.H = H;
-      a.x_sf = x_sf ? static_cast<const float*>(x_sf->data) : nullptr;
-      a.w = topk_weights ? static_cast<const float*>(topk_weights->data) : nullptr;
-      a.pos = static_cast<const int32_t*>(token_topk_to_pos->data);
+      a.x_sf = x_sf ? static_cast<const float *>(x_sf->data) : nullptr;
+      a.w = topk_weights ? static_cast<const float *>(topk_weights->data) : nullptr;
+      a.pos = static_cast<const int32_t *>(token_topk_to_pos->data);
       a.T = T, a.K = K;
-      a.sf = sf ? static_cast<const float*>(sf->data) : nullptr;
+      a.sf = sf ? static_cast<const float *>(sf->data) : nullptr;
       a.out_dtype = out_dtype;
       a.out = y->data;
       MOE_TRY(execute(a, ctx, ref_reduce_fused, launch_reduce_fused));

@@ -8,8 +8,8 @@ using namespace tshmem_moe;
 
 extern "C" {
 
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_group_count(const tshmem_moe_tensor_t* group_idx, int64_t num_groups,
-                                                          tshmem_moe_tensor_t* counts, cudaStream_t stream) {
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_group_count(const tshmem_moe_tensor_t *group_idx, int64_t num_groups,
+                                                          tshmem_moe_tensor_t *counts, cudaStream_t stream) {
   return guarded("tshmem_moe_group_count", [&]() -> Status {
     MOE_TRY(check_input(group_idx, "group_idx", {TSHMEM_MOE_INT64}, 2, true));
     MOE_REQUIRE(num_groups >= 0 && num_groups <= INT32_MAX, "num_groups = %" PRId64 "; it must be in [0, 2^31)",
@@ -20,8 +20,8 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_group_count(const tshmem_moe_tenso
     Outputs outs(group_idx->device, stream, "group_idx");
     MOE_TRY(outs.prepare(counts, "counts", TSHMEM_MOE_INT32, 1, &num_groups));
     if (num_groups > 0) {
-      GroupCountArgs a{static_cast<const int64_t*>(group_idx->data), numel(*group_idx), num_groups,
-                       static_cast<int32_t*>(counts->data)};
+      GroupCountArgs a{static_cast<const int64_t *>(group_idx->data), numel(*group_idx), num_groups,
+                       static_cast<int32_t *>(counts->data)};
       MOE_TRY(execute(a, ctx, ref_group_count, launch_group_count));
     } else if (numel(*group_idx) > 0) {
       // Every entry must be -1 when there are no groups; the reference checks that cheaply for both paths.
@@ -33,8 +33,8 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_group_count(const tshmem_moe_tenso
   });
 }
 
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_aux_fi(const tshmem_moe_tensor_t* topk_idx, int64_t num_experts,
-                                                     int64_t num_aux_topk, tshmem_moe_tensor_t* fi,
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_aux_fi(const tshmem_moe_tensor_t *topk_idx, int64_t num_experts,
+                                                     int64_t num_aux_topk, tshmem_moe_tensor_t *fi,
                                                      cudaStream_t stream) {
   return guarded("tshmem_moe_aux_fi", [&]() -> Status {
     MOE_TRY(check_input(topk_idx, "topk_idx", {TSHMEM_MOE_INT64}, 2, true));
@@ -46,18 +46,21 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_aux_fi(const tshmem_moe_tensor_t* 
     MOE_TRY(enter_device(guard, topk_idx->device, stream, &ctx));
     Outputs outs(topk_idx->device, stream, "topk_idx");
     MOE_TRY(outs.prepare(fi, "fi", TSHMEM_MOE_FLOAT32, 1, &num_experts));
-    AuxFiArgs a{static_cast<const int64_t*>(topk_idx->data), topk_idx->shape[0], topk_idx->shape[1], num_experts,
-                num_aux_topk, static_cast<float*>(fi->data)};
+    AuxFiArgs a{static_cast<const int64_t *>(topk_idx->data),
+                topk_idx->shape[0],
+                topk_idx->shape[1],
+                num_experts,
+                num_aux_topk,
+                static_cast<float *>(fi->data)};
     MOE_TRY(execute(a, ctx, ref_aux_fi, launch_aux_fi));
     outs.commit();
     return kSuccess;
   });
 }
 
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_normalize_weight(const tshmem_moe_tensor_t* topk_weights,
-                                                               tshmem_moe_tensor_t* denominator,
-                                                               tshmem_moe_tensor_t* normalized,
-                                                               cudaStream_t stream) {
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_normalize_weight(const tshmem_moe_tensor_t *topk_weights,
+                                                               tshmem_moe_tensor_t *denominator,
+                                                               tshmem_moe_tensor_t *normalized, cudaStream_t stream) {
   return guarded("tshmem_moe_normalize_weight", [&]() -> Status {
     MOE_TRY(check_input(topk_weights, "topk_weights", {TSHMEM_MOE_FLOAT32}, 2, true));
     const int64_t T = topk_weights->shape[0], K = topk_weights->shape[1];
@@ -68,8 +71,8 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_normalize_weight(const tshmem_moe_
     MOE_TRY(outs.prepare(denominator, "denominator", TSHMEM_MOE_FLOAT32, 1, &T));
     MOE_TRY(outs.prepare(normalized, "normalized", TSHMEM_MOE_FLOAT32, 2, topk_weights->shape));
     if (T > 0) {
-      NormalizeArgs a{static_cast<const float*>(topk_weights->data), T, K, static_cast<float*>(denominator->data),
-                      static_cast<float*>(normalized->data)};
+      NormalizeArgs a{static_cast<const float *>(topk_weights->data), T, K, static_cast<float *>(denominator->data),
+                      static_cast<float *>(normalized->data)};
       MOE_TRY(execute(a, ctx, ref_normalize_weight, launch_normalize_weight));
     }
     outs.commit();
@@ -77,15 +80,15 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_normalize_weight(const tshmem_moe_
   });
 }
 
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_mask_indices_by_tp(const tshmem_moe_tensor_t* indices, int64_t n,
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_mask_indices_by_tp(const tshmem_moe_tensor_t *indices, int64_t n,
                                                                  int64_t num_ep_ranks, int64_t tp_rank,
-                                                                 int64_t num_tp_ranks, tshmem_moe_tensor_t* out,
+                                                                 int64_t num_tp_ranks, tshmem_moe_tensor_t *out,
                                                                  cudaStream_t stream) {
   return guarded("tshmem_moe_mask_indices_by_tp", [&]() -> Status {
     MOE_TRY(check_input(indices, "indices", {TSHMEM_MOE_INT64, TSHMEM_MOE_INT32}, -1, true));
     MOE_REQUIRE(num_ep_ranks >= 1, "num_ep_ranks = %" PRId64 "; it must be >= 1", num_ep_ranks);
-    MOE_REQUIRE(n >= num_ep_ranks, "n = %" PRId64 " < num_ep_ranks = %" PRId64 ": every EP rank must own an expert",
-                n, num_ep_ranks);
+    MOE_REQUIRE(n >= num_ep_ranks, "n = %" PRId64 " < num_ep_ranks = %" PRId64 ": every EP rank must own an expert", n,
+                num_ep_ranks);
     MOE_REQUIRE(num_tp_ranks >= 1 && tp_rank >= 0 && tp_rank < num_tp_ranks,
                 "tp_rank = %" PRId64 ", num_tp_ranks = %" PRId64 " must satisfy 0 <= tp_rank < num_tp_ranks", tp_rank,
                 num_tp_ranks);
@@ -96,8 +99,8 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_mask_indices_by_tp(const tshmem_mo
     MOE_TRY(outs.prepare(out, "out", indices->dtype, indices->ndim, indices->shape));
     const int64_t count = numel(*indices);
     if (count > 0) {
-      MaskTpArgs a{indices->data, out->data, indices->dtype == TSHMEM_MOE_INT64, count, n, num_ep_ranks, tp_rank,
-                   num_tp_ranks};
+      MaskTpArgs a{indices->data, out->data,   indices->dtype == TSHMEM_MOE_INT64, count, n, num_ep_ranks,
+                   tp_rank,       num_tp_ranks};
       MOE_TRY(execute(a, ctx, ref_mask_indices_by_tp, launch_mask_indices_by_tp));
     }
     outs.commit();
@@ -105,7 +108,7 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_mask_indices_by_tp(const tshmem_mo
   });
 }
 
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_inplace_unique_group_indices(tshmem_moe_tensor_t* group_indices,
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_inplace_unique_group_indices(tshmem_moe_tensor_t *group_indices,
                                                                            int64_t num_groups, cudaStream_t stream) {
   return guarded("tshmem_moe_inplace_unique_group_indices", [&]() -> Status {
     MOE_TRY(check_input(group_indices, "group_indices", {TSHMEM_MOE_INT64}, 2, true));
@@ -114,7 +117,7 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_inplace_unique_group_indices(tshme
     LaunchCtx ctx;
     MOE_TRY(enter_device(guard, group_indices->device, stream, &ctx));
     if (numel(*group_indices) > 0) {
-      UniqueArgs a{static_cast<int64_t*>(group_indices->data), group_indices->shape[0], group_indices->shape[1],
+      UniqueArgs a{static_cast<int64_t *>(group_indices->data), group_indices->shape[0], group_indices->shape[1],
                    num_groups};
       MOE_TRY(execute(a, ctx, ref_unique, launch_unique));
     }
@@ -122,12 +125,12 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_inplace_unique_group_indices(tshme
   });
 }
 
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_fused_mapping(const tshmem_moe_tensor_t* topk_idx,
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_fused_mapping(const tshmem_moe_tensor_t *topk_idx,
                                                                 int64_t num_experts, int64_t num_expanded_tokens,
                                                                 int64_t alignment, int32_t force_no_sync,
-                                                                tshmem_moe_fused_mapping_t* m,
-                                                                int32_t* num_tokens_per_expert_host,
-                                                                int32_t* host_list_filled, cudaStream_t stream) {
+                                                                tshmem_moe_fused_mapping_t *m,
+                                                                int32_t *num_tokens_per_expert_host,
+                                                                int32_t *host_list_filled, cudaStream_t stream) {
   return guarded("tshmem_moe_get_fused_mapping", [&]() -> Status {
     if (host_list_filled) *host_list_filled = 0;
     MOE_TRY(check_input(topk_idx, "topk_idx", {TSHMEM_MOE_INT64}, 2, true));
@@ -141,10 +144,10 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_fused_mapping(const tshmem_moe
     const int64_t P = sync_path ? align_up(T * K + (alignment - 1) * E, alignment) : num_expanded_tokens;
     MOE_LIMIT(P <= INT32_MAX && T * K <= INT32_MAX, "the mapping needs %" PRId64 " rows; positions are int32", P);
     if (sync_path)
-      MOE_REQUIRE(m->pos_to_expert.data == nullptr && m->pos_to_token.data == nullptr &&
-                      m->pos_to_token_topk.data == nullptr,
-                  "with num_expanded_tokens = 0 (the sync path) the pos_to_* outputs must be library-allocated "
-                  "(data = NULL): their length is known only after the kernel");
+      MOE_REQUIRE(
+          m->pos_to_expert.data == nullptr && m->pos_to_token.data == nullptr && m->pos_to_token_topk.data == nullptr,
+          "with num_expanded_tokens = 0 (the sync path) the pos_to_* outputs must be library-allocated "
+          "(data = NULL): their length is known only after the kernel");
     const int dev = topk_idx->device;
     DeviceGuard guard;
     LaunchCtx ctx;
@@ -158,15 +161,15 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_fused_mapping(const tshmem_moe
     MOE_TRY(outs.prepare(&m->expert_end, "expert_end", TSHMEM_MOE_INT32, 1, &E));
     MOE_TRY(outs.prepare(&m->num_tokens_per_expert, "num_tokens_per_expert", TSHMEM_MOE_INT32, 1, &E));
     MappingArgs a{};
-    a.idx = static_cast<const int64_t*>(topk_idx->data);
+    a.idx = static_cast<const int64_t *>(topk_idx->data);
     a.T = T, a.K = K, a.E = E, a.P = P, a.alignment = alignment;
-    a.pos_to_expert = static_cast<int32_t*>(m->pos_to_expert.data);
-    a.pos_to_token = static_cast<int32_t*>(m->pos_to_token.data);
-    a.pos_to_token_topk = static_cast<int32_t*>(m->pos_to_token_topk.data);
-    a.token_topk_to_pos = static_cast<int32_t*>(m->token_topk_to_pos.data);
-    a.expert_start = static_cast<int32_t*>(m->expert_start.data);
-    a.expert_end = static_cast<int32_t*>(m->expert_end.data);
-    a.num_tokens_per_expert = static_cast<int32_t*>(m->num_tokens_per_expert.data);
+    a.pos_to_expert = static_cast<int32_t *>(m->pos_to_expert.data);
+    a.pos_to_token = static_cast<int32_t *>(m->pos_to_token.data);
+    a.pos_to_token_topk = static_cast<int32_t *>(m->pos_to_token_topk.data);
+    a.token_topk_to_pos = static_cast<int32_t *>(m->token_topk_to_pos.data);
+    a.expert_start = static_cast<int32_t *>(m->expert_start.data);
+    a.expert_end = static_cast<int32_t *>(m->expert_end.data);
+    a.num_tokens_per_expert = static_cast<int32_t *>(m->num_tokens_per_expert.data);
     a.total = nullptr;
     MOE_TRY(execute(a, ctx, ref_get_fused_mapping, launch_get_fused_mapping));
     if (sync_path) {

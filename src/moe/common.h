@@ -16,44 +16,44 @@ using Tensor = tshmem_moe_tensor_t;
 constexpr Status kSuccess = TSHMEM_MOE_SUCCESS;
 
 // Records `status` and a message "<current call>: <text>" as this thread's last error; returns `status`.
-Status fail(Status status, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+Status fail(Status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 // Maps a CUDA error to a status (OOM, no device, CUDA) with a message naming the failed expression.
-Status cuda_fail(cudaError_t err, const char* what);
-const char* current_call();
+Status cuda_fail(cudaError_t err, const char *what);
+const char *current_call();
 
 // Names the public call for the messages of everything below it on this thread.
 class CallScope {
  public:
-  explicit CallScope(const char* name);
+  explicit CallScope(const char *name);
   ~CallScope();
-  CallScope(const CallScope&) = delete;
-  CallScope& operator=(const CallScope&) = delete;
+  CallScope(const CallScope &) = delete;
+  CallScope &operator=(const CallScope &) = delete;
 
  private:
-  const char* prev_;
+  const char *prev_;
 };
 
-#define MOE_TRY(expr)                                   \
-  do {                                                  \
-    ::tshmem_moe::Status moe_s_ = (expr);               \
+#define MOE_TRY(expr)                                    \
+  do {                                                   \
+    ::tshmem_moe::Status moe_s_ = (expr);                \
     if (moe_s_ != ::tshmem_moe::kSuccess) return moe_s_; \
   } while (0)
 
-#define MOE_CUDA(expr)                                                            \
-  do {                                                                            \
-    cudaError_t moe_e_ = (expr);                                                  \
-    if (moe_e_ != cudaSuccess) return ::tshmem_moe::cuda_fail(moe_e_, #expr);     \
+#define MOE_CUDA(expr)                                                        \
+  do {                                                                        \
+    cudaError_t moe_e_ = (expr);                                              \
+    if (moe_e_ != cudaSuccess) return ::tshmem_moe::cuda_fail(moe_e_, #expr); \
   } while (0)
 
 // The edge of every extern "C" function: names the call, and turns exceptions into statuses.
 template <class F>
-Status guarded(const char* call, F&& body) {
+Status guarded(const char *call, F &&body) {
   CallScope scope(call);
   try {
     return body();
-  } catch (const std::bad_alloc&) {
+  } catch (const std::bad_alloc &) {
     return fail(TSHMEM_MOE_ERR_OUT_OF_MEMORY, "host allocation failed");
-  } catch (const std::exception& e) {
+  } catch (const std::exception &e) {
     return fail(TSHMEM_MOE_ERR_INTERNAL, "unexpected exception: %s", e.what());
   } catch (...) {
     return fail(TSHMEM_MOE_ERR_INTERNAL, "unexpected exception");

@@ -19,14 +19,14 @@ struct Cache {
   std::mutex mu;
   std::vector<std::unique_ptr<DeviceInfo>> devices;  // index = device; filled lazily
 };
-Cache& cache() {
-  static Cache* c = new Cache;  // never destroyed: device memory may outlive static destruction order
+Cache &cache() {
+  static Cache *c = new Cache;  // never destroyed: device memory may outlive static destruction order
   return *c;
 }
 
 struct ErrorText {
-  const char* tensor;
-  const char* rule;
+  const char *tensor;
+  const char *rule;
 };
 ErrorText value_error_text(int code) {
   switch (static_cast<ValueErrorCode>(code)) {
@@ -37,8 +37,7 @@ ErrorText value_error_text(int code) {
     case kErrNonFinite: return {"logits", "all values must be finite (no NaN or inf)"};
     case kErrFixRoutingIdx: return {"unmapped_topk_idx", "fix-routing entries must be in [0, num_routed_experts)"};
     case kErrLogicalCount: return {"logical_count", "entries must be in [1, to_physical_map.shape[1]]"};
-    case kErrMappingOverflow:
-      return {"num_expanded_tokens", "must be >= the sum of aligned per-expert counts"};
+    case kErrMappingOverflow: return {"num_expanded_tokens", "must be >= the sum of aligned per-expert counts"};
     case kNoValueError:
     case kNumValueErrors: break;
   }
@@ -70,27 +69,27 @@ Status DeviceGuard::enter(int device) {
   return kSuccess;
 }
 
-Status device_info(int device, const DeviceInfo** info) {
-  Cache& c = cache();
+Status device_info(int device, const DeviceInfo **info) {
+  Cache &c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   if (static_cast<size_t>(device) >= c.devices.size()) c.devices.resize(static_cast<size_t>(device) + 1);
-  std::unique_ptr<DeviceInfo>& slot = c.devices[static_cast<size_t>(device)];
+  std::unique_ptr<DeviceInfo> &slot = c.devices[static_cast<size_t>(device)];
   if (!slot) {
     auto d = std::make_unique<DeviceInfo>();
     MOE_CUDA(cudaDeviceGetAttribute(&d->sm_count, cudaDevAttrMultiProcessorCount, device));
     MOE_CUDA(cudaDeviceGetAttribute(&d->max_smem_per_block, cudaDevAttrMaxSharedMemoryPerBlock, device));
-    void* p = nullptr;
+    void *p = nullptr;
     MOE_CUDA(cudaMalloc(&p, sizeof(DeviceError)));  // current device == `device` (caller holds the guard)
     MOE_CUDA(cudaMemset(p, 0, sizeof(DeviceError)));
-    d->error = static_cast<DeviceError*>(p);
+    d->error = static_cast<DeviceError *>(p);
     slot = std::move(d);
   }
   *info = slot.get();
   return kSuccess;
 }
 
-Status grid_sms(int device, int* num_sms) {
-  const DeviceInfo* info = nullptr;
+Status grid_sms(int device, int *num_sms) {
+  const DeviceInfo *info = nullptr;
   MOE_TRY(device_info(device, &info));
   int o = g_num_sms_override.load();
   if (o > info->sm_count)
@@ -102,7 +101,7 @@ Status grid_sms(int device, int* num_sms) {
 }
 
 static Status read_and_clear(int device, cudaStream_t stream) {
-  const DeviceInfo* info = nullptr;
+  const DeviceInfo *info = nullptr;
   MOE_TRY(device_info(device, &info));
   DeviceError h{};
   MOE_CUDA(cudaMemcpyAsync(&h, info->error, sizeof h, cudaMemcpyDeviceToHost, stream));
@@ -111,9 +110,8 @@ static Status read_and_clear(int device, cudaStream_t stream) {
   MOE_CUDA(cudaMemsetAsync(info->error, 0, sizeof(DeviceError), stream));
   MOE_CUDA(cudaStreamSynchronize(stream));
   ErrorText t = value_error_text(h.code);
-  return fail(TSHMEM_MOE_ERR_INVALID_VALUE,
-              "on cuda:%d, tensor '%s' holds %lld at flat position %lld (bound %lld): %s", device, t.tensor, h.value,
-              h.position, h.bound, t.rule);
+  return fail(TSHMEM_MOE_ERR_INVALID_VALUE, "on cuda:%d, tensor '%s' holds %lld at flat position %lld (bound %lld): %s",
+              device, t.tensor, h.value, h.position, h.bound, t.rule);
 }
 
 Status finish_value_checks(int device, cudaStream_t stream) {
@@ -137,20 +135,20 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_set_num_sms(int num_sms) {
   });
 }
 
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_device_num_sms(int device, int* num_sms) {
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_device_num_sms(int device, int *num_sms) {
   return guarded("tshmem_moe_get_device_num_sms", [&]() -> Status {
     if (num_sms == nullptr) return fail(TSHMEM_MOE_ERR_INVALID_ARGUMENT, "num_sms is NULL");
     if (device < 0) return fail(TSHMEM_MOE_ERR_INVALID_ARGUMENT, "device = %d; it must be >= 0", device);
     DeviceGuard guard;
     MOE_TRY(guard.enter(device));
-    const DeviceInfo* info = nullptr;
+    const DeviceInfo *info = nullptr;
     MOE_TRY(device_info(device, &info));
     *num_sms = info->sm_count;
     return kSuccess;
   });
 }
 
-TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_num_sms(int device, int* num_sms) {
+TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_num_sms(int device, int *num_sms) {
   return guarded("tshmem_moe_get_num_sms", [&]() -> Status {
     if (num_sms == nullptr) return fail(TSHMEM_MOE_ERR_INVALID_ARGUMENT, "num_sms is NULL");
     if (device < 0) return fail(TSHMEM_MOE_ERR_INVALID_ARGUMENT, "device = %d; it must be >= 0", device);

@@ -13,8 +13,8 @@ class DeviceGuard {
  public:
   DeviceGuard() = default;
   ~DeviceGuard();
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  DeviceGuard(const DeviceGuard &) = delete;
+  DeviceGuard &operator=(const DeviceGuard &) = delete;
   Status enter(int device);
 
  private:
@@ -26,13 +26,13 @@ class DeviceGuard {
 struct DeviceInfo {
   int sm_count = 0;
   int max_smem_per_block = 0;
-  DeviceError* error = nullptr;  // device memory, zero when no violation is pending
+  DeviceError *error = nullptr;  // device memory, zero when no violation is pending
 };
 
 // Requires `device` to be current (inside a DeviceGuard).
-Status device_info(int device, const DeviceInfo** info);
+Status device_info(int device, const DeviceInfo **info);
 // The SM count to size grids on `device`: the override if set, validated against this device.
-Status grid_sms(int device, int* num_sms);
+Status grid_sms(int device, int *num_sms);
 
 // After the kernels of a call that checks values: in SYNC mode, synchronises `stream` and reports a recorded
 // violation as INVALID_VALUE (and clears it); in DEFERRED mode, returns SUCCESS at once.

@@ -8,15 +8,15 @@
 namespace tshmem_moe {
 namespace {
 thread_local char t_last_error[1024] = "";
-thread_local const char* t_call = "tshmem_moe";
+thread_local const char *t_call = "tshmem_moe";
 }  // namespace
 
-const char* current_call() { return t_call; }
+const char *current_call() { return t_call; }
 
-CallScope::CallScope(const char* name) : prev_(t_call) { t_call = name; }
+CallScope::CallScope(const char *name) : prev_(t_call) { t_call = name; }
 CallScope::~CallScope() { t_call = prev_; }
 
-Status fail(Status status, const char* fmt, ...) {
+Status fail(Status status, const char *fmt, ...) {
   int n = std::snprintf(t_last_error, sizeof t_last_error, "%s: ", t_call);
   if (n < 0 || n >= static_cast<int>(sizeof t_last_error)) n = 0;
   va_list ap;
@@ -26,7 +26,7 @@ Status fail(Status status, const char* fmt, ...) {
   return status;
 }
 
-Status cuda_fail(cudaError_t err, const char* what) {
+Status cuda_fail(cudaError_t err, const char *what) {
   Status s = TSHMEM_MOE_ERR_CUDA;
   if (err == cudaErrorMemoryAllocation) s = TSHMEM_MOE_ERR_OUT_OF_MEMORY;
   if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver || err == cudaErrorInvalidDevice)
@@ -39,7 +39,7 @@ Status cuda_fail(cudaError_t err, const char* what) {
 extern "C" {
 
 // A switch with no default: -Wswitch flags a new status without a string.
-TSHMEM_MOE_API const char* tshmem_moe_status_string(tshmem_moe_status_t status) {
+TSHMEM_MOE_API const char *tshmem_moe_status_string(tshmem_moe_status_t status) {
   switch (status) {
     case TSHMEM_MOE_SUCCESS: return "TSHMEM_MOE_SUCCESS";
     case TSHMEM_MOE_ERR_INVALID_ARGUMENT: return "TSHMEM_MOE_ERR_INVALID_ARGUMENT";
@@ -55,6 +55,6 @@ TSHMEM_MOE_API const char* tshmem_moe_status_string(tshmem_moe_status_t status) 
   return "unknown tshmem_moe status";
 }
 
-TSHMEM_MOE_API const char* tshmem_moe_last_error(void) { return tshmem_moe::t_last_error; }
+TSHMEM_MOE_API const char *tshmem_moe_last_error(void) { return tshmem_moe::t_last_error; }
 
 }  // extern "C"

@@ -20,7 +20,7 @@ __device__ __forceinline__ bool beats(float v, int i, float bv, int bi) {
 }
 
 // Butterfly arg-max over the warp; every lane ends with the same winner.
-__device__ __forceinline__ void warp_argmax(float& v, int& i) {
+__device__ __forceinline__ void warp_argmax(float &v, int &i) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     const float ov = __shfl_xor_sync(kFullMask, v, o);

@@ -13,22 +13,23 @@ constexpr int kMaxSlots = 32;  // destinations held in shared memory per pass (m
 // Block b zeroes fused row b if it is padding, and (b < T) copies x[b] to each of its fused rows.
 // V is the access width (uint4 when rows and bases allow, else narrower).
 template <class V>
-__global__ void __launch_bounds__(kExpandThreads) expand_kernel(const ExpandArgs a, DeviceError* err) {
+__global__ void __launch_bounds__(kExpandThreads) expand_kernel(const ExpandArgs a, DeviceError *err) {
   __shared__ int64_t dst[kMaxSlots];
   __shared__ int ndst;
   const int64_t b = blockIdx.x;
   const int64_t row_bytes = a.H * a.esize;
   const int64_t nv = row_bytes / static_cast<int64_t>(sizeof(V));
   if (b < a.P && __ldg(a.pos_to_expert + b) < 0) {
-    V* o = reinterpret_cast<V*>(static_cast<char*>(a.out) + b * row_bytes);
+    V *o = reinterpret_cast<V *>(static_cast<char *>(a.out) + b * row_bytes);
     V z;
     memset(&z, 0, sizeof z);
     for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) o[i] = z;
     if (a.sf_out)
-      for (int64_t j = threadIdx.x; j < a.hsf; j += blockDim.x) a.sf_out[a.col_major ? j * a.P4 + b : b * a.hsf + j] = 0u;
+      for (int64_t j = threadIdx.x; j < a.hsf; j += blockDim.x)
+        a.sf_out[a.col_major ? j * a.P4 + b : b * a.hsf + j] = 0u;
   }
   if (b >= a.T) return;
-  const V* src = reinterpret_cast<const V*>(static_cast<const char*>(a.x) + b * row_bytes);
+  const V *src = reinterpret_cast<const V *>(static_cast<const char *>(a.x) + b * row_bytes);
   for (int64_t k0 = 0; k0 < a.K; k0 += kMaxSlots) {
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -46,7 +47,7 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(const ExpandArgs
     const int m = ndst;
     for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) {
       const V v = src[i];
-      for (int d = 0; d < m; ++d) reinterpret_cast<V*>(static_cast<char*>(a.out) + dst[d] * row_bytes)[i] = v;
+      for (int d = 0; d < m; ++d) reinterpret_cast<V *>(static_cast<char *>(a.out) + dst[d] * row_bytes)[i] = v;
     }
     if (a.sf_out)
       for (int64_t j = threadIdx.x; j < a.hsf; j += blockDim.x) {
@@ -58,9 +59,9 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(const ExpandArgs
 
 // 8 consecutive elements of row p as floats.
 template <bool BF16>
-__device__ __forceinline__ void load8(const void* x, int64_t off, float (&v)[8]) {
+__device__ __forceinline__ void load8(const void *x, int64_t off, float (&v)[8]) {
   if constexpr (BF16) {
-    const uint4 q = __ldg(reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(x) + off));
+    const uint4 q = __ldg(reinterpret_cast<const uint4 *>(static_cast<const __nv_bfloat16 *>(x) + off));
     const uint32_t w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -68,7 +69,7 @@ __device__ __forceinline__ void load8(const void* x, int64_t off, float (&v)[8])
       v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
     }
   } else {
-    const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(x) + off);
+    const float4 *p = reinterpret_cast<const float4 *>(static_cast<const float *>(x) + off);
     const float4 q0 = __ldg(p), q1 = __ldg(p + 1);
     v[0] = q0.x, v[1] = q0.y, v[2] = q0.z, v[3] = q0.w, v[4] = q1.x, v[5] = q1.y, v[6] = q1.z, v[7] = q1.w;
   }
@@ -76,9 +77,9 @@ __device__ __forceinline__ void load8(const void* x, int64_t off, float (&v)[8])
 
 // OUT: 0 fp32, 1 bf16, 2 fp8 e4m3 (saturating, round to nearest even).
 template <int OUT>
-__device__ __forceinline__ void store8(void* y, int64_t off, const float (&v)[8]) {
+__device__ __forceinline__ void store8(void *y, int64_t off, const float (&v)[8]) {
   if constexpr (OUT == 0) {
-    float4* p = reinterpret_cast<float4*>(static_cast<float*>(y) + off);
+    float4 *p = reinterpret_cast<float4 *>(static_cast<float *>(y) + off);
     p[0] = make_float4(v[0], v[1], v[2], v[3]);
     p[1] = make_float4(v[4], v[5], v[6], v[7]);
   } else if constexpr (OUT == 1) {
@@ -89,23 +90,23 @@ __device__ __forceinline__ void store8(void* y, int64_t off, const float (&v)[8]
       const uint32_t hi = __bfloat16_as_ushort(__float2bfloat16_rn(v[2 * i + 1]));
       w[i] = lo | (hi << 16);
     }
-    *reinterpret_cast<uint4*>(static_cast<__nv_bfloat16*>(y) + off) = make_uint4(w[0], w[1], w[2], w[3]);
+    *reinterpret_cast<uint4 *>(static_cast<__nv_bfloat16 *>(y) + off) = make_uint4(w[0], w[1], w[2], w[3]);
   } else {
     uint32_t w[2] = {0u, 0u};
 #pragma unroll
     for (int i = 0; i < 8; ++i)
       w[i / 4] |= static_cast<uint32_t>(__nv_cvt_float_to_fp8(v[i], __NV_SATFINITE, __NV_E4M3)) << (8 * (i % 4));
-    *reinterpret_cast<uint2*>(static_cast<uint8_t*>(y) + off) = make_uint2(w[0], w[1]);
+    *reinterpret_cast<uint2 *>(static_cast<uint8_t *>(y) + off) = make_uint2(w[0], w[1]);
   }
 }
 
 // One block per token; each thread owns 8-element chunks and accumulates over the slots in slot order with
 // fmaf (bit-exact with the reference), then scales by sf and casts.
 template <bool BF16, int OUT>
-__global__ void __launch_bounds__(128) reduce_kernel(const ReduceArgs a, DeviceError* err) {
+__global__ void __launch_bounds__(128) reduce_kernel(const ReduceArgs a, DeviceError *err) {
   extern __shared__ char smem[];
-  int* pos = reinterpret_cast<int*>(smem);
-  float* scale = reinterpret_cast<float*>(smem + a.K * sizeof(int));
+  int *pos = reinterpret_cast<int *>(smem);
+  float *scale = reinterpret_cast<float *>(smem + a.K * sizeof(int));
   const int64_t t = blockIdx.x;
   for (int64_t k = threadIdx.x; k < a.K; k += blockDim.x) {
     int64_t p = __ldg(a.pos + t * a.K + k);
@@ -158,13 +159,13 @@ __global__ void __launch_bounds__(128) reduce_kernel(const ReduceArgs a, DeviceE
 }
 
 template <class V>
-void launch_expand_v(const ExpandArgs& a, const LaunchCtx& c) {
+void launch_expand_v(const ExpandArgs &a, const LaunchCtx &c) {
   const unsigned grid = static_cast<unsigned>(a.T > a.P ? a.T : a.P);
   expand_kernel<V><<<grid, kExpandThreads, 0, c.stream>>>(a, c.err);
 }
 
 template <bool BF16>
-void launch_reduce_in(const ReduceArgs& a, const LaunchCtx& c, size_t smem) {
+void launch_reduce_in(const ReduceArgs &a, const LaunchCtx &c, size_t smem) {
   const unsigned grid = static_cast<unsigned>(a.T);
   const int threads = a.H / 8 >= 128 ? 128 : static_cast<int>(a.H / 8);
   switch (a.out_dtype) {
@@ -176,9 +177,9 @@ void launch_reduce_in(const ReduceArgs& a, const LaunchCtx& c, size_t smem) {
 
 }  // namespace
 
-Status launch_expand(const ExpandArgs& a, const LaunchCtx& c) {
-  const uintptr_t align = reinterpret_cast<uintptr_t>(a.x) | reinterpret_cast<uintptr_t>(a.out) |
-                          static_cast<uintptr_t>(a.H * a.esize);
+Status launch_expand(const ExpandArgs &a, const LaunchCtx &c) {
+  const uintptr_t align =
+      reinterpret_cast<uintptr_t>(a.x) | reinterpret_cast<uintptr_t>(a.out) | static_cast<uintptr_t>(a.H * a.esize);
   if (align % 16 == 0)
     launch_expand_v<uint4>(a, c);
   else if (align % 4 == 0)
@@ -188,7 +189,7 @@ Status launch_expand(const ExpandArgs& a, const LaunchCtx& c) {
   return kSuccess;
 }
 
-Status launch_reduce_fused(const ReduceArgs& a, const LaunchCtx& c) {
+Status launch_reduce_fused(const ReduceArgs &a, const LaunchCtx &c) {
   const size_t smem = static_cast<size_t>(a.K) * (sizeof(int) + sizeof(float));
   if (smem > 48 * 1024)
     return fail(TSHMEM_MOE_ERR_UNSUPPORTED, "num_topk = %lld is too large for reduce_fused's slot table",

@@ -42,8 +42,8 @@ inline uint8_t f32_to_e4m3_sat(float f) {
     code = static_cast<uint32_t>(std::nearbyint(a * 512.0f));  // may round up to 8 = the smallest normal
   } else {
     int e = 0;
-    const float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
-    const int exp = e - 1;              // a = (2m) * 2^exp, 2m in [1, 2)
+    const float m = std::frexp(a, &e);            // a = m * 2^e, m in [0.5, 1)
+    const int exp = e - 1;                        // a = (2m) * 2^exp, 2m in [1, 2)
     const float frac = (2.0f * m - 1.0f) * 8.0f;  // exact
     uint32_t q = static_cast<uint32_t>(std::nearbyint(frac));
     code = static_cast<uint32_t>(exp + 7) * 8u + q;  // q == 8 carries into the exponent, as it should

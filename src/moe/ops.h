@@ -17,146 +17,147 @@ struct LaunchCtx {
   int num_sms;  // grid sizing only: results never depend on it
   int max_smem_per_block;
   cudaStream_t stream;
-  DeviceError* err;
+  DeviceError *err;
 };
 
 struct TopkGateArgs {
-  const float* scores;
+  const float *scores;
   int64_t T, E, K;
-  int64_t* topk_idx;
+  int64_t *topk_idx;
 };
 
 struct TopkGroupArgs {
-  const float* scores;
+  const float *scores;
   int64_t T, G, Epg, num_topk_sum, num_topk_groups;
-  int64_t* group_idx;
+  int64_t *group_idx;
 };
 
 struct Top2GateArgs {
-  const float* logits;
-  const float* bias;
+  const float *logits;
+  const float *bias;
   int64_t T, R, K, S;  // S = shared slots actually emitted (0 unless use_shared_as_routed)
   int64_t num_topk_groups, num_groups;
   float routed_scaling_factor;
   int64_t ep_rank, num_ep_ranks, tp_rank, num_tp_ranks;
-  int scoring;  // tshmem_moe_scoring_func_t
-  const uint8_t* mask;              // [T] or NULL
-  const uint8_t* fix_routing_mask;  // [T] or NULL
-  const int32_t* to_physical_map;   // [R+S_, D] or NULL
-  const int32_t* logical_count;     // [R+S_] or NULL
+  int scoring;                      // tshmem_moe_scoring_func_t
+  const uint8_t *mask;              // [T] or NULL
+  const uint8_t *fix_routing_mask;  // [T] or NULL
+  const int32_t *to_physical_map;   // [R+S_, D] or NULL
+  const int32_t *logical_count;     // [R+S_] or NULL
   int64_t D;                        // columns of the map (num_extra_experts + 1), 1 without a map
-  int64_t* unmapped;                // [T, K] with row stride, or NULL
+  int64_t *unmapped;                // [T, K] with row stride, or NULL
   int64_t unmapped_row_stride;
-  int64_t* topk_idx;   // [T, K+S]
-  float* topk_weights; // [T, K+S]
+  int64_t *topk_idx;    // [T, K+S]
+  float *topk_weights;  // [T, K+S]
 };
 
 struct GroupCountArgs {
-  const int64_t* idx;
+  const int64_t *idx;
   int64_t n;  // T * K
   int64_t G;
-  int32_t* counts;
+  int32_t *counts;
 };
 
 struct AuxFiArgs {
-  const int64_t* idx;
+  const int64_t *idx;
   int64_t T, K, E, num_aux_topk;
-  float* fi;
+  float *fi;
 };
 
 struct NormalizeArgs {
-  const float* w;
+  const float *w;
   int64_t T, K;
-  float* den;
-  float* out;
+  float *den;
+  float *out;
 };
 
 struct MaskTpArgs {
-  const void* in;
-  void* out;
+  const void *in;
+  void *out;
   bool is64;
   int64_t numel, n, num_ep_ranks, tp_rank, num_tp_ranks;
 };
 
 struct UniqueArgs {
-  int64_t* idx;
+  int64_t *idx;
   int64_t T, K, num_groups;
 };
 
 struct MappingArgs {
-  const int64_t* idx;
+  const int64_t *idx;
   int64_t T, K, E, P, alignment;  // P = length of the pos_to_* arrays
-  int32_t* pos_to_expert;
-  int32_t* pos_to_token;
-  int32_t* pos_to_token_topk;
-  int32_t* token_topk_to_pos;
-  int32_t* expert_start;
-  int32_t* expert_end;
-  int32_t* num_tokens_per_expert;
-  int64_t* total;  // if not NULL: receives sum of aligned counts (device memory on the GPU path)
+  int32_t *pos_to_expert;
+  int32_t *pos_to_token;
+  int32_t *pos_to_token_topk;
+  int32_t *token_topk_to_pos;
+  int32_t *expert_start;
+  int32_t *expert_end;
+  int32_t *num_tokens_per_expert;
+  int64_t *total;  // if not NULL: receives sum of aligned counts (device memory on the GPU path)
 };
 
 struct ExpandArgs {
-  const void* x;
+  const void *x;
   int64_t T, H, esize;  // element size in bytes
-  const int32_t* pos;   // [T, K]
+  const int32_t *pos;   // [T, K]
   int64_t K;
-  const int32_t* pos_to_expert;  // [P]
+  const int32_t *pos_to_expert;  // [P]
   int64_t P;
-  void* out;  // [P, H]
+  void *out;  // [P, H]
   // with sf (x_sf == NULL: plain expand)
-  const uint32_t* x_sf;  // [T, hsf] 4-byte words (fp32 or packed int32), row-major
+  const uint32_t *x_sf;  // [T, hsf] 4-byte words (fp32 or packed int32), row-major
   int64_t hsf;
   bool col_major;  // sf_out element (p, j) at j * P4 + p, else p * hsf + j
   int64_t P4;
-  uint32_t* sf_out;
+  uint32_t *sf_out;
 };
 
 struct ReduceArgs {
-  const void* x;  // [P, H] fp32 or bf16
+  const void *x;  // [P, H] fp32 or bf16
   bool x_bf16;
   int64_t P, H;
-  const float* x_sf;  // [P] or NULL
-  const float* w;     // [T, K] or NULL
-  const int32_t* pos; // [T, K]
+  const float *x_sf;   // [P] or NULL
+  const float *w;      // [T, K] or NULL
+  const int32_t *pos;  // [T, K]
   int64_t T, K;
-  const float* sf;    // [1] or NULL
+  const float *sf;  // [1] or NULL
   tshmem_moe_dtype_t out_dtype;
-  void* out;
+  void *out;
 };
 
 // CPU references (spec semantics; bit-exact where the spec says bitwise). Value violations return
 // INVALID_VALUE naming the tensor, the value, its flat position and the rule.
-Status ref_topk_gate(const TopkGateArgs& a);
-Status ref_topk_group(const TopkGroupArgs& a);
-Status ref_top2_sum_gate(const Top2GateArgs& a);
-Status ref_group_count(const GroupCountArgs& a);
-Status ref_aux_fi(const AuxFiArgs& a);
-Status ref_normalize_weight(const NormalizeArgs& a);
-Status ref_mask_indices_by_tp(const MaskTpArgs& a);
-Status ref_unique(const UniqueArgs& a);
-Status ref_get_fused_mapping(const MappingArgs& a);
-Status ref_expand(const ExpandArgs& a);
-Status ref_reduce_fused(const ReduceArgs& a);
+Status ref_topk_gate(const TopkGateArgs &a);
+Status ref_topk_group(const TopkGroupArgs &a);
+Status ref_top2_sum_gate(const Top2GateArgs &a);
+Status ref_group_count(const GroupCountArgs &a);
+Status ref_aux_fi(const AuxFiArgs &a);
+Status ref_normalize_weight(const NormalizeArgs &a);
+Status ref_mask_indices_by_tp(const MaskTpArgs &a);
+Status ref_unique(const UniqueArgs &a);
+Status ref_get_fused_mapping(const MappingArgs &a);
+Status ref_expand(const ExpandArgs &a);
+Status ref_reduce_fused(const ReduceArgs &a);
 
 // CUDA launchers: enqueue on ctx.stream; value violations go to ctx.err.
-Status launch_topk_gate(const TopkGateArgs& a, const LaunchCtx& c);
-Status launch_topk_group(const TopkGroupArgs& a, const LaunchCtx& c);
-Status launch_top2_sum_gate(const Top2GateArgs& a, const LaunchCtx& c);
-Status launch_group_count(const GroupCountArgs& a, const LaunchCtx& c);
-Status launch_aux_fi(const AuxFiArgs& a, const LaunchCtx& c);
-Status launch_normalize_weight(const NormalizeArgs& a, const LaunchCtx& c);
-Status launch_mask_indices_by_tp(const MaskTpArgs& a, const LaunchCtx& c);
-Status launch_unique(const UniqueArgs& a, const LaunchCtx& c);
-Status launch_get_fused_mapping(const MappingArgs& a, const LaunchCtx& c);
-Status launch_expand(const ExpandArgs& a, const LaunchCtx& c);
-Status launch_reduce_fused(const ReduceArgs& a, const LaunchCtx& c);
+Status launch_topk_gate(const TopkGateArgs &a, const LaunchCtx &c);
+Status launch_topk_group(const TopkGroupArgs &a, const LaunchCtx &c);
+Status launch_top2_sum_gate(const Top2GateArgs &a, const LaunchCtx &c);
+Status launch_group_count(const GroupCountArgs &a, const LaunchCtx &c);
+Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c);
+Status launch_normalize_weight(const NormalizeArgs &a, const LaunchCtx &c);
+Status launch_mask_indices_by_tp(const MaskTpArgs &a, const LaunchCtx &c);
+Status launch_unique(const UniqueArgs &a, const LaunchCtx &c);
+Status launch_get_fused_mapping(const MappingArgs &a, const LaunchCtx &c);
+Status launch_expand(const ExpandArgs &a, const LaunchCtx &c);
+Status launch_reduce_fused(const ReduceArgs &a, const LaunchCtx &c);
 
 // The EP/TP masking transform of spec §10 (and §7.2 step 9), shared by host and device code.
 #ifdef __CUDACC__
 __host__ __device__
 #endif
-inline int64_t mask_by_tp(int64_t v, int64_t per_gpu, int64_t tp_rank, int64_t num_tp_ranks) {
+    inline int64_t
+    mask_by_tp(int64_t v, int64_t per_gpu, int64_t tp_rank, int64_t num_tp_ranks) {
   if (v < 0) return -1;
   if ((v / per_gpu) % num_tp_ranks != tp_rank) return -1;
   const int64_t per_dp = num_tp_ranks * per_gpu;

@@ -11,7 +11,7 @@ namespace tshmem_moe {
 namespace {
 
 // Indices of the k largest of v[0..n) among `eligible` ones, descending, ties to the smaller index.
-void stable_topk(const float* v, int64_t n, int64_t k, const std::vector<char>* eligible, int64_t* out) {
+void stable_topk(const float *v, int64_t n, int64_t k, const std::vector<char> *eligible, int64_t *out) {
   std::vector<char> taken(static_cast<size_t>(n), 0);
   for (int64_t r = 0; r < k; ++r) {
     int64_t best = -1;
@@ -25,7 +25,7 @@ void stable_topk(const float* v, int64_t n, int64_t k, const std::vector<char>* 
 }
 
 // Top-1 or top-1 + top-2 (as a multiset) of v[0..n).
-float group_score(const float* v, int64_t n, int64_t num_topk_sum) {
+float group_score(const float *v, int64_t n, int64_t num_topk_sum) {
   const float ninf = -std::numeric_limits<float>::infinity();
   float t1 = ninf, t2 = ninf;
   for (int64_t i = 0; i < n; ++i) {
@@ -43,22 +43,22 @@ float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 }  // namespace
 
-Status ref_topk_gate(const TopkGateArgs& a) {
+Status ref_topk_gate(const TopkGateArgs &a) {
   for (int64_t t = 0; t < a.T; ++t) stable_topk(a.scores + t * a.E, a.E, a.K, nullptr, a.topk_idx + t * a.K);
   return kSuccess;
 }
 
-Status ref_topk_group(const TopkGroupArgs& a) {
+Status ref_topk_group(const TopkGroupArgs &a) {
   std::vector<float> s(static_cast<size_t>(a.G));
   for (int64_t t = 0; t < a.T; ++t) {
-    const float* row = a.scores + t * a.G * a.Epg;
+    const float *row = a.scores + t * a.G * a.Epg;
     for (int64_t g = 0; g < a.G; ++g) s[g] = group_score(row + g * a.Epg, a.Epg, a.num_topk_sum);
     stable_topk(s.data(), a.G, a.num_topk_groups, nullptr, a.group_idx + t * a.num_topk_groups);
   }
   return kSuccess;
 }
 
-Status ref_top2_sum_gate(const Top2GateArgs& a) {
+Status ref_top2_sum_gate(const Top2GateArgs &a) {
   const int64_t R = a.R, K = a.K, S = a.S, KS = K + S;
   const int64_t per_rank = (R + (a.D - 1)) / a.num_ep_ranks;
   std::vector<float> p(static_cast<size_t>(R)), b(static_cast<size_t>(R));
@@ -67,16 +67,16 @@ Status ref_top2_sum_gate(const Top2GateArgs& a) {
   std::vector<float> raw(static_cast<size_t>(K));
   const bool group_mode = a.num_groups != a.num_topk_groups;
   for (int64_t t = 0; t < a.T; ++t) {
-    int64_t* idx_row = a.topk_idx + t * KS;
-    float* w_row = a.topk_weights + t * KS;
-    int64_t* un_row = a.unmapped ? a.unmapped + t * a.unmapped_row_stride : nullptr;
+    int64_t *idx_row = a.topk_idx + t * KS;
+    float *w_row = a.topk_weights + t * KS;
+    int64_t *un_row = a.unmapped ? a.unmapped + t * a.unmapped_row_stride : nullptr;
     if (a.mask && !a.mask[t]) {  // step 0
       for (int64_t s = 0; s < KS; ++s) idx_row[s] = -1, w_row[s] = 0.0f;
       if (un_row)
         for (int64_t k = 0; k < K; ++k) un_row[k] = -1;
       continue;
     }
-    const float* x = a.logits + t * R;
+    const float *x = a.logits + t * R;
     for (int64_t e = 0; e < R; ++e)
       if (!std::isfinite(x[e]))
         return fail(TSHMEM_MOE_ERR_INVALID_VALUE,

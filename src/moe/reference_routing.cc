@@ -10,14 +10,14 @@
 namespace tshmem_moe {
 namespace {
 
-Status range_error(const char* tensor, int64_t value, int64_t pos, const char* rule) {
+Status range_error(const char *tensor, int64_t value, int64_t pos, const char *rule) {
   return fail(TSHMEM_MOE_ERR_INVALID_VALUE, "tensor '%s' holds %lld at flat position %lld; %s", tensor,
               static_cast<long long>(value), static_cast<long long>(pos), rule);
 }
 
 }  // namespace
 
-Status ref_group_count(const GroupCountArgs& a) {
+Status ref_group_count(const GroupCountArgs &a) {
   std::vector<int32_t> c(static_cast<size_t>(a.G), 0);
   for (int64_t f = 0; f < a.n; ++f) {
     const int64_t v = a.idx[f];
@@ -28,7 +28,7 @@ Status ref_group_count(const GroupCountArgs& a) {
   return kSuccess;
 }
 
-Status ref_aux_fi(const AuxFiArgs& a) {
+Status ref_aux_fi(const AuxFiArgs &a) {
   std::vector<int64_t> c(static_cast<size_t>(a.E), 0);
   for (int64_t f = 0; f < a.T * a.K; ++f) {
     const int64_t v = a.idx[f];
@@ -41,9 +41,9 @@ Status ref_aux_fi(const AuxFiArgs& a) {
   return kSuccess;
 }
 
-Status ref_normalize_weight(const NormalizeArgs& a) {
+Status ref_normalize_weight(const NormalizeArgs &a) {
   for (int64_t t = 0; t < a.T; ++t) {
-    const float* w = a.w + t * a.K;
+    const float *w = a.w + t * a.K;
     float d = 1e-20f;
     for (int64_t k = 0; k < a.K; ++k) d = d + w[k];
     a.den[t] = d;
@@ -52,26 +52,26 @@ Status ref_normalize_weight(const NormalizeArgs& a) {
   return kSuccess;
 }
 
-Status ref_mask_indices_by_tp(const MaskTpArgs& a) {
+Status ref_mask_indices_by_tp(const MaskTpArgs &a) {
   const int64_t per_gpu = a.n / a.num_ep_ranks;
   for (int64_t i = 0; i < a.numel; ++i) {
     if (a.is64) {
-      const int64_t v = static_cast<const int64_t*>(a.in)[i];
-      static_cast<int64_t*>(a.out)[i] = mask_by_tp(v, per_gpu, a.tp_rank, a.num_tp_ranks);
+      const int64_t v = static_cast<const int64_t *>(a.in)[i];
+      static_cast<int64_t *>(a.out)[i] = mask_by_tp(v, per_gpu, a.tp_rank, a.num_tp_ranks);
     } else {
-      const int64_t v = static_cast<const int32_t*>(a.in)[i];
-      static_cast<int32_t*>(a.out)[i] = static_cast<int32_t>(mask_by_tp(v, per_gpu, a.tp_rank, a.num_tp_ranks));
+      const int64_t v = static_cast<const int32_t *>(a.in)[i];
+      static_cast<int32_t *>(a.out)[i] = static_cast<int32_t>(mask_by_tp(v, per_gpu, a.tp_rank, a.num_tp_ranks));
     }
   }
   return kSuccess;
 }
 
-Status ref_unique(const UniqueArgs& a) {
+Status ref_unique(const UniqueArgs &a) {
   const int64_t bound = align_up(a.num_groups, 64);
   std::vector<char> seen(static_cast<size_t>(bound));
   for (int64_t t = 0; t < a.T; ++t) {
     std::fill(seen.begin(), seen.end(), 0);
-    int64_t* row = a.idx + t * a.K;
+    int64_t *row = a.idx + t * a.K;
     for (int64_t k = 0; k < a.K; ++k) {
       const int64_t g = row[k];
       if (g < 0) continue;
@@ -86,7 +86,7 @@ Status ref_unique(const UniqueArgs& a) {
   return kSuccess;
 }
 
-Status ref_get_fused_mapping(const MappingArgs& a) {
+Status ref_get_fused_mapping(const MappingArgs &a) {
   const int64_t n = a.T * a.K;
   std::vector<int64_t> count(static_cast<size_t>(a.E), 0);
   for (int64_t f = 0; f < n; ++f) {
@@ -125,9 +125,9 @@ Status ref_get_fused_mapping(const MappingArgs& a) {
   return kSuccess;
 }
 
-Status ref_expand(const ExpandArgs& a) {
+Status ref_expand(const ExpandArgs &a) {
   const size_t row = static_cast<size_t>(a.H * a.esize);
-  auto* out = static_cast<unsigned char*>(a.out);
+  auto *out = static_cast<unsigned char *>(a.out);
   for (int64_t f = 0; f < a.T * a.K; ++f) {
     const int64_t q = a.pos[f];
     if (q < -1 || q >= a.P) return range_error("token_topk_to_pos", q, f, "entries must be in [-1, P)");
@@ -141,8 +141,8 @@ Status ref_expand(const ExpandArgs& a) {
     for (int64_t k = 0; k < a.K; ++k) {
       const int64_t q = a.pos[t * a.K + k];
       if (q < 0) continue;
-      std::memcpy(out + static_cast<size_t>(q) * row, static_cast<const unsigned char*>(a.x) + static_cast<size_t>(t) * row,
-                  row);
+      std::memcpy(out + static_cast<size_t>(q) * row,
+                  static_cast<const unsigned char *>(a.x) + static_cast<size_t>(t) * row, row);
       for (int64_t j = 0; a.sf_out && j < a.hsf; ++j)
         a.sf_out[a.col_major ? j * a.P4 + q : q * a.hsf + j] = a.x_sf[t * a.hsf + j];
     }
@@ -150,7 +150,7 @@ Status ref_expand(const ExpandArgs& a) {
   return kSuccess;
 }
 
-Status ref_reduce_fused(const ReduceArgs& a) {
+Status ref_reduce_fused(const ReduceArgs &a) {
   for (int64_t f = 0; f < a.T * a.K; ++f) {
     const int64_t q = a.pos[f];
     if (q < -1 || q >= a.P) return range_error("token_topk_to_pos", q, f, "entries must be in [-1, P)");
@@ -164,8 +164,8 @@ Status ref_reduce_fused(const ReduceArgs& a) {
       float s = a.w ? a.w[t * a.K + k] : 1.0f;
       if (a.x_sf) s = s * a.x_sf[p];
       for (int64_t i = 0; i < a.H; ++i) {
-        const float xv = a.x_bf16 ? bf16_to_f32(static_cast<const uint16_t*>(a.x)[p * a.H + i])
-                                  : static_cast<const float*>(a.x)[p * a.H + i];
+        const float xv = a.x_bf16 ? bf16_to_f32(static_cast<const uint16_t *>(a.x)[p * a.H + i])
+                                  : static_cast<const float *>(a.x)[p * a.H + i];
         acc[i] = std::fma(xv, s, acc[i]);
       }
     }
@@ -173,9 +173,9 @@ Status ref_reduce_fused(const ReduceArgs& a) {
       const float v = a.sf ? acc[i] * a.sf[0] : acc[i];
       const int64_t o = t * a.H + i;
       switch (a.out_dtype) {
-        case TSHMEM_MOE_FLOAT32: static_cast<float*>(a.out)[o] = v; break;
-        case TSHMEM_MOE_BFLOAT16: static_cast<uint16_t*>(a.out)[o] = f32_to_bf16(v); break;
-        case TSHMEM_MOE_FLOAT8_E4M3: static_cast<uint8_t*>(a.out)[o] = f32_to_e4m3_sat(v); break;
+        case TSHMEM_MOE_FLOAT32: static_cast<float *>(a.out)[o] = v; break;
+        case TSHMEM_MOE_BFLOAT16: static_cast<uint16_t *>(a.out)[o] = f32_to_bf16(v); break;
+        case TSHMEM_MOE_FLOAT8_E4M3: static_cast<uint8_t *>(a.out)[o] = f32_to_e4m3_sat(v); break;
         case TSHMEM_MOE_BOOL:
         case TSHMEM_MOE_INT32:
         case TSHMEM_MOE_INT64:

@@ -46,10 +46,10 @@ Status nvls_driver_load() {
   const NvlsResolver resolve = state.resolver != nullptr ? state.resolver : &runtime_resolve;
   NvlsDriverTable table;
   const char *missing = nullptr;
-#define TSHMEMI_NVLS_RESOLVE(name, version)                                                  \
-  if (missing == nullptr) {                                                                  \
-    g_calls.fetch_add(1, std::memory_order_relaxed);                                         \
-    if (!resolve(#name, version, reinterpret_cast<void **>(&table.name))) missing = #name;   \
+#define TSHMEMI_NVLS_RESOLVE(name, version)                                                \
+  if (missing == nullptr) {                                                                \
+    g_calls.fetch_add(1, std::memory_order_relaxed);                                       \
+    if (!resolve(#name, version, reinterpret_cast<void **>(&table.name))) missing = #name; \
   }
   TSHMEMI_NVLS_ENTRY_POINTS(TSHMEMI_NVLS_RESOLVE)
 #undef TSHMEMI_NVLS_RESOLVE

@@ -21,23 +21,23 @@
 #include "common/error.h"
 
 // X(name, ABI version of the prototype we call).
-#define TSHMEMI_NVLS_ENTRY_POINTS(X)       \
-  X(cuGetErrorString, 6000)                \
-  X(cuGetErrorName, 6000)                  \
-  X(cuDeviceGet, 2000)                     \
-  X(cuDeviceGetAttribute, 2000)            \
-  X(cuMulticastGetGranularity, 12010)      \
-  X(cuMulticastCreate, 12010)              \
-  X(cuMulticastAddDevice, 12010)           \
-  X(cuMulticastBindAddr, 12010)            \
-  X(cuMulticastUnbind, 12010)              \
-  X(cuMemRelease, 10020)                   \
-  X(cuMemAddressReserve, 10020)            \
-  X(cuMemAddressFree, 10020)               \
-  X(cuMemMap, 10020)                       \
-  X(cuMemUnmap, 10020)                     \
-  X(cuMemSetAccess, 10020)                 \
-  X(cuMemExportToShareableHandle, 10020)   \
+#define TSHMEMI_NVLS_ENTRY_POINTS(X)     \
+  X(cuGetErrorString, 6000)              \
+  X(cuGetErrorName, 6000)                \
+  X(cuDeviceGet, 2000)                   \
+  X(cuDeviceGetAttribute, 2000)          \
+  X(cuMulticastGetGranularity, 12010)    \
+  X(cuMulticastCreate, 12010)            \
+  X(cuMulticastAddDevice, 12010)         \
+  X(cuMulticastBindAddr, 12010)          \
+  X(cuMulticastUnbind, 12010)            \
+  X(cuMemRelease, 10020)                 \
+  X(cuMemAddressReserve, 10020)          \
+  X(cuMemAddressFree, 10020)             \
+  X(cuMemMap, 10020)                     \
+  X(cuMemUnmap, 10020)                   \
+  X(cuMemSetAccess, 10020)               \
+  X(cuMemExportToShareableHandle, 10020) \
   X(cuMemImportFromShareableHandle, 10020)
 
 namespace tshmemi {

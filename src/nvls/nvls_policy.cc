@@ -27,8 +27,8 @@ NvlsDecision nvls_local_policy(const NvlsPolicyInput &input) {
   }
   // 2. Only cuMemCreate memory can be bound to a multicast object.
   if (input.backend != "vmm") {
-    decision.reason = format("the %s backend's heap cannot be bound to a multicast object (vmm only)",
-                             input.backend.c_str());
+    decision.reason =
+        format("the %s backend's heap cannot be bound to a multicast object (vmm only)", input.backend.c_str());
     return decision;
   }
   if (input.cuda_device < 0) {
@@ -72,11 +72,11 @@ NvlsDecision nvls_local_policy(const NvlsPolicyInput &input) {
   const auto divides = [&](uint64_t g) { return g != 0 && input.heap_size % g == 0 && input.heap_base % g == 0; };
   decision.granularity = divides(recommended) ? recommended : minimum;
   if (!divides(decision.granularity)) {
-    decision.reason = format("heap base %#llx / size %llu are not multiples of the multicast granularity %llu "
-                             "(set TSHMEM_SYMMETRIC_SIZE to a multiple of it)",
-                             static_cast<unsigned long long>(input.heap_base),
-                             static_cast<unsigned long long>(input.heap_size),
-                             static_cast<unsigned long long>(minimum));
+    decision.reason = format(
+        "heap base %#llx / size %llu are not multiples of the multicast granularity %llu "
+        "(set TSHMEM_SYMMETRIC_SIZE to a multiple of it)",
+        static_cast<unsigned long long>(input.heap_base), static_cast<unsigned long long>(input.heap_size),
+        static_cast<unsigned long long>(minimum));
     decision.granularity = 0;
     return decision;
   }

@@ -52,12 +52,13 @@ class McRegion final : public NvlsRegion {
     Status first = guard.enter(cuda_device_);
     if (first == TSHMEM_SUCCESS) {
       const cudaError_t synced = cudaDeviceSynchronize();  // no kernel of ours still uses the mapping
-      if (synced != cudaSuccess) first = cuda_error(synced, "cudaDeviceSynchronize (multicast teardown)", __FILE__, __LINE__);
+      if (synced != cudaSuccess)
+        first = cuda_error(synced, "cudaDeviceSynchronize (multicast teardown)", __FILE__, __LINE__);
     }
     unmap();
     const Status unmapped = boot.barrier();  // nobody reaches the object through a mapping any more
     unbind();
-    const Status unbound = boot.barrier();   // every PE's memory has left the object
+    const Status unbound = boot.barrier();  // every PE's memory has left the object
     release();
     if (first != TSHMEM_SUCCESS) return first;
     return unmapped != TSHMEM_SUCCESS ? unmapped : unbound;
@@ -80,8 +81,8 @@ class McRegion final : public NvlsRegion {
 
   // Step 2 (the node's other PEs): import the leader's object.
   Status import(int fd) {
-    TSHMEMI_NVLS_CHECK(cuMemImportFromShareableHandle(&handle_, reinterpret_cast<void *>(static_cast<uintptr_t>(fd)),
-                                                      kHandleType));
+    TSHMEMI_NVLS_CHECK(
+        cuMemImportFromShareableHandle(&handle_, reinterpret_cast<void *>(static_cast<uintptr_t>(fd)), kHandleType));
     has_handle_ = true;
     return TSHMEM_SUCCESS;
   }
@@ -95,7 +96,8 @@ class McRegion final : public NvlsRegion {
 
   // Step 4: this PE's heap backs the object at offset 0 (the whole heap: offsets coincide).
   Status bind() {
-    TSHMEMI_NVLS_CHECK(cuMulticastBindAddr(handle_, 0, static_cast<CUdeviceptr>(heap_base_), static_cast<size_t>(size_), 0));
+    TSHMEMI_NVLS_CHECK(
+        cuMulticastBindAddr(handle_, 0, static_cast<CUdeviceptr>(heap_base_), static_cast<size_t>(size_), 0));
     bound_ = true;
     return TSHMEM_SUCCESS;
   }
@@ -119,12 +121,15 @@ class McRegion final : public NvlsRegion {
   void unmap() {
     if (mapped_) warn_on_failure(TSHMEMI_NVLS(cuMemUnmap(va_, static_cast<size_t>(size_))), "cuMemUnmap (multicast)");
     mapped_ = false;
-    if (reserved_) warn_on_failure(TSHMEMI_NVLS(cuMemAddressFree(va_, static_cast<size_t>(size_))), "cuMemAddressFree (multicast)");
+    if (reserved_)
+      warn_on_failure(TSHMEMI_NVLS(cuMemAddressFree(va_, static_cast<size_t>(size_))), "cuMemAddressFree (multicast)");
     reserved_ = false;
     va_ = 0;
   }
   void unbind() {
-    if (bound_) warn_on_failure(TSHMEMI_NVLS(cuMulticastUnbind(handle_, device_, 0, static_cast<size_t>(size_))), "cuMulticastUnbind");
+    if (bound_)
+      warn_on_failure(TSHMEMI_NVLS(cuMulticastUnbind(handle_, device_, 0, static_cast<size_t>(size_))),
+                      "cuMulticastUnbind");
     bound_ = false;
   }
   void release() {
@@ -231,8 +236,8 @@ Status nvls_init(Context &ctx) {
 
   auto region = std::make_unique<McRegion>(ctx.cuda_device, input.heap_base, input.heap_size, granularity);
   Status status = create_region(ctx, *region, granularity);
-  if (status == TSHMEM_SUCCESS) status = agree_on_status(boot, republish_state(ctx, region->mc_base()),
-                                                          "multicast: publishing the multicast base");
+  if (status == TSHMEM_SUCCESS)
+    status = agree_on_status(boot, republish_state(ctx, region->mc_base()), "multicast: publishing the multicast base");
   if (status != TSHMEM_SUCCESS) {
     // Every PE agreed on this failure: all undo together and continue with the unicast paths.
     ctx.nvls_reason = "setup failed: " + last_error_message();
@@ -253,8 +258,7 @@ Status nvls_init(Context &ctx) {
 void nvls_finalize(Context &ctx) {
   if (!ctx.nvls) return;
   const Status status = ctx.nvls->destroy(*ctx.boot);
-  if (status != TSHMEM_SUCCESS)
-    TSHMEMI_LOG(kWarn, kLogNvls, "multicast teardown: %s", last_error_message().c_str());
+  if (status != TSHMEM_SUCCESS) TSHMEMI_LOG(kWarn, kLogNvls, "multicast teardown: %s", last_error_message().c_str());
   ctx.nvls.reset();
 }
 

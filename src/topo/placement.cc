@@ -53,7 +53,8 @@ Status bind_near_gpu(int cuda_device, std::string *described) {
     return TSHMEM_SUCCESS;
   }
   if (hwloc_bitmap_isequal(target.get(), current.get())) {
-    *described = format("unchanged: already on the CPUs near device %d (%s)", cuda_device, list_of(target.get()).c_str());
+    *described =
+        format("unchanged: already on the CPUs near device %d (%s)", cuda_device, list_of(target.get()).c_str());
     return TSHMEM_SUCCESS;
   }
   if (hwloc_set_cpubind(topology.get(), target.get(), HWLOC_CPUBIND_PROCESS) != 0)

@@ -115,7 +115,8 @@ __global__ void extended(float *f, double *d, int pe, int *ok) {
   tshmem::quiet();
   const float old_f = tshmem_float_atomic_swap(f, 3.0f, pe);
   const double old_d = tshmem_double_atomic_swap(d, 4.0, pe);
-  *ok = old_f == 1.5f && old_d == -2.25 && tshmem::atomic_fetch(f, pe) == 3.0f && tshmem_double_atomic_fetch(d, pe) == 4.0;
+  *ok = old_f == 1.5f && old_d == -2.25 && tshmem::atomic_fetch(f, pe) == 3.0f &&
+        tshmem_double_atomic_fetch(d, pe) == 4.0;
 }
 
 TEST(DeviceAmoExtended, FloatAndDoubleFetchSetSwap) {

@@ -72,7 +72,8 @@ int main(int argc, char **argv) {
   if (me != 0) {
     if (!all_zero(buf, kBytes)) ok = 0, std::fprintf(stderr, "PE %d: own buffer was written\n", me);
     void *pe0 = tshmem_ptr(buf, 0);
-    if (pe0 != nullptr && !all_zero(pe0, kBytes)) ok = 0, std::fprintf(stderr, "PE %d: PE 0's buffer was written\n", me);
+    if (pe0 != nullptr && !all_zero(pe0, kBytes))
+      ok = 0, std::fprintf(stderr, "PE %d: PE 0's buffer was written\n", me);
   }
   int all_ok = 0;
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

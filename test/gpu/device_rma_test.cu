@@ -26,9 +26,15 @@ template <class Scope>
 __device__ void transfer(Op op, void *dst, const void *src, size_t n, int pe) {
   switch (op) {
     case Op::kPut: tshmem::putmem<Scope>(dst, src, n, pe); break;
-    case Op::kPutNbi: tshmem::putmem_nbi<Scope>(dst, src, n, pe); tshmem::quiet(); break;
+    case Op::kPutNbi:
+      tshmem::putmem_nbi<Scope>(dst, src, n, pe);
+      tshmem::quiet();
+      break;
     case Op::kGet: tshmem::getmem<Scope>(dst, src, n, pe); break;
-    case Op::kGetNbi: tshmem::getmem_nbi<Scope>(dst, src, n, pe); tshmem::quiet(); break;
+    case Op::kGetNbi:
+      tshmem::getmem_nbi<Scope>(dst, src, n, pe);
+      tshmem::quiet();
+      break;
   }
 }
 

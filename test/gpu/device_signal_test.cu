@@ -9,7 +9,9 @@ namespace {
 constexpr int kRounds = 200;
 constexpr size_t kWords = 4099;  // odd: a tail after the vector body
 
-__device__ unsigned word_of(size_t i, int round, int pe) { return static_cast<unsigned>(i * 2654435761u + round * 97 + pe); }
+__device__ unsigned word_of(size_t i, int round, int pe) {
+  return static_cast<unsigned>(i * 2654435761u + round * 97 + pe);
+}
 
 /// Block 0 sends rounds to `next`; block 1 receives rounds from `prev`, checks every word, and acks. The
 /// ack (an atomic add on the sender's ack word) lets the sender overwrite the data in the next round.
@@ -26,7 +28,12 @@ __global__ void ping_pong(unsigned *data, unsigned *staging, uint64_t *sig, uint
       if (std::is_same_v<Scope, tshmem::block_scope>) __syncthreads();
       const unsigned rank = thread_only ? 0 : threadIdx.x, size = thread_only ? 1 : (warp_only ? 32 : blockDim.x);
       for (size_t i = rank; i < kWords; i += size) staging[i] = word_of(i, r, me);
-      if (!thread_only) { if (warp_only) __syncwarp(); else __syncthreads(); }
+      if (!thread_only) {
+        if (warp_only)
+          __syncwarp();
+        else
+          __syncthreads();
+      }
       const uint64_t value = sig_op == TSHMEM_SIGNAL_SET ? static_cast<uint64_t>(r) : 1;
       if (nbi)
         tshmem::put_signal_nbi<Scope>(data, staging, kWords, sig, value, sig_op, next);

@@ -15,7 +15,8 @@ namespace {
 __global__ void read_state(long long *out) {
   out[0] = tshmem::my_pe();
   out[1] = tshmem::n_pes();
-  for (int pe = 0; pe < tshmem::n_pes() && pe < 8; ++pe) out[2 + pe] = static_cast<long long>(tshmemi::state().peer_base[pe]);
+  for (int pe = 0; pe < tshmem::n_pes() && pe < 8; ++pe)
+    out[2 + pe] = static_cast<long long>(tshmemi::state().peer_base[pe]);
 }
 
 }  // namespace

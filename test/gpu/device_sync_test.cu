@@ -24,7 +24,10 @@ __global__ void rounds(int variant, int *slots, int *errors) {
       case 0: tshmem::barrier_all<tshmem::thread_scope>(); break;
       case 1: tshmem::barrier_all<tshmem::warp_scope>(); break;
       case 2: tshmem::barrier_all<tshmem::block_scope>(); break;
-      case 3: tshmem::quiet(); tshmem::sync_all<tshmem::block_scope>(); break;
+      case 3:
+        tshmem::quiet();
+        tshmem::sync_all<tshmem::block_scope>();
+        break;
       default: tshmem::barrier_all_grid(); break;
     }
     for (int pe = static_cast<int>(rank); pe < n; pe += static_cast<int>(size))
@@ -33,7 +36,8 @@ __global__ void rounds(int variant, int *slots, int *errors) {
     switch (variant) {
       case 0: tshmem::sync_all<tshmem::thread_scope>(); break;
       case 1: tshmem::sync_all<tshmem::warp_scope>(); break;
-      case 2: case 3: tshmem::sync_all<tshmem::block_scope>(); break;
+      case 2:
+      case 3: tshmem::sync_all<tshmem::block_scope>(); break;
       default: tshmem::sync_all_grid(); break;
     }
   }

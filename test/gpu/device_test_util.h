@@ -40,15 +40,14 @@ class SymBuffer {
 }  // namespace tshmem_device_test
 
 /// Skip the test on every PE when there is no GPU heap (consistent: the reason was agreed at init).
-#define TSHMEM_REQUIRE_GPU()                                                          \
-  do {                                                                                \
-    if (!::tshmem_device_test::skip_reason().empty())                                 \
-      GTEST_SKIP() << ::tshmem_device_test::skip_reason();                            \
+#define TSHMEM_REQUIRE_GPU()                                                                               \
+  do {                                                                                                     \
+    if (!::tshmem_device_test::skip_reason().empty()) GTEST_SKIP() << ::tshmem_device_test::skip_reason(); \
   } while (0)
 
 /// A CUDA call that must succeed (fails the test, does not return: PEs stay in step).
-#define TSHMEM_CUDA_EXPECT(call)                                                                 \
-  do {                                                                                           \
-    const cudaError_t tshmem_rc_ = (call);                                                       \
-    EXPECT_EQ(tshmem_rc_, cudaSuccess) << #call << ": " << cudaGetErrorString(tshmem_rc_);       \
+#define TSHMEM_CUDA_EXPECT(call)                                                           \
+  do {                                                                                     \
+    const cudaError_t tshmem_rc_ = (call);                                                 \
+    EXPECT_EQ(tshmem_rc_, cudaSuccess) << #call << ": " << cudaGetErrorString(tshmem_rc_); \
   } while (0)

@@ -44,8 +44,10 @@ std::string gpu_skip_reason() {
   const int gpus = visible_gpus(&why);
   const int local = node_local_pes();
   int mine = kRun;
-  if (gpus == 0) mine = kNoGpu;
-  else if (local > gpus && !env_true("TSHMEM_ALLOW_SHARED_GPU")) mine = kTooFewGpus;
+  if (gpus == 0)
+    mine = kNoGpu;
+  else if (local > gpus && !env_true("TSHMEM_ALLOW_SHARED_GPU"))
+    mine = kTooFewGpus;
   int worst = kRun;
   MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   // Only the code is agreed; the detail may differ per PE but the decision (skip or run) is the same.

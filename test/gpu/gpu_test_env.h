@@ -43,10 +43,10 @@ std::string backend_name(const ::testing::TestParamInfo<std::string> &info);
 #define TSHMEM_GPU_BACKENDS ::testing::Values(std::string("vmm"), std::string("ipc"))
 
 /// Skips the test on every PE, with the same reason, unless every PE has a GPU of its own.
-#define TSHMEM_SKIP_WITHOUT_GPUS()                                          \
-  do {                                                                      \
+#define TSHMEM_SKIP_WITHOUT_GPUS()                                            \
+  do {                                                                        \
     const std::string tshmem_skip_reason_ = ::tshmem_test::gpu_skip_reason(); \
-    if (!tshmem_skip_reason_.empty()) GTEST_SKIP() << tshmem_skip_reason_;  \
+    if (!tshmem_skip_reason_.empty()) GTEST_SKIP() << tshmem_skip_reason_;    \
   } while (0)
 
 /// EXPECT (not ASSERT: a PE must not leave a test early and skip the others' collectives) a CUDA success.

@@ -35,9 +35,8 @@ void put_get_case(char *buf, int me, int n, size_t size, size_t offset, Mode mod
   EXPECT_CUDA_OK(cudaDeviceSynchronize());
   tshmem_barrier_all();
 
-  const int rc = mode == Mode::kBlocking
-                     ? tshmem_putmem(buf + offset, source_memory, size, next)
-                     : tshmemx_putmem_on_stream(buf + offset, source_memory, size, next, stream);
+  const int rc = mode == Mode::kBlocking ? tshmem_putmem(buf + offset, source_memory, size, next)
+                                         : tshmemx_putmem_on_stream(buf + offset, source_memory, size, next, stream);
   EXPECT_EQ(rc, 0) << tshmemx_last_error();
   if (mode == Mode::kOnStream) {
     EXPECT_CUDA_OK(cudaStreamSynchronize(stream));
@@ -110,7 +109,9 @@ void run_all_cases(int me, int n, Mode mode, Source source) {
   tshmem_free(buf);
 }
 
-TEST_P(GpuBackendTest, PutGetBlockingFromPageableHostMemory) { run_all_cases(me_, n_, Mode::kBlocking, Source::kPageable); }
+TEST_P(GpuBackendTest, PutGetBlockingFromPageableHostMemory) {
+  run_all_cases(me_, n_, Mode::kBlocking, Source::kPageable);
+}
 TEST_P(GpuBackendTest, PutGetBlockingFromDeviceMemory) { run_all_cases(me_, n_, Mode::kBlocking, Source::kDevice); }
 TEST_P(GpuBackendTest, PutGetOnStreamFromPinnedHostMemory) { run_all_cases(me_, n_, Mode::kOnStream, Source::kPinned); }
 TEST_P(GpuBackendTest, PutGetOnStreamFromDeviceMemory) { run_all_cases(me_, n_, Mode::kOnStream, Source::kDevice); }

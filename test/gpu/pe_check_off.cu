@@ -8,8 +8,8 @@ static_assert(std::is_same_v<decltype(&tshmem_int_p), void (*)(int *, int, int)>
 static_assert(std::is_same_v<decltype(&tshmem_float_g), float (*)(const float *, int)>);
 static_assert(std::is_same_v<decltype(&tshmem_putmem_block), void (*)(void *, const void *, size_t, int)>);
 static_assert(std::is_same_v<decltype(&tshmem_int64_atomic_fetch_add), int64_t (*)(int64_t *, int64_t, int)>);
-static_assert(std::is_same_v<decltype(&tshmem_uint64_atomic_compare_swap),
-                             uint64_t (*)(uint64_t *, uint64_t, uint64_t, int)>);
+static_assert(
+    std::is_same_v<decltype(&tshmem_uint64_atomic_compare_swap), uint64_t (*)(uint64_t *, uint64_t, uint64_t, int)>);
 static_assert(std::is_same_v<decltype(&tshmem_signal_wait_until), uint64_t (*)(const uint64_t *, int, uint64_t)>);
 static_assert(std::is_same_v<decltype(&tshmem_int32_wait_until), int32_t (*)(const int32_t *, int, int32_t)>);
 

@@ -64,8 +64,8 @@ TEST_P(GpuBackendTest, DeviceViewDescribesThisPe) {
 
   ASSERT_NE(state.peer_base_global, nullptr);
   std::vector<uint64_t> mirror(static_cast<size_t>(n_), 0);
-  EXPECT_CUDA_OK(cudaMemcpy(mirror.data(), state.peer_base_global, mirror.size() * sizeof(uint64_t),
-                            cudaMemcpyDeviceToHost));
+  EXPECT_CUDA_OK(
+      cudaMemcpy(mirror.data(), state.peer_base_global, mirror.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
   for (int pe = 0; pe < n_; ++pe) {
     EXPECT_EQ(mirror[static_cast<size_t>(pe)], state.peer_base[pe]) << "mirror, PE " << pe;
   }

@@ -178,17 +178,16 @@ TEST(MoeTop2SumGate, SharedSlotsPhysicalMapMaskAndFixRouting) {
     EXPECT_EQ(i[2 * (K + S) + k], want);
   }
   // Row 0 was selected: unmapped ids are sorted by descending sigmoid (no bias).
-  for (int64_t k = 1; k < K; ++k)
-    EXPECT_GE(logits[0 * R + unmapped[k - 1]], logits[0 * R + unmapped[k]]);
+  for (int64_t k = 1; k < K; ++k) EXPECT_GE(logits[0 * R + unmapped[k - 1]], logits[0 * R + unmapped[k]]);
 }
 
 TEST(MoeTop2SumGate, GroupLimitedSelection) {
   // 4 groups of 4, keep 2: group scores are top-2 sums of sigmoid(x) + bias.
   const int64_t R = 16, K = 3;
   std::vector<float> logits(R, -4.0f), bias(R, 0.0f);
-  logits[0] = 4.0f;                    // group 0: one strong expert (sum ~ 0.98 + 0.018)
-  logits[5] = 2.0f, logits[6] = 2.0f;  // group 1: two good experts (sum ~ 1.76)
-  logits[9] = 1.0f, logits[10] = 1.0f; // group 2: (sum ~ 1.46)
+  logits[0] = 4.0f;                     // group 0: one strong expert (sum ~ 0.98 + 0.018)
+  logits[5] = 2.0f, logits[6] = 2.0f;   // group 1: two good experts (sum ~ 1.76)
+  logits[9] = 1.0f, logits[10] = 1.0f;  // group 2: (sum ~ 1.46)
   Tensor lt = view(logits, TSHMEM_MOE_FLOAT32, {1, R}), bt = view(bias, TSHMEM_MOE_FLOAT32, {R});
   auto p = gate_params(K, TSHMEM_MOE_SCORING_SIGMOID);
   p.num_groups = 4, p.num_topk_groups = 2, p.num_ep_ranks = 1, p.num_tp_ranks = 1;
@@ -307,18 +306,18 @@ TEST(MoeFusedMapping, WorkedExample134) {
   EXPECT_EQ(as<int32_t>(m.expert_start), (std::vector<int32_t>{0, 4, 8}));
   EXPECT_EQ(as<int32_t>(m.expert_end), (std::vector<int32_t>{4, 8, 8}));
   EXPECT_EQ(as<int32_t>(m.num_tokens_per_expert), (std::vector<int32_t>{4, 4, 0}));
-  Tensor* all[] = {&m.pos_to_expert, &m.pos_to_token, &m.pos_to_token_topk, &m.token_topk_to_pos,
-                   &m.expert_start, &m.expert_end, &m.num_tokens_per_expert};
-  for (Tensor* t : all) tshmem_moe_tensor_free(t, nullptr);
+  Tensor *all[] = {&m.pos_to_expert, &m.pos_to_token, &m.pos_to_token_topk,    &m.token_topk_to_pos,
+                   &m.expert_start,  &m.expert_end,   &m.num_tokens_per_expert};
+  for (Tensor *t : all) tshmem_moe_tensor_free(t, nullptr);
 
   // A caller-given P larger than needed: rows past the segments are -1; no host list.
   tshmem_moe_fused_mapping_t m2{};
   MOE_OK(tshmem_moe_get_fused_mapping(&it, 3, 10, 4, 0, &m2, list, &filled, nullptr));
   EXPECT_EQ(filled, 0);
   EXPECT_EQ(as<int32_t>(m2.pos_to_expert), (std::vector<int32_t>{0, 0, -1, -1, 1, 1, 1, -1, -1, -1}));
-  Tensor* all2[] = {&m2.pos_to_expert, &m2.pos_to_token, &m2.pos_to_token_topk, &m2.token_topk_to_pos,
-                    &m2.expert_start, &m2.expert_end, &m2.num_tokens_per_expert};
-  for (Tensor* t : all2) tshmem_moe_tensor_free(t, nullptr);
+  Tensor *all2[] = {&m2.pos_to_expert, &m2.pos_to_token, &m2.pos_to_token_topk,    &m2.token_topk_to_pos,
+                    &m2.expert_start,  &m2.expert_end,   &m2.num_tokens_per_expert};
+  for (Tensor *t : all2) tshmem_moe_tensor_free(t, nullptr);
 
   // Too small a P is a value error, not an out-of-bounds write.
   tshmem_moe_fused_mapping_t m3{};
@@ -345,9 +344,9 @@ TEST(MoeFusedMapping, EmptyAndAllMinusOne) {
     EXPECT_EQ(as<int32_t>(m.expert_start), (std::vector<int32_t>(5, 0)));
     EXPECT_EQ(as<int32_t>(m.expert_end), (std::vector<int32_t>(5, 0)));
     EXPECT_EQ(as<int32_t>(m.token_topk_to_pos), (std::vector<int32_t>(static_cast<size_t>(T * 3), -1)));
-    Tensor* all[] = {&m.pos_to_expert, &m.pos_to_token, &m.pos_to_token_topk, &m.token_topk_to_pos,
-                     &m.expert_start, &m.expert_end, &m.num_tokens_per_expert};
-    for (Tensor* t : all) tshmem_moe_tensor_free(t, nullptr);
+    Tensor *all[] = {&m.pos_to_expert, &m.pos_to_token, &m.pos_to_token_topk,    &m.token_topk_to_pos,
+                     &m.expert_start,  &m.expert_end,   &m.num_tokens_per_expert};
+    for (Tensor *t : all) tshmem_moe_tensor_free(t, nullptr);
   }
 }
 
@@ -437,7 +436,7 @@ TEST(MoeReduce, FmaInSlotOrderThenScaleThenCast) {
 TEST(MoeReduce, E4m3RoundsToNearestEvenAndSaturates) {
   const int64_t H = 256;
   std::vector<float> x(H, 0.0f);
-  const float in[] = {1.0f, 448.0f, 464.0f, 1000.0f, -kInf, std::ldexp(1.0f, -9), 3 * std::ldexp(1.0f, -10),
+  const float in[] = {1.0f,  448.0f,  464.0f,  1000.0f,      -kInf, std::ldexp(1.0f, -9), 3 * std::ldexp(1.0f, -10),
                       1e-9f, 1.0625f, 1.1875f, std::nanf("")};
   const uint8_t want[] = {0x38, 0x7e, 0x7e, 0x7e, 0xfe, 0x01, 0x02, 0x00, 0x38, 0x3a, 0x7f};
   const int n = sizeof want;

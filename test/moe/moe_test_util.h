@@ -21,7 +21,7 @@ using Tensor = tshmem_moe_tensor_t;
 constexpr int kCpu = TSHMEM_MOE_DEVICE_CPU;
 
 template <class T>
-Tensor view(std::vector<T>& v, tshmem_moe_dtype_t dtype, std::initializer_list<int64_t> shape, int device = kCpu) {
+Tensor view(std::vector<T> &v, tshmem_moe_dtype_t dtype, std::initializer_list<int64_t> shape, int device = kCpu) {
   std::vector<int64_t> s(shape);
   return tshmem_moe_tensor_make(v.data(), dtype, static_cast<int32_t>(s.size()), s.data(), device);
 }
@@ -32,7 +32,7 @@ inline Tensor empty_out() {
 }
 
 // Logical elements of a view in row-major order, honouring strides (host or device memory).
-inline std::vector<uint8_t> gather(const Tensor& t) {
+inline std::vector<uint8_t> gather(const Tensor &t) {
   const size_t es = tshmem_moe_dtype_size(t.dtype);
   const int64_t n = tshmem_moe_tensor_numel(&t);
   std::vector<uint8_t> out(static_cast<size_t>(n) * es);
@@ -66,7 +66,7 @@ inline std::vector<uint8_t> gather(const Tensor& t) {
 }
 
 template <class T>
-std::vector<T> as(const Tensor& t) {
+std::vector<T> as(const Tensor &t) {
   std::vector<uint8_t> b = gather(t);
   std::vector<T> v(b.size() / sizeof(T));
   if (!b.empty()) std::memcpy(v.data(), b.data(), b.size());
@@ -77,13 +77,13 @@ std::vector<T> as(const Tensor& t) {
 struct Out {
   Tensor t{};
   ~Out() { tshmem_moe_tensor_free(&t, nullptr); }
-  Tensor* operator&() { return &t; }
+  Tensor *operator&() { return &t; }
 };
 
 // A copy of a host tensor on `device` (cudaMalloc), freed at scope exit.
 struct Mirror {
   Tensor d{};
-  Mirror(const Tensor& h, int device) {
+  Mirror(const Tensor &h, int device) {
     d = h;
     d.device = device;
     d.data = nullptr;
@@ -100,10 +100,10 @@ struct Mirror {
   ~Mirror() {
     if (d.data) cudaFree(d.data);
   }
-  Mirror(const Mirror&) = delete;
-  Mirror& operator=(const Mirror&) = delete;
-  const Tensor* operator&() const { return &d; }
-  Tensor* ptr() { return &d; }
+  Mirror(const Mirror &) = delete;
+  Mirror &operator=(const Mirror &) = delete;
+  const Tensor *operator&() const { return &d; }
+  Tensor *ptr() { return &d; }
 };
 
 inline int gpu_count() {
@@ -115,10 +115,10 @@ inline int gpu_count() {
   return n;
 }
 
-#define MOE_REQUIRE_GPUS(n)                                                                            \
-  do {                                                                                                 \
-    const int have_ = ::moe_test::gpu_count();                                                        \
-    if (have_ < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA GPU(s), found " << have_;              \
+#define MOE_REQUIRE_GPUS(n)                                                              \
+  do {                                                                                   \
+    const int have_ = ::moe_test::gpu_count();                                           \
+    if (have_ < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA GPU(s), found " << have_; \
   } while (0)
 
 #define MOE_OK(expr) ASSERT_EQ((expr), TSHMEM_MOE_SUCCESS) << tshmem_moe_last_error()
@@ -126,7 +126,7 @@ inline int gpu_count() {
 // §3.1 generate_topk_idx: S*R rows pick K distinct experts of E*R uniformly (the top-K of iid scores), ids
 // not local (>= E) become -1, rows that are all -1 are dropped. Rows have no duplicate and >= 1 valid entry.
 inline std::vector<int64_t> generate_topk_idx(int64_t S, int64_t K, int64_t E, int64_t R, uint32_t seed,
-                                              int64_t* rows) {
+                                              int64_t *rows) {
   std::mt19937 rng(seed);
   const int64_t tot = E * R;
   std::vector<int64_t> perm(static_cast<size_t>(tot));

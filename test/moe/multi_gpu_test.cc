@@ -15,7 +15,7 @@ struct Results {
 };
 
 // Checks where an output lives, then keeps its bytes.
-void keep(Results& r, const Tensor& t, int device, const std::string& name) {
+void keep(Results &r, const Tensor &t, int device, const std::string &name) {
   EXPECT_EQ(t.device, device) << name;
   if (t.data) {
     cudaPointerAttributes attr{};
@@ -27,13 +27,13 @@ void keep(Results& r, const Tensor& t, int device, const std::string& name) {
 }
 
 // Every entry point once, inputs on `device`, outputs allocated by the library on `stream`.
-void run_all(int device, cudaStream_t stream, Results& res) {
+void run_all(int device, cudaStream_t stream, Results &res) {
   const int64_t T = 2000, E = 32, K = 6, H = 512;
   std::mt19937 rng(7);
   std::normal_distribution<float> nd;
   std::vector<float> scores(static_cast<size_t>(T * E)), bias(static_cast<size_t>(E));
-  for (float& v : scores) v = nd(rng);
-  for (float& v : bias) v = nd(rng);
+  for (float &v : scores) v = nd(rng);
+  for (float &v : bias) v = nd(rng);
   int64_t rows = 0;
   std::vector<int64_t> idx = generate_topk_idx(T / 8, K, E, 8, 11, &rows);
   Tensor sh = view(scores, TSHMEM_MOE_FLOAT32, {T, E}), s3h = view(scores, TSHMEM_MOE_FLOAT32, {T, 4, E / 4});
@@ -69,22 +69,22 @@ void run_all(int device, cudaStream_t stream, Results& res) {
   keep(res, m.token_topk_to_pos, device, "token_topk_to_pos");
   keep(res, m.expert_start, device, "expert_start");
   std::vector<uint16_t> x(static_cast<size_t>(rows * H));
-  for (uint16_t& v : x) v = static_cast<uint16_t>(rng() & 0x3fff);  // finite bf16
+  for (uint16_t &v : x) v = static_cast<uint16_t>(rng() & 0x3fff);  // finite bf16
   std::vector<float> xsf(static_cast<size_t>(rows * (H / 128)), 0.5f);
   Tensor xh = view(x, TSHMEM_MOE_BFLOAT16, {rows, H}), xsfh = view(xsf, TSHMEM_MOE_FLOAT32, {rows, H / 128});
   Mirror xd(xh, device), xsfd(xsfh, device);
   Out f1, f2, f3, y;
   MOE_OK(tshmem_moe_expand_to_fused(&xd, &m.token_topk_to_pos, &m.pos_to_expert, &f1, stream));
   keep(res, f1.t, device, "expand_to_fused");
-  MOE_OK(tshmem_moe_expand_to_fused_with_sf(&xd, &xsfd, 128, &m.token_topk_to_pos, &m.pos_to_expert, 1, &f2, &f3,
-                                            stream));
+  MOE_OK(
+      tshmem_moe_expand_to_fused_with_sf(&xd, &xsfd, 128, &m.token_topk_to_pos, &m.pos_to_expert, 1, &f2, &f3, stream));
   keep(res, f2.t, device, "expand_to_fused_with_sf x");
   keep(res, f3.t, device, "expand_to_fused_with_sf sf");
   MOE_OK(tshmem_moe_reduce_fused(&f1.t, nullptr, nullptr, &m.token_topk_to_pos, "", nullptr, &y, stream));
   keep(res, y.t, device, "reduce_fused");
-  Tensor* all[] = {&m.pos_to_expert, &m.pos_to_token, &m.pos_to_token_topk, &m.token_topk_to_pos,
-                   &m.expert_start, &m.expert_end, &m.num_tokens_per_expert};
-  for (Tensor* t : all) tshmem_moe_tensor_free(t, stream);
+  Tensor *all[] = {&m.pos_to_expert, &m.pos_to_token, &m.pos_to_token_topk,    &m.token_topk_to_pos,
+                   &m.expert_start,  &m.expert_end,   &m.num_tokens_per_expert};
+  for (Tensor *t : all) tshmem_moe_tensor_free(t, stream);
 }
 
 TEST(MoeMultiGpu, InputsOnDevice1WithDevice0Current) {

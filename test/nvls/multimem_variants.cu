@@ -7,17 +7,17 @@ using tshmem::redop;
 using tshmem::vec;
 namespace mm = tshmem::mm;
 
-#define MM_LD(NAME, OP, T, N)                                              \
-  extern "C" __global__ void mm_ld_reduce_##NAME(const T *mc, T *out) {    \
-    *reinterpret_cast<vec<T, N> *>(out) = mm::ld_reduce_mc<OP, T, N>(mc);  \
+#define MM_LD(NAME, OP, T, N)                                             \
+  extern "C" __global__ void mm_ld_reduce_##NAME(const T *mc, T *out) {   \
+    *reinterpret_cast<vec<T, N> *>(out) = mm::ld_reduce_mc<OP, T, N>(mc); \
   }
-#define MM_RED(NAME, OP, T, N)                                                                 \
-  extern "C" __global__ void mm_red_##NAME(T *mc, const T *in) {                               \
-    mm::red_mc<OP, T, N>(mc, *reinterpret_cast<const vec<T, N> *>(in));                        \
+#define MM_RED(NAME, OP, T, N)                                          \
+  extern "C" __global__ void mm_red_##NAME(T *mc, const T *in) {        \
+    mm::red_mc<OP, T, N>(mc, *reinterpret_cast<const vec<T, N> *>(in)); \
   }
-#define MM_ST(NAME, T, N)                                                                      \
-  extern "C" __global__ void mm_st_##NAME(T *mc, const T *in) {                                \
-    mm::st_mc<T, N>(mc, *reinterpret_cast<const vec<T, N> *>(in));                             \
+#define MM_ST(NAME, T, N)                                          \
+  extern "C" __global__ void mm_st_##NAME(T *mc, const T *in) {    \
+    mm::st_mc<T, N>(mc, *reinterpret_cast<const vec<T, N> *>(in)); \
   }
 // Both reductions, every operator the ISA has for the type.
 #define MM_REDUCING(NAME, OP, T, N) MM_LD(NAME, OP, T, N) MM_RED(NAME, OP, T, N)

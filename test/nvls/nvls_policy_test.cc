@@ -40,10 +40,14 @@ CUresult CUDAAPI stub_granularity(size_t *granularity, const CUmulticastObjectPr
 CUresult CUDAAPI stub_never_called() { return CUDA_ERROR_NOT_SUPPORTED; }  // the policy calls no other entry
 
 bool stub_resolver(const char *name, unsigned, void **slot) {
-  if (std::strcmp(name, "cuDeviceGet") == 0) *slot = reinterpret_cast<void *>(&stub_device_get);
-  else if (std::strcmp(name, "cuDeviceGetAttribute") == 0) *slot = reinterpret_cast<void *>(&stub_device_get_attribute);
-  else if (std::strcmp(name, "cuMulticastGetGranularity") == 0) *slot = reinterpret_cast<void *>(&stub_granularity);
-  else *slot = reinterpret_cast<void *>(&stub_never_called);
+  if (std::strcmp(name, "cuDeviceGet") == 0)
+    *slot = reinterpret_cast<void *>(&stub_device_get);
+  else if (std::strcmp(name, "cuDeviceGetAttribute") == 0)
+    *slot = reinterpret_cast<void *>(&stub_device_get_attribute);
+  else if (std::strcmp(name, "cuMulticastGetGranularity") == 0)
+    *slot = reinterpret_cast<void *>(&stub_granularity);
+  else
+    *slot = reinterpret_cast<void *>(&stub_never_called);
   return true;
 }
 
@@ -79,9 +83,9 @@ struct Forbidding {
 
 TEST_F(NvlsPolicy, EachVariableForbidsWithZeroDriverCalls) {
   const Forbidding cases[] = {
-      {"TSHMEM_DISABLE_NVLS", "1"},   {"TSHMEM_DISABLE_NVLS", "yes"}, {"NVSHMEM_DISABLE_NVLS", "1"},
-      {"NVSHMEM_DISABLE_NVLS", "y"},  {"NVSHMEM_DISABLE_NVLS", "true"}, {"NCCL_NVLS_ENABLE", "0"},
-      {"NCCL_NVLS_ENABLE", "false"},  {"NCCL_NVLS_ENABLE", "off"},
+      {"TSHMEM_DISABLE_NVLS", "1"},  {"TSHMEM_DISABLE_NVLS", "yes"},   {"NVSHMEM_DISABLE_NVLS", "1"},
+      {"NVSHMEM_DISABLE_NVLS", "y"}, {"NVSHMEM_DISABLE_NVLS", "true"}, {"NCCL_NVLS_ENABLE", "0"},
+      {"NCCL_NVLS_ENABLE", "false"}, {"NCCL_NVLS_ENABLE", "off"},
   };
   for (const Forbidding &c : cases) {
     g_vars.clear();
@@ -101,8 +105,11 @@ TEST_F(NvlsPolicy, AllThreeSetTogetherStillZeroCalls) {
 
 TEST_F(NvlsPolicy, VariablesThatDoNotForbid) {
   // NVSHMEM: first character in 0NnFf is false; NCCL: a non-zero number keeps it on.
-  const Forbidding cases[] = {{"TSHMEM_DISABLE_NVLS", "0"}, {"NVSHMEM_DISABLE_NVLS", "0"},
-                              {"NVSHMEM_DISABLE_NVLS", "no"}, {"NCCL_NVLS_ENABLE", "1"}, {"NCCL_NVLS_ENABLE", "2"}};
+  const Forbidding cases[] = {{"TSHMEM_DISABLE_NVLS", "0"},
+                              {"NVSHMEM_DISABLE_NVLS", "0"},
+                              {"NVSHMEM_DISABLE_NVLS", "no"},
+                              {"NCCL_NVLS_ENABLE", "1"},
+                              {"NCCL_NVLS_ENABLE", "2"}};
   for (const Forbidding &c : cases) {
     g_vars.clear();
     g_vars[c.name] = c.value;

@@ -21,7 +21,8 @@ template <class T>
 TSHMEMI_DEVICE T atomic_fetch(const T *source, int pe, const tshmemi_device_state &st = tshmemi::state());
 /// Atomically writes `value` to `dest` on `pe`.
 template <class T>
-TSHMEMI_DEVICE void atomic_set(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st = tshmemi::state());
+TSHMEMI_DEVICE void atomic_set(T *dest, nondeduced_t<T> value, int pe,
+                               const tshmemi_device_state &st = tshmemi::state());
 /// Writes `value`, returns the previous value.
 template <class T>
 TSHMEMI_DEVICE T atomic_swap(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st = tshmemi::state());
@@ -34,7 +35,8 @@ template <class T>
 TSHMEMI_DEVICE T atomic_fetch_add(T *dest, nondeduced_t<T> value, int pe,
                                   const tshmemi_device_state &st = tshmemi::state());
 template <class T>
-TSHMEMI_DEVICE void atomic_add(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st = tshmemi::state());
+TSHMEMI_DEVICE void atomic_add(T *dest, nondeduced_t<T> value, int pe,
+                               const tshmemi_device_state &st = tshmemi::state());
 /// Adds one, returns the previous value / returns nothing.
 template <class T>
 TSHMEMI_DEVICE T atomic_fetch_inc(T *dest, int pe, const tshmemi_device_state &st = tshmemi::state());
@@ -45,17 +47,20 @@ template <class T>
 TSHMEMI_DEVICE T atomic_fetch_and(T *dest, nondeduced_t<T> value, int pe,
                                   const tshmemi_device_state &st = tshmemi::state());
 template <class T>
-TSHMEMI_DEVICE void atomic_and(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st = tshmemi::state());
+TSHMEMI_DEVICE void atomic_and(T *dest, nondeduced_t<T> value, int pe,
+                               const tshmemi_device_state &st = tshmemi::state());
 template <class T>
 TSHMEMI_DEVICE T atomic_fetch_or(T *dest, nondeduced_t<T> value, int pe,
                                  const tshmemi_device_state &st = tshmemi::state());
 template <class T>
-TSHMEMI_DEVICE void atomic_or(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st = tshmemi::state());
+TSHMEMI_DEVICE void atomic_or(T *dest, nondeduced_t<T> value, int pe,
+                              const tshmemi_device_state &st = tshmemi::state());
 template <class T>
 TSHMEMI_DEVICE T atomic_fetch_xor(T *dest, nondeduced_t<T> value, int pe,
                                   const tshmemi_device_state &st = tshmemi::state());
 template <class T>
-TSHMEMI_DEVICE void atomic_xor(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st = tshmemi::state());
+TSHMEMI_DEVICE void atomic_xor(T *dest, nondeduced_t<T> value, int pe,
+                               const tshmemi_device_state &st = tshmemi::state());
 
 }  // namespace tshmem
 #endif  // TSHMEM_DEVICE_COMPILE

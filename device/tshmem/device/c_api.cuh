@@ -29,78 +29,90 @@
 #include "tshmem/device/wait.cuh"
 #include "tshmem/tshmem.h"  // the host names this layer must not redefine
 
+// clang-format off
 /// OpenSHMEM standard RMA types: X(C type, name).
-#define TSHMEMI_REPT_FOR_RMA_TYPES(X)                                                                          \
-  X(float, float) X(double, double) X(char, char) X(signed char, schar) X(short, short) X(int, int) X(long, long) \
-  X(long long, longlong) X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint)                 \
-  X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int8_t, int8) X(int16_t, int16) X(int32_t, int32)   \
-  X(int64_t, int64) X(uint8_t, uint8) X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64)               \
-  X(size_t, size) X(ptrdiff_t, ptrdiff)
+#define TSHMEMI_REPT_FOR_RMA_TYPES(X)                                                        \
+  X(float, float) X(double, double) X(char, char) X(signed char, schar) X(short, short)      \
+  X(int, int) X(long, long) X(long long, longlong) X(unsigned char, uchar)                   \
+  X(unsigned short, ushort) X(unsigned int, uint) X(unsigned long, ulong)                    \
+  X(unsigned long long, ulonglong) X(int8_t, int8) X(int16_t, int16) X(int32_t, int32)       \
+  X(int64_t, int64) X(uint8_t, uint8) X(uint16_t, uint16) X(uint32_t, uint32)                \
+  X(uint64_t, uint64) X(size_t, size) X(ptrdiff_t, ptrdiff)
 
 /// 32/64-bit integer types: standard AMOs and point-to-point synchronisation.
-#define TSHMEMI_REPT_FOR_INT_TYPES(X)                                                                        \
-  X(int, int) X(long, long) X(long long, longlong) X(unsigned int, uint) X(unsigned long, ulong)               \
-  X(unsigned long long, ulonglong) X(int32_t, int32) X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64) \
-  X(size_t, size) X(ptrdiff_t, ptrdiff)
+#define TSHMEMI_REPT_FOR_INT_TYPES(X)                                                        \
+  X(int, int) X(long, long) X(long long, longlong) X(unsigned int, uint)                     \
+  X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int32_t, int32)                 \
+  X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size)                  \
+  X(ptrdiff_t, ptrdiff)
 
 /// Bitwise AMO types.
-#define TSHMEMI_REPT_FOR_BITWISE_TYPES(X)                                                                    \
-  X(unsigned int, uint) X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int32_t, int32)             \
-  X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64)
+#define TSHMEMI_REPT_FOR_BITWISE_TYPES(X)                                                    \
+  X(unsigned int, uint) X(unsigned long, ulong) X(unsigned long long, ulonglong)             \
+  X(int32_t, int32) X(int64_t, int64) X(uint32_t, uint32) X(uint64_t, uint64)
 
 /// Extended AMO types (fetch, set, swap only).
 #define TSHMEMI_REPT_FOR_EXTENDED_AMO_TYPES(X) X(float, float) X(double, double)
+// clang-format on
 
 #ifdef TSHMEM_DEVICE_COMPILE
 #define TSHMEMI_C static __device__ __forceinline__
 
 // ---- RMA -----------------------------------------------------------------------------------------------
-#define TSHMEMI_RMA_SCOPED(T, N, SUFFIX, SCOPE)                                                                      \
-  TSHMEMI_C void tshmem_##N##_put##SUFFIX(T *d, const T *s, size_t n, int pe) { tshmem::put<SCOPE>(d, s, n, pe); }  \
-  TSHMEMI_C void tshmem_##N##_put_nbi##SUFFIX(T *d, const T *s, size_t n, int pe) {                                 \
-    tshmem::put_nbi<SCOPE>(d, s, n, pe);                                                                             \
-  }                                                                                                                  \
-  TSHMEMI_C void tshmem_##N##_get##SUFFIX(T *d, const T *s, size_t n, int pe) { tshmem::get<SCOPE>(d, s, n, pe); }  \
-  TSHMEMI_C void tshmem_##N##_get_nbi##SUFFIX(T *d, const T *s, size_t n, int pe) {                                 \
-    tshmem::get_nbi<SCOPE>(d, s, n, pe);                                                                             \
+#define TSHMEMI_RMA_SCOPED(T, N, SUFFIX, SCOPE)                                                                    \
+  TSHMEMI_C void tshmem_##N##_put##SUFFIX(T *d, const T *s, size_t n, int pe) { tshmem::put<SCOPE>(d, s, n, pe); } \
+  TSHMEMI_C void tshmem_##N##_put_nbi##SUFFIX(T *d, const T *s, size_t n, int pe) {                                \
+    tshmem::put_nbi<SCOPE>(d, s, n, pe);                                                                           \
+  }                                                                                                                \
+  TSHMEMI_C void tshmem_##N##_get##SUFFIX(T *d, const T *s, size_t n, int pe) { tshmem::get<SCOPE>(d, s, n, pe); } \
+  TSHMEMI_C void tshmem_##N##_get_nbi##SUFFIX(T *d, const T *s, size_t n, int pe) {                                \
+    tshmem::get_nbi<SCOPE>(d, s, n, pe);                                                                           \
   }
-#define TSHMEMI_RMA(T, N)                                                                                            \
-  TSHMEMI_C void tshmem_##N##_p(T *d, T v, int pe) { tshmem::p(d, v, pe); }                                         \
-  TSHMEMI_C T tshmem_##N##_g(const T *s, int pe) { return tshmem::g(s, pe); }                                       \
-  TSHMEMI_C void tshmem_##N##_put_signal(T *d, const T *s, size_t n, uint64_t *sig, uint64_t v, int op, int pe) {   \
-    tshmem::put_signal(d, s, n, sig, v, op, pe);                                                                     \
-  }                                                                                                                  \
+#define TSHMEMI_RMA(T, N)                                                                                             \
+  TSHMEMI_C void tshmem_##N##_p(T *d, T v, int pe) { tshmem::p(d, v, pe); }                                           \
+  TSHMEMI_C T tshmem_##N##_g(const T *s, int pe) { return tshmem::g(s, pe); }                                         \
+  TSHMEMI_C void tshmem_##N##_put_signal(T *d, const T *s, size_t n, uint64_t *sig, uint64_t v, int op, int pe) {     \
+    tshmem::put_signal(d, s, n, sig, v, op, pe);                                                                      \
+  }                                                                                                                   \
   TSHMEMI_C void tshmem_##N##_put_signal_nbi(T *d, const T *s, size_t n, uint64_t *sig, uint64_t v, int op, int pe) { \
-    tshmem::put_signal_nbi(d, s, n, sig, v, op, pe);                                                                 \
-  }                                                                                                                  \
-  TSHMEMI_RMA_SCOPED(T, N, , tshmem::thread_scope)                                                                   \
-  TSHMEMI_RMA_SCOPED(T, N, _warp, tshmem::warp_scope)                                                                \
+    tshmem::put_signal_nbi(d, s, n, sig, v, op, pe);                                                                  \
+  }                                                                                                                   \
+  TSHMEMI_RMA_SCOPED(T, N, , tshmem::thread_scope)                                                                    \
+  TSHMEMI_RMA_SCOPED(T, N, _warp, tshmem::warp_scope)                                                                 \
   TSHMEMI_RMA_SCOPED(T, N, _block, tshmem::block_scope)
 TSHMEMI_REPT_FOR_RMA_TYPES(TSHMEMI_RMA)
 
-#define TSHMEMI_MEM_SCOPED(SUFFIX, SCOPE)                                                                            \
-  TSHMEMI_C void tshmem_putmem_nbi##SUFFIX(void *d, const void *s, size_t n, int pe) {                              \
-    tshmem::putmem_nbi<SCOPE>(d, s, n, pe);                                                                          \
-  }                                                                                                                  \
-  TSHMEMI_C void tshmem_getmem_nbi##SUFFIX(void *d, const void *s, size_t n, int pe) {                              \
-    tshmem::getmem_nbi<SCOPE>(d, s, n, pe);                                                                          \
-  }                                                                                                                  \
-  TSHMEMI_C void tshmem_putmem_signal##SUFFIX(void *d, const void *s, size_t n, uint64_t *sig, uint64_t v, int op,  \
-                                              int pe) {                                                              \
-    tshmem::putmem_signal<SCOPE>(d, s, n, sig, v, op, pe);                                                           \
-  }                                                                                                                  \
-  TSHMEMI_C void tshmem_putmem_signal_nbi##SUFFIX(void *d, const void *s, size_t n, uint64_t *sig, uint64_t v,      \
-                                                  int op, int pe) {                                                  \
-    tshmem::putmem_signal_nbi<SCOPE>(d, s, n, sig, v, op, pe);                                                       \
+#define TSHMEMI_MEM_SCOPED(SUFFIX, SCOPE)                                                                              \
+  TSHMEMI_C void tshmem_putmem_nbi##SUFFIX(void *d, const void *s, size_t n, int pe) {                                 \
+    tshmem::putmem_nbi<SCOPE>(d, s, n, pe);                                                                            \
+  }                                                                                                                    \
+  TSHMEMI_C void tshmem_getmem_nbi##SUFFIX(void *d, const void *s, size_t n, int pe) {                                 \
+    tshmem::getmem_nbi<SCOPE>(d, s, n, pe);                                                                            \
+  }                                                                                                                    \
+  TSHMEMI_C void tshmem_putmem_signal##SUFFIX(void *d, const void *s, size_t n, uint64_t *sig, uint64_t v, int op,     \
+                                              int pe) {                                                                \
+    tshmem::putmem_signal<SCOPE>(d, s, n, sig, v, op, pe);                                                             \
+  }                                                                                                                    \
+  TSHMEMI_C void tshmem_putmem_signal_nbi##SUFFIX(void *d, const void *s, size_t n, uint64_t *sig, uint64_t v, int op, \
+                                                  int pe) {                                                            \
+    tshmem::putmem_signal_nbi<SCOPE>(d, s, n, sig, v, op, pe);                                                         \
   }
 TSHMEMI_MEM_SCOPED(, tshmem::thread_scope)
 TSHMEMI_MEM_SCOPED(_warp, tshmem::warp_scope)
 TSHMEMI_MEM_SCOPED(_block, tshmem::block_scope)
 // Blocking putmem/getmem: warp and block only; the thread-scope C names are the host API's (see top).
-TSHMEMI_C void tshmem_putmem_warp(void *d, const void *s, size_t n, int pe) { tshmem::putmem<tshmem::warp_scope>(d, s, n, pe); }
-TSHMEMI_C void tshmem_putmem_block(void *d, const void *s, size_t n, int pe) { tshmem::putmem<tshmem::block_scope>(d, s, n, pe); }
-TSHMEMI_C void tshmem_getmem_warp(void *d, const void *s, size_t n, int pe) { tshmem::getmem<tshmem::warp_scope>(d, s, n, pe); }
-TSHMEMI_C void tshmem_getmem_block(void *d, const void *s, size_t n, int pe) { tshmem::getmem<tshmem::block_scope>(d, s, n, pe); }
+TSHMEMI_C void tshmem_putmem_warp(void *d, const void *s, size_t n, int pe) {
+  tshmem::putmem<tshmem::warp_scope>(d, s, n, pe);
+}
+TSHMEMI_C void tshmem_putmem_block(void *d, const void *s, size_t n, int pe) {
+  tshmem::putmem<tshmem::block_scope>(d, s, n, pe);
+}
+TSHMEMI_C void tshmem_getmem_warp(void *d, const void *s, size_t n, int pe) {
+  tshmem::getmem<tshmem::warp_scope>(d, s, n, pe);
+}
+TSHMEMI_C void tshmem_getmem_block(void *d, const void *s, size_t n, int pe) {
+  tshmem::getmem<tshmem::block_scope>(d, s, n, pe);
+}
 
 // ---- Signals and waits ---------------------------------------------------------------------------------
 TSHMEMI_C uint64_t tshmem_signal_wait_until(const uint64_t *sig, int cmp, uint64_t v) {
@@ -109,26 +121,26 @@ TSHMEMI_C uint64_t tshmem_signal_wait_until(const uint64_t *sig, int cmp, uint64
 TSHMEMI_C uint64_t tshmem_signal_fetch(const uint64_t *sig) { return tshmem::signal_fetch(sig); }
 TSHMEMI_C void tshmem_signal_op(uint64_t *sig, uint64_t v, int op, int pe) { tshmem::signal_op(sig, v, op, pe); }
 
-#define TSHMEMI_WAIT(T, N)                                                                                   \
+#define TSHMEMI_WAIT(T, N)                                                                                      \
   TSHMEMI_C T tshmem_##N##_wait_until(const T *ivar, int cmp, T v) { return tshmem::wait_until(ivar, cmp, v); } \
   TSHMEMI_C int tshmem_##N##_test(const T *ivar, int cmp, T v) { return tshmem::test(ivar, cmp, v) ? 1 : 0; }
 TSHMEMI_REPT_FOR_INT_TYPES(TSHMEMI_WAIT)
 
 // ---- Atomics -------------------------------------------------------------------------------------------
-#define TSHMEMI_AMO_EXTENDED(T, N)                                                                           \
-  TSHMEMI_C T tshmem_##N##_atomic_fetch(const T *s, int pe) { return tshmem::atomic_fetch(s, pe); }           \
-  TSHMEMI_C void tshmem_##N##_atomic_set(T *d, T v, int pe) { tshmem::atomic_set(d, v, pe); }                 \
+#define TSHMEMI_AMO_EXTENDED(T, N)                                                                  \
+  TSHMEMI_C T tshmem_##N##_atomic_fetch(const T *s, int pe) { return tshmem::atomic_fetch(s, pe); } \
+  TSHMEMI_C void tshmem_##N##_atomic_set(T *d, T v, int pe) { tshmem::atomic_set(d, v, pe); }       \
   TSHMEMI_C T tshmem_##N##_atomic_swap(T *d, T v, int pe) { return tshmem::atomic_swap(d, v, pe); }
-#define TSHMEMI_AMO_STANDARD(T, N)                                                                           \
-  TSHMEMI_AMO_EXTENDED(T, N)                                                                                 \
-  TSHMEMI_C T tshmem_##N##_atomic_compare_swap(T *d, T c, T v, int pe) {                                     \
-    return tshmem::atomic_compare_swap(d, c, v, pe);                                                         \
-  }                                                                                                          \
+#define TSHMEMI_AMO_STANDARD(T, N)                                                                            \
+  TSHMEMI_AMO_EXTENDED(T, N)                                                                                  \
+  TSHMEMI_C T tshmem_##N##_atomic_compare_swap(T *d, T c, T v, int pe) {                                      \
+    return tshmem::atomic_compare_swap(d, c, v, pe);                                                          \
+  }                                                                                                           \
   TSHMEMI_C T tshmem_##N##_atomic_fetch_add(T *d, T v, int pe) { return tshmem::atomic_fetch_add(d, v, pe); } \
   TSHMEMI_C void tshmem_##N##_atomic_add(T *d, T v, int pe) { tshmem::atomic_add(d, v, pe); }                 \
   TSHMEMI_C T tshmem_##N##_atomic_fetch_inc(T *d, int pe) { return tshmem::atomic_fetch_inc(d, pe); }         \
   TSHMEMI_C void tshmem_##N##_atomic_inc(T *d, int pe) { tshmem::atomic_inc(d, pe); }
-#define TSHMEMI_AMO_BITWISE(T, N)                                                                            \
+#define TSHMEMI_AMO_BITWISE(T, N)                                                                             \
   TSHMEMI_C T tshmem_##N##_atomic_fetch_and(T *d, T v, int pe) { return tshmem::atomic_fetch_and(d, v, pe); } \
   TSHMEMI_C void tshmem_##N##_atomic_and(T *d, T v, int pe) { tshmem::atomic_and(d, v, pe); }                 \
   TSHMEMI_C T tshmem_##N##_atomic_fetch_or(T *d, T v, int pe) { return tshmem::atomic_fetch_or(d, v, pe); }   \

@@ -4,8 +4,8 @@
 
 #include <cstdio>
 
-#include <tshmem/device/tshmem_device.cuh>
 #include <tshmem/tshmem.h>
+#include <tshmem/device/tshmem_device.cuh>
 
 __global__ void ring(int *slot) {
   const int next = (tshmem::my_pe() + 1) % tshmem::n_pes();

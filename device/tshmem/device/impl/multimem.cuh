@@ -30,7 +30,7 @@ inline constexpr bool is_int32 = std::is_integral_v<T> && sizeof(T) == 4;
 template <class T>
 inline constexpr bool is_int64 = std::is_integral_v<T> && sizeof(T) == 8;
 template <class T>
-inline constexpr bool is_signed_int = std::is_integral_v<T> && std::is_signed_v<T>;
+inline constexpr bool is_signed_int = std::is_integral_v<T> &&std::is_signed_v<T>;
 
 /// The ISA's type and width rules (multimem.cuh), checked at compile time.
 template <class T, int N>
@@ -40,7 +40,8 @@ TSHMEMI_DEVICE constexpr void check_type_and_width() {
   } else if constexpr (is_int32<T> || is_int64<T>) {
     static_assert(N == 1, "multimem: the ISA has no vector forms for integers (N = 1)");
   } else {
-    static_assert(tshmem::dependent_false<T>, "multimem: T must be float, __half2, __nv_bfloat162 or a 32/64-bit integer");
+    static_assert(tshmem::dependent_false<T>,
+                  "multimem: T must be float, __half2, __nv_bfloat162 or a 32/64-bit integer");
   }
 }
 
@@ -61,9 +62,13 @@ TSHMEMI_DEVICE constexpr void check_red() {
 
 /// The 32-bit registers of a vec (4-byte element types) or its 64-bit register (8-byte integers).
 template <class T, int N>
-TSHMEMI_DEVICE uint32_t *r32(tshmem::vec<T, N> &v) { return reinterpret_cast<uint32_t *>(&v); }
+TSHMEMI_DEVICE uint32_t *r32(tshmem::vec<T, N> &v) {
+  return reinterpret_cast<uint32_t *>(&v);
+}
 template <class T, int N>
-TSHMEMI_DEVICE const uint32_t *r32(const tshmem::vec<T, N> &v) { return reinterpret_cast<const uint32_t *>(&v); }
+TSHMEMI_DEVICE const uint32_t *r32(const tshmem::vec<T, N> &v) {
+  return reinterpret_cast<const uint32_t *>(&v);
+}
 
 // Operand lists: d/b are the registers, a the address.
 #define TSHMEMI_MM_LD1(INSTR) asm volatile(INSTR " %0, [%1];" : "=r"(d[0]) : "l"(a) : "memory")
@@ -77,14 +82,20 @@ TSHMEMI_DEVICE const uint32_t *r32(const tshmem::vec<T, N> &v) { return reinterp
   asm volatile(INSTR " [%0], {%1,%2,%3,%4};" ::"l"(a), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]) : "memory")
 #define TSHMEMI_MM_ST64(INSTR) asm volatile(INSTR " [%0], %1;" ::"l"(a), "l"(b64) : "memory")
 // By width, for the float types: PREFIX "[.vN]." TYPE.
-#define TSHMEMI_MM_LD_N(PREFIX, TYPE)                                        \
-  if constexpr (N == 1) TSHMEMI_MM_LD1(PREFIX "." TYPE);                    \
-  else if constexpr (N == 2) TSHMEMI_MM_LD2(PREFIX ".v2." TYPE);            \
-  else TSHMEMI_MM_LD4(PREFIX ".v4." TYPE)
-#define TSHMEMI_MM_ST_N(PREFIX, TYPE)                                        \
-  if constexpr (N == 1) TSHMEMI_MM_ST1(PREFIX "." TYPE);                    \
-  else if constexpr (N == 2) TSHMEMI_MM_ST2(PREFIX ".v2." TYPE);            \
-  else TSHMEMI_MM_ST4(PREFIX ".v4." TYPE)
+#define TSHMEMI_MM_LD_N(PREFIX, TYPE)   \
+  if constexpr (N == 1)                 \
+    TSHMEMI_MM_LD1(PREFIX "." TYPE);    \
+  else if constexpr (N == 2)            \
+    TSHMEMI_MM_LD2(PREFIX ".v2." TYPE); \
+  else                                  \
+    TSHMEMI_MM_LD4(PREFIX ".v4." TYPE)
+#define TSHMEMI_MM_ST_N(PREFIX, TYPE)   \
+  if constexpr (N == 1)                 \
+    TSHMEMI_MM_ST1(PREFIX "." TYPE);    \
+  else if constexpr (N == 2)            \
+    TSHMEMI_MM_ST2(PREFIX ".v2." TYPE); \
+  else                                  \
+    TSHMEMI_MM_ST4(PREFIX ".v4." TYPE)
 
 // ---- f32 accumulation of the float types (the twins) ----------------------------------------------------
 /// Lanes of one element: float 1, packed 2.
@@ -121,17 +132,23 @@ TSHMEMI_DEVICE T from_f32(const float *in) {
 
 template <tshmem::redop Op>
 TSHMEMI_DEVICE float combine_f32(float acc, float x) {
-  if constexpr (Op == tshmem::redop::sum) return acc + x;
-  else if constexpr (Op == tshmem::redop::min) return fminf(acc, x);
-  else return fmaxf(acc, x);
+  if constexpr (Op == tshmem::redop::sum)
+    return acc + x;
+  else if constexpr (Op == tshmem::redop::min)
+    return fminf(acc, x);
+  else
+    return fmaxf(acc, x);
 }
 
 template <tshmem::redop Op, class T>
 TSHMEMI_DEVICE T combine_int(T acc, T x) {
   using U = std::make_unsigned_t<T>;
-  if constexpr (Op == tshmem::redop::sum) return static_cast<T>(static_cast<U>(acc) + static_cast<U>(x));
-  else if constexpr (Op == tshmem::redop::min) return x < acc ? x : acc;
-  else return x > acc ? x : acc;
+  if constexpr (Op == tshmem::redop::sum)
+    return static_cast<T>(static_cast<U>(acc) + static_cast<U>(x));
+  else if constexpr (Op == tshmem::redop::min)
+    return x < acc ? x : acc;
+  else
+    return x > acc ? x : acc;
 }
 
 /// A relaxed system-scope load of one vec (the twin's counterpart of the multimem access).
@@ -144,9 +161,12 @@ TSHMEMI_DEVICE tshmem::vec<T, N> load_relaxed(const T *a) {
     out = *reinterpret_cast<tshmem::vec<T, N> *>(&d64);
   } else {
     uint32_t *d = r32(out);
-    if constexpr (N == 1) TSHMEMI_MM_LD1("ld.relaxed.sys.global.b32");
-    else if constexpr (N == 2) TSHMEMI_MM_LD2("ld.relaxed.sys.global.v2.b32");
-    else TSHMEMI_MM_LD4("ld.relaxed.sys.global.v4.b32");
+    if constexpr (N == 1)
+      TSHMEMI_MM_LD1("ld.relaxed.sys.global.b32");
+    else if constexpr (N == 2)
+      TSHMEMI_MM_LD2("ld.relaxed.sys.global.v2.b32");
+    else
+      TSHMEMI_MM_LD4("ld.relaxed.sys.global.v4.b32");
   }
   return out;
 }
@@ -158,9 +178,12 @@ TSHMEMI_DEVICE void store_relaxed(T *a, const tshmem::vec<T, N> &value) {
     TSHMEMI_MM_ST64("st.relaxed.sys.global.b64");
   } else {
     const uint32_t *b = r32(value);
-    if constexpr (N == 1) TSHMEMI_MM_ST1("st.relaxed.sys.global.b32");
-    else if constexpr (N == 2) TSHMEMI_MM_ST2("st.relaxed.sys.global.v2.b32");
-    else TSHMEMI_MM_ST4("st.relaxed.sys.global.v4.b32");
+    if constexpr (N == 1)
+      TSHMEMI_MM_ST1("st.relaxed.sys.global.b32");
+    else if constexpr (N == 2)
+      TSHMEMI_MM_ST2("st.relaxed.sys.global.v2.b32");
+    else
+      TSHMEMI_MM_ST4("st.relaxed.sys.global.v4.b32");
   }
 }
 
@@ -173,28 +196,46 @@ TSHMEMI_DEVICE void red_relaxed(T *a, const tshmem::vec<T, N> &value) {
     TSHMEMI_MM_ST_N("red.relaxed.sys.global.add", "f32");
   } else if constexpr (is_f16x2<T>) {
     const uint32_t *b = r32(value);
-    if constexpr (kSum) { TSHMEMI_MM_ST_N("red.relaxed.sys.global.add.noftz", "f16x2"); }
-    else if constexpr (kMin) { TSHMEMI_MM_ST_N("red.relaxed.sys.global.min.noftz", "f16x2"); }
-    else { TSHMEMI_MM_ST_N("red.relaxed.sys.global.max.noftz", "f16x2"); }
+    if constexpr (kSum) {
+      TSHMEMI_MM_ST_N("red.relaxed.sys.global.add.noftz", "f16x2");
+    } else if constexpr (kMin) {
+      TSHMEMI_MM_ST_N("red.relaxed.sys.global.min.noftz", "f16x2");
+    } else {
+      TSHMEMI_MM_ST_N("red.relaxed.sys.global.max.noftz", "f16x2");
+    }
   } else if constexpr (is_bf16x2<T>) {
     const uint32_t *b = r32(value);
-    if constexpr (kSum) { TSHMEMI_MM_ST_N("red.relaxed.sys.global.add.noftz", "bf16x2"); }
-    else if constexpr (kMin) { TSHMEMI_MM_ST_N("red.relaxed.sys.global.min.noftz", "bf16x2"); }
-    else { TSHMEMI_MM_ST_N("red.relaxed.sys.global.max.noftz", "bf16x2"); }
+    if constexpr (kSum) {
+      TSHMEMI_MM_ST_N("red.relaxed.sys.global.add.noftz", "bf16x2");
+    } else if constexpr (kMin) {
+      TSHMEMI_MM_ST_N("red.relaxed.sys.global.min.noftz", "bf16x2");
+    } else {
+      TSHMEMI_MM_ST_N("red.relaxed.sys.global.max.noftz", "bf16x2");
+    }
   } else if constexpr (is_int32<T>) {
     const uint32_t *b = r32(value);
-    if constexpr (kSum) TSHMEMI_MM_ST1("red.relaxed.sys.global.add.u32");
-    else if constexpr (kMin && is_signed_int<T>) TSHMEMI_MM_ST1("red.relaxed.sys.global.min.s32");
-    else if constexpr (kMin) TSHMEMI_MM_ST1("red.relaxed.sys.global.min.u32");
-    else if constexpr (is_signed_int<T>) TSHMEMI_MM_ST1("red.relaxed.sys.global.max.s32");
-    else TSHMEMI_MM_ST1("red.relaxed.sys.global.max.u32");
+    if constexpr (kSum)
+      TSHMEMI_MM_ST1("red.relaxed.sys.global.add.u32");
+    else if constexpr (kMin && is_signed_int<T>)
+      TSHMEMI_MM_ST1("red.relaxed.sys.global.min.s32");
+    else if constexpr (kMin)
+      TSHMEMI_MM_ST1("red.relaxed.sys.global.min.u32");
+    else if constexpr (is_signed_int<T>)
+      TSHMEMI_MM_ST1("red.relaxed.sys.global.max.s32");
+    else
+      TSHMEMI_MM_ST1("red.relaxed.sys.global.max.u32");
   } else if constexpr (is_int64<T>) {
     const uint64_t b64 = *reinterpret_cast<const uint64_t *>(&value);
-    if constexpr (kSum) TSHMEMI_MM_ST64("red.relaxed.sys.global.add.u64");
-    else if constexpr (kMin && is_signed_int<T>) TSHMEMI_MM_ST64("red.relaxed.sys.global.min.s64");
-    else if constexpr (kMin) TSHMEMI_MM_ST64("red.relaxed.sys.global.min.u64");
-    else if constexpr (is_signed_int<T>) TSHMEMI_MM_ST64("red.relaxed.sys.global.max.s64");
-    else TSHMEMI_MM_ST64("red.relaxed.sys.global.max.u64");
+    if constexpr (kSum)
+      TSHMEMI_MM_ST64("red.relaxed.sys.global.add.u64");
+    else if constexpr (kMin && is_signed_int<T>)
+      TSHMEMI_MM_ST64("red.relaxed.sys.global.min.s64");
+    else if constexpr (kMin)
+      TSHMEMI_MM_ST64("red.relaxed.sys.global.min.u64");
+    else if constexpr (is_signed_int<T>)
+      TSHMEMI_MM_ST64("red.relaxed.sys.global.max.s64");
+    else
+      TSHMEMI_MM_ST64("red.relaxed.sys.global.max.u64");
   } else {
     static_assert(tshmem::dependent_false<T>, "red: unsupported element type");
   }
@@ -227,28 +268,46 @@ TSHMEMI_DEVICE vec<T, N> ld_reduce_mc(const T *a) {
     TSHMEMI_MM_LD_N("multimem.ld_reduce.relaxed.sys.global.add", "f32");
   } else if constexpr (is_f16x2<T>) {
     uint32_t *d = r32(out);
-    if constexpr (kSum) { TSHMEMI_MM_LD_N("multimem.ld_reduce.relaxed.sys.global.add.acc::f32", "f16x2"); }
-    else if constexpr (kMin) { TSHMEMI_MM_LD_N("multimem.ld_reduce.relaxed.sys.global.min", "f16x2"); }
-    else { TSHMEMI_MM_LD_N("multimem.ld_reduce.relaxed.sys.global.max", "f16x2"); }
+    if constexpr (kSum) {
+      TSHMEMI_MM_LD_N("multimem.ld_reduce.relaxed.sys.global.add.acc::f32", "f16x2");
+    } else if constexpr (kMin) {
+      TSHMEMI_MM_LD_N("multimem.ld_reduce.relaxed.sys.global.min", "f16x2");
+    } else {
+      TSHMEMI_MM_LD_N("multimem.ld_reduce.relaxed.sys.global.max", "f16x2");
+    }
   } else if constexpr (is_bf16x2<T>) {
     uint32_t *d = r32(out);
-    if constexpr (kSum) { TSHMEMI_MM_LD_N("multimem.ld_reduce.relaxed.sys.global.add.acc::f32", "bf16x2"); }
-    else if constexpr (kMin) { TSHMEMI_MM_LD_N("multimem.ld_reduce.relaxed.sys.global.min", "bf16x2"); }
-    else { TSHMEMI_MM_LD_N("multimem.ld_reduce.relaxed.sys.global.max", "bf16x2"); }
+    if constexpr (kSum) {
+      TSHMEMI_MM_LD_N("multimem.ld_reduce.relaxed.sys.global.add.acc::f32", "bf16x2");
+    } else if constexpr (kMin) {
+      TSHMEMI_MM_LD_N("multimem.ld_reduce.relaxed.sys.global.min", "bf16x2");
+    } else {
+      TSHMEMI_MM_LD_N("multimem.ld_reduce.relaxed.sys.global.max", "bf16x2");
+    }
   } else if constexpr (is_int32<T>) {
     uint32_t *d = r32(out);
-    if constexpr (kSum) TSHMEMI_MM_LD1("multimem.ld_reduce.relaxed.sys.global.add.u32");
-    else if constexpr (kMin && is_signed_int<T>) TSHMEMI_MM_LD1("multimem.ld_reduce.relaxed.sys.global.min.s32");
-    else if constexpr (kMin) TSHMEMI_MM_LD1("multimem.ld_reduce.relaxed.sys.global.min.u32");
-    else if constexpr (is_signed_int<T>) TSHMEMI_MM_LD1("multimem.ld_reduce.relaxed.sys.global.max.s32");
-    else TSHMEMI_MM_LD1("multimem.ld_reduce.relaxed.sys.global.max.u32");
+    if constexpr (kSum)
+      TSHMEMI_MM_LD1("multimem.ld_reduce.relaxed.sys.global.add.u32");
+    else if constexpr (kMin && is_signed_int<T>)
+      TSHMEMI_MM_LD1("multimem.ld_reduce.relaxed.sys.global.min.s32");
+    else if constexpr (kMin)
+      TSHMEMI_MM_LD1("multimem.ld_reduce.relaxed.sys.global.min.u32");
+    else if constexpr (is_signed_int<T>)
+      TSHMEMI_MM_LD1("multimem.ld_reduce.relaxed.sys.global.max.s32");
+    else
+      TSHMEMI_MM_LD1("multimem.ld_reduce.relaxed.sys.global.max.u32");
   } else if constexpr (is_int64<T>) {
     uint64_t d64;
-    if constexpr (kSum) TSHMEMI_MM_LD64("multimem.ld_reduce.relaxed.sys.global.add.u64");
-    else if constexpr (kMin && is_signed_int<T>) TSHMEMI_MM_LD64("multimem.ld_reduce.relaxed.sys.global.min.s64");
-    else if constexpr (kMin) TSHMEMI_MM_LD64("multimem.ld_reduce.relaxed.sys.global.min.u64");
-    else if constexpr (is_signed_int<T>) TSHMEMI_MM_LD64("multimem.ld_reduce.relaxed.sys.global.max.s64");
-    else TSHMEMI_MM_LD64("multimem.ld_reduce.relaxed.sys.global.max.u64");
+    if constexpr (kSum)
+      TSHMEMI_MM_LD64("multimem.ld_reduce.relaxed.sys.global.add.u64");
+    else if constexpr (kMin && is_signed_int<T>)
+      TSHMEMI_MM_LD64("multimem.ld_reduce.relaxed.sys.global.min.s64");
+    else if constexpr (kMin)
+      TSHMEMI_MM_LD64("multimem.ld_reduce.relaxed.sys.global.min.u64");
+    else if constexpr (is_signed_int<T>)
+      TSHMEMI_MM_LD64("multimem.ld_reduce.relaxed.sys.global.max.s64");
+    else
+      TSHMEMI_MM_LD64("multimem.ld_reduce.relaxed.sys.global.max.u64");
     out = *reinterpret_cast<vec<T, N> *>(&d64);
   } else {
     static_assert(dependent_false<T>, "ld_reduce_mc: unsupported element type");
@@ -290,28 +349,46 @@ TSHMEMI_DEVICE void red_mc(T *a, const vec<T, N> &value) {
     TSHMEMI_MM_ST_N("multimem.red.relaxed.sys.global.add", "f32");
   } else if constexpr (is_f16x2<T>) {
     const uint32_t *b = r32(value);
-    if constexpr (kSum) { TSHMEMI_MM_ST_N("multimem.red.relaxed.sys.global.add.acc::f32", "f16x2"); }
-    else if constexpr (kMin) { TSHMEMI_MM_ST_N("multimem.red.relaxed.sys.global.min", "f16x2"); }
-    else { TSHMEMI_MM_ST_N("multimem.red.relaxed.sys.global.max", "f16x2"); }
+    if constexpr (kSum) {
+      TSHMEMI_MM_ST_N("multimem.red.relaxed.sys.global.add.acc::f32", "f16x2");
+    } else if constexpr (kMin) {
+      TSHMEMI_MM_ST_N("multimem.red.relaxed.sys.global.min", "f16x2");
+    } else {
+      TSHMEMI_MM_ST_N("multimem.red.relaxed.sys.global.max", "f16x2");
+    }
   } else if constexpr (is_bf16x2<T>) {
     const uint32_t *b = r32(value);
-    if constexpr (kSum) { TSHMEMI_MM_ST_N("multimem.red.relaxed.sys.global.add.acc::f32", "bf16x2"); }
-    else if constexpr (kMin) { TSHMEMI_MM_ST_N("multimem.red.relaxed.sys.global.min", "bf16x2"); }
-    else { TSHMEMI_MM_ST_N("multimem.red.relaxed.sys.global.max", "bf16x2"); }
+    if constexpr (kSum) {
+      TSHMEMI_MM_ST_N("multimem.red.relaxed.sys.global.add.acc::f32", "bf16x2");
+    } else if constexpr (kMin) {
+      TSHMEMI_MM_ST_N("multimem.red.relaxed.sys.global.min", "bf16x2");
+    } else {
+      TSHMEMI_MM_ST_N("multimem.red.relaxed.sys.global.max", "bf16x2");
+    }
   } else if constexpr (is_int32<T>) {
     const uint32_t *b = r32(value);
-    if constexpr (kSum) TSHMEMI_MM_ST1("multimem.red.relaxed.sys.global.add.u32");
-    else if constexpr (kMin && is_signed_int<T>) TSHMEMI_MM_ST1("multimem.red.relaxed.sys.global.min.s32");
-    else if constexpr (kMin) TSHMEMI_MM_ST1("multimem.red.relaxed.sys.global.min.u32");
-    else if constexpr (is_signed_int<T>) TSHMEMI_MM_ST1("multimem.red.relaxed.sys.global.max.s32");
-    else TSHMEMI_MM_ST1("multimem.red.relaxed.sys.global.max.u32");
+    if constexpr (kSum)
+      TSHMEMI_MM_ST1("multimem.red.relaxed.sys.global.add.u32");
+    else if constexpr (kMin && is_signed_int<T>)
+      TSHMEMI_MM_ST1("multimem.red.relaxed.sys.global.min.s32");
+    else if constexpr (kMin)
+      TSHMEMI_MM_ST1("multimem.red.relaxed.sys.global.min.u32");
+    else if constexpr (is_signed_int<T>)
+      TSHMEMI_MM_ST1("multimem.red.relaxed.sys.global.max.s32");
+    else
+      TSHMEMI_MM_ST1("multimem.red.relaxed.sys.global.max.u32");
   } else if constexpr (is_int64<T>) {
     const uint64_t b64 = *reinterpret_cast<const uint64_t *>(&value);
-    if constexpr (kSum) TSHMEMI_MM_ST64("multimem.red.relaxed.sys.global.add.u64");
-    else if constexpr (kMin && is_signed_int<T>) TSHMEMI_MM_ST64("multimem.red.relaxed.sys.global.min.s64");
-    else if constexpr (kMin) TSHMEMI_MM_ST64("multimem.red.relaxed.sys.global.min.u64");
-    else if constexpr (is_signed_int<T>) TSHMEMI_MM_ST64("multimem.red.relaxed.sys.global.max.s64");
-    else TSHMEMI_MM_ST64("multimem.red.relaxed.sys.global.max.u64");
+    if constexpr (kSum)
+      TSHMEMI_MM_ST64("multimem.red.relaxed.sys.global.add.u64");
+    else if constexpr (kMin && is_signed_int<T>)
+      TSHMEMI_MM_ST64("multimem.red.relaxed.sys.global.min.s64");
+    else if constexpr (kMin)
+      TSHMEMI_MM_ST64("multimem.red.relaxed.sys.global.min.u64");
+    else if constexpr (is_signed_int<T>)
+      TSHMEMI_MM_ST64("multimem.red.relaxed.sys.global.max.s64");
+    else
+      TSHMEMI_MM_ST64("multimem.red.relaxed.sys.global.max.u64");
   } else {
     static_assert(dependent_false<T>, "red_mc: unsupported element type");
   }

@@ -50,10 +50,10 @@ TSHMEMI_DEVICE void put_signal(T *dest, const T *src, size_t nelems, uint64_t *s
 template <class Scope, class T>
 TSHMEMI_DEVICE void put_signal_nbi(T *dest, const T *src, size_t nelems, uint64_t *sig_addr, uint64_t signal,
                                    int sig_op, int pe, const tshmemi_device_state &st) {
-  tshmemi::put_signal_bytes<Scope>(dest, src, nelems * sizeof(T), sig_addr, signal, sig_op, pe,
-                                   tshmemi::scoped_name<Scope>("tshmem_put_signal_nbi", "tshmem_put_signal_nbi_warp",
-                                                               "tshmem_put_signal_nbi_block"),
-                                   st);
+  tshmemi::put_signal_bytes<Scope>(
+      dest, src, nelems * sizeof(T), sig_addr, signal, sig_op, pe,
+      tshmemi::scoped_name<Scope>("tshmem_put_signal_nbi", "tshmem_put_signal_nbi_warp", "tshmem_put_signal_nbi_block"),
+      st);
 }
 
 template <class Scope>
@@ -68,15 +68,14 @@ TSHMEMI_DEVICE void putmem_signal(void *dest, const void *src, size_t nbytes, ui
 template <class Scope>
 TSHMEMI_DEVICE void putmem_signal_nbi(void *dest, const void *src, size_t nbytes, uint64_t *sig_addr, uint64_t signal,
                                       int sig_op, int pe, const tshmemi_device_state &st) {
-  tshmemi::put_signal_bytes<Scope>(dest, src, nbytes, sig_addr, signal, sig_op, pe,
-                                   tshmemi::scoped_name<Scope>("tshmem_putmem_signal_nbi",
-                                                               "tshmem_putmem_signal_nbi_warp",
-                                                               "tshmem_putmem_signal_nbi_block"),
-                                   st);
+  tshmemi::put_signal_bytes<Scope>(
+      dest, src, nbytes, sig_addr, signal, sig_op, pe,
+      tshmemi::scoped_name<Scope>("tshmem_putmem_signal_nbi", "tshmem_putmem_signal_nbi_warp",
+                                  "tshmem_putmem_signal_nbi_block"),
+      st);
 }
 
-TSHMEMI_DEVICE void signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe,
-                              const tshmemi_device_state &st) {
+TSHMEMI_DEVICE void signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe, const tshmemi_device_state &st) {
   tshmemi::signal_release(tshmemi::remote_ptr_lane(sig_addr, pe, "tshmem_signal_op", st), signal, sig_op,
                           "tshmem_signal_op", st);
 }

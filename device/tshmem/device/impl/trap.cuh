@@ -19,15 +19,15 @@ TSHMEMI_DEVICE bool is_print_leader() {
 
 TSHMEMI_DEVICE_COLD void trap_pe_out_of_range(const char *call, int pe, int n_pes, int me) {
   if (is_print_leader())
-    printf("tshmem: %s: PE %d out of range [0, %d) on PE %d (block (%u,%u,%u), thread (%u,%u,%u))\n", call, pe,
-           n_pes, me, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+    printf("tshmem: %s: PE %d out of range [0, %d) on PE %d (block (%u,%u,%u), thread (%u,%u,%u))\n", call, pe, n_pes,
+           me, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
   __trap();
 }
 
 TSHMEMI_DEVICE_COLD void trap_pe_unreachable(const char *call, int pe, int me) {
   if (is_print_leader())
-    printf("tshmem: %s: PE %d is not reachable by load/store from PE %d (block (%u,%u,%u), thread (%u,%u,%u))\n",
-           call, pe, me, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+    printf("tshmem: %s: PE %d is not reachable by load/store from PE %d (block (%u,%u,%u), thread (%u,%u,%u))\n", call,
+           pe, me, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
   __trap();
 }
 
@@ -35,16 +35,17 @@ TSHMEMI_DEVICE_COLD void trap_wait_timeout(const char *call, const void *addr, i
                                            unsigned long long found, unsigned long long timeout_ns, int me) {
   static const char *const kOps[] = {"==", "!=", ">", "<=", "<", ">="};
   const char *op = (cmp >= 0 && cmp < 6) ? kOps[cmp] : "?";
-  printf("tshmem: %s: timed out after %llu ns on PE %d waiting at address %p for value %s %llu (0x%llx); "
-         "found %llu (0x%llx) (block (%u,%u,%u), thread (%u,%u,%u))\n",
-         call, timeout_ns, me, addr, op, expected, expected, found, found, blockIdx.x, blockIdx.y, blockIdx.z,
-         threadIdx.x, threadIdx.y, threadIdx.z);
+  printf(
+      "tshmem: %s: timed out after %llu ns on PE %d waiting at address %p for value %s %llu (0x%llx); "
+      "found %llu (0x%llx) (block (%u,%u,%u), thread (%u,%u,%u))\n",
+      call, timeout_ns, me, addr, op, expected, expected, found, found, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+      threadIdx.y, threadIdx.z);
   __trap();
 }
 
 TSHMEMI_DEVICE_COLD void trap_bad_operator(const char *call, int op, int me) {
-  printf("tshmem: %s: invalid operator %d on PE %d (block (%u,%u,%u), thread (%u,%u,%u))\n", call, op, me,
-         blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+  printf("tshmem: %s: invalid operator %d on PE %d (block (%u,%u,%u), thread (%u,%u,%u))\n", call, op, me, blockIdx.x,
+         blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
   __trap();
 }
 
