@@ -10,7 +10,8 @@ namespace {
 /// Operand 1 everywhere; compare_swap compares with 0 (it swaps once per word, then only compares: the same
 /// work for both libraries, which is what a throughput comparison needs).
 template <class O, Amo Op, class T>
-__global__ void atomic_bw_kernel(T *remote, T *sink, size_t n, int peer, int iters, unsigned *counter) {
+__global__ void __launch_bounds__(1024)
+    atomic_bw_kernel(T *remote, T *sink, size_t n, int peer, int iters, unsigned *counter) {
   const size_t threads = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   T acc = 0;

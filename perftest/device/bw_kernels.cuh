@@ -11,8 +11,9 @@ namespace tshmem_perf {
 /// get (kGet = true): every block gets its chunk of slot (first_slot + i) % slots of `remote` (slots
 /// `stride` bytes apart, so that iterations read different lines) into `local` with getmem_nbi_block.
 template <class O, bool kGet>
-__global__ void rma_bw_kernel(char *local, char *remote, size_t bytes, size_t stride, unsigned slots,
-                              unsigned first_slot, int peer, int iters, unsigned *counter) {
+__global__ void __launch_bounds__(1024)
+    rma_bw_kernel(char *local, char *remote, size_t bytes, size_t stride, unsigned slots, unsigned first_slot, int peer,
+                  int iters, unsigned *counter) {
   size_t begin, len;
   block_chunk(bytes, blockIdx.x, gridDim.x, &begin, &len);
   for (int i = 0; i < iters; ++i) {
@@ -33,8 +34,9 @@ __global__ void rma_bw_kernel(char *local, char *remote, size_t bytes, size_t st
 /// the whole grid, unrolled so that several remote accesses are in flight per thread. g reads rotate over
 /// slots like rma_bw_kernel's and land in `local`, so the loads cannot be dropped.
 template <class O, class T, bool kGet>
-__global__ void element_bw_kernel(T *local, T *remote, size_t bytes, size_t stride, unsigned slots, unsigned first_slot,
-                                  int peer, int iters, unsigned *counter) {
+__global__ void __launch_bounds__(1024)
+    element_bw_kernel(T *local, T *remote, size_t bytes, size_t stride, unsigned slots, unsigned first_slot, int peer,
+                      int iters, unsigned *counter) {
   constexpr int kUnroll = 4;
   const size_t n = bytes / sizeof(T);
   const size_t threads = static_cast<size_t>(gridDim.x) * blockDim.x;
@@ -81,8 +83,9 @@ PERF_DEVICE uint4 load_streaming(const uint4 *p) {
 }
 
 template <RawAccess kAccess, int kUnroll, bool kStreaming>
-__global__ void raw_bw_kernel(uint4 *local, uint4 *peer_view, size_t bytes, size_t stride, unsigned slots,
-                              unsigned first_slot, int iters, unsigned *counter) {
+__global__ void __launch_bounds__(1024)
+    raw_bw_kernel(uint4 *local, uint4 *peer_view, size_t bytes, size_t stride, unsigned slots, unsigned first_slot,
+                  int iters, unsigned *counter) {
   size_t begin, len;
   block_chunk(bytes, blockIdx.x, gridDim.x, &begin, &len);
   const size_t n = len / sizeof(uint4);
