@@ -9,11 +9,11 @@
 #ifdef TSHMEM_DEVICE_COMPILE
 namespace tshmemi {
 
-/// The signal on an already translated address: a system-scope release after a full acq_rel fence, so the
-/// writes of the whole group (ordered before this thread by the group barrier) are visible first.
+/// The signal on an already translated address: one system-scope release. Release is cumulative, so the
+/// writes of the whole group (ordered before this thread by the group barrier) are visible first; a separate
+/// fence before it would be a second MEMBAR.SYS on every signal for nothing.
 TSHMEMI_DEVICE void signal_release(uint64_t *remote_sig, uint64_t signal, int sig_op, const char *call,
                                    const tshmemi_device_state &st) {
-  fence_acq_rel_sys();
   if (sig_op == TSHMEM_SIGNAL_SET) {
     store_release_sys(remote_sig, signal);
   } else if (sig_op == TSHMEM_SIGNAL_ADD) {

@@ -24,7 +24,10 @@ TSHMEMI_DEVICE bool compare(T found, int cmp, T value, const char *call, const t
   }
 }
 
-/// Spins with acquire loads until `*addr cmp value`; traps after st.wait_timeout_ns (0: never).
+/// Spins until `*addr cmp value`; traps after st.wait_timeout_ns (0: never). Polls with relaxed loads (an
+/// acquire load invalidates L1 on every poll), then confirms with one acquire load, which is what orders the
+/// caller's later reads after the writes that preceded the value's release. A value seen relaxed that no
+/// longer holds when re-read with acquire just resumes the spin.
 template <class T>
 TSHMEMI_DEVICE T spin_until(const T *addr, int cmp, T value, const char *call, const tshmemi_device_state &st) {
   static_assert(std::is_integral_v<T> && (sizeof(T) == 4 || sizeof(T) == 8), "wait: 32- or 64-bit integers only");
@@ -33,8 +36,11 @@ TSHMEMI_DEVICE T spin_until(const T *addr, int cmp, T value, const char *call, c
   const uint64_t timeout = st.wait_timeout_ns;
   const uint64_t start = timeout != 0 ? global_timer_ns() : 0;
   for (;;) {
-    found = load_acquire_sys(addr);
-    if (compare(found, cmp, value, call, st)) return found;
+    found = load_relaxed_sys(addr);
+    if (compare(found, cmp, value, call, st)) {
+      found = load_acquire_sys(addr);
+      if (compare(found, cmp, value, call, st)) return found;
+    }
     if (timeout != 0 && global_timer_ns() - start > timeout)
       trap_wait_timeout(call, addr, cmp, static_cast<unsigned long long>(value), static_cast<unsigned long long>(found),
                         static_cast<unsigned long long>(timeout), st.my_pe);
