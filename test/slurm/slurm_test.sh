@@ -52,7 +52,7 @@ port=$(( 20000 + RANDOM % 20000 ))
 mkdir -p "$work/state" "$work/spool"
 cat > "$work/slurm.conf" <<CONF
 ClusterName=tshmemci
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort=$port
@@ -75,7 +75,7 @@ ReturnToService=2
 SchedulerType=sched/builtin
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
-NodeName=$host CPUs=$cpus State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 NodeHostname=$host CPUs=$cpus State=UNKNOWN
 PartitionName=ci Nodes=$host Default=YES MaxTime=10 State=UP OverSubscribe=YES
 CONF
 export SLURM_CONF=$work/slurm.conf
