@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,22 +14,31 @@
 namespace tshmem_test {
 namespace {
 
-class Init : public ::testing::Test {
- protected:
-  ScopedEnv backend_{"TSHMEM_MEM_BACKEND", "shm"};
-  ScopedEnv size_{"TSHMEM_SYMMETRIC_SIZE", "8M"};
-  std::string last_error() const { return tshmemx_last_error(); }
-};
-
-std::vector<std::string> shm_segments() {
-  std::vector<std::string> names;
+std::set<std::string> tshmem_segments_in_dev_shm() {
+  std::set<std::string> names;
   if (DIR *dir = opendir("/dev/shm")) {
     while (dirent *entry = readdir(dir))
-      if (std::string(entry->d_name).rfind("tshmem.", 0) == 0) names.push_back(entry->d_name);
+      if (std::string(entry->d_name).rfind("tshmem.", 0) == 0) names.insert(entry->d_name);
     closedir(dir);
   }
   return names;
 }
+
+class Init : public ::testing::Test {
+ protected:
+  ScopedEnv backend_{"TSHMEM_MEM_BACKEND", "shm"};
+  ScopedEnv size_{"TSHMEM_SYMMETRIC_SIZE", "8M"};
+  // Segments that were there before this test (another job's, or a crashed run's) are not ours to judge.
+  const std::set<std::string> segments_before_ = tshmem_segments_in_dev_shm();
+
+  std::string last_error() const { return tshmemx_last_error(); }
+  std::vector<std::string> shm_segments() const {
+    std::vector<std::string> added;
+    for (const std::string &name : tshmem_segments_in_dev_shm())
+      if (segments_before_.count(name) == 0) added.push_back(name);
+    return added;
+  }
+};
 
 TEST_F(Init, CallsBeforeInitFailClearly) {
   EXPECT_EQ(tshmem_my_pe(), -1);
