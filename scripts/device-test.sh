@@ -1,10 +1,26 @@
 #!/usr/bin/env bash
 # One GPU round on the test host: configure (CUDA architecture 90), build with all cores, run every
-# test (GPU + MPI at 1 and 2 PEs), a perftest smoke, SASS and ldd checks; logs into one folder.
-#   scripts/device-test.sh [log-folder]     (default: $OUT, else ./device-logs)
+# test (GPU tests at each PE count of --np, MPI tests at 1, 2 and 4), the perftest comparisons against
+# NVSHMEM and NCCL, SASS and ldd checks; logs into one folder.
+#   scripts/device-test.sh [log-folder] [--np "1 2 4 8"]
+#     log-folder   default: $OUT, else ./device-logs
+#     --np LIST    PE counts of the GPU tests; default 1, 2 and every power of two up to the GPUs here
+#                  (1 2 on a 2-GPU host, 1 2 4 8 on an 8-GPU one). A count above the GPUs runs them with
+#                  TSHMEM_ALLOW_SHARED_GPU=1 (several PEs per GPU: the logic of 4 PEs on 2 GPUs). The
+#                  comparisons run at the counts from 2 up that the GPUs allow.
+#   TSHMEM_SKIP_PERFTEST_COMPARE=1 / TSHMEM_SKIP_COLL_COMPARE=1 leave out the comparisons.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-logs=${1:-${OUT:-$root/device-logs}}
+logs="" nps=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --np) nps=$2; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -*) echo "device-test.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) logs=$1; shift ;;
+  esac
+done
+logs=${logs:-${OUT:-$root/device-logs}}
 mkdir -p "$logs"
 build=${TSHMEM_BUILD_DIR:-/tmp/tshmem-build}
 export TSHMEM_DISABLE_NVLS=1 NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0  # never multicast on the shared host
@@ -14,14 +30,28 @@ summary="$logs/summary.txt"
 : > "$summary"
 step() { echo "== $*" | tee -a "$summary"; }
 
-step "host: $(hostname), $(nvidia-smi -L 2>/dev/null | wc -l) GPUs"
+gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
+gpus=${gpus:-0}
+if [ -z "$nps" ]; then
+  nps="1 2"
+  for n in 4 8 16 32 64; do [ "$n" -le "$gpus" ] && nps="$nps $n"; done
+fi
+compare_nps=""
+for np in $nps; do
+  case "$np" in ''|*[!0-9]*|0) echo "device-test.sh: --np takes positive PE counts, got '$np'" >&2; exit 2 ;; esac
+  [ "$np" -gt "$gpus" ] && export TSHMEM_ALLOW_SHARED_GPU=1
+  [ "$np" -ge 2 ] && [ "$np" -le "$gpus" ] && compare_nps="$compare_nps $np"
+done
+compare_nps=${compare_nps# }
+
+step "host: $(hostname), $gpus GPUs; GPU tests at PEs: $nps${TSHMEM_ALLOW_SHARED_GPU:+ (several PEs per GPU allowed)}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >> "$summary" 2>&1
 nvidia-smi topo -m > "$logs/topo.txt" 2>&1
 
 step "configure + build"
 start=$(date +%s)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DTSHMEM_ENABLE_CUDA=ON ${TSHMEM_CMAKE_ARGS:-} > "$logs/configure.log" 2>&1 || { tail -30 "$logs/configure.log" | tee -a "$summary"; exit 1; }
+  -DTSHMEM_ENABLE_CUDA=ON "-DTSHMEM_GPU_TEST_NP=${nps// /;}" ${TSHMEM_CMAKE_ARGS:-} > "$logs/configure.log" 2>&1 || { tail -30 "$logs/configure.log" | tee -a "$summary"; exit 1; }
 # Keep going past a broken target (-k 0): the rest still gets built and tested, and the failure is listed.
 if ! cmake --build "$build" -j "$(nproc)" -- -k 0 > "$logs/build.log" 2>&1; then
   echo "BUILD FAILED for some targets (the others are tested below):" | tee -a "$summary"
@@ -36,7 +66,7 @@ else
   echo "ok: no libcuda in any built binary" | tee -a "$summary"
 fi
 
-step "ctest (all tests; GPU tests with 1 and 2 PEs)"
+step "ctest (all tests; GPU tests at PEs: $nps)"
 # Every gtest binary also writes XML, so the summary can show what ran and what skipped inside ctest's "Passed".
 xml=/tmp/tshmem-gtest-xml
 rm -rf "$xml"
@@ -58,9 +88,16 @@ grep -E "tests passed|tests failed|Failed|\*\*\*|Not Run|Skipped" "$logs/ctest.l
 step "perftest: tshmem vs NVSHMEM (scripts/perftest-compare.sh), host benchmarks"
 # The device benchmarks and their NVSHMEM twins, the PE-check variants, host malloc / barrier_all twins:
 # tables, targets, JSON and charts in $logs/perftest-compare (their smoke runs were part of ctest above).
-if [ "${TSHMEM_SKIP_PERFTEST_COMPARE:-0}" != 1 ]; then
-  "$root/scripts/perftest-compare.sh" --build "$build" --out "$logs/perftest-compare" > "$logs/perftest-compare.log" 2>&1
+if [ "${TSHMEM_SKIP_PERFTEST_COMPARE:-0}" != 1 ] && [ -n "$compare_nps" ]; then
+  "$root/scripts/perftest-compare.sh" --build "$build" --out "$logs/perftest-compare" --np "$compare_nps" \
+    > "$logs/perftest-compare.log" 2>&1
   sed -n '/^## /,$p' "$logs/perftest-compare/compare.txt" >> "$summary" 2>/dev/null || tail -40 "$logs/perftest-compare.log" >> "$summary"
+fi
+step "collectives: tshmem vs NCCL (scripts/coll-compare.sh, PEs: ${compare_nps:-none})"
+if [ "${TSHMEM_SKIP_COLL_COMPARE:-0}" != 1 ] && [ -n "$compare_nps" ]; then
+  "$root/scripts/coll-compare.sh" --build "$build" --out "$logs/coll-compare" --np "$compare_nps" \
+    > "$logs/coll-compare.log" 2>&1
+  sed -n '/^## /,$p' "$logs/coll-compare/coll.txt" >> "$summary" 2>/dev/null || tail -40 "$logs/coll-compare.log" >> "$summary"
 fi
 launcher="$root/scripts/tshmemrun"
 for bench in host_bw host_latency host_init; do

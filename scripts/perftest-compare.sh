@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # perftest-compare.sh — every tshmem device benchmark against its NVSHMEM twin (same source, same options),
-# plus the PE-check variants and the host malloc / barrier_all twins, at 2 PEs; one table per benchmark
-# (size, tshmem, NVSHMEM, ratio; each library at its best -c where -c is swept), the PE-check cost, the
-# issue's targets, a JSON summary and PNG charts.
+# plus the PE-check variants and the host malloc / barrier_all twins, at 2 PEs (and the all-pairs benchmarks
+# at every count of --np); one table per benchmark (size, tshmem, NVSHMEM, ratio; each library at its best -c
+# where -c is swept), the PE-check cost, the issue's targets, a JSON summary and PNG charts.
 #
 #   scripts/perftest-compare.sh [--build DIR] [--out DIR] [--ctas "32 64 132"] [--only "put_bw p_latency"]
+#                               [--np "2 4 8"]
 #
 #   --build DIR   a configured build tree (default $TSHMEM_BUILD_DIR, else /tmp/tshmem-build); configured and
 #                 built here (perftest targets only) when it has no tshmem_put_bw yet
@@ -13,6 +14,8 @@
 #   --ctas LIST   the -c values swept for put_bw and get_bw (each library keeps its best per size)
 #   --only LIST   run only these benchmarks (names as in perftest/device/compare.list, or host_malloc,
 #                 host_barrier)
+#   --np LIST     PE counts (default 2). The pair benchmarks run at 2 only; lines marked ANY_NP in
+#                 compare.list (all-pairs put_bw) run at each count, their rows keyed by the PE count
 # Suite: perftest/device/compare.list; options: perftest/device/<bench>.args. Multicast stays off (TSHMEM_DISABLE_NVLS=1,
 # NVSHMEM_DISABLE_NVLS=1, NCCL_NVLS_ENABLE=0). Without NVSHMEM twins in the build, the tshmem side still runs.
 set -uo pipefail
@@ -22,15 +25,21 @@ out=${OUT:+$OUT/perftest-compare}
 out=${out:-$PWD/perftest-compare}
 ctas="32 64 132"
 only=""
+nps="2"
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --ctas) ctas=$2; shift 2 ;;
     --only) only=" $2 "; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --np) nps=$2; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "perftest-compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
+done
+
+for np in $nps; do
+  case "$np" in ''|*[!0-9]*|0|1) echo "perftest-compare.sh: --np takes PE counts from 2 up, got '$np'" >&2; exit 2 ;; esac
 done
 
 export TSHMEM_DISABLE_NVLS=1 NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0  # never multicast on the shared host
@@ -60,39 +69,47 @@ if [ ! -x "$dev/tshmem_put_bw" ]; then
     || { grep -E "error|FAILED" -A5 "$out/logs/build.log" | head -40; exit 1; }
 fi
 
-launcher=("$root/scripts/tshmemrun" -np 2 --env "NVSHMEM_SYMMETRIC_SIZE=$NVSHMEM_SYMMETRIC_SIZE")
+np=2
 wanted() { [ -z "$only" ] || [[ "$only" == *" $1 "* ]]; }
-# run <log-name> <binary> [args...]: one 2-PE run, its output kept; a hang is cut off after 150 s.
+# run <log-name> <binary> [args...]: one run at $np PEs, its output kept; a hang is cut off after 150 s.
 run() {
   local name=$1 bin=$2; shift 2
   if [ ! -x "$bin" ]; then echo "   (not built: $(basename "$bin"))"; return; fi
   local start=$SECONDS
-  timeout -k 10 150 "${launcher[@]}" -- "$bin" "$@" < /dev/null > "$out/logs/$name.log" 2>&1  # mpirun reads stdin
+  timeout -k 10 150 "$root/scripts/tshmemrun" -np "$np" --env "NVSHMEM_SYMMETRIC_SIZE=$NVSHMEM_SYMMETRIC_SIZE" \
+    -- "$bin" "$@" < /dev/null > "$out/logs/$name.log" 2>&1  # mpirun reads stdin
   local rc=$?
   printf '   %-52s rc=%s  %3ss\n' "$name" "$rc" "$((SECONDS - start))"
   [ "$rc" = 0 ] || tail -5 "$out/logs/$name.log" | sed 's/^/      /'
 }
 
-echo "== device benchmarks, tshmem vs NVSHMEM (2 PEs, logs in $out/logs)"
 total_start=$SECONDS
-while read -r bench extra; do
-  case "$bench" in ''|'#'*) continue ;; esac
-  wanted "$bench" || continue
-  args="$(cat "$root/perftest/device/$bench.args" 2>/dev/null) $extra"
-  bidir=""; sweep=1
-  case "$args" in *--bidir*) bidir=".bidir" ;; esac
-  case "$args" in *SWEEP_CTAS*) sweep=$ctas; args=${args//SWEEP_CTAS/} ;; esac
-  for c in $sweep; do
-    cflag=(); tag=""
-    [ "$sweep" != 1 ] && cflag=(-c "$c") && tag=".c$c"
-    # shellcheck disable=SC2086  # args are the suite's words
-    run "$bench$bidir$tag.tshmem" "$dev/tshmem_$bench" $args "${cflag[@]}" --json "$jsonl"
-    run "$bench$bidir$tag.nvshmem" "$dev/nvshmem_$bench" $args "${cflag[@]}" --json "$jsonl"
-    if [ -x "$dev/tshmem_${bench}_nocheck" ] && [ -z "$bidir" ]; then
-      run "$bench$tag.tshmem_nocheck" "$dev/tshmem_${bench}_nocheck" $args "${cflag[@]}" --json "$jsonl"
-    fi
-  done
-done < "$root/perftest/device/compare.list"
+for np in $nps; do
+  echo "== device benchmarks, tshmem vs NVSHMEM ($np PEs, logs in $out/logs)"
+  while read -r bench extra; do
+    case "$bench" in ''|'#'*) continue ;; esac
+    wanted "$bench" || continue
+    args="$(cat "$root/perftest/device/$bench.args" 2>/dev/null) $extra"
+    case "$args" in *ANY_NP*) args=${args//ANY_NP/} ;; *) [ "$np" = 2 ] || continue ;; esac
+    bidir=""; sweep=1; at=""
+    [ "$np" = 2 ] || at=".np$np"
+    case "$args" in *--bidir*) bidir=".bidir" ;; esac
+    case "$args" in *SWEEP_CTAS*) sweep=$ctas; args=${args//SWEEP_CTAS/} ;; esac
+    for c in $sweep; do
+      cflag=(); tag=""
+      [ "$sweep" != 1 ] && cflag=(-c "$c") && tag=".c$c"
+      # shellcheck disable=SC2086  # args are the suite's words
+      run "$bench$bidir$tag$at.tshmem" "$dev/tshmem_$bench" $args "${cflag[@]}" --json "$jsonl"
+      # shellcheck disable=SC2086
+      run "$bench$bidir$tag$at.nvshmem" "$dev/nvshmem_$bench" $args "${cflag[@]}" --json "$jsonl"
+      if [ -x "$dev/tshmem_${bench}_nocheck" ] && [ -z "$bidir" ]; then
+        # shellcheck disable=SC2086
+        run "$bench$tag$at.tshmem_nocheck" "$dev/tshmem_${bench}_nocheck" $args "${cflag[@]}" --json "$jsonl"
+      fi
+    done
+  done < "$root/perftest/device/compare.list"
+done
+np=2
 
 echo "== host twins"
 if wanted host_barrier; then

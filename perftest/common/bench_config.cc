@@ -150,13 +150,13 @@ void Reporter::header(const std::string &title, const std::vector<std::string> &
   title_ = title;
   if (!printing_) return;
   std::printf("#%s\n", title.c_str());
-  for (const std::string &column : columns) std::printf("%-18s", column.c_str());
+  for (const std::string &column : columns) std::printf("%-17s ", column.c_str());
   std::printf("\n");
 }
 
 void Reporter::row(const std::vector<std::string> &values) {
   if (!printing_) return;
-  for (const std::string &value : values) std::printf("%-18s", value.c_str());
+  for (const std::string &value : values) std::printf("%-17s ", value.c_str());  // a space even past 17
   std::printf("\n");
   std::fflush(stdout);
   if (!json_) return;

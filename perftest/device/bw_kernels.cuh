@@ -30,6 +30,29 @@ __global__ void __launch_bounds__(1024)
   O::quiet();
 }
 
+/// All pairs at once: the blocks form n_pes - 1 equal groups (leftover blocks only join the barriers), group g
+/// putting its chunks of `local` to PE (me + 1 + g) mod n_pes, into the sender's own region (offset
+/// me x bytes) of `remote` there. The targets are staggered, so every PE receives from n_pes - 1 senders.
+template <class O>
+__global__ void __launch_bounds__(1024) all_pairs_put_kernel(const char *local, char *remote, size_t bytes, int me,
+                                                             int n_pes, int iters, unsigned *counter) {
+  const unsigned groups = static_cast<unsigned>(n_pes - 1);
+  const unsigned per_group = gridDim.x / groups;  // the host launches at least one block per group
+  const unsigned group = blockIdx.x / per_group;
+  size_t begin = 0, len = 0;
+  int target = me;
+  if (group < groups) {
+    block_chunk(bytes, blockIdx.x % per_group, per_group, &begin, &len);
+    target = (me + 1 + static_cast<int>(group)) % n_pes;
+  }
+  char *dest = remote + static_cast<size_t>(me) * bytes + begin;
+  for (int i = 0; i < iters; ++i) {
+    if (len > 0) O::template putmem_nbi<Scope::block>(dest, local + begin, len, target);
+    grid_sync(counter, static_cast<unsigned>(i) + 1u);
+  }
+  O::quiet();
+}
+
 /// p (kGet = false) or g (kGet = true) of `bytes / sizeof(T)` elements, one element per thread per step over
 /// the whole grid, unrolled so that several remote accesses are in flight per thread. g reads rotate over
 /// slots like rma_bw_kernel's and land in `local`, so the loads cannot be dropped.

@@ -81,7 +81,9 @@ __global__ void hold_kernel(volatile int *flag) {
 struct DeviceBench {
   BenchConfig config;
   std::string name;
-  int me = 0, n_pes = 0, peer = 0;
+  /// Set before start(): the benchmark runs at any PE count from 2 up (all-pairs); otherwise exactly 2.
+  bool any_pe_count = false;
+  int me = 0, n_pes = 0, peer = 0;  ///< peer: the other PE of a pair; (me + 1) mod n_pes at more PEs
   int sm_count = 0;
   cudaStream_t stream = nullptr;
   cudaEvent_t event_start = nullptr, event_stop = nullptr;
@@ -191,8 +193,8 @@ inline bool DeviceBench::start(int argc, char **argv, const char *bench_name, in
     skip = "no GPU";
   else if (most > fewest)
     skip = std::to_string(most) + " PEs on a node with " + std::to_string(fewest) + " GPUs";
-  else if (size != 2)
-    skip = "needs exactly 2 PEs, got " + std::to_string(size);
+  else if (any_pe_count ? size < 2 : size != 2)
+    skip = std::string(any_pe_count ? "needs at least 2 PEs" : "needs exactly 2 PEs") + ", got " + std::to_string(size);
   if (!skip.empty()) {
     if (rank == 0) std::printf("%s (%s): skipped: %s\n", bench_name, Ops::kName, skip.c_str());
     MPI_Finalize();
@@ -203,7 +205,7 @@ inline bool DeviceBench::start(int argc, char **argv, const char *bench_name, in
   if (!Ops::init(MPI_COMM_WORLD)) MPI_Abort(MPI_COMM_WORLD, 1);
   me = Ops::my_pe();
   n_pes = Ops::n_pes();
-  peer = 1 - me;
+  peer = (me + 1) % n_pes;
   int device = 0;
   PERF_CUDA(cudaGetDevice(&device));
   PERF_CUDA(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));

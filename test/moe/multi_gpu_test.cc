@@ -1,6 +1,7 @@
-// The multi-GPU test of issue 5: with device 0 current, every entry point on inputs that live on device 1
-// returns outputs on device 1, equal to the same call on device 0, and leaves device 0 current and idle;
-// then the same shapes on device 0 again (per-device caches must not leak device 1's facts).
+// The multi-GPU test of issue 5: with device 0 current, every entry point on inputs that live on another
+// device returns outputs on that device, equal to the same call on device 0, and leaves device 0 current
+// and idle; then the same shapes on device 0 again (per-device caches must not leak another device's
+// facts). Every other device takes its turn, so an 8-GPU host checks device 7 as well as device 1.
 #include <string>
 
 #include "moe_test_util.h"
@@ -87,9 +88,11 @@ void run_all(int device, cudaStream_t stream, Results &res) {
   for (Tensor *t : all) tshmem_moe_tensor_free(t, stream);
 }
 
-TEST(MoeMultiGpu, InputsOnDevice1WithDevice0Current) {
+TEST(MoeMultiGpu, InputsOnEveryOtherDeviceWithDevice0Current) {
   MOE_REQUIRE_GPUS(2);
   tshmem_moe_set_num_sms(0);
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
@@ -98,35 +101,38 @@ TEST(MoeMultiGpu, InputsOnDevice1WithDevice0Current) {
   run_all(0, nullptr, r0);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
-  // Device 1, on a stream of device 1, while device 0 stays current; then on device 1's legacy stream.
-  cudaStream_t s1 = nullptr;
-  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cudaSuccess);
-  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-  for (cudaStream_t s : {s1, static_cast<cudaStream_t>(nullptr)}) {
-    Results r1;
-    run_all(1, s, r1);
-    int cur = -1;
-    ASSERT_EQ(cudaGetDevice(&cur), cudaSuccess);
-    EXPECT_EQ(cur, 0) << "the caller's device was not restored";
-    EXPECT_EQ(cudaStreamQuery(nullptr), cudaSuccess) << "work was left on device 0";
-    ASSERT_EQ(r0.bytes.size(), r1.bytes.size());
-    for (size_t i = 0; i < r0.bytes.size(); ++i) EXPECT_EQ(r0.bytes[i], r1.bytes[i]) << r0.names[i];
+  for (int device = 1; device < devices; ++device) {
+    SCOPED_TRACE("inputs on device " + std::to_string(device));
+    // On a stream of that device while device 0 stays current; then on that device's legacy stream.
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    for (cudaStream_t s : {stream, static_cast<cudaStream_t>(nullptr)}) {
+      Results r1;
+      run_all(device, s, r1);
+      int cur = -1;
+      ASSERT_EQ(cudaGetDevice(&cur), cudaSuccess);
+      EXPECT_EQ(cur, 0) << "the caller's device was not restored";
+      EXPECT_EQ(cudaStreamQuery(nullptr), cudaSuccess) << "work was left on device 0";
+      ASSERT_EQ(r0.bytes.size(), r1.bytes.size());
+      for (size_t i = 0; i < r0.bytes.size(); ++i) EXPECT_EQ(r0.bytes[i], r1.bytes[i]) << r0.names[i];
+    }
+    // An SM override valid on one device is checked against the device it is used on.
+    int sms0 = 0, sms = 0;
+    MOE_OK(tshmem_moe_get_device_num_sms(0, &sms0));
+    MOE_OK(tshmem_moe_get_device_num_sms(device, &sms));
+    EXPECT_EQ(sms0, sms);
+    ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   }
 
-  // Device 0 again (caches of device 1 must not leak), then both devices synchronise cleanly.
+  // Device 0 again (the other devices' caches must not leak), then it synchronises cleanly.
   Results r2;
   run_all(0, nullptr, r2);
   for (size_t i = 0; i < r0.bytes.size(); ++i) EXPECT_EQ(r0.bytes[i], r2.bytes[i]) << r0.names[i];
-  // An SM override valid on one device is checked against the device it is used on.
-  int sms0 = 0, sms1 = 0;
-  MOE_OK(tshmem_moe_get_device_num_sms(0, &sms0));
-  MOE_OK(tshmem_moe_get_device_num_sms(1, &sms1));
-  EXPECT_EQ(sms0, sms1);
-  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_EQ(cudaStreamDestroy(s1), cudaSuccess);
-  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
