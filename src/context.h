@@ -12,6 +12,7 @@
 #include "nvls/nvls.h"
 #include "state/device_state.h"
 #include "state/peer_table.h"
+#include "transport/host_rma.h"
 
 namespace tshmemi {
 
@@ -21,7 +22,8 @@ struct Context {
   std::unique_ptr<MemBackend> mem;
   std::unique_ptr<SymmetricHeap> heap;
   PeerTable peers;
-  int cuda_device = -1;  ///< -1 on the shm backend
+  std::unique_ptr<HostRma> host_rma;  ///< host access to PEs of other nodes; null on one node or a GPU heap
+  int cuda_device = -1;               ///< -1 on the shm backend
   std::unique_ptr<DeviceState> device_state;
   std::unique_ptr<NvlsRegion> nvls;  ///< the multicast mapping of the heap; null without multicast (src/nvls)
   std::string nvls_reason;           ///< "on", or why multicast is off

@@ -199,6 +199,9 @@ Status parse_env(EnvOptions *out, GetenvFn getenv_fn) {
   if (options.symmetric_size >= (uint64_t{1} << 48))
     return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_SYMMETRIC_SIZE=%llu: must be below 256 TiB (2^48 bytes)",
                      static_cast<unsigned long long>(options.symmetric_size));
+  if (options.debug_node_size < 0 || options.debug_node_size > TSHMEM_MAX_PES)
+    return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_DEBUG_NODE_SIZE=%lld: must be 0 (off) or a PE count up to %d",
+                     static_cast<long long>(options.debug_node_size), TSHMEM_MAX_PES);
   unsigned mask = 0;
   TSHMEM_CHECK(log_subsys_from(options.debug_subsys, &mask));
   const char *nvshmem = getenv_fn("NVSHMEM_DISABLE_NVLS");

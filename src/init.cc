@@ -2,6 +2,7 @@
 //
 // Every step that can fail on one PE ends with a collective agreement, so that a failure anywhere
 // fails init everywhere with the same message and nothing stays allocated.
+#include <algorithm>
 #include <cstring>
 
 #include "bootstrap/agree.h"
@@ -37,6 +38,7 @@ Status validate_configuration(Context &ctx, const std::string &backend) {
   const std::vector<AgreedField> fields = {
       {"TSHMEM_SYMMETRIC_SIZE", static_cast<int64_t>(ctx.env.symmetric_size), std::to_string(ctx.env.symmetric_size)},
       {"TSHMEM_MEM_BACKEND (resolved)", backend_id(backend), backend},
+      {"TSHMEM_DEBUG_NODE_SIZE", ctx.env.debug_node_size, std::to_string(ctx.env.debug_node_size)},
       {"build option TSHMEM_SYMMETRY_CHECK", TSHMEM_SYMMETRY_CHECK, TSHMEM_SYMMETRY_CHECK ? "ON" : "OFF"},
       {"tshmem version", TSHMEM_VERSION_CODE, TSHMEM_VERSION_STRING},
       {"device state layout", TSHMEMI_DEVICE_STATE_VERSION, std::to_string(TSHMEMI_DEVICE_STATE_VERSION)},
@@ -54,6 +56,17 @@ Status create_backend(Context &ctx, const std::string &backend) {
                    backend.c_str());
 }
 
+// PEs of other nodes have no load/store path; a host-memory heap is exposed to them over MPI one-sided
+// access (design.md, "Beyond one node"). Every PE takes the same decision from agreed facts.
+Status create_host_rma(Context &ctx) {
+  const std::vector<int> &node_of_pe = ctx.boot->node_of_pe();
+  const bool one_node = std::all_of(node_of_pe.begin(), node_of_pe.end(), [&](int n) { return n == node_of_pe[0]; });
+  if (one_node || ctx.mem->device_memory()) return TSHMEM_SUCCESS;
+  TSHMEM_CHECK(make_mpi_host_rma(*ctx.boot, ctx.mem->local_base(), ctx.env.symmetric_size, &ctx.host_rma));
+  ctx.heap->attach_host_rma(ctx.host_rma.get());
+  return TSHMEM_SUCCESS;
+}
+
 Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm) {
   // The environment is parsed before the bootstrap, but its verdict is shared after it: a malformed
   // variable on one PE fails init on all of them.
@@ -64,7 +77,8 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm) {
     log_subsys_from(ctx.env.debug_subsys, &mask);
     log_configure(log_level_from(ctx.env.debug), mask);
   }
-  TSHMEM_CHECK(make_mpi_bootstrap((flags & TSHMEMX_INIT_WITH_MPI_COMM) ? mpi_comm : nullptr, &ctx.boot));
+  const int node_size = env_status == TSHMEM_SUCCESS ? static_cast<int>(ctx.env.debug_node_size) : 0;
+  TSHMEM_CHECK(make_mpi_bootstrap((flags & TSHMEMX_INIT_WITH_MPI_COMM) ? mpi_comm : nullptr, node_size, &ctx.boot));
   Bootstrap &boot = *ctx.boot;
   log_set_pe(boot.rank(), boot.size());
   if (env_status != TSHMEM_SUCCESS) set_error_message(env_status, env_error);
@@ -89,6 +103,7 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm) {
   // tshmem's own region (device barrier counters) starts zeroed on every PE.
   TSHMEM_CHECK(agree_on_status(boot, ctx.mem->zero(ctx.mem->local_base(), TSHMEM_INTERNAL_HEAP_BYTES),
                                "tshmem_init: clearing the internal heap region"));
+  TSHMEM_CHECK(create_host_rma(ctx));
   if (ctx.mem->device_memory()) {
     TSHMEM_CHECK(agree_on_status(boot, create_device_state(ctx), "tshmem_init: filling the device state"));
   }
@@ -107,6 +122,7 @@ Context::~Context() {
   // Reverse order of creation. The backend's memory goes before the bootstrap (which may finalise MPI).
   device_state.reset();
   nvls.reset();  // local undo only; finalize and the failed-init path run the collective teardown first
+  host_rma.reset();
   heap.reset();
   mem.reset();
   boot.reset();
@@ -137,6 +153,7 @@ Status init_context(unsigned flags, const void *mpi_comm) {
     // Every PE agreed on the failure, so every PE tears down together.
     const std::string message = last_error_message();
     if (ctx->boot) nvls_finalize(*ctx);
+    if (ctx->host_rma) ctx->host_rma->destroy();  // collective: every PE that made it is here
     if (ctx->mem && ctx->boot && ctx->mem->local_base() != nullptr) ctx->mem->destroy(*ctx->boot);
     ctx.reset();
     log_set_pe(-1, -1);
@@ -158,8 +175,9 @@ void finalize_context() {
     return;
   }
   g_context = nullptr;
-  ctx->device_state.reset();  // withdraws the state from every registered unit
-  nvls_finalize(*ctx);        // collective: unmap, unbind, release the multicast object
+  ctx->device_state.reset();                    // withdraws the state from every registered unit
+  nvls_finalize(*ctx);                          // collective: unmap, unbind, release the multicast object
+  if (ctx->host_rma) ctx->host_rma->destroy();  // collective: the window goes before the memory under it
   ctx->mem->destroy(*ctx->boot);
   delete ctx;
   log_set_pe(-1, -1);

@@ -1,43 +1,64 @@
 // Host-initiated remote memory access: putmem, getmem, their stream-ordered forms, quiet, barrier.
-// The remote address is computed here and only here on the host: peer_base[pe] + (local - heap_base).
+// The remote address is computed here and only here on the host: peer_base[pe] + (local - heap_base);
+// a PE of another node (peer_base 0) is reached at the same heap offset through ctx.host_rma.
 #include "context.h"
 
 namespace tshmemi {
 namespace {
 
-// Validates a transfer and returns the peer-side address of `symmetric` on `pe`.
-Status remote_address(Context &ctx, const char *call, const void *symmetric, const void *local, size_t bytes, int pe,
-                      void **remote) {
+// Where a transfer goes: an address this PE can load and store (its own heap, a node-local peer's), or an
+// offset in the heap of a PE of another node, reached through the off-node transport.
+struct Target {
+  void *remote = nullptr;
+  uint64_t heap_offset = 0;
+  bool off_node = false;
+};
+
+// Validates a transfer and resolves where `symmetric` lives on `pe`.
+Status resolve(Context &ctx, const char *call, const void *symmetric, const void *local, size_t bytes, int pe,
+               Target *target) {
   TSHMEM_CHECK(check_pe(ctx, call, pe));
-  if (bytes == 0) return *remote = nullptr, TSHMEM_SUCCESS;
+  if (bytes == 0) return TSHMEM_SUCCESS;
   if (local == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: local buffer is NULL for %zu bytes", call, bytes);
   if (!ctx.heap->contains(symmetric, bytes))
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: [%p, +%zu bytes) is not inside the symmetric heap [%p, +%llu)", call,
                      symmetric, bytes, ctx.mem->local_base(), static_cast<unsigned long long>(ctx.heap->size()));
   const uint64_t base = ctx.peers.base(pe);
-  if (base == 0)
-    return set_error(TSHMEM_ERR_UNREACHABLE_PE, "%s: PE %d is on another node: no load/store path from PE %d", call, pe,
-                     ctx.peers.my_pe());
-  *remote = reinterpret_cast<void *>(base + ctx.heap->offset_of(symmetric));
+  target->heap_offset = ctx.heap->offset_of(symmetric);
+  if (base != 0) {
+    target->remote = reinterpret_cast<void *>(base + target->heap_offset);
+    return TSHMEM_SUCCESS;
+  }
+  if (ctx.host_rma == nullptr)
+    return set_error(TSHMEM_ERR_UNREACHABLE_PE,
+                     "%s: PE %d is on another node: no load/store path from PE %d, and the %s heap (GPU memory) "
+                     "has no off-node transport (host RMA to other nodes runs on TSHMEM_MEM_BACKEND=shm)",
+                     call, pe, ctx.peers.my_pe(), ctx.mem->name());
+  target->off_node = true;
   return TSHMEM_SUCCESS;
 }
 
 int put(const char *call, void *dest, const void *src, size_t bytes, int pe, tshmemx_stream_t stream, bool on_stream) {
   Context *ctx = require_context(call);
   if (ctx == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
-  void *remote = nullptr;
-  TSHMEM_CHECK(remote_address(*ctx, call, dest, src, bytes, pe, &remote));
+  Target target;
+  TSHMEM_CHECK(resolve(*ctx, call, dest, src, bytes, pe, &target));
   if (bytes == 0) return TSHMEM_SUCCESS;
-  return on_stream ? ctx->mem->copy_on_stream(remote, src, bytes, stream) : ctx->mem->copy(remote, src, bytes);
+  // Off-node, the heap is host memory (shm): "on a stream" is at once, as for the shm backend's copies.
+  if (target.off_node) return ctx->host_rma->put(target.heap_offset, src, bytes, pe);
+  return on_stream ? ctx->mem->copy_on_stream(target.remote, src, bytes, stream)
+                   : ctx->mem->copy(target.remote, src, bytes);
 }
 
 int get(const char *call, void *dest, const void *src, size_t bytes, int pe, tshmemx_stream_t stream, bool on_stream) {
   Context *ctx = require_context(call);
   if (ctx == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
-  void *remote = nullptr;
-  TSHMEM_CHECK(remote_address(*ctx, call, src, dest, bytes, pe, &remote));
+  Target target;
+  TSHMEM_CHECK(resolve(*ctx, call, src, dest, bytes, pe, &target));
   if (bytes == 0) return TSHMEM_SUCCESS;
-  return on_stream ? ctx->mem->copy_on_stream(dest, remote, bytes, stream) : ctx->mem->copy(dest, remote, bytes);
+  if (target.off_node) return ctx->host_rma->get(dest, target.heap_offset, bytes, pe);
+  return on_stream ? ctx->mem->copy_on_stream(dest, target.remote, bytes, stream)
+                   : ctx->mem->copy(dest, target.remote, bytes);
 }
 
 }  // namespace
@@ -62,7 +83,12 @@ TSHMEM_API int tshmemx_getmem_on_stream(void *dest, const void *src, size_t nbyt
 
 TSHMEM_API void tshmem_quiet(void) {
   Context *ctx = require_context("tshmem_quiet");
-  if (ctx != nullptr) ctx->mem->quiet();
+  if (ctx == nullptr) return;
+  ctx->mem->quiet();
+  if (ctx->host_rma) {
+    ctx->host_rma->quiet();  // puts to other nodes complete at their targets
+    ctx->host_rma->sync();   // and what other nodes put here is visible to this PE's loads
+  }
 }
 
 TSHMEM_API void tshmem_barrier_all(void) {

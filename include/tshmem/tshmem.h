@@ -109,13 +109,16 @@ TSHMEM_API void *tshmem_ptr(const void *dest, int pe);
  * Copies `nbytes` from local `src` to `dest` (a symmetric address) on `pe`. Returns when `src` may be
  * reused; the data is visible at the target after tshmem_quiet or tshmem_barrier_all.
  * Fails with TSHMEM_ERR_INVALID_PE (nothing written) or TSHMEM_ERR_INVALID_ARG (range outside the heap).
+ * A PE of another node is reached over MPI one-sided access on the shm backend; on the GPU backends it
+ * fails with TSHMEM_ERR_UNREACHABLE_PE (docs/design.md, "Backends").
  */
 TSHMEM_API int tshmem_putmem(void *dest, const void *src, size_t nbytes, int pe);
 
 /** Copies `nbytes` from `src` (a symmetric address) on `pe` to local `dest`. Blocking. */
 TSHMEM_API int tshmem_getmem(void *dest, const void *src, size_t nbytes, int pe);
 
-/** Completes every put issued by this PE (host side and, on GPU backends, the device). */
+/** Completes every put issued by this PE (host side and, on GPU backends, the device; puts to other nodes
+ *  at their targets), and makes what other nodes put here visible to this PE's loads. */
 TSHMEM_API void tshmem_quiet(void);
 
 /** Collective: quiet, then every PE waits for all others. Failures are reported by tshmemx_last_error. */

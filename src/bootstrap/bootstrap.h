@@ -38,6 +38,8 @@ class Bootstrap {
   virtual Status local_barrier() = 0;
   /// Ends every process of the job (tshmem_global_exit).
   [[noreturn]] virtual void abort(int status) = 0;
+  /// The communicator over all PEs, for a transport built on the same library (a pointer to MPI_Comm).
+  virtual const void *native_comm() const = 0;
 
  protected:
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
@@ -47,6 +49,8 @@ class Bootstrap {
 
 /// Creates the MPI bootstrap over `comm` (a pointer to an MPI_Comm, or nullptr for MPI_COMM_WORLD).
 /// Initialises MPI if the application has not; the bootstrap then finalises it when destroyed.
-Status make_mpi_bootstrap(const void *comm, std::unique_ptr<Bootstrap> *out);
+/// `node_size` > 0 (TSHMEM_DEBUG_NODE_SIZE) splits every node into groups of that many consecutive
+/// node-local PEs, each treated as a node of its own: the off-node paths run on one host.
+Status make_mpi_bootstrap(const void *comm, int node_size, std::unique_ptr<Bootstrap> *out);
 
 }  // namespace tshmemi

@@ -41,7 +41,7 @@ class MpiBootstrap final : public Bootstrap {
     if (we_initialized_mpi_ && !finalized) MPI_Finalize();
   }
 
-  Status init(const void *user_comm) {
+  Status init(const void *user_comm, int node_size) {
     int initialized = 0, finalized = 0;
     TSHMEMI_MPI_CHECK(MPI_Initialized(&initialized));
     TSHMEMI_MPI_CHECK(MPI_Finalized(&finalized));
@@ -64,6 +64,17 @@ class MpiBootstrap final : public Bootstrap {
     TSHMEMI_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     TSHMEMI_MPI_CHECK(MPI_Comm_size(comm_, &size_));
     TSHMEMI_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_comm_));
+    {
+      // Testing (TSHMEM_DEBUG_NODE_SIZE): consecutive groups of node_size PEs of a host act as separate
+      // nodes. Every PE splits, whatever its value, so a PE whose value differs cannot hang the others;
+      // init then reports the difference (the variable is one of the agreed fields).
+      int host_rank = 0;
+      TSHMEMI_MPI_CHECK(MPI_Comm_rank(local_comm_, &host_rank));
+      MPI_Comm group = MPI_COMM_NULL;
+      TSHMEMI_MPI_CHECK(MPI_Comm_split(local_comm_, node_size > 0 ? host_rank / node_size : 0, host_rank, &group));
+      MPI_Comm_free(&local_comm_);
+      local_comm_ = group;
+    }
     TSHMEMI_MPI_CHECK(MPI_Comm_set_errhandler(local_comm_, MPI_ERRORS_RETURN));
     TSHMEMI_MPI_CHECK(MPI_Comm_rank(local_comm_, &local_rank_));
     TSHMEMI_MPI_CHECK(MPI_Comm_size(local_comm_, &local_size_));
@@ -109,6 +120,7 @@ class MpiBootstrap final : public Bootstrap {
     TSHMEMI_MPI_CHECK(MPI_Barrier(local_comm_));
     return TSHMEM_SUCCESS;
   }
+  const void *native_comm() const override { return &comm_; }
   [[noreturn]] void abort(int status) override {
     MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, status);
     std::_Exit(status);
@@ -122,9 +134,9 @@ class MpiBootstrap final : public Bootstrap {
 
 }  // namespace
 
-Status make_mpi_bootstrap(const void *comm, std::unique_ptr<Bootstrap> *out) {
+Status make_mpi_bootstrap(const void *comm, int node_size, std::unique_ptr<Bootstrap> *out) {
   auto bootstrap = std::make_unique<MpiBootstrap>();
-  TSHMEM_CHECK(bootstrap->init(comm));
+  TSHMEM_CHECK(bootstrap->init(comm, node_size));
   *out = std::move(bootstrap);
   return TSHMEM_SUCCESS;
 }

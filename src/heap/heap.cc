@@ -81,7 +81,7 @@ Status SymmetricHeap::release(void *ptr) {
     }
   }
   // Complete this PE's outstanding transfers before anyone's block can be reused.
-  const Status quiet = backend_.quiet();
+  const Status quiet = quiet_all();
   if (quiet != TSHMEM_SUCCESS && request.local_status == TSHMEM_SUCCESS) {
     request.local_status = quiet;
     request.local_error = last_error_message();
@@ -94,12 +94,18 @@ Status SymmetricHeap::release(void *ptr) {
 Status SymmetricHeap::rendezvous(CollectiveKind kind) {
   CollectiveRequest request;
   request.kind = kind;
-  const Status quiet = backend_.quiet();
+  const Status quiet = quiet_all();
   if (quiet != TSHMEM_SUCCESS) {
     request.local_status = quiet;
     request.local_error = last_error_message();
   }
-  return check_.agree(request);
+  TSHMEM_CHECK(check_.agree(request));
+  return host_rma_ != nullptr ? host_rma_->sync() : TSHMEM_SUCCESS;
+}
+
+Status SymmetricHeap::quiet_all() {
+  TSHMEM_CHECK(backend_.quiet());
+  return host_rma_ != nullptr ? host_rma_->quiet() : TSHMEM_SUCCESS;
 }
 
 }  // namespace tshmemi

@@ -6,6 +6,7 @@
 #include "heap/allocator.h"
 #include "heap/symmetry_check.h"
 #include "mem/backend.h"
+#include "transport/host_rma.h"
 
 namespace tshmemi {
 
@@ -22,6 +23,10 @@ class SymmetricHeap {
   /// Collective rendezvous with no allocation (barrier_all, finalize): checked like the others.
   Status rendezvous(CollectiveKind kind);
 
+  /// From now on every rendezvous completes this PE's puts to other nodes first and makes theirs visible
+  /// after (barrier_all, collective allocation and free, finalize: each is a quiet + barrier).
+  void attach_host_rma(HostRma *rma) { host_rma_ = rma; }
+
   bool contains(const void *ptr, uint64_t bytes) const;
   uint64_t offset_of(const void *ptr) const { return reinterpret_cast<uintptr_t>(ptr) - base_; }
   uint64_t size() const { return size_; }
@@ -31,12 +36,16 @@ class SymmetricHeap {
   static constexpr uint64_t kMinAlignment = 256;  // cudaMalloc's guarantee; vector loads of any width
 
  private:
+  /// Completes this PE's transfers: the backend's, and its puts to other nodes.
+  Status quiet_all();
+
   Bootstrap &boot_;
   MemBackend &backend_;
   uintptr_t base_;
   uint64_t size_;
   HeapAllocator allocator_;
   SymmetryCheck check_;
+  HostRma *host_rma_ = nullptr;  ///< owned by the context; outlives the heap's use of it
 };
 
 }  // namespace tshmemi

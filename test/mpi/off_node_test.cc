@@ -1,0 +1,161 @@
+// PEs of other nodes (design.md, "Beyond one node"), on one host: TSHMEM_DEBUG_NODE_SIZE splits the job
+// into nodes of that many PEs. Their peer-table slots are 0 and tshmem_ptr is NULL, yet host putmem /
+// getmem reach them (MPI one-sided on the heap) at the same offsets, completed by quiet and barrier_all.
+#include <mpi.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mpi_test_env.h"
+#include "tshmem/tshmem.h"
+#include "tshmem/tshmemx.h"
+
+#include <gtest/gtest.h>
+
+namespace tshmem_test {
+namespace {
+
+class OffNode : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (world_size() < 2) GTEST_SKIP() << "needs 2 PEs to make 2 nodes";
+    // Nodes of 2 PEs at 4 PEs and more (on- and off-node peers both), else one PE per node.
+    node_size_ = world_size() >= 4 ? 2 : 1;
+    const std::string size = std::to_string(node_size_);
+    ScopedEnv backend("TSHMEM_MEM_BACKEND", "shm");
+    ScopedEnv heap("TSHMEM_SYMMETRIC_SIZE", "16M");
+    ScopedEnv nodes("TSHMEM_DEBUG_NODE_SIZE", size.c_str());
+    ASSERT_TRUE(all_pes(tshmem_init() == 0)) << tshmemx_last_error();
+    me_ = tshmem_my_pe();
+    n_ = tshmem_n_pes();
+    initialised_ = true;
+  }
+  void TearDown() override {
+    if (initialised_) tshmem_finalize();
+  }
+  bool same_node(int pe) const { return pe / node_size_ == me_ / node_size_; }
+
+  int node_size_ = 1, me_ = -1, n_ = 0;
+  bool initialised_ = false;
+};
+
+TEST_F(OffNode, OtherNodesHaveNoSlotAndNoPointer) {
+  void *p = tshmem_malloc(256);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(tshmemx_local_n_pes(), node_size_);
+  EXPECT_EQ(tshmemx_peer_base(me_), tshmemx_heap_base()) << "the own slot is the own base";
+  for (int pe = 0; pe < n_; ++pe) {
+    if (same_node(pe)) {
+      EXPECT_NE(tshmem_ptr(p, pe), nullptr) << "PE " << pe << " shares the node";
+    } else {
+      EXPECT_EQ(tshmemx_peer_base(pe), nullptr) << "PE " << pe << " is on another node";
+      EXPECT_EQ(tshmem_ptr(p, pe), nullptr) << "PE " << pe << " is on another node";
+    }
+  }
+  tshmem_free(p);
+}
+
+TEST_F(OffNode, PutReachesEveryPeAtTheSameOffset) {
+  const size_t max_bytes = (1 << 20) + 3;
+  const size_t slot = max_bytes + 16;
+  auto *inbox = static_cast<unsigned char *>(tshmem_calloc(slot * static_cast<size_t>(n_), 1));
+  ASSERT_NE(inbox, nullptr);
+  std::vector<unsigned char> source(max_bytes);
+  for (size_t bytes : {size_t{1}, size_t{7}, size_t{4097}, max_bytes}) {
+    const size_t skew = bytes % 13;  // odd offsets on both sides
+    for (size_t i = 0; i < bytes; ++i)
+      source[i] = static_cast<unsigned char>(i * 7 + static_cast<size_t>(me_) * 29 + bytes);
+    for (int pe = 0; pe < n_; ++pe)
+      ASSERT_EQ(tshmem_putmem(inbox + static_cast<size_t>(me_) * slot + skew, source.data(), bytes, pe), 0)
+          << "to PE " << pe << ": " << tshmemx_last_error();
+    tshmem_barrier_all();  // completes every put (quiet) and makes the others' visible here
+    for (int from = 0; from < n_; ++from) {
+      const unsigned char *got = inbox + static_cast<size_t>(from) * slot + skew;
+      size_t bad = bytes;
+      for (size_t i = 0; i < bytes && bad == bytes; ++i)
+        if (got[i] != static_cast<unsigned char>(i * 7 + static_cast<size_t>(from) * 29 + bytes)) bad = i;
+      EXPECT_EQ(bad, bytes) << bytes << " bytes from PE " << from
+                            << (same_node(from) ? " (same node)" : " (other node)") << ": first wrong byte at " << bad;
+    }
+    tshmem_barrier_all();
+  }
+  tshmem_free(inbox);
+}
+
+TEST_F(OffNode, GetReadsEveryPe) {
+  const size_t bytes = 65536 + 5;
+  auto *mine = static_cast<unsigned char *>(tshmem_malloc(bytes));
+  ASSERT_NE(mine, nullptr);
+  for (size_t i = 0; i < bytes; ++i) mine[i] = static_cast<unsigned char>(i ^ static_cast<size_t>(me_ * 41));
+  tshmem_barrier_all();
+  std::vector<unsigned char> back(bytes);
+  for (int pe = 0; pe < n_; ++pe) {
+    std::memset(back.data(), 0, bytes);
+    ASSERT_EQ(tshmem_getmem(back.data(), mine, bytes, pe), 0) << "from PE " << pe << ": " << tshmemx_last_error();
+    size_t bad = bytes;
+    for (size_t i = 0; i < bytes && bad == bytes; ++i)
+      if (back[i] != static_cast<unsigned char>(i ^ static_cast<size_t>(pe * 41))) bad = i;
+    EXPECT_EQ(bad, bytes) << "from PE " << pe << ": first wrong byte at " << bad;
+  }
+  tshmem_barrier_all();
+  tshmem_free(mine);
+}
+
+TEST_F(OffNode, QuietCompletesPutsBeforeAFlagIsRaised) {
+  // Each PE puts a block to the PE of the next node, quiets, then raises a flag there. The flag's owner
+  // polls it (tshmem_quiet lets MPI progress and makes arrivals visible) and, once it is up, must find
+  // the block whole: the quiet ordered the block before the flag.
+  const int target = (me_ + node_size_) % n_;
+  const int source = (me_ - node_size_ + n_) % n_;
+  const size_t bytes = 256 * 1024;
+  auto *block = static_cast<unsigned char *>(tshmem_calloc(bytes, 1));
+  auto *flag = static_cast<long long *>(tshmem_calloc(1, sizeof(long long)));
+  ASSERT_NE(block, nullptr);
+  ASSERT_NE(flag, nullptr);
+  std::vector<unsigned char> data(bytes, static_cast<unsigned char>(0x40 + me_));
+  ASSERT_EQ(tshmem_putmem(block, data.data(), bytes, target), 0) << tshmemx_last_error();
+  tshmem_quiet();
+  const long long raised = 1 + me_;
+  ASSERT_EQ(tshmem_putmem(flag, &raised, sizeof(raised), target), 0) << tshmemx_last_error();
+  const double deadline = MPI_Wtime() + 30.0;
+  while (*static_cast<volatile long long *>(flag) == 0 && MPI_Wtime() < deadline) tshmem_quiet();
+  EXPECT_EQ(*static_cast<volatile long long *>(flag), 1 + source) << "the flag from PE " << source << " never came";
+  size_t bad = bytes;
+  for (size_t i = 0; i < bytes && bad == bytes; ++i)
+    if (block[i] != static_cast<unsigned char>(0x40 + source)) bad = i;
+  EXPECT_EQ(bad, bytes) << "flag up but the block from PE " << source << " is not whole: first wrong byte at " << bad;
+  tshmem_barrier_all();
+  tshmem_free(flag);
+  tshmem_free(block);
+}
+
+TEST_F(OffNode, BadCallsToOtherNodesAreStillRefused) {
+  auto *p = static_cast<char *>(tshmem_malloc(64));
+  ASSERT_NE(p, nullptr);
+  const int other = (me_ + node_size_) % n_;
+  char local[128] = {};
+  EXPECT_EQ(tshmem_putmem(p + 32, local, 128 * 1024 * 1024, other), TSHMEM_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(tshmemx_last_error()).find("not inside the symmetric heap"), std::string::npos)
+      << tshmemx_last_error();
+  EXPECT_EQ(tshmem_getmem(local, local, 8, other), TSHMEM_ERR_INVALID_ARG) << "a source outside the heap";
+  EXPECT_EQ(tshmem_putmem(p, local, 8, n_), TSHMEM_ERR_INVALID_PE);
+  EXPECT_EQ(tshmem_putmem(p, nullptr, 8, other), TSHMEM_ERR_INVALID_ARG);
+  tshmem_barrier_all();
+  tshmem_free(p);
+}
+
+TEST(OffNodeConfig, DifferentNodeSizeOnOnePeFailsInitEverywhere) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 PEs to differ";
+  ScopedEnv backend("TSHMEM_MEM_BACKEND", "shm");
+  ScopedEnv heap("TSHMEM_SYMMETRIC_SIZE", "8M");
+  ScopedEnv nodes("TSHMEM_DEBUG_NODE_SIZE", world_rank() == 1 ? "1" : "0");
+  EXPECT_EQ(tshmem_init(), TSHMEM_ERR_CONFIG);
+  const std::string message = tshmemx_last_error();
+  EXPECT_NE(message.find("TSHMEM_DEBUG_NODE_SIZE"), std::string::npos) << message;
+  EXPECT_NE(message.find("PE 1 = 1"), std::string::npos) << message;
+  EXPECT_EQ(tshmem_my_pe(), -1) << "nothing stays initialised";
+}
+
+}  // namespace
+}  // namespace tshmem_test
