@@ -50,7 +50,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   Reporter report(config, "host_bw", me == 0);
-  report.note(std::string("backend ") + tshmemx_backend_name() + (config.bidir ? ", bidirectional" : ", PE 0 -> PE 1"));
+  const char *path = tshmem_ptr(target, 1 - (me & 1)) != nullptr ? "load/store" : "another node: MPI one-sided";
+  report.note(std::string("backend ") + tshmemx_backend_name() + (config.bidir ? ", bidirectional" : ", PE 0 -> PE 1") +
+              " (" + path + ")");
   for (bool put : {true, false}) {
     report.header(put ? "tshmem_putmem bandwidth" : "tshmem_getmem bandwidth", {"size(B)", "op", "BW (GB/sec)"});
     for (size_t bytes : config.sizes()) {
