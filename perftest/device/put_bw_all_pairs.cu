@@ -25,9 +25,9 @@ int main(int argc, char **argv) {
   Reporter report(b.config, "put_bw_all_pairs", b.me == 0);
   b.label(report);
   auto kernel = all_pairs_put_kernel<Ops>;
-  const int limit = b.ctas_for(kernel, b.config.threads_per_cta, report);
+  const int requested = b.ctas_for(kernel, b.config.threads_per_cta, report);  // -c, within co-residency
   // Equal groups per target, at least one block each (the co-resident limit is far above 7 blocks).
-  const int ctas = std::max(targets, limit / targets * targets);
+  const int ctas = std::max(targets, requested / targets * targets);
   report.note(std::string(Ops::kName) + ", " + std::to_string(b.n_pes) + " PEs, every PE to every other at once, " +
               std::to_string(ctas) + " x " + std::to_string(b.config.threads_per_cta) + " threads (" +
               std::to_string(ctas / targets) + " blocks per target); BW = aggregate egress of all PEs");
