@@ -117,18 +117,6 @@ TSHMEM_API void tshmem_free(void *ptr) {
       0);
 }
 
-TSHMEM_API void *tshmem_ptr(const void *dest, int pe) {
-  Context *ctx = require_context("tshmem_ptr");
-  if (ctx == nullptr || check_pe(*ctx, "tshmem_ptr", pe) != TSHMEM_SUCCESS) return nullptr;
-  if (!ctx->heap->contains(dest, 0)) {
-    set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_ptr: %p is not in the symmetric heap", dest);
-    return nullptr;
-  }
-  const uint64_t base = ctx->peers.base(pe);
-  if (base == 0) return nullptr;  // no load/store path: not an error (OpenSHMEM)
-  return reinterpret_cast<void *>(base + ctx->heap->offset_of(dest));
-}
-
 TSHMEM_API void tshmem_global_exit(int status) {
   Context *ctx = context();
   if (ctx != nullptr && ctx->boot) ctx->boot->abort(status);

@@ -1,6 +1,8 @@
-// Host-initiated remote memory access: putmem, getmem, their stream-ordered forms, quiet, barrier.
-// The remote address is computed here and only here on the host: peer_base[pe] + (local - heap_base);
-// a PE of another node (peer_base 0) is reached at the same heap offset through ctx.host_rma.
+// Host-initiated remote memory access: ptr, accessibility queries, putmem, getmem, their stream-ordered
+// forms, quiet, barrier.
+// The remote address is computed here and only here on the host (peer_address: peer_base[pe] + heap
+// offset, for tshmem_ptr and the transfers); a PE of another node (peer_base 0) is reached at the same heap
+// offset through ctx.host_rma.
 #include "context.h"
 
 namespace tshmemi {
@@ -14,6 +16,18 @@ struct Target {
   bool off_node = false;
 };
 
+// The one host formula: where this PE sees `pe`'s copy of heap offset `offset` (its own base for itself, a
+// mapped peer heap on this node), or nullptr for a PE of another node.
+void *peer_address(const Context &ctx, int pe, uint64_t offset) {
+  const uint64_t base = ctx.peers.base(pe);
+  return base != 0 ? reinterpret_cast<void *>(base + offset) : nullptr;
+}
+
+// Host put/get reach `pe`: by load/store, or through the off-node transport.
+bool reachable(const Context &ctx, int pe) {
+  return pe >= 0 && pe < ctx.peers.n_pes() && (ctx.peers.base(pe) != 0 || ctx.host_rma != nullptr);
+}
+
 // Validates a transfer and resolves where `symmetric` lives on `pe`.
 Status resolve(Context &ctx, const char *call, const void *symmetric, const void *local, size_t bytes, int pe,
                Target *target) {
@@ -23,12 +37,9 @@ Status resolve(Context &ctx, const char *call, const void *symmetric, const void
   if (!ctx.heap->contains(symmetric, bytes))
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: [%p, +%zu bytes) is not inside the symmetric heap [%p, +%llu)", call,
                      symmetric, bytes, ctx.mem->local_base(), static_cast<unsigned long long>(ctx.heap->size()));
-  const uint64_t base = ctx.peers.base(pe);
   target->heap_offset = ctx.heap->offset_of(symmetric);
-  if (base != 0) {
-    target->remote = reinterpret_cast<void *>(base + target->heap_offset);
-    return TSHMEM_SUCCESS;
-  }
+  target->remote = peer_address(ctx, pe, target->heap_offset);
+  if (target->remote != nullptr) return TSHMEM_SUCCESS;
   if (ctx.host_rma == nullptr)
     return set_error(TSHMEM_ERR_UNREACHABLE_PE,
                      "%s: PE %d is on another node: no load/store path from PE %d, and the %s heap (GPU memory) "
@@ -67,6 +78,27 @@ int get(const char *call, void *dest, const void *src, size_t bytes, int pe, tsh
 using namespace tshmemi;
 
 extern "C" {
+
+TSHMEM_API void *tshmem_ptr(const void *dest, int pe) {
+  Context *ctx = require_context("tshmem_ptr");
+  if (ctx == nullptr || check_pe(*ctx, "tshmem_ptr", pe) != TSHMEM_SUCCESS) return nullptr;
+  if (!ctx->heap->contains(dest, 0)) {
+    set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_ptr: %p is not in the symmetric heap", dest);
+    return nullptr;
+  }
+  return peer_address(*ctx, pe, ctx->heap->offset_of(dest));  // NULL off-node: not an error (OpenSHMEM)
+}
+
+// Queries, as OpenSHMEM's shmem_pe_accessible / shmem_addr_accessible: 0 or 1, never an error.
+TSHMEM_API int tshmem_pe_accessible(int pe) {
+  const Context *ctx = context();
+  return ctx != nullptr && reachable(*ctx, pe) ? 1 : 0;
+}
+
+TSHMEM_API int tshmem_addr_accessible(const void *addr, int pe) {
+  const Context *ctx = context();
+  return ctx != nullptr && ctx->heap->contains(addr, 1) && reachable(*ctx, pe) ? 1 : 0;
+}
 
 TSHMEM_API int tshmem_putmem(void *dest, const void *src, size_t nbytes, int pe) {
   return put("tshmem_putmem", dest, src, nbytes, pe, nullptr, false);

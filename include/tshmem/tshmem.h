@@ -101,6 +101,13 @@ TSHMEM_API void tshmem_free(void *ptr);
  */
 TSHMEM_API void *tshmem_ptr(const void *dest, int pe);
 
+/** 1 when host put/get reach `pe` (a PE of this node, or of another node over MPI on the shm backend), else
+ *  0 — also for a PE out of range and before tshmem_init. A query: it sets no error. */
+TSHMEM_API int tshmem_pe_accessible(int pe);
+
+/** 1 when `addr` lies in the symmetric heap and tshmem_pe_accessible(pe), else 0. Sets no error. */
+TSHMEM_API int tshmem_addr_accessible(const void *addr, int pe);
+
 /* ---------------------------------------------------------------------------------------------------- */
 /* Host-initiated remote memory access                                                                  */
 /* ---------------------------------------------------------------------------------------------------- */

@@ -48,6 +48,8 @@ TEST_F(Init, CallsBeforeInitFailClearly) {
   EXPECT_NE(last_error().find("tshmem_malloc: tshmem is not initialised"), std::string::npos) << last_error();
   int x = 0;
   EXPECT_EQ(tshmem_putmem(&x, &x, 4, 0), TSHMEM_ERR_NOT_INITIALIZED);
+  EXPECT_EQ(tshmem_pe_accessible(0), 0) << "nothing is accessible before init";
+  EXPECT_EQ(tshmem_addr_accessible(&x, 0), 0);
   tshmem_finalize();  // harmless
 }
 

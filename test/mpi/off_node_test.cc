@@ -46,6 +46,8 @@ TEST_F(OffNode, OtherNodesHaveNoSlotAndNoPointer) {
   EXPECT_EQ(tshmemx_local_n_pes(), node_size_);
   EXPECT_EQ(tshmemx_peer_base(me_), tshmemx_heap_base()) << "the own slot is the own base";
   for (int pe = 0; pe < n_; ++pe) {
+    EXPECT_EQ(tshmem_pe_accessible(pe), 1) << "PE " << pe << ": host put/get reach every PE on shm";
+    EXPECT_EQ(tshmem_addr_accessible(p, pe), 1) << "PE " << pe;
     if (same_node(pe)) {
       EXPECT_NE(tshmem_ptr(p, pe), nullptr) << "PE " << pe << " shares the node";
     } else {

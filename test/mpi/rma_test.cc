@@ -20,6 +20,23 @@ TEST_F(Rma, OwnSlotIsOwnBaseAndPtrOfSelfIsIdentity) {
   tshmem_free(p);
 }
 
+TEST_F(Rma, AccessibilityQueriesAnswerWithoutErrors) {
+  auto *p = static_cast<char *>(tshmem_malloc(64));
+  ASSERT_NE(p, nullptr);
+  for (int pe = 0; pe < n_; ++pe) {
+    EXPECT_EQ(tshmem_pe_accessible(pe), 1) << "node-local PE " << pe;
+    EXPECT_EQ(tshmem_addr_accessible(p + 63, pe), 1) << "PE " << pe;
+  }
+  int local = 0;
+  tshmemx_clear_last_error();
+  EXPECT_EQ(tshmem_pe_accessible(-1), 0);
+  EXPECT_EQ(tshmem_pe_accessible(n_), 0);
+  EXPECT_EQ(tshmem_addr_accessible(&local, me_), 0) << "not a symmetric address";
+  EXPECT_EQ(tshmem_addr_accessible(p, n_), 0) << "PE out of range";
+  EXPECT_EQ(tshmemx_last_error_code(), TSHMEM_SUCCESS) << "a query sets no error: " << last_error();
+  tshmem_free(p);
+}
+
 TEST_F(Rma, EveryPeSeesTheOthersWritesThroughPtr) {
   auto *slots = static_cast<long long *>(tshmem_calloc(static_cast<size_t>(n_), sizeof(long long)));
   ASSERT_NE(slots, nullptr);
