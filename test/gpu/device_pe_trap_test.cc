@@ -1,5 +1,6 @@
 // Bug (b) regression: a kernel that names PE 99 with 2 PEs (and 1 PE) traps with the exact message and
-// writes nothing; a wait past its timeout traps naming the address, the expected and the found value.
+// writes nothing; so does one that names a PE of another node (its own message); a wait past its timeout
+// traps naming the address, the expected and the found value.
 // The kernel runs in a child job (fork + exec of mpirun on device_pe_trap_helper); this parent is not an
 // MPI process, checks the exit status and the captured output (stdout+stderr: device printf goes to stdout).
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -61,8 +63,8 @@ ChildResult run(const std::vector<std::string> &args, int timeout_s) {
   return result;
 }
 
-ChildResult run_helper(int np, const char *mode) {
-  return run({TSHMEM_MPI_TEST_LAUNCHER, std::to_string(np), TSHMEM_PE_TRAP_HELPER, mode}, 240);
+ChildResult run_helper(int np, const char *mode, const char *bad_pe = "99") {
+  return run({TSHMEM_MPI_TEST_LAUNCHER, std::to_string(np), TSHMEM_PE_TRAP_HELPER, mode, bad_pe}, 240);
 }
 
 void expect_trapped(const ChildResult &r) {
@@ -88,6 +90,19 @@ TEST(DevicePeTrap, Pe99With1PeTraps) {
   if (IsSkipped()) return;
   EXPECT_NE(r.output.find("tshmem: tshmem_p: PE 99 out of range [0, 1) on PE 0 (block (0,0,0), thread (0,0,0))"),
             std::string::npos)
+      << r.output;
+}
+
+// A PE of another node is in range but has no slot: TSHMEM_DEBUG_NODE_SIZE=1 makes PE 1 such a PE on one host.
+TEST(DevicePeTrap, PeOfAnotherNodeTrapsWithItsOwnMessage) {
+  setenv("TSHMEM_DEBUG_NODE_SIZE", "1", 1);  // the child job inherits it
+  const ChildResult r = run_helper(2, "pe", "1");
+  unsetenv("TSHMEM_DEBUG_NODE_SIZE");
+  expect_trapped(r);
+  if (IsSkipped()) return;
+  EXPECT_NE(
+      r.output.find("tshmem: tshmem_p: PE 1 is not reachable by load/store from PE 0 (block (0,0,0), thread (0,0,0))"),
+      std::string::npos)
       << r.output;
 }
 
