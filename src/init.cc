@@ -109,9 +109,9 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm) {
   }
   TSHMEM_CHECK(nvls_init(ctx));  // collective: the multicast policy, and the region where it is allowed
   TSHMEM_CHECK(boot.barrier());
-  TSHMEMI_LOG(kInfo, kLogInit, "initialised: %d PEs (%d on this node), backend %s, heap %llu bytes at %p", boot.size(),
-              boot.local_size(), ctx.mem->name(), static_cast<unsigned long long>(ctx.env.symmetric_size),
-              ctx.mem->local_base());
+  TSHMEMI_LOG(kInfo, kLogInit, "initialised: %d PEs (%d on this node), backend %s, heap %llu bytes at %p%s",
+              boot.size(), boot.local_size(), ctx.mem->name(), static_cast<unsigned long long>(ctx.env.symmetric_size),
+              ctx.mem->local_base(), ctx.host_rma ? ", other nodes over MPI one-sided" : "");
   return TSHMEM_SUCCESS;
 }
 

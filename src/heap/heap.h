@@ -23,8 +23,8 @@ class SymmetricHeap {
   /// Collective rendezvous with no allocation (barrier_all, finalize): checked like the others.
   Status rendezvous(CollectiveKind kind);
 
-  /// From now on every rendezvous completes this PE's puts to other nodes first and makes theirs visible
-  /// after (barrier_all, collective allocation and free, finalize: each is a quiet + barrier).
+  /// From now on a rendezvous (barrier_all, finalize) and a free complete this PE's puts to other nodes
+  /// first, and a rendezvous makes theirs visible here after.
   void attach_host_rma(HostRma *rma) { host_rma_ = rma; }
 
   bool contains(const void *ptr, uint64_t bytes) const;
