@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/mpi_status.h"
 
 namespace tshmemi {
-namespace {
 
 Status mpi_error(const char *call, int code) {
   char text[MPI_MAX_ERROR_STRING] = {};
@@ -16,11 +16,7 @@ Status mpi_error(const char *call, int code) {
   return set_error(TSHMEM_ERR_MPI, "%s failed: %s", call, text);
 }
 
-#define TSHMEMI_MPI_CHECK(call)                                                   \
-  do {                                                                            \
-    const int tshmemi_mpi_rc_ = (call);                                           \
-    if (tshmemi_mpi_rc_ != MPI_SUCCESS) return mpi_error(#call, tshmemi_mpi_rc_); \
-  } while (0)
+namespace {
 
 MPI_Op to_mpi(ReduceOp op) {
   switch (op) {

@@ -9,25 +9,13 @@
 #include <algorithm>
 
 #include "bootstrap/agree.h"
+#include "bootstrap/mpi_status.h"
 
 namespace tshmemi {
 namespace {
 
 // MPI counts are int: larger transfers go in pieces.
 constexpr size_t kMaxPiece = size_t{1} << 30;
-
-Status mpi_failed(const char *call, int code) {
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  return set_error(TSHMEM_ERR_MPI, "%s failed: %s", call, text);
-}
-
-#define TSHMEMI_RMA_CHECK(call)                                                    \
-  do {                                                                             \
-    const int tshmemi_rma_rc_ = (call);                                            \
-    if (tshmemi_rma_rc_ != MPI_SUCCESS) return mpi_failed(#call, tshmemi_rma_rc_); \
-  } while (0)
 
 class MpiHostRma final : public HostRma {
  public:
@@ -36,9 +24,9 @@ class MpiHostRma final : public HostRma {
   ~MpiHostRma() override = default;
 
   Status create(MPI_Comm comm, void *heap_base, uint64_t heap_bytes) {
-    TSHMEMI_RMA_CHECK(MPI_Win_create(heap_base, static_cast<MPI_Aint>(heap_bytes), 1, MPI_INFO_NULL, comm, &window_));
-    TSHMEMI_RMA_CHECK(MPI_Win_set_errhandler(window_, MPI_ERRORS_RETURN));
-    TSHMEMI_RMA_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, window_));
+    TSHMEMI_MPI_CHECK(MPI_Win_create(heap_base, static_cast<MPI_Aint>(heap_bytes), 1, MPI_INFO_NULL, comm, &window_));
+    TSHMEMI_MPI_CHECK(MPI_Win_set_errhandler(window_, MPI_ERRORS_RETURN));
+    TSHMEMI_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, window_));
     return TSHMEM_SUCCESS;
   }
 
@@ -46,10 +34,10 @@ class MpiHostRma final : public HostRma {
     const char *from = static_cast<const char *>(src);
     for (size_t done = 0; done < bytes; done += kMaxPiece) {
       const int piece = static_cast<int>(std::min(kMaxPiece, bytes - done));
-      TSHMEMI_RMA_CHECK(MPI_Put(from + done, piece, MPI_BYTE, pe, static_cast<MPI_Aint>(heap_offset + done), piece,
+      TSHMEMI_MPI_CHECK(MPI_Put(from + done, piece, MPI_BYTE, pe, static_cast<MPI_Aint>(heap_offset + done), piece,
                                 MPI_BYTE, window_));
     }
-    TSHMEMI_RMA_CHECK(MPI_Win_flush_local(pe, window_));  // the source may be reused
+    TSHMEMI_MPI_CHECK(MPI_Win_flush_local(pe, window_));  // the source may be reused
     return TSHMEM_SUCCESS;
   }
 
@@ -57,20 +45,20 @@ class MpiHostRma final : public HostRma {
     char *to = static_cast<char *>(dst);
     for (size_t done = 0; done < bytes; done += kMaxPiece) {
       const int piece = static_cast<int>(std::min(kMaxPiece, bytes - done));
-      TSHMEMI_RMA_CHECK(
+      TSHMEMI_MPI_CHECK(
           MPI_Get(to + done, piece, MPI_BYTE, pe, static_cast<MPI_Aint>(heap_offset + done), piece, MPI_BYTE, window_));
     }
-    TSHMEMI_RMA_CHECK(MPI_Win_flush(pe, window_));
+    TSHMEMI_MPI_CHECK(MPI_Win_flush(pe, window_));
     return TSHMEM_SUCCESS;
   }
 
   Status quiet() override {
-    TSHMEMI_RMA_CHECK(MPI_Win_flush_all(window_));
+    TSHMEMI_MPI_CHECK(MPI_Win_flush_all(window_));
     return TSHMEM_SUCCESS;
   }
 
   Status sync() override {
-    TSHMEMI_RMA_CHECK(MPI_Win_sync(window_));
+    TSHMEMI_MPI_CHECK(MPI_Win_sync(window_));
     return TSHMEM_SUCCESS;
   }
 
@@ -79,8 +67,8 @@ class MpiHostRma final : public HostRma {
     const int unlock = MPI_Win_unlock_all(window_);
     const int freed = MPI_Win_free(&window_);  // collective
     window_ = MPI_WIN_NULL;
-    if (unlock != MPI_SUCCESS) return mpi_failed("MPI_Win_unlock_all", unlock);
-    if (freed != MPI_SUCCESS) return mpi_failed("MPI_Win_free", freed);
+    if (unlock != MPI_SUCCESS) return mpi_error("MPI_Win_unlock_all", unlock);
+    if (freed != MPI_SUCCESS) return mpi_error("MPI_Win_free", freed);
     return TSHMEM_SUCCESS;
   }
 
