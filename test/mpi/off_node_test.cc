@@ -147,6 +147,36 @@ TEST_F(OffNode, BadCallsToOtherNodesAreStillRefused) {
   tshmem_free(p);
 }
 
+// The window lives on tshmem's copy of the application's communicator, not on MPI_COMM_WORLD: two
+// separate tshmem jobs (even and odd world ranks), each of PEs on "nodes" of one, both put across nodes.
+TEST(OffNodeConfig, OnAnApplicationCommunicator) {
+  if (world_size() < 4) GTEST_SKIP() << "needs 4 PEs for two jobs of 2";
+  MPI_Comm half;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank() % 2, world_rank(), &half);
+  ScopedEnv backend("TSHMEM_MEM_BACKEND", "shm");
+  ScopedEnv heap("TSHMEM_SYMMETRIC_SIZE", "8M");
+  ScopedEnv nodes("TSHMEM_DEBUG_NODE_SIZE", "1");
+  tshmemx_init_attr_t attr = TSHMEMX_INIT_ATTR_INITIALIZER;
+  attr.mpi_comm = &half;
+  ASSERT_TRUE(all_pes(tshmemx_init_attr(TSHMEMX_INIT_WITH_MPI_COMM, &attr) == 0)) << tshmemx_last_error();
+  const int me = tshmem_my_pe(), n = tshmem_n_pes();
+  auto *slots = static_cast<long long *>(tshmem_calloc(static_cast<size_t>(n), sizeof(long long)));
+  ASSERT_NE(slots, nullptr);
+  const long long mine = 1000LL * world_rank() + me;  // which job and which PE wrote it
+  for (int pe = 0; pe < n; ++pe) {
+    EXPECT_EQ(tshmem_ptr(slots, pe) == nullptr, pe != me) << "every other PE is on another node";
+    EXPECT_EQ(tshmem_putmem(slots + me, &mine, sizeof(mine), pe), 0) << tshmemx_last_error();
+  }
+  tshmem_barrier_all();
+  for (int from = 0; from < n; ++from) {
+    const int from_world = 2 * from + world_rank() % 2;  // the split keeps world order within each half
+    EXPECT_EQ(slots[from], 1000LL * from_world + from) << "slot of PE " << from << " (world rank " << from_world << ")";
+  }
+  tshmem_free(slots);
+  tshmem_finalize();
+  MPI_Comm_free(&half);
+}
+
 TEST(OffNodeConfig, DifferentNodeSizeOnOnePeFailsInitEverywhere) {
   if (world_size() < 2) GTEST_SKIP() << "needs 2 PEs to differ";
   ScopedEnv backend("TSHMEM_MEM_BACKEND", "shm");
