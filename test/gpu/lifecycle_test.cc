@@ -2,6 +2,7 @@
 // tshmem instance); the device state is withdrawn at finalize; PEs that disagree on the backend fail init
 // together.
 #include <cstdint>
+#include <string>
 
 #include "gpu_test_env.h"
 #include "tshmem/device/state_types.h"
@@ -51,6 +52,36 @@ TEST_P(GpuLifecycleTest, PesThatDisagreeOnTheBackendFailTogether) {
   EXPECT_NE(message.find("TSHMEM_MEM_BACKEND"), std::string::npos) << message;
   EXPECT_EQ(tshmem_my_pe(), -1);
   if (rc == 0) tshmem_finalize();
+}
+
+// A GPU heap has no off-node transport: with every PE a "node" of its own (TSHMEM_DEBUG_NODE_SIZE=1), the
+// other PEs are in range yet unreachable, and host put/get to them fail saying so (nothing is written).
+TEST_P(GpuLifecycleTest, OtherNodesAreUnreachableFromAGpuHeap) {
+  if (world_size() < 2) GTEST_SKIP() << "needs at least 2 PEs";
+  ScopedEnv backend("TSHMEM_MEM_BACKEND", GetParam().c_str());
+  ScopedEnv size("TSHMEM_SYMMETRIC_SIZE", "32M");
+  ScopedEnv nodes("TSHMEM_DEBUG_NODE_SIZE", "1");
+  ASSERT_TRUE(all_pes(tshmem_init() == 0)) << tshmemx_last_error();
+  const int me = tshmem_my_pe(), other = (me + 1) % tshmem_n_pes();
+  auto *p = static_cast<uint64_t *>(tshmem_calloc(1, 4096));
+  EXPECT_TRUE(all_pes(p != nullptr)) << tshmemx_last_error();
+  if (p != nullptr) {
+    EXPECT_EQ(tshmem_pe_accessible(me), 1);
+    EXPECT_EQ(tshmem_pe_accessible(other), 0);
+    EXPECT_EQ(tshmem_ptr(p, other), nullptr);
+    const uint64_t value = 42;
+    EXPECT_EQ(tshmem_putmem(p, &value, sizeof(value), other), TSHMEM_ERR_UNREACHABLE_PE);
+    const std::string message = tshmemx_last_error();
+    EXPECT_NE(message.find("is on another node"), std::string::npos) << message;
+    EXPECT_NE(message.find("has no off-node transport"), std::string::npos) << message;
+    uint64_t back = 0;
+    EXPECT_EQ(tshmem_getmem(&back, p, sizeof(back), other), TSHMEM_ERR_UNREACHABLE_PE);
+    tshmem_barrier_all();
+    EXPECT_CUDA_OK(cudaMemcpy(&back, p, sizeof(back), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(back, 0u) << "nothing was written";
+  }
+  tshmem_free(p);
+  tshmem_finalize();
 }
 
 }  // namespace
