@@ -50,6 +50,7 @@ nvidia-smi topo -m > "$logs/topo.txt" 2>&1
 
 step "configure + build"
 start=$(date +%s)
+# shellcheck disable=SC2086  # TSHMEM_CMAKE_ARGS is a list of options
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DTSHMEM_ENABLE_CUDA=ON "-DTSHMEM_GPU_TEST_NP=${nps// /;}" ${TSHMEM_CMAKE_ARGS:-} > "$logs/configure.log" 2>&1 || { tail -30 "$logs/configure.log" | tee -a "$summary"; exit 1; }
 # Keep going past a broken target (-k 0): the rest still gets built and tested, and the failure is listed.

@@ -55,6 +55,7 @@ dev="$build/perftest/device"
 host="$build/perftest/host"
 if [ ! -x "$dev/tshmem_put_bw" ]; then
   echo "== configure + build the perftest targets in $build"
+  # shellcheck disable=SC2086  # TSHMEM_CMAKE_ARGS is a list of options
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DTSHMEM_ENABLE_CUDA=ON -DTSHMEM_BUILD_MOE=OFF ${TSHMEM_CMAKE_ARGS:-} > "$out/logs/configure.log" 2>&1 \
     || { tail -20 "$out/logs/configure.log"; exit 1; }
@@ -65,6 +66,7 @@ if [ ! -x "$dev/tshmem_put_bw" ]; then
            tshmem_host_barrier nvshmem_host_malloc nvshmem_host_barrier; do
     grep -q "^build [^:]*/$t:" "$build/build.ninja" && list="$list $t"
   done
+  # shellcheck disable=SC2086  # a list of targets
   cmake --build "$build" -j "$(nproc)" --target $list > "$out/logs/build.log" 2>&1 \
     || { grep -E "error|FAILED" -A5 "$out/logs/build.log" | head -40; exit 1; }
 fi
