@@ -21,17 +21,23 @@ json="$build/perftest-results.jsonl"
 
 if [ "$gpus" -ge 2 ]; then
   np=$gpus
-  echo "== perftest on $np GPUs (one PE per GPU)"
+  echo "== perftest on $gpus GPUs: the pair benchmarks on GPUs 0 and 1, all-pairs put_bw on all $gpus"
   unset TSHMEM_MEM_BACKEND
   for bench in "$build"/perftest/device/tshmem_*; do
     [ -x "$bench" ] || continue
-    "$launcher" -np "$np" -- "$bench" --json "$json"
+    "$launcher" -np 2 -- "$bench" --json "$json"
   done
+  if [ "$gpus" -gt 2 ] && [ -x "$build/perftest/device/tshmem_put_bw_all_pairs" ]; then
+    "$launcher" -np "$gpus" -- "$build/perftest/device/tshmem_put_bw_all_pairs" --json "$json"
+  fi
 
 else
   np=2
   echo "== no GPU pair found: host benchmarks on the shm backend with $np PEs"
   export TSHMEM_MEM_BACKEND=shm TSHMEM_SYMMETRIC_SIZE=${TSHMEM_SYMMETRIC_SIZE:-256M}
+  echo "== host put/get to a PE of another node (TSHMEM_DEBUG_NODE_SIZE=1: each PE a node; MPI one-sided)"
+  TSHMEM_DEBUG_NODE_SIZE=1 "$launcher" -np "$np" -- "$build/perftest/host/tshmem_host_bw" --json "$json"
+  echo "== the same on one node (load/store)"
 fi
 "$launcher" -np "$np" -- "$build/perftest/host/tshmem_host_bw" --json "$json"
 "$launcher" -np "$np" -- "$build/perftest/host/tshmem_host_bw" --bidir --json "$json"
