@@ -1,0 +1,42 @@
+// The on-stream collectives of tshmemx.h for builds without CUDA: the symbols exist (a program links the
+// same way against either build) and every call fails clearly; the collectives are GPU kernels.
+#include "context.h"
+#include "tshmem/tshmemx.h"
+
+namespace tshmemi {
+namespace {
+
+int unavailable(const char *call) {
+  if (require_context(call) == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
+  return set_error(TSHMEM_ERR_CONFIG, "%s: collectives run on the GPU: this build of tshmem has no CUDA", call);
+}
+
+}  // namespace
+}  // namespace tshmemi
+
+using tshmemi::unavailable;
+
+extern "C" {
+
+TSHMEM_API int tshmemx_allreduce_on_stream(tshmem_team_t, void *, const void *, size_t, tshmemx_dtype_t,
+                                           tshmemx_redop_t, tshmemx_stream_t) {
+  return unavailable("tshmemx_allreduce_on_stream");
+}
+TSHMEM_API int tshmemx_reduce_scatter_on_stream(tshmem_team_t, void *, const void *, size_t, tshmemx_dtype_t,
+                                                tshmemx_redop_t, tshmemx_stream_t) {
+  return unavailable("tshmemx_reduce_scatter_on_stream");
+}
+TSHMEM_API int tshmemx_allgather_on_stream(tshmem_team_t, void *, const void *, size_t, tshmemx_stream_t) {
+  return unavailable("tshmemx_allgather_on_stream");
+}
+TSHMEM_API int tshmemx_alltoall_on_stream(tshmem_team_t, void *, const void *, size_t, tshmemx_stream_t) {
+  return unavailable("tshmemx_alltoall_on_stream");
+}
+TSHMEM_API int tshmemx_broadcast_on_stream(tshmem_team_t, void *, const void *, size_t, int, tshmemx_stream_t) {
+  return unavailable("tshmemx_broadcast_on_stream");
+}
+TSHMEM_API int tshmemx_barrier_on_stream(tshmem_team_t, tshmemx_stream_t) {
+  return unavailable("tshmemx_barrier_on_stream");
+}
+
+}  // extern "C"
