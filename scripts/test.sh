@@ -3,7 +3,8 @@
 #   scripts/test.sh                 build in ./build and run ctest
 #   TSHMEM_BUILD_DIR=dir scripts/test.sh     another build folder
 #   TSHMEM_CMAKE_ARGS="-D..." scripts/test.sh   extra configure options
-# Tests that need a GPU skip with a reason on machines without one.
+# Tests that need a GPU skip with a reason on machines without one. Where nvcc is found, the host-only
+# build (-DTSHMEM_ENABLE_CUDA=OFF, in <build>-no-cuda) is built and tested too.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TSHMEM_BUILD_DIR:-$root/build}
@@ -49,5 +50,19 @@ echo "== format check"
 bash "$root/scripts/check-format.sh"
 echo "== test"
 export TSHMEM_DISABLE_NVLS=1  # multicast stays off wherever tests run
-cd "$build"
-ctest --output-on-failure -j "$jobs" --timeout 600
+(cd "$build" && ctest --output-on-failure -j "$jobs" --timeout 600)
+
+# CUDA is optional: when this build had it, the host-only build (what a machine without the toolkit gets)
+# is built and tested as well, so it cannot rot unseen. TSHMEM_SKIP_NO_CUDA_BUILD=1 leaves it out.
+if command -v nvcc >/dev/null && [ "${TSHMEM_SKIP_NO_CUDA_BUILD:-0}" != 1 ]; then
+  host_build="$build-no-cuda"
+  echo "== the same without CUDA ($host_build)"
+  mkdir -p "$host_build"
+  # shellcheck disable=SC2086
+  cmake -S "$root" -B "$host_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTSHMEM_WERROR=ON \
+    -DTSHMEM_ENABLE_CUDA=OFF ${TSHMEM_CMAKE_ARGS:-} > "$host_build/configure.log" 2>&1 \
+    || { tail -20 "$host_build/configure.log"; exit 1; }
+  cmake --build "$host_build" -j "$jobs"
+  # The SLURM job scripts ran above and take a minute; everything else runs again on this build.
+  (cd "$host_build" && ctest --output-on-failure -j "$jobs" --timeout 600 -E "slurm")
+fi
