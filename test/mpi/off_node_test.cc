@@ -27,7 +27,13 @@ class OffNode : public ::testing::Test {
     ScopedEnv backend("TSHMEM_MEM_BACKEND", "shm");
     ScopedEnv heap("TSHMEM_SYMMETRIC_SIZE", "16M");
     ScopedEnv nodes("TSHMEM_DEBUG_NODE_SIZE", size.c_str());
-    ASSERT_TRUE(all_pes(tshmem_init() == 0)) << tshmemx_last_error();
+    const int rc = tshmem_init();
+    // Every PE has the same outcome (init agrees). An MPI that cannot make the window is not tshmem's fault
+    // (see OnAnApplicationCommunicator); everything else must succeed.
+    const std::string error = rc == 0 ? "" : tshmemx_last_error();
+    if (rc == TSHMEM_ERR_MPI && error.find("MPI_Win_create") != std::string::npos)
+      GTEST_SKIP() << "this MPI cannot create the window: " << error;
+    ASSERT_TRUE(all_pes(rc == 0)) << error;
     me_ = tshmem_my_pe();
     n_ = tshmem_n_pes();
     initialised_ = true;
@@ -148,11 +154,49 @@ TEST_F(OffNode, BadCallsToOtherNodesAreStillRefused) {
   tshmem_free(p);
 }
 
+// One tshmem job on `comm` (PEs on nodes of one): every PE puts its value into its slot on every PE.
+void run_job_on(MPI_Comm comm) {
+  tshmemx_init_attr_t attr = TSHMEMX_INIT_ATTR_INITIALIZER;
+  attr.mpi_comm = &comm;
+  const int rc = tshmemx_init_attr(TSHMEMX_INIT_WITH_MPI_COMM, &attr);
+  int mine = rc, lowest = 0, highest = 0;  // the outcome must be the same on every PE of this job
+  MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm);
+  MPI_Allreduce(&mine, &highest, 1, MPI_INT, MPI_MAX, comm);
+  EXPECT_EQ(lowest, highest) << "PEs of one job disagree on init";
+  if (rc != 0) {
+    const std::string message = tshmemx_last_error();
+    EXPECT_EQ(rc, TSHMEM_ERR_MPI) << message;
+    EXPECT_NE(message.find("exposing the heap to other nodes (MPI window) failed on PE"), std::string::npos) << message;
+    EXPECT_EQ(tshmem_my_pe(), -1) << "nothing stays initialised";
+    std::printf("note: this MPI refused the window: %s\n", message.c_str());
+    return;
+  }
+  const int me = tshmem_my_pe(), n = tshmem_n_pes();
+  auto *slots = static_cast<long long *>(tshmem_calloc(static_cast<size_t>(n), sizeof(long long)));
+  EXPECT_NE(slots, nullptr);
+  if (slots != nullptr) {
+    const long long value = 1000LL * world_rank() + me;  // which job and which PE wrote it
+    for (int pe = 0; pe < n; ++pe) {
+      EXPECT_EQ(tshmem_ptr(slots, pe) == nullptr, pe != me) << "every other PE is on another node";
+      EXPECT_EQ(tshmem_putmem(slots + me, &value, sizeof(value), pe), 0) << tshmemx_last_error();
+    }
+    tshmem_barrier_all();
+    for (int from = 0; from < n; ++from) {
+      const int from_world = 2 * from + world_rank() % 2;  // the split keeps world order within each half
+      EXPECT_EQ(slots[from], 1000LL * from_world + from)
+          << "slot of PE " << from << " (world rank " << from_world << ")";
+    }
+  }
+  tshmem_free(slots);
+  tshmem_finalize();
+}
+
 // The window lives on tshmem's copy of the application's communicator, not on MPI_COMM_WORLD: two
 // separate tshmem jobs (even and odd world ranks), each of PEs on "nodes" of one, both put across nodes.
-// Open MPI 4.1's osc/rdma over vader refuses windows on some sub-communicators at random (MPI_ERR_WIN; seen
-// on the CI machine, never on a duplicate of MPI_COMM_WORLD): a job whose MPI refuses must fail init on all
-// of its PEs with the same clear error, and nothing may hang. Either outcome keeps the halves in step.
+// The jobs take turns: Open MPI 4.1's osc/rdma names its shared-memory file by MPI job and window count, so
+// two windows created at once in disjoint communicators of one MPI job collide (MPI_ERR_WIN, or a flood of
+// "Wrote -1, expected 8" and a hang; seen here). Should an MPI still refuse the window, init must fail on
+// every PE of that job with the same clear error; a split outcome or a hang fails the test.
 TEST(OffNodeConfig, OnAnApplicationCommunicator) {
   if (world_size() < 4) GTEST_SKIP() << "needs 4 PEs for two jobs of 2";
   MPI_Comm half;
@@ -160,42 +204,11 @@ TEST(OffNodeConfig, OnAnApplicationCommunicator) {
   ScopedEnv backend("TSHMEM_MEM_BACKEND", "shm");
   ScopedEnv heap("TSHMEM_SYMMETRIC_SIZE", "8M");
   ScopedEnv nodes("TSHMEM_DEBUG_NODE_SIZE", "1");
-  tshmemx_init_attr_t attr = TSHMEMX_INIT_ATTR_INITIALIZER;
-  attr.mpi_comm = &half;
-  const int rc = tshmemx_init_attr(TSHMEMX_INIT_WITH_MPI_COMM, &attr);
-  int mine = rc, lowest = 0, highest = 0;  // the outcome must be the same on every PE of this job
-  MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, half);
-  MPI_Allreduce(&mine, &highest, 1, MPI_INT, MPI_MAX, half);
-  EXPECT_EQ(lowest, highest) << "PEs of one job disagree on init";
-  if (rc == 0) {
-    const int me = tshmem_my_pe(), n = tshmem_n_pes();
-    auto *slots = static_cast<long long *>(tshmem_calloc(static_cast<size_t>(n), sizeof(long long)));
-    EXPECT_NE(slots, nullptr);
-    if (slots != nullptr) {
-      const long long value = 1000LL * world_rank() + me;  // which job and which PE wrote it
-      for (int pe = 0; pe < n; ++pe) {
-        EXPECT_EQ(tshmem_ptr(slots, pe) == nullptr, pe != me) << "every other PE is on another node";
-        EXPECT_EQ(tshmem_putmem(slots + me, &value, sizeof(value), pe), 0) << tshmemx_last_error();
-      }
-      tshmem_barrier_all();
-      for (int from = 0; from < n; ++from) {
-        const int from_world = 2 * from + world_rank() % 2;  // the split keeps world order within each half
-        EXPECT_EQ(slots[from], 1000LL * from_world + from)
-            << "slot of PE " << from << " (world rank " << from_world << ")";
-      }
-    }
-    tshmem_free(slots);
-    tshmem_finalize();
-  } else {
-    const std::string message = tshmemx_last_error();
-    EXPECT_EQ(rc, TSHMEM_ERR_MPI) << message;
-    EXPECT_NE(message.find("exposing the heap to other nodes (MPI window) failed on PE"), std::string::npos) << message;
-    EXPECT_EQ(tshmem_my_pe(), -1) << "nothing stays initialised";
-    std::printf("note: this MPI refused the window on the job of %s world ranks: %s\n",
-                world_rank() % 2 ? "odd" : "even", message.c_str());
+  for (int turn = 0; turn < 2; ++turn) {
+    if (world_rank() % 2 == turn) run_job_on(half);
+    MPI_Barrier(MPI_COMM_WORLD);
   }
   MPI_Comm_free(&half);
-  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 TEST(OffNodeConfig, DifferentNodeSizeOnOnePeFailsInitEverywhere) {
