@@ -40,8 +40,15 @@ struct EnvOptions {
   bool nvshmem_disable_nvls = false;  ///< NVSHMEM_DISABLE_NVLS set and true by NVSHMEM's rule
   bool nccl_nvls_disabled = false;    ///< NCCL_NVLS_ENABLE set and 0 by NCCL's rule (unparseable: disabled)
 
+  /// The variable that forbids NVLink multicast ("TSHMEM_DISABLE_NVLS=1", ...), or nullptr.
+  const char *nvls_forbidding_variable() const {
+    if (disable_nvls) return "TSHMEM_DISABLE_NVLS=1";
+    if (nvshmem_disable_nvls) return "NVSHMEM_DISABLE_NVLS (set, true by NVSHMEM's rule)";
+    if (nccl_nvls_disabled) return "NCCL_NVLS_ENABLE (0, or unparseable, by NCCL's rule)";
+    return nullptr;
+  }
   /// True when any of the three variables forbids NVLink multicast.
-  bool nvls_forbidden() const { return disable_nvls || nvshmem_disable_nvls || nccl_nvls_disabled; }
+  bool nvls_forbidden() const { return nvls_forbidding_variable() != nullptr; }
 };
 
 /// One row of the variable table (for tshmem-info and the README check).

@@ -2,7 +2,6 @@
 //
 // Every step that can fail on one PE ends with a collective agreement, so that a failure anywhere
 // fails init everywhere with the same message and nothing stays allocated.
-#include <algorithm>
 #include <cstring>
 
 #include "bootstrap/agree.h"
@@ -59,8 +58,7 @@ Status create_backend(Context &ctx, const std::string &backend) {
 // PEs of other nodes have no load/store path; a host-memory heap is exposed to them over MPI one-sided
 // access (design.md, "Beyond one node"). Every PE takes the same decision from agreed facts.
 Status create_host_rma(Context &ctx) {
-  const std::vector<int> &node_of_pe = ctx.boot->node_of_pe();
-  const bool one_node = std::all_of(node_of_pe.begin(), node_of_pe.end(), [&](int n) { return n == node_of_pe[0]; });
+  const bool one_node = ctx.boot->local_size() == ctx.boot->size();  // the same answer on every PE
   if (one_node || ctx.mem->device_memory()) return TSHMEM_SUCCESS;
   TSHMEM_CHECK(make_mpi_host_rma(*ctx.boot, ctx.mem->local_base(), ctx.env.symmetric_size, &ctx.host_rma));
   ctx.heap->attach_host_rma(ctx.host_rma.get());

@@ -1,5 +1,7 @@
 #include "heap/heap.h"
 
+#include "transport/host_rma.h"
+
 namespace tshmemi {
 
 SymmetricHeap::SymmetricHeap(Bootstrap &boot, MemBackend &backend, uint64_t size, uint64_t reserved)

@@ -6,9 +6,10 @@
 #include "heap/allocator.h"
 #include "heap/symmetry_check.h"
 #include "mem/backend.h"
-#include "transport/host_rma.h"
 
 namespace tshmemi {
+
+class HostRma;  // transport/host_rma.h
 
 class SymmetricHeap {
  public:

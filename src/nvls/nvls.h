@@ -44,9 +44,6 @@ struct NvlsDecision {
   std::string reason;        ///< why not (or "available")
 };
 
-/// The variable that forbids multicast on this PE ("TSHMEM_DISABLE_NVLS=1", ...), or nullptr. Makes no call.
-const char *nvls_forbidding_variable(const EnvOptions &env);
-
 /// The local policy (see above). Makes no multicast driver call when a variable forbids multicast or the
 /// backend cannot bind; otherwise resolves the multicast table and queries the device. Not collective.
 NvlsDecision nvls_local_policy(const NvlsPolicyInput &input);

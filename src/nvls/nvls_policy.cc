@@ -7,13 +7,6 @@
 
 namespace tshmemi {
 
-const char *nvls_forbidding_variable(const EnvOptions &env) {
-  if (env.disable_nvls) return "TSHMEM_DISABLE_NVLS=1";
-  if (env.nvshmem_disable_nvls) return "NVSHMEM_DISABLE_NVLS (set, true by NVSHMEM's rule)";
-  if (env.nccl_nvls_disabled) return "NCCL_NVLS_ENABLE (0, or unparseable, by NCCL's rule)";
-  return nullptr;
-}
-
 NvlsDecision nvls_local_policy(const NvlsPolicyInput &input) {
   NvlsDecision decision;
   // 1. The site's and the user's switches: no driver call of any kind past this point when set.
@@ -21,7 +14,7 @@ NvlsDecision nvls_local_policy(const NvlsPolicyInput &input) {
     decision.reason = "no environment given (internal)";
     return decision;
   }
-  if (const char *variable = nvls_forbidding_variable(*input.env)) {
+  if (const char *variable = input.env->nvls_forbidding_variable()) {
     decision.reason = format("forbidden by %s", variable);
     return decision;
   }
