@@ -14,6 +14,7 @@
   X(BIND, bind, Choice, "auto", "placement", "CPU binding: auto (CPUs nearest the GPU, via hwloc) or none.")           \
   X(DISABLE_NVLS, disable_nvls, Bool, "0", "nvls", "1 forbids NVLink multicast: no multicast driver call is made.")          \
   X(WAIT_TIMEOUT_MS, wait_timeout_ms, Int, "0", "device", "A device wait longer than this traps with a message; 0 waits forever.") \
+  X(COLL_PDL, coll_pdl, Bool, "1", "coll", "On-stream collectives launch as programmatic dependent launches (Hopper and later): the kernel becomes resident while the previous one finishes. 0 = ordinary launches.") \
   X(DEBUG, debug, Choice, "warn", "debug", "Log level: none, warn, info, trace.")                                      \
   X(DEBUG_SUBSYS, debug_subsys, String, "ALL", "debug", "Comma list of INIT,BOOT,HEAP,MEM,CUDA,TOPO,NVLS or ALL.") \
   X(DEBUG_NODE_SIZE, debug_node_size, Int, "0", "debug", "Testing: treat each N consecutive PEs of a node as a node of their own (off-node paths on one host); 0 = off. Must match on all PEs.")

@@ -7,6 +7,7 @@
 //  * time_us: CUDA events around back-to-back calls (includes launch overhead: never below the launch floor).
 //   tshmem_moe_bench [--device N] [--iters N] [--rep N] [--json FILE]
 // Without a CUDA device it prints a skip message and exits 0.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +30,20 @@ __global__ void empty_kernel() {}
 __global__ void tshmem_bench_l2_flush(uint4 *p, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
     p[i] = make_uint4(0, 0, 0, 0);
+}
+
+// The read floor: streams `n` 16-byte words, four loads in flight per thread, and writes nothing unless the
+// impossible happens (so the loads are kept). What any kernel that must read a row's byte count costs at best.
+__global__ void tshmem_bench_read_floor(const uint4 *p, size_t n, unsigned *sink) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  unsigned acc = 0;
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const uint4 a = p[i], b = p[i + stride], c = p[i + 2 * stride], d = p[i + 3 * stride];
+    acc ^= a.x ^ b.y ^ c.z ^ d.w;
+  }
+  for (; i < n; i += stride) acc ^= p[i].x;
+  if (acc == 0x9e3779b9u) *sink = acc;
 }
 
 namespace {
@@ -307,6 +322,7 @@ struct Row {
   std::string kernel, shape;
   double us, bytes;
   KTime k;
+  KTime read;  ///< the read floor at this byte count
 };
 
 std::vector<int64_t> make_topk(int64_t T, int64_t K, int64_t E, bool with_minus1, uint32_t seed) {
@@ -396,10 +412,26 @@ int main(int argc, char **argv) {
   cudaFree(ca);
   cudaFree(cb);
 
+  // The read floor's buffer: as many bytes as the largest row counts (expand/reduce: under 1 GiB).
+  const size_t read_buf_bytes = size_t(1) << 30;
+  uint4 *read_buf = nullptr;
+  unsigned *sink = nullptr;
+  CHECK_CUDA(cudaMalloc(&read_buf, read_buf_bytes));
+  CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
+  CHECK_CUDA(cudaMemset(read_buf, 1, read_buf_bytes));
+  g_allocs.push_back(read_buf);
+  g_allocs.push_back(sink);
+  const unsigned read_blocks = static_cast<unsigned>(8 * prop.multiProcessorCount);
+
   std::vector<Row> rows;
   auto bench = [&](const std::string &k, const std::string &shape, double bytes, const std::function<void()> &fn) {
     const double us = time_us(fn, g_iters);  // first: it also warms the call up
-    rows.push_back({k, shape, us, bytes, kernel_time(fn, g_rep)});
+    const size_t words = std::min(read_buf_bytes, static_cast<size_t>(bytes)) / sizeof(uint4);
+    const auto read = [&] {
+      tshmem_bench_read_floor<<<read_blocks, 512, 0, g_stream>>>(read_buf, words, sink);
+      CHECK_CUDA(cudaGetLastError());
+    };
+    rows.push_back({k, shape, us, bytes, kernel_time(fn, g_rep), kernel_time(read, g_rep)});
   };
   std::mt19937 rng(1);
   std::normal_distribution<float> nd;
@@ -573,9 +605,13 @@ int main(int argc, char **argv) {
               floor_k_us, floor_us, floor_end_us);
   std::printf(
       "# _k columns: by kernel_us against the kernel-time roofline and floor (what the spec's and issue 5's\n"
-      "#   numbers mean); _b columns: by time_us against the back-to-back roofline and floor\n");
-  std::printf("%-30s %-48s %-8s %9s %9s %9s %7s %7s %9s %7s %7s\n", "kernel", "shape", "counted", "time_us",
-              "kernel_us", "GB/s_k", "roof_k", "xfl_k", "GB/s_b", "roof_b", "xfl_b");
+      "#   numbers mean); _b columns: by time_us against the back-to-back roofline and floor\n"
+      "# read_us: kernel time of a pure streaming read of the row's byte count, timed the same way (L2 flushed):\n"
+      "#   the best any kernel touching those bytes can do at this size; read_roof: its fraction of the roofline;\n"
+      "#   of_read: read_us / kernel_us\n");
+  std::printf("%-30s %-48s %-8s %9s %9s %9s %7s %7s %9s %7s %7s %8s %9s %7s\n", "kernel", "shape", "counted",
+              "time_us", "kernel_us", "GB/s_k", "roof_k", "xfl_k", "GB/s_b", "roof_b", "xfl_b", "read_us", "read_roof",
+              "of_read");
   FILE *jf = json ? std::fopen(json, "a") : nullptr;
   const auto jnum = [](double v) {
     char buf[64];
@@ -598,9 +634,11 @@ int main(int argc, char **argv) {
       std::snprintf(counted, sizeof counted, "%.3gk+%.3gm", r.k.kernels, r.k.memsets);
     else
       std::snprintf(counted, sizeof counted, "%.3gk", r.k.kernels);
-    std::printf("%-30s %-48s %-8s %9.2f %9.2f %9.1f %6.1f%% %7.2f %9.1f %6.1f%% %7.2f\n", r.kernel.c_str(),
-                r.shape.c_str(), counted, r.us, kus, gbs_k, 100.0 * gbs_k / copy_gbs_k, kus / floor_k_us, gbs,
-                100.0 * gbs / copy_gbs, r.us / floor_us);
+    const double read_us = r.read.ok ? r.read.kern_us : NAN;
+    std::printf("%-30s %-48s %-8s %9.2f %9.2f %9.1f %6.1f%% %7.2f %9.1f %6.1f%% %7.2f %8.2f %8.1f%% %6.1f%%\n",
+                r.kernel.c_str(), r.shape.c_str(), counted, r.us, kus, gbs_k, 100.0 * gbs_k / copy_gbs_k,
+                kus / floor_k_us, gbs, 100.0 * gbs / copy_gbs, r.us / floor_us, read_us,
+                100.0 * r.bytes / read_us / 1e3 / copy_gbs_k, 100.0 * read_us / kus);
     if (jf)
       std::fprintf(jf,
                    "{\"bench\":\"tshmem_moe\",\"kernel\":\"%s\",\"shape\":\"%s\",\"bytes\":%.0f,"
@@ -608,12 +646,12 @@ int main(int argc, char **argv) {
                    "\"memsets_per_call\":%s,\"gbps_kernel\":%s,\"copy_gbps_kernel\":%.2f,"
                    "\"roofline_fraction_kernel\":%s,\"launch_floor_kernel_us\":%s,"
                    "\"time_us\":%.3f,\"iters\":%d,\"gbps\":%.2f,\"copy_gbps\":%.2f,\"roofline_fraction\":%.4f,"
-                   "\"launch_floor_us\":%.3f,\"device\":\"%s\"}\n",
+                   "\"launch_floor_us\":%.3f,\"read_floor_kernel_us\":%s,\"device\":\"%s\"}\n",
                    r.kernel.c_str(), r.shape.c_str(), r.bytes, cupti ? "cupti" : "cuda-graph", g_rep, jnum(kus).c_str(),
                    cupti && r.k.ok ? jnum(r.k.kernels).c_str() : "null",
                    cupti && r.k.ok ? jnum(r.k.memsets).c_str() : "null", jnum(gbs_k).c_str(), copy_gbs_k,
                    jnum(gbs_k / copy_gbs_k).c_str(), jnum(floor_k_us).c_str(), r.us, g_iters, gbs, copy_gbs,
-                   gbs / copy_gbs, floor_us, prop.name);
+                   gbs / copy_gbs, floor_us, jnum(read_us).c_str(), prop.name);
   }
   if (jf) std::fclose(jf);
   for (void *p : g_allocs) cudaFree(p);

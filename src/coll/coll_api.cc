@@ -43,6 +43,19 @@ int blocks_for(size_t bytes_per_pe, size_t per_block = 64 * 1024) {
   return static_cast<int>(std::clamp<size_t>((bytes_per_pe + per_block - 1) / per_block, 1, TSHMEMI_COLL_MAX_ROWS));
 }
 
+/// LL all-reduce shape for `lines` lines: threads per block and the rows that give each thread about one line.
+/// Small calls want many small blocks (more SMs pushing and polling at once, each block done sooner); larger
+/// ones larger blocks, since the rows are capped at TSHMEMI_COLL_LL_MAX_ROWS. Measured on 2 x H200 (bf16, in
+/// a CUDA graph): 128 threads best up to ~128 KiB, 256 at 256 KiB, 512 at 512 KiB.
+int ll_threads(size_t lines) {
+  constexpr size_t kRows = TSHMEMI_COLL_LL_MAX_ROWS;
+  return lines <= kRows * 128 ? 128 : lines <= kRows * 256 ? 256 : 512;
+}
+size_t ll_rows_wanted(size_t lines) {
+  const size_t threads = static_cast<size_t>(ll_threads(lines));
+  return std::min<size_t>((lines + threads - 1) / threads, TSHMEMI_COLL_LL_MAX_ROWS);
+}
+
 /// Checks common to every collective; fills the team.
 Status check_common(const Context &ctx, const char *call, tshmem_team_t team, TeamInfo *info) {
   if (!ctx.mem->device_memory())
@@ -108,23 +121,20 @@ Status allreduce(tshmem_team_t team, void *dst, const void *src, size_t count, t
   launch.src = src;
   launch.count = count;
   // Up to TSHMEMX_ALLREDUCE_ONESHOT_MAX: the LL one-shot (no barrier; in place allowed) on enough block rows
-  // that each row's lines fit its LL slots and each thread has about one line. Otherwise two-shot, which
-  // moves 2/n of the data per member (the barrier-bracketed pull one-shot stays for the device API).
-  // Rows: as many as the LL slots need (each row takes at most `cap` lines), and otherwise about one line per
-  // thread, at most TSHMEMI_COLL_MAX_ROWS (a thread then takes several lines; capping only the wish for
-  // parallelism, not the capacity, is what keeps 256 KiB and 512 KiB on the LL path at 2 PEs).
+  // that each row's lines fit its LL slots and each thread has about one line; otherwise two-shot.
   if (bytes <= TSHMEMX_ALLREDUCE_ONESHOT_MAX) {
-    const size_t lines = (bytes + 7) / 8;
+    const size_t per_line = TSHMEMI_COLL_LL_LINE_BYTES(elem) / elem;
+    const size_t lines = (count + per_line - 1) / per_line;
     const size_t cap = TSHMEMI_COLL_LL_ROW_LINES(team_view.size);
-    const size_t wanted = std::min<size_t>((lines + kThreads - 1) / kThreads, TSHMEMI_COLL_MAX_ROWS);
-    const size_t rows = std::max(wanted, (lines + cap - 1) / cap);
-    if (rows <= TSHMEMI_COLL_MAX_ROWS) {
+    const size_t rows = std::max(ll_rows_wanted(lines), (lines + cap - 1) / cap);
+    if (rows <= TSHMEMI_COLL_LL_MAX_ROWS) {
       launch.two_shot = false;
-      return coll_launch(launch, static_cast<int>(rows), kThreads, stream);
+      return coll_launch(launch, static_cast<int>(rows), ll_threads(lines), ctx->env.coll_pdl, stream);
     }
   }
   launch.two_shot = true;
-  return coll_launch(launch, blocks_for(bytes / static_cast<size_t>(team_view.size), 16 * 1024), kThreads, stream);
+  return coll_launch(launch, blocks_for(bytes / static_cast<size_t>(team_view.size), 16 * 1024), kThreads,
+                     ctx->env.coll_pdl, stream);
 }
 
 Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
@@ -151,7 +161,7 @@ Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t cou
   launch.dst = dst;
   launch.src = src;
   launch.count = count;
-  return coll_launch(launch, blocks_for(bytes, 16 * 1024), kThreads, stream);
+  return coll_launch(launch, blocks_for(bytes, 16 * 1024), kThreads, ctx->env.coll_pdl, stream);
 }
 
 Status move(CollKind kind, const char *call, tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root,
@@ -180,9 +190,10 @@ Status move(CollKind kind, const char *call, tshmem_team_t team, void *dst, cons
     launch.src = src;
     launch.count = nbytes;
     launch.root = root;
-    return coll_launch(launch, blocks_for(kind == CollKind::kBroadcast ? nbytes : nbytes * n), kThreads, stream);
+    return coll_launch(launch, blocks_for(kind == CollKind::kBroadcast ? nbytes : nbytes * n), kThreads,
+                       ctx->env.coll_pdl, stream);
   }
-  return coll_launch(launch, 1, 32, stream);
+  return coll_launch(launch, 1, 32, ctx->env.coll_pdl, stream);
 }
 
 template <typename F>

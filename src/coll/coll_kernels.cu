@@ -1,6 +1,8 @@
 // The kernels behind tshmemx_*_on_stream: one template over the element type for the reducing
 // collectives (5 instantiations; the operator is a run-time argument) and one kernel for the byte moves and
 // the barrier. The bodies are the device API's grid forms (tshmem/device/coll.cuh).
+#include <atomic>
+
 #include "coll/coll_launch.h"
 #include "cuda/driver.h"
 #include "tshmem/device/coll.cuh"
@@ -18,8 +20,19 @@ tshmem::redop to_redop(tshmemx_redop_t op) {
   return tshmem::redop::sum;  // unreachable: coll_api.cc checked the operator
 }
 
+/// Programmatic dependent launch, device side: wait until the previous grid on the stream has completed and
+/// its memory is visible (a no-op when the launch was an ordinary one), then let the next grid launch early:
+/// its blocks become resident and wait in turn. Every grid of the stream is complete before we touch memory.
+__device__ __forceinline__ void pdl_enter() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 template <class T>
 __global__ void reduce_kernel(CollLaunch a, tshmem::redop op) {
+  pdl_enter();
   T *dst = static_cast<T *>(a.dst);
   const T *src = static_cast<const T *>(a.src);
   if (a.kind == CollKind::kAllreduce)
@@ -29,6 +42,7 @@ __global__ void reduce_kernel(CollLaunch a, tshmem::redop op) {
 }
 
 __global__ void move_kernel(CollLaunch a) {
+  pdl_enter();
   switch (a.kind) {
     case CollKind::kFcollect: tshmem::coll::fcollect_grid(a.team, a.dst, a.src, a.count); break;
     case CollKind::kAlltoall: tshmem::coll::alltoall_grid(a.team, a.dst, a.src, a.count); break;
@@ -39,30 +53,63 @@ __global__ void move_kernel(CollLaunch a) {
   }
 }
 
+/// True when `device` can take programmatic dependent launches (compute capability 9.0 and later). Asked
+/// once per device; a process drives one device, but the cache does not rely on it.
+bool has_early_launch(int device) {
+  constexpr int kDevices = 64;
+  static std::atomic<signed char> known[kDevices] = {};  // 0 unknown, 1 yes, -1 no
+  if (device < 0 || device >= kDevices) return false;
+  signed char v = known[device].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0;
+    v = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9 ? 1 : -1;
+    known[device].store(v, std::memory_order_relaxed);
+  }
+  return v > 0;
+}
+
+/// One launch, ordinary or programmatic-dependent (see coll_launch.h).
+template <class... Params, class... Args>
+cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, bool early_launch, cudaStream_t stream,
+                   Args... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = early_launch ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
 template <class T>
-cudaError_t launch_reduce(const CollLaunch &a, dim3 grid, dim3 block, cudaStream_t stream) {
-  reduce_kernel<T><<<grid, block, 0, stream>>>(a, to_redop(a.op));
-  return cudaGetLastError();
+cudaError_t launch_reduce(const CollLaunch &a, dim3 grid, dim3 block, bool early_launch, cudaStream_t stream) {
+  return launch(reduce_kernel<T>, grid, block, early_launch, stream, a, to_redop(a.op));
 }
 
 }  // namespace
 
-Status coll_launch(const CollLaunch &a, int blocks, int threads, tshmemx_stream_t stream_handle) {
+Status coll_launch(const CollLaunch &a, int blocks, int threads, bool early_launch, tshmemx_stream_t stream_handle) {
   const cudaStream_t stream = reinterpret_cast<cudaStream_t>(stream_handle);
   const dim3 grid(static_cast<unsigned>(blocks)), block(static_cast<unsigned>(threads));
+  if (early_launch) {
+    int device = -1;
+    early_launch = cudaGetDevice(&device) == cudaSuccess && has_early_launch(device);
+  }
   cudaError_t rc = cudaSuccess;
   if (a.kind == CollKind::kAllreduce || a.kind == CollKind::kReduceScatter) {
     switch (a.dtype) {
-      case TSHMEMX_DTYPE_FLOAT: rc = launch_reduce<float>(a, grid, block, stream); break;
-      case TSHMEMX_DTYPE_HALF: rc = launch_reduce<__half>(a, grid, block, stream); break;
-      case TSHMEMX_DTYPE_BFLOAT16: rc = launch_reduce<__nv_bfloat16>(a, grid, block, stream); break;
-      case TSHMEMX_DTYPE_INT32: rc = launch_reduce<int32_t>(a, grid, block, stream); break;
-      case TSHMEMX_DTYPE_INT64: rc = launch_reduce<int64_t>(a, grid, block, stream); break;
+      case TSHMEMX_DTYPE_FLOAT: rc = launch_reduce<float>(a, grid, block, early_launch, stream); break;
+      case TSHMEMX_DTYPE_HALF: rc = launch_reduce<__half>(a, grid, block, early_launch, stream); break;
+      case TSHMEMX_DTYPE_BFLOAT16: rc = launch_reduce<__nv_bfloat16>(a, grid, block, early_launch, stream); break;
+      case TSHMEMX_DTYPE_INT32: rc = launch_reduce<int32_t>(a, grid, block, early_launch, stream); break;
+      case TSHMEMX_DTYPE_INT64: rc = launch_reduce<int64_t>(a, grid, block, early_launch, stream); break;
       case TSHMEMX_NUM_DTYPES: return set_error(TSHMEM_ERR_INTERNAL, "coll_launch: unchecked dtype");
     }
   } else {
-    move_kernel<<<grid, block, 0, stream>>>(a);
-    rc = cudaGetLastError();
+    rc = launch(move_kernel, grid, block, early_launch, stream, a);
   }
   if (rc != cudaSuccess) return cuda_error(rc, "collective kernel launch", __FILE__, __LINE__);
   return TSHMEM_SUCCESS;

@@ -117,18 +117,30 @@ __global__ void __launch_bounds__(kMaxThreads)
 
   // ---- phase 2: global counts, segments, per-warp bases ----
   if (nb > 1) {
-#pragma unroll
-    for (int u = 0; u < kMaxEpt; ++u) {
-      const int e = e0 + u;
-      if (u >= ept || e >= E) continue;
-      int64_t tot = 0, pre = 0;
-      for (int cb = 0; cb < nb; ++cb) {
-        const int64_t x = __ldcg(scratch + static_cast<int64_t>(cb) * E + e);
+    // Every block's totals: one warp per expert, the lanes over the blocks (all loads in flight at once,
+    // not nb in a row), summed by shuffles; parked in seg_count / seg_start (their final values come later,
+    // from the same owner thread). Counts fit an int: n <= INT32_MAX (checked by the API).
+    for (int e = warp; e < E; e += W) {
+      int tot = 0, pre = 0;
+      for (int cb = lane; cb < nb; cb += 32) {
+        const int x = __ldcg(scratch + static_cast<int64_t>(cb) * E + e);
         tot += x;
         if (cb < b) pre += x;
       }
-      all[u] = tot, before[u] = pre;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        tot += __shfl_xor_sync(kFullMask, tot, o);
+        pre += __shfl_xor_sync(kFullMask, pre, o);
+      }
+      if (lane == 0) seg_count[e] = tot, seg_start[e] = pre;
     }
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < kMaxEpt; ++u) {
+      const int e = e0 + u;
+      if (u < ept && e < E) all[u] = seg_count[e], before[u] = seg_start[e];
+    }
+    __syncthreads();  // the owners overwrite seg_* below
   }
   int64_t aligned[kMaxEpt];
   int64_t local = 0;

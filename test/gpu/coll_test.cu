@@ -245,6 +245,25 @@ TEST(CollReduceLarge, Allreduce256MiBFloatSumInPlace) {
   tshmem_barrier_all();
 }
 
+// Out of place at 2 PEs this is the store-only two-shot (allreduce_pair_push); the halves and the block slices
+// are uneven here (count is odd, so the tail goes element by element).
+TEST(CollReduceLarge, Allreduce256MiBBf16SumOutOfPlace) {
+  TSHMEM_REQUIRE_GPU();
+  using T = __nv_bfloat16;
+  const size_t count = (256u << 20) / sizeof(T) - 5;
+  SymBuffer src(count * sizeof(T)), dst(count * sizeof(T));
+  upload(src.get<T>(), mine<T>(7, count));
+  tshmem_barrier_all();
+  ASSERT_EQ(tshmemx_allreduce_on_stream(TSHMEM_TEAM_WORLD, dst.get(), src.get(), count, TSHMEMX_DTYPE_BFLOAT16,
+                                        TSHMEMX_OP_SUM, nullptr),
+            0)
+      << tshmemx_last_error();
+  TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+  EXPECT_TRUE(same_bytes(download(dst.get<T>(), count), reference<T>(TSHMEMX_OP_SUM, tshmem_n_pes(), 7, count)));
+  EXPECT_TRUE(same_bytes(download(src.get<T>(), count), mine<T>(7, count))) << "the source must be left as it was";
+  tshmem_barrier_all();
+}
+
 // ---- byte moves ---------------------------------------------------------------------------------------------
 std::vector<unsigned char> pattern(int pe, size_t bytes, size_t salt = 0) {
   std::vector<unsigned char> v(bytes);

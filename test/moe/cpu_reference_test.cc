@@ -108,6 +108,32 @@ TEST(MoeMaskByTp, WorkedExample73) {
   EXPECT_EQ(tshmem_moe_mask_indices_by_tp(&it, 104, 4, 2, 2, &bad, nullptr), TSHMEM_MOE_ERR_INVALID_ARGUMENT);
 }
 
+// The transform takes a 32-bit path when every operand fits and a 64-bit one otherwise: both must give
+// the spec's formula (checked here in plain 64-bit arithmetic) on either side of the boundary.
+TEST(MoeMaskByTp, ThirtyTwoAndSixtyFourBitPathsAgreeWithTheFormula) {
+  const auto formula = [](int64_t v, int64_t per_gpu, int64_t tp_rank, int64_t ntp) -> int64_t {
+    if (v < 0 || (v / per_gpu) % ntp != tp_rank) return -1;
+    const int64_t v1 = v - tp_rank * per_gpu, per_dp = ntp * per_gpu;
+    return v1 - (v1 / per_dp) * (per_dp - per_gpu);
+  };
+  for (int64_t n : {int64_t{104}, int64_t{1} << 33, (int64_t{1} << 40) + 8}) {
+    const int64_t ep = 4, ntp = 2, per_gpu = n / ep;  // as the spec: n / num_ep_ranks
+    std::vector<int64_t> ids;
+    for (int64_t base : {int64_t{0}, per_gpu - 3, 2 * per_gpu - 1, int64_t{0x7fffffff} - 2, n - 5})
+      for (int64_t d = 0; d < 5; ++d)
+        if (base + d >= 0 && base + d < n) ids.push_back(base + d);
+    ids.push_back(-7);
+    Tensor it = view(ids, TSHMEM_MOE_INT64, {static_cast<int64_t>(ids.size())});
+    for (int64_t tp = 0; tp < ntp; ++tp) {
+      Out o;
+      MOE_OK(tshmem_moe_mask_indices_by_tp(&it, n, ep, tp, ntp, &o, nullptr));
+      const std::vector<int64_t> got = as<int64_t>(o.t);
+      for (size_t i = 0; i < ids.size(); ++i)
+        EXPECT_EQ(got[i], formula(ids[i], per_gpu, tp, ntp)) << "n " << n << " id " << ids[i] << " tp " << tp;
+    }
+  }
+}
+
 tshmem_moe_top2_sum_gate_params_t gate_params(int64_t K, tshmem_moe_scoring_func_t f) {
   tshmem_moe_top2_sum_gate_params_t p{};
   p.num_topk = K;

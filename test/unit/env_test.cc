@@ -66,7 +66,8 @@ TEST_F(Env, MalformedValuesOfEveryKindFailInit) {
       {"TSHMEM_MEM_BACKEND", "nvme"},       {"TSHMEM_DEVICE", "first"},        {"TSHMEM_DEVICE", "1.0"},
       {"TSHMEM_ALLOW_SHARED_GPU", "maybe"}, {"TSHMEM_BIND", "cores"},          {"TSHMEM_DISABLE_NVLS", "2"},
       {"TSHMEM_WAIT_TIMEOUT_MS", "10s"},    {"TSHMEM_DEBUG", "verbose"},       {"TSHMEM_DEBUG_SUBSYS", "HEAP,DISK"},
-      {"TSHMEM_DEBUG_NODE_SIZE", "-1"},     {"TSHMEM_DEBUG_NODE_SIZE", "two"}, {"TSHMEM_DEBUG_NODE_SIZE", "100000"}};
+      {"TSHMEM_DEBUG_NODE_SIZE", "-1"},     {"TSHMEM_DEBUG_NODE_SIZE", "two"}, {"TSHMEM_DEBUG_NODE_SIZE", "100000"},
+      {"TSHMEM_COLL_PDL", "sometimes"}};
   for (const auto &c : cases) {
     g_vars.clear();
     g_vars[c.first] = c.second;
@@ -129,7 +130,7 @@ TEST_F(Env, TableListsEveryVariableOnceWithADescription) {
       EXPECT_NE(std::string(row.choices), "") << row.name;
     }
   }
-  EXPECT_EQ(seen.size(), 10u);
+  EXPECT_EQ(seen.size(), 11u);
 }
 
 }  // namespace

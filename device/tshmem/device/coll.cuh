@@ -4,8 +4,10 @@
  *
  * Two forms of each:
  *   *_block: all threads of ONE block per PE call, with the same arguments; the block pairs with the block of
- *            the same blockIdx.x on every other member (blockIdx.x < TSHMEMI_COLL_MAX_ROWS).
- *   *_grid:  every thread of every block of one grid per PE calls (gridDim.x <= TSHMEMI_COLL_MAX_ROWS); block b
+ *            the same blockIdx.x on every other member (blockIdx.x < TSHMEMI_COLL_MAX_ROWS; an LL all-reduce
+ *            allows blockIdx.x < TSHMEMI_COLL_LL_MAX_ROWS).
+ *   *_grid:  every thread of every block of one grid per PE calls (gridDim.x <= TSHMEMI_COLL_MAX_ROWS, or
+ *            TSHMEMI_COLL_LL_MAX_ROWS for an all-reduce that takes the LL form); block b
  *            moves slice b of the data and pairs with block b elsewhere, so no grid-wide sync is needed,
  *            except in barrier_grid, which requires co-resident blocks (like tshmem::barrier_all_grid).
  * Every collective starts with a barrier of its block row (the members' inputs are ready) and ends with one
@@ -16,13 +18,17 @@
  *
  * Results: accumulation in team-index order (0 .. n-1), floats in f32 rounded once to T, integers wrap;
  * identical on every PE and run to run (multimem.cuh explains why multicast sums agree for n <= 2).
- * All-reduce: `two_shot` false = one-shot. When the part of each block row fits that row's LL slots (16 KiB of
- * data per row at 2 PEs, 16 KiB / (n - 1) in general: TSHMEMI_COLL_LL_ROW_LINES) it is the LL form: every
- * member pushes its src as {data, flag} words into its peers' internal LL area and reduces what arrives, with
- * no barrier (in place allowed; each row counts its LL calls, so every member must make the same calls
- * per row); otherwise every member reads every member's src between two barriers (out of place only).
- * `two_shot` true = reduce-scatter + all-gather by pushes (in place allowed). The host on-stream forms
- * choose by size (LL up to TSHMEMX_ALLREDUCE_ONESHOT_MAX when it fits 32 rows, else two-shot).
+ * All-reduce: `two_shot` false = one-shot. When the part of each block row fits that row's LL slots (512 lines of
+ * 12 data bytes per row at 2 PEs, 8 bytes for 8-byte types; 512 / (n - 1) lines in general:
+ * TSHMEMI_COLL_LL_ROW_LINES; rows up to TSHMEMI_COLL_LL_MAX_ROWS) it is the LL form: every member pushes its
+ * src as {data, flag} words into its peers' internal LL area and reduces what arrives, with no barrier (in
+ * place allowed; each row counts its LL calls, so every member must make the same calls per row); otherwise
+ * every member reads every member's src between two barriers (out of place only).
+ * `two_shot` true = reduce-scatter + all-gather (in place allowed): at 2 PEs out of place without multicast,
+ * by stores only (each member first stores its src's half of the peer's range into the peer's dst, then
+ * reduces its own range and stores the result to both dsts); otherwise member i reads every member's share i
+ * and pushes the result to every member (multimem ld_reduce + st where the team has multicast). The host
+ * on-stream forms choose by size (LL up to TSHMEMX_ALLREDUCE_ONESHOT_MAX when it fits, else two-shot).
  *
  * Flags: row r's barrier words live in tshmem's internal heap region (impl/coll.cuh lays them out).
  */

@@ -5,18 +5,22 @@
 // (impl/internal_heap.cuh):
 //   16 KiB                    uint64 row_epoch[ROWS]          barriers row r has completed on this PE
 //   16 KiB + 8 * ROWS         uint64 flag[ROWS][MAX_TEAM]     flag[r][k]: last epoch member k announced on row r
-//   after the flags           uint64 ll_calls[ROWS]           LL all-reduces row r has completed on this PE
-//   64 KiB                    LL area, 2 MiB: [ROWS][2 parities][n - 1 senders][lines] of 16-byte lines
+//   after the flags           uint64 ll_calls[LL_ROWS]        LL all-reduces LL row r has completed on this PE
+//   64 KiB                    LL area, 2 MiB: [LL_ROWS][2 parities][n - 1 senders][lines] of 16-byte lines
+// ROWS (32) bounds the barrier-bracketed forms; the LL all-reduce has its own, larger bound LL_ROWS (128), so a
+// small all-reduce can spread over most of the SMs (the LL area's capacity is the same however it is split).
 //
-// LL (flag-in-data) one-shot all-reduce: no barrier at all. A line is two 8-byte words {32 data bits, 32 flag
-// bits}, each written and read as one single-copy-atomic 64-bit element of a v2.u64 volatile access (PTX
-// treats a vector access as independent accesses of its elements), so a reader that sees the call's flag in
-// a word sees that word's data. Call c of row r (c = ll_calls[r] + 1, the same on every member because every
-// member makes the same calls) uses parity c & 1 and flag (c mod (2^32 - 1)) + 1 (never 0, the zeroed
-// state). A member pushes its lines into the parity-(c & 1) slot every peer keeps for it, then spins on the
-// lines of its own slots. Slot reuse is safe without a barrier: a member writes parity c & 1 again only in
-// call c + 2, after it read its peers' call c + 1 lines, which each peer pushed after finishing its reads
-// of call c (program/stream order of the row); so no member is more than one call ahead of another per row.
+// LL (flag-in-data) one-shot all-reduce: no barrier at all. A line is two 8-byte words {data bits, flag bits}
+// (48 + 16 for 2- and 4-byte elements, 32 + 32 for 8-byte ones: ll_format), each written and read as one
+// single-copy-atomic 64-bit element of a v2.u64 volatile access (PTX treats a vector access as independent
+// accesses of its elements), so a reader that sees the call's flag in a word sees that word's data. Call c of
+// row r (c = ll_calls[r] + 1, the same on every member because every member makes the same calls) uses parity
+// c & 1 and flag (c mod (2^B - 1)) + 1 (never 0, the zeroed state). A member pushes its lines into the
+// parity-(c & 1) slot every peer keeps for it, then spins on the lines of its own slots. Slot reuse is safe
+// without a barrier: a member writes parity c & 1 again only in call c + 2, after it read its peers' call c + 1
+// lines, which each peer pushed after finishing its reads of call c (program/stream order of the row); so no
+// member is more than one call ahead of another per row, and a slot holds lines of call c or c - 2 only,
+// whose flags differ for any B >= 2.
 #ifndef TSHMEM_DEVICE_IMPL_COLL_CUH
 #define TSHMEM_DEVICE_IMPL_COLL_CUH
 
@@ -30,11 +34,15 @@
 /// Block rows (blockIdx.x of a *_block call, gridDim.x of a *_grid call) and team size the flags cover.
 #define TSHMEMI_COLL_MAX_ROWS 32
 #define TSHMEMI_COLL_MAX_TEAM 128
+/// Block rows of the LL all-reduce (its own counters and slots; no barrier flags).
+#define TSHMEMI_COLL_LL_MAX_ROWS 128
 /// The LL area: offset in the internal region, size, bytes per row and parity.
 #define TSHMEMI_COLL_LL_OFFSET (64u * 1024u)
 #define TSHMEMI_COLL_LL_BYTES (TSHMEM_INTERNAL_HEAP_BYTES - TSHMEMI_COLL_LL_OFFSET)
-#define TSHMEMI_COLL_LL_PARITY_BYTES (TSHMEMI_COLL_LL_BYTES / TSHMEMI_COLL_MAX_ROWS / 2)
-/// Lines (8 data bytes each) one block row can take per LL call in a team of n: (n - 1) slots per parity.
+#define TSHMEMI_COLL_LL_PARITY_BYTES (TSHMEMI_COLL_LL_BYTES / TSHMEMI_COLL_LL_MAX_ROWS / 2)
+/// Data bytes per 16-byte LL line for elements of `elem_size` bytes (ll_format below says why).
+#define TSHMEMI_COLL_LL_LINE_BYTES(elem_size) ((elem_size) == 8 ? 8u : 12u)
+/// Lines one block row can take per LL call in a team of n: (n - 1) slots per parity.
 #define TSHMEMI_COLL_LL_ROW_LINES(n) \
   (static_cast<size_t>(TSHMEMI_COLL_LL_PARITY_BYTES / 16) / static_cast<size_t>((n) > 1 ? (n)-1 : 1))
 
@@ -45,7 +53,7 @@ namespace coll_detail {
 constexpr size_t kRowEpochs = internal_heap::kDeviceBytes;
 constexpr size_t kFlags = kRowEpochs + 8 * TSHMEMI_COLL_MAX_ROWS;
 constexpr size_t kLlCalls = kFlags + 8 * TSHMEMI_COLL_MAX_ROWS * TSHMEMI_COLL_MAX_TEAM;
-static_assert(kLlCalls + 8 * TSHMEMI_COLL_MAX_ROWS <= TSHMEMI_COLL_LL_OFFSET,
+static_assert(kLlCalls + 8 * TSHMEMI_COLL_LL_MAX_ROWS <= TSHMEMI_COLL_LL_OFFSET,
               "collective barrier words overflow into the LL area");
 static_assert(TSHMEMI_COLL_LL_OFFSET < TSHMEM_INTERNAL_HEAP_BYTES && TSHMEMI_COLL_LL_PARITY_BYTES % 16 == 0 &&
                   TSHMEMI_COLL_LL_ROW_LINES(TSHMEMI_COLL_MAX_TEAM) >= 1,
@@ -239,119 +247,253 @@ TSHMEMI_DEVICE void ll_load(const ulonglong2 *line, uint64_t &a, uint64_t &b) {
   asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(line) : "memory");
 }
 
-/// Waits until both words of `line` carry `flag`; returns their data (low word first). Traps after the
-/// state's wait timeout, like every other wait.
-TSHMEMI_DEVICE uint2 ll_wait(const ulonglong2 *line, uint32_t flag, const char *call, const tshmemi_device_state &st) {
+/// The LL line format for element type T. A 16-byte line is two 8-byte words, each {data, flag}:
+///  * 2- and 4-byte types: 48 data bits + a 16-bit flag per word, 12 data bytes per line (75 % of the bytes
+///    moved are data);
+///  * 8-byte types: 32 + 32, 8 data bytes per line (an element must not straddle two lines' words).
+/// The flag of call c is (c mod (2^B - 1)) + 1 for B flag bits: never 0 (zeroed memory), and different for
+/// calls c and c - 2, the only other call whose lines a slot can hold (see the top of this file).
+template <class T>
+struct ll_format {
+  static constexpr size_t kLineBytes = TSHMEMI_COLL_LL_LINE_BYTES(sizeof(T));
+  static constexpr bool kWide = kLineBytes == 12;
+  static constexpr size_t kElems = kLineBytes / sizeof(T);
+  static constexpr int kFlagShift = kWide ? 48 : 32;
+  static constexpr uint64_t kFlagCycle = kWide ? 0xffffull : 0xffffffffull;
+
+  /// Data words (12 or 8 bytes as three or two u32) into the two line words, tagged with `flag`.
+  static TSHMEMI_DEVICE void pack(const uint32_t (&d)[3], uint64_t flag, uint64_t &w0, uint64_t &w1) {
+    const uint64_t tag = flag << kFlagShift;
+    if constexpr (kWide) {
+      w0 = tag | (static_cast<uint64_t>(d[1] & 0xffffu) << 32) | d[0];
+      w1 = tag | (static_cast<uint64_t>(d[2]) << 16) | (d[1] >> 16);
+    } else {
+      w0 = tag | d[0];
+      w1 = tag | d[1];
+    }
+  }
+  static TSHMEMI_DEVICE void unpack(uint64_t w0, uint64_t w1, uint32_t (&d)[3]) {
+    if constexpr (kWide) {
+      d[0] = static_cast<uint32_t>(w0);
+      d[1] = static_cast<uint32_t>((w0 >> 32) & 0xffffu) | static_cast<uint32_t>((w1 & 0xffffu) << 16);
+      d[2] = static_cast<uint32_t>(w1 >> 16);
+    } else {
+      d[0] = static_cast<uint32_t>(w0);
+      d[1] = static_cast<uint32_t>(w1);
+      d[2] = 0;
+    }
+  }
+  static TSHMEMI_DEVICE bool tagged(uint64_t w, uint64_t flag) { return (w >> kFlagShift) == flag; }
+};
+
+/// Waits until both words of `line` carry `flag`; returns their data. Traps after the state's wait timeout,
+/// like every other wait.
+template <class T>
+TSHMEMI_DEVICE void ll_wait(const ulonglong2 *line, uint64_t flag, uint32_t (&d)[3], const char *call,
+                            const tshmemi_device_state &st) {
+  using F = ll_format<T>;
   uint64_t a, b;
   ll_load(line, a, b);
-  if (static_cast<uint32_t>(a >> 32) != flag || static_cast<uint32_t>(b >> 32) != flag) {
+  if (!F::tagged(a, flag) || !F::tagged(b, flag)) {
     const uint64_t timeout = st.wait_timeout_ns;
     const uint64_t start = timeout != 0 ? global_timer_ns() : 0;
     for (;;) {
       ll_load(line, a, b);
-      if (static_cast<uint32_t>(a >> 32) == flag && static_cast<uint32_t>(b >> 32) == flag) break;
+      if (F::tagged(a, flag) && F::tagged(b, flag)) break;
       if (timeout != 0 && global_timer_ns() - start > timeout)
-        trap_wait_timeout(call, line, TSHMEM_CMP_EQ, flag, static_cast<uint32_t>(a >> 32) != flag ? a >> 32 : b >> 32,
+        trap_wait_timeout(call, line, TSHMEM_CMP_EQ, flag, (F::tagged(a, flag) ? b : a) >> F::kFlagShift,
                           static_cast<unsigned long long>(timeout), st.my_pe);
     }
   }
-  return make_uint2(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
+  F::unpack(a, b, d);
+}
+
+/// Lines (of ll_format<T>::kLineBytes data bytes) that `count` elements take.
+template <class T>
+TSHMEMI_DEVICE constexpr size_t ll_lines(size_t count) {
+  return (count + ll_format<T>::kElems - 1) / ll_format<T>::kElems;
 }
 
 /// True when the LL path can take `count` elements of T split over `parts` rows in a team of `n`.
 template <class T>
 TSHMEMI_DEVICE bool ll_fits(size_t count, int parts, int n) {
-  constexpr size_t E = 8 / sizeof(T);
-  const size_t lines = (count + E - 1) / E;
+  const size_t lines = ll_lines<T>(count);
   return (lines + static_cast<size_t>(parts) - 1) / static_cast<size_t>(parts) <= TSHMEMI_COLL_LL_ROW_LINES(n);
 }
 
-/// Line `line` (8 bytes, E elements) of p: one 8-byte load when aligned and whole, else element by element
-/// with zeros past `count`.
+/// Line `line` of p as data words: whole 4-byte words when p is 4-byte aligned and the line is whole, else
+/// element by element with zeros past `count`.
 template <class T>
-TSHMEMI_DEVICE uint2 ll_read_line(const T *p, size_t line, size_t count, bool aligned) {
-  constexpr size_t E = 8 / sizeof(T);
-  const size_t e0 = line * E;
-  if (aligned && e0 + E <= count) return *reinterpret_cast<const uint2 *>(p + e0);
-  T x[E];
+TSHMEMI_DEVICE void ll_read_line(const T *p, size_t line, size_t count, bool aligned, uint32_t (&d)[3]) {
+  using F = ll_format<T>;
+  const size_t e0 = line * F::kElems;
+  d[0] = d[1] = d[2] = 0;
+  if (aligned && e0 + F::kElems <= count) {
+    const uint32_t *w = reinterpret_cast<const uint32_t *>(p + e0);
 #pragma unroll
-  for (size_t j = 0; j < E; ++j) x[j] = e0 + j < count ? p[e0 + j] : T{};
-  uint2 out;
-  memcpy(&out, x, 8);
-  return out;
+    for (size_t i = 0; i < F::kLineBytes / 4; ++i) d[i] = w[i];
+    return;
+  }
+  T x[F::kElems];
+#pragma unroll
+  for (size_t j = 0; j < F::kElems; ++j) x[j] = e0 + j < count ? p[e0 + j] : T{};
+  memcpy(d, x, sizeof x);
 }
 
 template <class T>
-TSHMEMI_DEVICE void ll_write_line(T *p, size_t line, size_t count, bool aligned, uint2 v) {
-  constexpr size_t E = 8 / sizeof(T);
-  const size_t e0 = line * E;
-  if (aligned && e0 + E <= count) {
-    *reinterpret_cast<uint2 *>(p + e0) = v;
+TSHMEMI_DEVICE void ll_write_line(T *p, size_t line, size_t count, bool aligned, const uint32_t (&d)[3]) {
+  using F = ll_format<T>;
+  const size_t e0 = line * F::kElems;
+  if (aligned && e0 + F::kElems <= count) {
+    uint32_t *w = reinterpret_cast<uint32_t *>(p + e0);
+#pragma unroll
+    for (size_t i = 0; i < F::kLineBytes / 4; ++i) w[i] = d[i];
     return;
   }
-  T x[E];
-  memcpy(x, &v, 8);
+  T x[F::kElems];
+  memcpy(x, d, sizeof x);
 #pragma unroll
-  for (size_t j = 0; j < E; ++j)
+  for (size_t j = 0; j < F::kElems; ++j)
     if (e0 + j < count) p[e0 + j] = x[j];
 }
 
-/// LL one-shot all-reduce of lines [first, first + n_lines) (8 bytes of elements each) on block row `row`:
-/// push every line to every peer's slot, then reduce the peers' lines (as they arrive) with the own ones in
-/// team-index order and store to dst. In place allowed (a thread reads its own lines of src before it
-/// writes them to dst). Needs n_lines <= TSHMEMI_COLL_LL_ROW_LINES(t.size) (ll_fits).
+/// LL one-shot all-reduce of lines [first, first + n_lines) on block row `row`: push every line to every
+/// peer's slot, then reduce the peers' lines (as they arrive) with the own ones in team-index order and store
+/// to dst. In place allowed (a thread reads its own lines of src before it writes them to dst). Needs
+/// n_lines <= TSHMEMI_COLL_LL_ROW_LINES(t.size) (ll_fits).
 template <class T>
 TSHMEMI_DEVICE void allreduce_ll(const tshmem::team_view &t, tshmem::redop op, T *dst, const T *src, size_t count,
                                  size_t first, size_t n_lines, int row, const char *call,
                                  const tshmemi_device_state &st) {
-  constexpr size_t E = 8 / sizeof(T);
-  __syncthreads();  // the previous LL call of this row (same block) has recorded its number
+  using F = ll_format<T>;
+  constexpr size_t E = F::kElems;
+  constexpr int kKept = 2;  // a thread's first lines stay in registers from the push to the reduce
+  __syncthreads();          // the previous LL call of this row (same block) has recorded its number
+  const size_t rank = block::rank(), size = block::size();
+  const bool aligned = ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 3) == 0;
+  // The first lines of src and the call number are independent loads: issued together, one round trip.
+  uint32_t kept[kKept][3];
+#pragma unroll
+  for (int j = 0; j < kKept; ++j)
+    if (rank + j * size < n_lines) ll_read_line(src, first + rank + j * size, count, aligned, kept[j]);
   char *base = own_heap_base(st);
   volatile uint64_t *calls_word = reinterpret_cast<volatile uint64_t *>(base + kLlCalls + 8 * row);
   const uint64_t c = *calls_word + 1;
-  const uint32_t flag = static_cast<uint32_t>(c % 0xffffffffull) + 1;
-  const uint64_t tag = static_cast<uint64_t>(flag) << 32;
-  const size_t slot_bytes = TSHMEMI_COLL_LL_ROW_LINES(t.size) * 16;
+  const uint64_t flag = c % F::kFlagCycle + 1;
+  const size_t slot_lines = TSHMEMI_COLL_LL_ROW_LINES(t.size);
   const size_t area = TSHMEMI_COLL_LL_OFFSET + static_cast<size_t>(row) * 2 * TSHMEMI_COLL_LL_PARITY_BYTES +
                       (c & 1) * TSHMEMI_COLL_LL_PARITY_BYTES;
   ulonglong2 *mine = reinterpret_cast<ulonglong2 *>(base + area);
-  const bool aligned = ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 7) == 0;
-  const size_t rank = block::rank(), size = block::size();
   // 1. Push: every line to every peer, into the slot that peer keeps for this member.
-  for (size_t l = rank; l < n_lines; l += size) {
-    const uint2 v = ll_read_line(src, first + l, count, aligned);
-    const uint64_t a = tag | v.x, b = tag | v.y;
+  const auto push = [&](size_t l, const uint32_t(&d)[3]) {
+    uint64_t w0, w1;
+    F::pack(d, flag, w0, w1);
     for (int i = 1; i < t.size; ++i) {
       const int k = (t.my_index + i) % t.size;
       const size_t slot = static_cast<size_t>(t.my_index < k ? t.my_index : t.my_index - 1);
-      ll_store(remote_ptr(mine + slot * (slot_bytes / 16) + l, t.pe(k), call, st), a, b);
+      ll_store(remote_ptr(mine + slot * slot_lines + l, t.pe(k), call, st), w0, w1);
     }
+  };
+#pragma unroll
+  for (int j = 0; j < kKept; ++j)
+    if (rank + j * size < n_lines) push(rank + j * size, kept[j]);
+  for (size_t l = rank + kKept * size; l < n_lines; l += size) {
+    uint32_t d[3];
+    ll_read_line(src, first + l, count, aligned, d);
+    push(l, d);
   }
   // 2. Reduce: the same lines of every member, team-index order, as they arrive.
-  for (size_t l = rank; l < n_lines; l += size) {
+  const auto reduce = [&](size_t l, const uint32_t(&own)[3]) {
     acc_t<T> acc[E];
     for (int k = 0; k < t.size; ++k) {
-      uint2 v;
+      uint32_t d[3];
       if (k == t.my_index) {
-        v = ll_read_line(src, first + l, count, aligned);
+        d[0] = own[0], d[1] = own[1], d[2] = own[2];
       } else {
         const size_t slot = static_cast<size_t>(k < t.my_index ? k : k - 1);
-        v = ll_wait(mine + slot * (slot_bytes / 16) + l, flag, call, st);
+        ll_wait<T>(mine + slot * slot_lines + l, flag, d, call, st);
       }
       T x[E];
-      memcpy(x, &v, 8);
+      memcpy(x, d, sizeof x);
 #pragma unroll
       for (size_t j = 0; j < E; ++j) acc[j] = k == 0 ? to_acc(x[j]) : combine(op, acc[j], to_acc(x[j]));
     }
     T o[E];
 #pragma unroll
     for (size_t j = 0; j < E; ++j) o[j] = from_acc<T>(acc[j]);
-    uint2 out;
-    memcpy(&out, o, 8);
+    uint32_t out[3] = {0, 0, 0};
+    memcpy(out, o, sizeof o);
     ll_write_line(dst, first + l, count, aligned, out);
+  };
+#pragma unroll
+  for (int j = 0; j < kKept; ++j)
+    if (rank + j * size < n_lines) reduce(rank + j * size, kept[j]);
+  for (size_t l = rank + kKept * size; l < n_lines; l += size) {
+    uint32_t d[3];
+    ll_read_line(src, first + l, count, aligned, d);
+    reduce(l, d);
   }
   __syncthreads();
   if (rank == 0) *calls_word = c;  // read again only after the next LL call's leading __syncthreads
+}
+
+/// True when multimem has an ld_reduce for (T, op): the ISA has no f32 min/max.
+template <class T>
+TSHMEMI_DEVICE bool mc_has_op(tshmem::redop op) {
+  return !(std::is_same_v<T, float> && op != tshmem::redop::sum);
+}
+
+/// Two-shot all-reduce of 16-byte units [0, units) for two members, out of place, by stores only (NVLink
+/// stores stream; loads from a peer wait a round trip each). Half h of the units is member h's to reduce;
+/// block `part` of either member handles slice `part` of each half, so one row barrier pairs the phases:
+///   1. store my src's slice of the peer's half into the peer's dst (its staging: that is the peer's result
+///      range, and nobody else writes it before phase 2);
+///   2. row barrier; reduce my slice of my half: own src with the staged peer values (x0 + x1 in team-index
+///      order, f32 for the float types), store to my dst and to the peer's dst.
+/// The caller brackets it with its entry and exit row barriers.
+template <class T>
+TSHMEMI_DEVICE void allreduce_pair_push(const tshmem::team_view &t, tshmem::redop op, T *dst, const T *src,
+                                        size_t units, int part, int parts, int row, const char *call,
+                                        const tshmemi_device_state &st) {
+  constexpr int E = 16 / sizeof(T);
+  const int peer_index = 1 - t.my_index;
+  const int peer = t.pe(peer_index);
+  const size_t p = static_cast<size_t>(part), ps = static_cast<size_t>(parts);
+  const span their_half = split(units, 2, static_cast<size_t>(peer_index));
+  const span theirs = split(their_half.end - their_half.begin, ps, p);
+  const size_t their_first = their_half.begin + theirs.begin;
+  copy_bytes<tshmem::block_scope>(remote_ptr(dst + their_first * E, peer, call, st), src + their_first * E,
+                                  (theirs.end - theirs.begin) * 16);
+  row_barrier(t, row, call, st);
+  const span half = split(units, 2, static_cast<size_t>(t.my_index));
+  const span mine = split(half.end - half.begin, ps, p);
+  const uint4 *own = reinterpret_cast<const uint4 *>(src + (half.begin + mine.begin) * E);
+  uint4 *out = reinterpret_cast<uint4 *>(dst + (half.begin + mine.begin) * E);
+  uint4 *out_peer = remote_ptr(out, peer, call, st);
+  const size_t n = mine.end - mine.begin, rank = block::rank(), size = block::size();
+  constexpr int B = 4;  // units per thread in flight
+  for (size_t u0 = rank; u0 < n; u0 += B * size) {
+    uint4 a[B], b[B];
+#pragma unroll
+    for (int k = 0; k < B; ++k) {
+      const size_t u = u0 + k * size;
+      a[k] = u < n ? own[u] : uint4{};
+      b[k] = u < n ? out[u] : uint4{};  // the peer's values, staged in phase 1
+    }
+#pragma unroll
+    for (int k = 0; k < B; ++k) {
+      const size_t u = u0 + k * size;
+      if (u >= n) break;
+      const T *x_own = reinterpret_cast<const T *>(&a[k]), *x_peer = reinterpret_cast<const T *>(&b[k]);
+      const T *x0 = t.my_index == 0 ? x_own : x_peer, *x1 = t.my_index == 0 ? x_peer : x_own;
+      uint4 r;
+      T *o = reinterpret_cast<T *>(&r);
+#pragma unroll
+      for (int j = 0; j < E; ++j) o[j] = from_acc<T>(combine(op, to_acc(x0[j]), to_acc(x1[j])));
+      out[u] = r;
+      out_peer[u] = r;
+    }
+  }
 }
 
 /// All-reduce on part `part` of `parts` (row `row`): see coll.cuh.
@@ -360,17 +502,20 @@ TSHMEMI_DEVICE void allreduce(tshmem_team_t team, T *dst, const T *src, size_t c
                               int part, int parts, int row, const tshmemi_device_state &st) {
   const char *call = "tshmem::coll::allreduce";
   const tshmem::team_view t = tshmem::team_of(team, st);
-  check_shape(t, row, parts, call, st);
-  if (!two_shot && ll_fits<T>(count, parts, t.size)) {  // the same choice on every member: no barrier at all
-    constexpr size_t E8 = 8 / sizeof(T);
-    const span s = split((count + E8 - 1) / E8, static_cast<size_t>(parts), static_cast<size_t>(part));
+  if (!two_shot && parts <= TSHMEMI_COLL_LL_MAX_ROWS && ll_fits<T>(count, parts, t.size)) {
+    // The same choice on every member: no barrier at all, and LL rows of its own.
+    if (row >= TSHMEMI_COLL_LL_MAX_ROWS) trap_bad_operator(call, row, st.my_pe);
+    if (t.size > TSHMEMI_COLL_MAX_TEAM) trap_bad_operator(call, t.size, st.my_pe);
+    const span s = split(ll_lines<T>(count), static_cast<size_t>(parts), static_cast<size_t>(part));
     allreduce_ll<T>(t, op, dst, src, count, s.begin, s.end - s.begin, row, call, st);
     return;
   }
+  check_shape(t, row, parts, call, st);
   row_barrier(t, row, call, st);  // every member's src is ready (and its dst free)
   constexpr size_t E = 16 / sizeof(T);
   T *mc_dst = tshmem::mc_ptr(team, dst, st);
   const T *mc_src = tshmem::mc_ptr(team, src, st);
+  const bool mc = mc_dst != nullptr && mc_src != nullptr && mc_has_op<T>(op);
   const bool aligned = ((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) == 0;
   const size_t units = aligned ? count / E : 0;  // 16-byte units; the rest goes element by element
   const size_t tail_first = units * E, tail_n = count - tail_first;
@@ -379,14 +524,19 @@ TSHMEMI_DEVICE void allreduce(tshmem_team_t team, T *dst, const T *src, size_t c
     const span s = split(units, static_cast<size_t>(parts), static_cast<size_t>(part));
     reduce_elems<T, true>(t, op, dst, src, s.begin * E, (s.end - s.begin) * E, false, call, st);
     if (part == 0 && tail_n != 0) reduce_elems<T, false>(t, op, dst, src, tail_first, tail_n, false, call, st);
+  } else if (t.size == 2 && dst != src && !mc) {  // stores only: see allreduce_pair_push
+    allreduce_pair_push<T>(t, op, dst, src, units, part, parts, row, call, st);
+    if (t.my_index == 0 && part == 0 && tail_n != 0)
+      reduce_elems<T, false>(t, op, dst, src, tail_first, tail_n, true, call, st);
   } else {
     // Two-shot: member i reduces its share of the units and pushes the result to every member (multimem: one
     // ld_reduce and one st per unit when the team has multicast addresses for both buffers).
     const size_t pieces = static_cast<size_t>(t.size) * static_cast<size_t>(parts);
-    const span s = split(units, pieces, static_cast<size_t>(t.my_index) * parts + part);
-    const bool mc = mc_dst != nullptr && mc_src != nullptr &&
-                    mc_allreduce<T>(op, mc_dst, mc_src, s.begin * E, (s.end - s.begin) * E);
-    if (!mc) reduce_elems<T, true>(t, op, dst, src, s.begin * E, (s.end - s.begin) * E, true, call, st);
+    const span s = split(units, pieces, static_cast<size_t>(t.my_index) * static_cast<size_t>(parts) + part);
+    if (mc)
+      mc_allreduce<T>(op, mc_dst, mc_src, s.begin * E, (s.end - s.begin) * E);
+    else
+      reduce_elems<T, true>(t, op, dst, src, s.begin * E, (s.end - s.begin) * E, true, call, st);
     if (t.my_index == 0 && part == 0 && tail_n != 0)
       reduce_elems<T, false>(t, op, dst, src, tail_first, tail_n, true, call, st);
   }
@@ -430,7 +580,9 @@ TSHMEMI_DEVICE void move(move_kind kind, tshmem_team_t team, void *dst_v, const 
       copy_bytes<tshmem::block_scope>(dst + s.begin, src + s.begin, len);
   } else {
     for (int i = 0; i < t.size; ++i) {
-      const int k = (t.my_index + 1 + i) % t.size;  // the own copy last; spreads the links
+      // Member order starts after this one and rotates with the part: the links share the load, and the
+      // local copy (HBM only) runs beside the NVLink stores of the other parts instead of after all of them.
+      const int k = (t.my_index + 1 + i + part) % t.size;
       const char *from = src + s.begin + (kind == move_kind::alltoall ? static_cast<size_t>(k) * nbytes : 0);
       copy_bytes<tshmem::block_scope>(remote_ptr(dst + mine + s.begin, t.pe(k), call, st), from, len);
     }

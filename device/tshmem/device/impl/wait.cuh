@@ -36,11 +36,10 @@ TSHMEMI_DEVICE T spin_until(const T *addr, int cmp, T value, const char *call, c
   const uint64_t timeout = st.wait_timeout_ns;
   const uint64_t start = timeout != 0 ? global_timer_ns() : 0;
   for (;;) {
-    found = load_relaxed_sys(addr);
-    if (compare(found, cmp, value, call, st)) {
-      found = load_acquire_sys(addr);
-      if (compare(found, cmp, value, call, st)) return found;
-    }
+    // Every poll is an acquire: the value that satisfies the wait is already the acquiring read (a relaxed
+    // poll would need one more round trip to the memory system when it succeeds).
+    found = load_acquire_sys(addr);
+    if (compare(found, cmp, value, call, st)) return found;
     if (timeout != 0 && global_timer_ns() - start > timeout)
       trap_wait_timeout(call, addr, cmp, static_cast<unsigned long long>(value), static_cast<unsigned long long>(found),
                         static_cast<unsigned long long>(timeout), st.my_pe);
