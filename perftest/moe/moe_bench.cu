@@ -5,6 +5,9 @@
 //    records (kernels and memsets) of `rep` calls, summed per call and averaged, with the L2 flushed (a 256 MiB
 //    write) before each call. If CUPTI cannot be initialised, a CUDA graph of `rep` calls, replayed.
 //  * time_us: CUDA events around back-to-back calls (includes launch overhead: never below the launch floor).
+//  * read_us: the read floor, a pure streaming read of the row's byte count timed like kernel_us: below a few
+//    MB even that cannot reach the copy roofline (a flushed L2 costs a DRAM round trip and a ramp), so it says
+//    what fraction of the roofline a kernel of that size can reach at all.
 //   tshmem_moe_bench [--device N] [--iters N] [--rep N] [--json FILE]
 // Without a CUDA device it prints a skip message and exits 0.
 #include <algorithm>
