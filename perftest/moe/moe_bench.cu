@@ -612,9 +612,8 @@ int main(int argc, char **argv) {
       "# read_us: kernel time of a pure streaming read of the row's byte count, timed the same way (L2 flushed):\n"
       "#   the best any kernel touching those bytes can do at this size; read_roof: its fraction of the roofline;\n"
       "#   of_read: read_us / kernel_us\n");
-  std::printf("%-30s %-48s %-8s %9s %9s %9s %7s %7s %9s %7s %7s %8s %9s %7s\n", "kernel", "shape", "counted",
-              "time_us", "kernel_us", "GB/s_k", "roof_k", "xfl_k", "GB/s_b", "roof_b", "xfl_b", "read_us", "read_roof",
-              "of_read");
+  std::printf("%-30s %-48s %-8s %9s %9s %9s %7s %7s %9s %7s %7s %8s %9s %7s\n", "kernel", "shape", "counted", "time_us",
+              "kernel_us", "GB/s_k", "roof_k", "xfl_k", "GB/s_b", "roof_b", "xfl_b", "read_us", "read_roof", "of_read");
   FILE *jf = json ? std::fopen(json, "a") : nullptr;
   const auto jnum = [](double v) {
     char buf[64];

@@ -331,7 +331,7 @@ __global__ void __launch_bounds__(kWarps * 32, VPL <= 8 ? 12 : 1)
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
   if (t >= a.T) return;
   const int R = static_cast<int>(a.R), K = static_cast<int>(a.K), KS = static_cast<int>(a.K + a.S);
-  float *p_s = smem + warp * 2 * 32 * VPL;                          // p of the row, padding slots included
+  float *p_s = smem + warp * 2 * 32 * VPL;                         // p of the row, padding slots included
   unsigned *key_s = reinterpret_cast<unsigned *>(p_s + 32 * VPL);  // ranking keys for general group scores
   // Every load that does not depend on another is issued here, before any of them is used: the mask and
   // fix-routing flags, the logits row and the bias (a masked row's logits are read and ignored). One memory
