@@ -34,46 +34,47 @@ __device__ __forceinline__ void count_entries(const int64_t *__restrict__ idx, i
   }
 }
 
-// Histogram of idx[0..n) into `counts` (entries -1 skipped, others outside [-1, G) reported). Shared-memory
-// bins when they fit, global atomics otherwise.
-__global__ void __launch_bounds__(kThreads)
-    histogram_kernel(const int64_t *__restrict__ idx, int64_t n, int G, bool smem_bins, int32_t *counts,
-                     DeviceError *err, int err_code) {
-  extern __shared__ int bins[];
-  if (smem_bins)
+// Histogram of idx[0..n) into `counts` (entries -1 skipped, others outside [-1, G) reported) inside one
+// cooperative launch, with no workspace and no memset (a memset is a second launch per call): zero the
+// output, count (shared-memory bins when they fit), grid barrier, flush the bins with atomics (or count into
+// the zeroed output directly). Integer counts: deterministic. Every block of the grid calls.
+__device__ void grid_histogram(cg::grid_group &grid, const int64_t *__restrict__ idx, int64_t n, int G, bool smem_bins,
+                               int *bins, int *counts, DeviceError *err, int err_code) {
+  const int64_t gtid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t gstride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = gtid; e < G; e += gstride) counts[e] = 0;
+  if (smem_bins) {
     for (int i = threadIdx.x; i < G; i += blockDim.x) bins[i] = 0;
-  __syncthreads();
-  count_entries(idx, n, G, smem_bins ? bins : counts, err, err_code);
-  __syncthreads();
-  if (smem_bins)
+    __syncthreads();
+    count_entries(idx, n, G, bins, err, err_code);
+  }
+  grid.sync();
+  if (smem_bins) {
     for (int i = threadIdx.x; i < G; i += blockDim.x)
       if (bins[i]) atomicAdd(counts + i, bins[i]);
+  } else {
+    count_entries(idx, n, G, counts, err, err_code);
+  }
 }
 
-// aux_fi in one cooperative launch, with no workspace and no memset: the output doubles as the int32 counter
-// array. Zero it, count (shared-memory bins when they fit), grid barrier, flush the bins with atomics, grid
-// barrier, then turn each count into the reference's fp32 formula in place. Integer counts: deterministic.
+__global__ void __launch_bounds__(kThreads) group_count_kernel(const int64_t *__restrict__ idx, int64_t n, int G,
+                                                               int smem_bins, int32_t *counts, DeviceError *err) {
+  extern __shared__ int bins[];
+  cg::grid_group grid = cg::this_grid();
+  grid_histogram(grid, idx, n, G, smem_bins != 0, bins, counts, err, kErrGroupIdxRange);
+}
+
+// aux_fi: the same histogram with the output doubling as the int32 counter array, then a second grid barrier
+// and each count turned into the reference's fp32 formula in place.
 __global__ void __launch_bounds__(kThreads) aux_fi_kernel(const int64_t *__restrict__ idx, int64_t n, int E,
                                                           int smem_bins, float *fi, float fi_den, DeviceError *err) {
   extern __shared__ int bins[];
   cg::grid_group grid = cg::this_grid();
   int *counts = reinterpret_cast<int *>(fi);
+  grid_histogram(grid, idx, n, E, smem_bins != 0, bins, counts, err, kErrTopkIdxRange);
+  grid.sync();
   const int64_t gtid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t gstride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t e = gtid; e < E; e += gstride) counts[e] = 0;
-  if (smem_bins) {
-    for (int i = threadIdx.x; i < E; i += blockDim.x) bins[i] = 0;
-    __syncthreads();
-    count_entries(idx, n, E, bins, err, kErrTopkIdxRange);
-  }
-  grid.sync();
-  if (smem_bins) {
-    for (int i = threadIdx.x; i < E; i += blockDim.x)
-      if (bins[i]) atomicAdd(counts + i, bins[i]);
-  } else {
-    count_entries(idx, n, E, counts, err, kErrTopkIdxRange);
-  }
-  grid.sync();
   for (int64_t e = gtid; e < E; e += gstride) {
     const int c = __ldcg(counts + e);
     fi[e] = fi_den == 0.0f ? 0.0f : (static_cast<float>(c) * static_cast<float>(E)) / fi_den;
@@ -123,13 +124,18 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 Status launch_group_count(const GroupCountArgs &a, const LaunchCtx &c) {
-  MOE_CUDA(cudaMemsetAsync(a.counts, 0, static_cast<size_t>(a.G) * sizeof(int32_t), c.stream));
-  if (a.n == 0) return kSuccess;
+  // One cooperative kernel (grid <= SM count, one block per SM always fits): zeroes and counts, no memset.
+  int64_t n = a.n;
+  int G = static_cast<int>(a.G);
   const size_t smem = static_cast<size_t>(a.G) * sizeof(int);
-  const bool smem_bins = smem <= static_cast<size_t>(c.max_smem_per_block) && smem <= 48 * 1024;
-  const unsigned grid = grid_for(a.n, kThreads * 2, 2 * static_cast<int64_t>(c.num_sms));
-  histogram_kernel<<<grid, kThreads, smem_bins ? smem : 0, c.stream>>>(a.idx, a.n, static_cast<int>(a.G), smem_bins,
-                                                                       a.counts, c.err, kErrGroupIdxRange);
+  int smem_bins = smem <= static_cast<size_t>(c.max_smem_per_block) && smem <= 48 * 1024;
+  const unsigned grid = grid_for(n > a.G ? n : a.G, kThreads * 2, static_cast<int64_t>(c.num_sms));
+  const int64_t *idx = a.idx;
+  int32_t *counts = a.counts;
+  DeviceError *err = c.err;
+  void *args[] = {&idx, &n, &G, &smem_bins, &counts, &err};
+  MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(group_count_kernel), dim3(grid), dim3(kThreads), args,
+                                       smem_bins ? smem : 0, c.stream));
   return kSuccess;
 }
 
