@@ -131,8 +131,12 @@ typedef enum tshmemx_redop {
  *    type (f16/bf16 round to nearest even), integers with two's-complement wrap; min/max are exact. The
  *    result is therefore identical on every PE and from run to run. With multicast on, sums of more than two
  *    PEs may differ from this order in the last bit (the switch's order is not specified).
- * Sizes: all-reduce chooses one-shot (every PE reads every peer's buffer) up to TSHMEMX_ALLREDUCE_ONESHOT_MAX
- * bytes, two-shot (reduce-scatter + all-gather over NVLink) above.
+ * Sizes: all-reduce chooses the LL one-shot (every PE pushes its buffer, flag in data, into every peer's
+ * internal area and reduces what arrives: no barrier) up to TSHMEMX_ALLREDUCE_ONESHOT_MAX bytes when it fits
+ * that area, two-shot (reduce-scatter + all-gather over NVLink; at 2 PEs out of place by stores only) above.
+ * Launches: on compute capability 9.0 and later, programmatic dependent launches (TSHMEM_COLL_PDL=0: ordinary
+ * ones). The kernel waits for all earlier work on the stream before it touches memory, so the ordering is
+ * exactly a plain launch's; only the launch latency overlaps the previous kernel.
  */
 #define TSHMEMX_ALLREDUCE_ONESHOT_MAX (512u * 1024u)
 
