@@ -91,13 +91,10 @@ cudaError_t launch_reduce(const CollLaunch &a, dim3 grid, dim3 block, bool early
 
 }  // namespace
 
-Status coll_launch(const CollLaunch &a, int blocks, int threads, bool early_launch, tshmemx_stream_t stream_handle) {
+Status coll_launch(const CollLaunch &a, int blocks, int threads, CollLaunchMode mode, tshmemx_stream_t stream_handle) {
   const cudaStream_t stream = reinterpret_cast<cudaStream_t>(stream_handle);
   const dim3 grid(static_cast<unsigned>(blocks)), block(static_cast<unsigned>(threads));
-  if (early_launch) {
-    int device = -1;
-    early_launch = cudaGetDevice(&device) == cudaSuccess && has_early_launch(device);
-  }
+  const bool early_launch = mode.early_launch && has_early_launch(mode.device);
   cudaError_t rc = cudaSuccess;
   if (a.kind == CollKind::kAllreduce || a.kind == CollKind::kReduceScatter) {
     switch (a.dtype) {

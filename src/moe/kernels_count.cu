@@ -123,36 +123,50 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
+namespace {
+
+// The cooperative histogram launch of `n` entries into `bins` bins (grid_histogram): grid <= SM count (one
+// block per SM always fits), shared-memory bins when they fit.
+struct HistogramLaunch {
+  unsigned grid;
+  int smem_bins;
+  size_t smem;
+};
+HistogramLaunch histogram_launch(int64_t n, int64_t bins, const LaunchCtx &c) {
+  const size_t smem = static_cast<size_t>(bins) * sizeof(int);
+  const int smem_bins = smem <= static_cast<size_t>(c.max_smem_per_block) && smem <= 48 * 1024;
+  return {grid_for(n > bins ? n : bins, kThreads * 2, static_cast<int64_t>(c.num_sms)), smem_bins,
+          smem_bins ? smem : 0};
+}
+
+}  // namespace
+
 Status launch_group_count(const GroupCountArgs &a, const LaunchCtx &c) {
-  // One cooperative kernel (grid <= SM count, one block per SM always fits): zeroes and counts, no memset.
+  // One cooperative kernel: zeroes and counts, no memset.
   int64_t n = a.n;
   int G = static_cast<int>(a.G);
-  const size_t smem = static_cast<size_t>(a.G) * sizeof(int);
-  int smem_bins = smem <= static_cast<size_t>(c.max_smem_per_block) && smem <= 48 * 1024;
-  const unsigned grid = grid_for(n > a.G ? n : a.G, kThreads * 2, static_cast<int64_t>(c.num_sms));
+  HistogramLaunch h = histogram_launch(n, a.G, c);
   const int64_t *idx = a.idx;
   int32_t *counts = a.counts;
   DeviceError *err = c.err;
-  void *args[] = {&idx, &n, &G, &smem_bins, &counts, &err};
-  MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(group_count_kernel), dim3(grid), dim3(kThreads), args,
-                                       smem_bins ? smem : 0, c.stream));
+  void *args[] = {&idx, &n, &G, &h.smem_bins, &counts, &err};
+  MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(group_count_kernel), dim3(h.grid), dim3(kThreads), args,
+                                       h.smem, c.stream));
   return kSuccess;
 }
 
 Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
-  // One cooperative kernel (grid <= SM count, one block per SM always fits): no allocation, no memset.
+  // One cooperative kernel: no allocation, no memset.
   int64_t n = a.T * a.K;
   int E = static_cast<int>(a.E);
-  const size_t smem = static_cast<size_t>(a.E) * sizeof(int);
-  int smem_bins = smem <= static_cast<size_t>(c.max_smem_per_block) && smem <= 48 * 1024;
-  const unsigned grid = grid_for(n > a.E ? n : a.E, kThreads * 2, static_cast<int64_t>(c.num_sms));
+  HistogramLaunch h = histogram_launch(n, a.E, c);
   float *fi = a.fi;
   float den = static_cast<float>(a.T * a.num_aux_topk);
   const int64_t *idx = a.idx;
   DeviceError *err = c.err;
-  void *args[] = {&idx, &n, &E, &smem_bins, &fi, &den, &err};
-  MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(aux_fi_kernel), dim3(grid), dim3(kThreads), args,
-                                       smem_bins ? smem : 0, c.stream));
+  void *args[] = {&idx, &n, &E, &h.smem_bins, &fi, &den, &err};
+  MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(aux_fi_kernel), dim3(h.grid), dim3(kThreads), args,
+                                       h.smem, c.stream));
   return kSuccess;
 }
 

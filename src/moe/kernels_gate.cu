@@ -163,46 +163,49 @@ struct FastDiv31 {
     f.shr = l - 1;
     return f;
   }
-  __device__ __forceinline__ uint32_t div(uint32_t n) const { return mul ? __umulhi(n, mul) >> shr : n; }
+  __host__ __device__ uint32_t div(uint32_t n) const {
+#ifdef __CUDA_ARCH__
+    const uint32_t high = __umulhi(n, mul);
+#else
+    const uint32_t high = static_cast<uint32_t>((static_cast<uint64_t>(n) * mul) >> 32);
+#endif
+    return mul ? high >> shr : n;
+  }
+};
+
+// The masking transform's three divisions by launch constants, precomputed (every dividend there is below
+// 2^31 in its 32-bit form: v, v / per_gpu, and v - tp_rank * per_gpu <= v).
+struct TpFastDivide {
+  FastDiv31 gpu, tp, dp;
+  __host__ __device__ uint32_t by_gpu(uint32_t n) const { return gpu.div(n); }
+  __host__ __device__ uint32_t by_tp(uint32_t n) const { return tp.div(n); }
+  __host__ __device__ uint32_t by_dp(uint32_t n) const { return dp.div(n); }
 };
 
 struct Top2Params {
   Top2GateArgs a;
   int64_t per_rank;
-  // mask_by_tp's 32-bit branch with the three divisions by launch constants precomputed: valid when the
-  // launch-wide part of that branch's condition holds (tp32); the per-id part (id < 2^31) is checked per id.
-  bool tp32;
-  uint32_t per_rank32, tp_rank32, ntp32;
-  FastDiv31 by_rank, by_ntp, by_dp;
+  bool tp32;  ///< tp_fits_32 for this launch: ids below 2^31 take the 32-bit transform through tp_div
+  TpFastDivide tp_div;
 };
 
 Top2Params make_top2_params(const Top2GateArgs &a) {
   Top2Params prm{};
   prm.a = a;
   prm.per_rank = (a.R + a.D - 1) / a.num_ep_ranks;
-  constexpr int64_t kMax32 = 0x7fffffff;  // the same condition as mask_by_tp's
-  const int64_t per = prm.per_rank, ntp = a.num_tp_ranks;
-  prm.tp32 = ntp >= 1 && per >= 1 && per <= kMax32 / ntp && a.tp_rank <= kMax32;
+  prm.tp32 = tp_fits_32(prm.per_rank, a.tp_rank, a.num_tp_ranks);
   if (prm.tp32) {
-    prm.per_rank32 = static_cast<uint32_t>(per), prm.tp_rank32 = static_cast<uint32_t>(a.tp_rank);
-    prm.ntp32 = static_cast<uint32_t>(ntp);
-    prm.by_rank = FastDiv31::make(prm.per_rank32), prm.by_ntp = FastDiv31::make(prm.ntp32);
-    prm.by_dp = FastDiv31::make(prm.per_rank32 * prm.ntp32);
+    const uint32_t per = static_cast<uint32_t>(prm.per_rank), ntp = static_cast<uint32_t>(a.num_tp_ranks);
+    prm.tp_div = {FastDiv31::make(per), FastDiv31::make(ntp), FastDiv31::make(per * ntp)};
   }
   return prm;
 }
 
-// mask_by_tp(v, per_rank, tp_rank, num_tp_ranks), bit for bit: its 32-bit branch with the divisions as
-// multiply-high (every dividend there is below 2^31: v, v / per_rank, and v - tp_rank * per_rank <= v).
+// mask_by_tp(v, per_rank, tp_rank, num_tp_ranks), bit for bit: the same formula, its divisions as multiply-high.
 __device__ __forceinline__ int64_t mask_by_tp_fast(int64_t v, const Top2Params &prm) {
   if (v < 0) return -1;
   if (!prm.tp32 || v > 0x7fffffff) return mask_by_tp(v, prm.per_rank, prm.a.tp_rank, prm.a.num_tp_ranks);
-  const uint32_t u = static_cast<uint32_t>(v), r = prm.by_rank.div(u);
-  if (r - prm.by_ntp.div(r) * prm.ntp32 != prm.tp_rank32) return -1;
-  const uint32_t per_dp = prm.ntp32 * prm.per_rank32;
-  const uint32_t v1 = u - prm.tp_rank32 * prm.per_rank32;
-  const uint32_t res = v1 - prm.by_dp.div(v1) * (per_dp - prm.per_rank32);
-  return res == 0xffffffffu ? -1 : static_cast<int64_t>(res);
+  return mask_by_tp_32(v, prm.per_rank, prm.a.tp_rank, prm.a.num_tp_ranks, prm.tp_div);
 }
 
 // Warp-uniform OR of a per-lane value: REDUX results live in uniform registers, so the compiler knows branches

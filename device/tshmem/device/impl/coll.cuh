@@ -204,14 +204,18 @@ TSHMEMI_DEVICE void reduce_range(const tshmem::team_view &t, tshmem::redop op, T
   if (vec_n != n) reduce_elems<T, false>(t, op, dst, src, first + vec_n, n - vec_n, push, call, st);
 }
 
-/// multimem all-reduce of 16-byte units [first, first + n) (aligned; n a multiple of 16/sizeof(T)): one
-/// ld_reduce from the source's multicast address, one st to the destination's. False when the ISA has no
-/// multimem form for (T, op) (f32 min/max): the caller then reduces by unicast.
+/// True when multimem has an ld_reduce for (T, op): the ISA has no f32 min/max.
 template <class T>
-TSHMEMI_DEVICE bool mc_allreduce(tshmem::redop op, T *mc_dst, const T *mc_src, size_t first, size_t n) {
+TSHMEMI_DEVICE bool mc_has_op(tshmem::redop op) {
+  return !(std::is_same_v<T, float> && op != tshmem::redop::sum);
+}
+
+/// multimem all-reduce of 16-byte units [first, first + n) (aligned; n a multiple of 16/sizeof(T)): one
+/// ld_reduce from the source's multicast address, one st to the destination's. Needs mc_has_op<T>(op).
+template <class T>
+TSHMEMI_DEVICE void mc_allreduce(tshmem::redop op, T *mc_dst, const T *mc_src, size_t first, size_t n) {
   using tshmem::redop;
   constexpr size_t E = 16 / sizeof(T);
-  if (std::is_same_v<T, float> && op != redop::sum) return false;
   const size_t rank = block::rank(), size = block::size();
   for (size_t u = rank; u < n / E; u += size) {
     const size_t e = first + u * E;
@@ -235,7 +239,6 @@ TSHMEMI_DEVICE bool mc_allreduce(tshmem::redop op, T *mc_dst, const T *mc_src, s
       }
     }
   }
-  return true;
 }
 
 // ---- LL one-shot all-reduce (see the top of this file) ------------------------------------------------------
@@ -384,34 +387,39 @@ TSHMEMI_DEVICE void allreduce_ll(const tshmem::team_view &t, tshmem::redop op, T
   const size_t area = TSHMEMI_COLL_LL_OFFSET + static_cast<size_t>(row) * 2 * TSHMEMI_COLL_LL_PARITY_BYTES +
                       (c & 1) * TSHMEMI_COLL_LL_PARITY_BYTES;
   ulonglong2 *mine = reinterpret_cast<ulonglong2 *>(base + area);
+  // The slot member `sender` has in member `receiver`'s area: its rank among the other n - 1 members.
+  const auto slot_of = [&](int sender, int receiver) {
+    return static_cast<size_t>(sender < receiver ? sender : sender - 1) * slot_lines;
+  };
+  // This thread's lines with their src data: the kept ones from registers, the rest read again.
+  const auto each_line = [&](auto &&body) {
+#pragma unroll
+    for (int j = 0; j < kKept; ++j)
+      if (rank + j * size < n_lines) body(rank + j * size, kept[j]);
+    for (size_t l = rank + kKept * size; l < n_lines; l += size) {
+      uint32_t d[3];
+      ll_read_line(src, first + l, count, aligned, d);
+      body(l, d);
+    }
+  };
   // 1. Push: every line to every peer, into the slot that peer keeps for this member.
-  const auto push = [&](size_t l, const uint32_t(&d)[3]) {
+  each_line([&](size_t l, const uint32_t(&d)[3]) {
     uint64_t w0, w1;
     F::pack(d, flag, w0, w1);
     for (int i = 1; i < t.size; ++i) {
       const int k = (t.my_index + i) % t.size;
-      const size_t slot = static_cast<size_t>(t.my_index < k ? t.my_index : t.my_index - 1);
-      ll_store(remote_ptr(mine + slot * slot_lines + l, t.pe(k), call, st), w0, w1);
+      ll_store(remote_ptr(mine + slot_of(t.my_index, k) + l, t.pe(k), call, st), w0, w1);
     }
-  };
-#pragma unroll
-  for (int j = 0; j < kKept; ++j)
-    if (rank + j * size < n_lines) push(rank + j * size, kept[j]);
-  for (size_t l = rank + kKept * size; l < n_lines; l += size) {
-    uint32_t d[3];
-    ll_read_line(src, first + l, count, aligned, d);
-    push(l, d);
-  }
+  });
   // 2. Reduce: the same lines of every member, team-index order, as they arrive.
-  const auto reduce = [&](size_t l, const uint32_t(&own)[3]) {
+  each_line([&](size_t l, const uint32_t(&own)[3]) {
     acc_t<T> acc[E];
     for (int k = 0; k < t.size; ++k) {
       uint32_t d[3];
       if (k == t.my_index) {
         d[0] = own[0], d[1] = own[1], d[2] = own[2];
       } else {
-        const size_t slot = static_cast<size_t>(k < t.my_index ? k : k - 1);
-        ll_wait<T>(mine + slot * slot_lines + l, flag, d, call, st);
+        ll_wait<T>(mine + slot_of(k, t.my_index) + l, flag, d, call, st);
       }
       T x[E];
       memcpy(x, d, sizeof x);
@@ -424,23 +432,9 @@ TSHMEMI_DEVICE void allreduce_ll(const tshmem::team_view &t, tshmem::redop op, T
     uint32_t out[3] = {0, 0, 0};
     memcpy(out, o, sizeof o);
     ll_write_line(dst, first + l, count, aligned, out);
-  };
-#pragma unroll
-  for (int j = 0; j < kKept; ++j)
-    if (rank + j * size < n_lines) reduce(rank + j * size, kept[j]);
-  for (size_t l = rank + kKept * size; l < n_lines; l += size) {
-    uint32_t d[3];
-    ll_read_line(src, first + l, count, aligned, d);
-    reduce(l, d);
-  }
+  });
   __syncthreads();
   if (rank == 0) *calls_word = c;  // read again only after the next LL call's leading __syncthreads
-}
-
-/// True when multimem has an ld_reduce for (T, op): the ISA has no f32 min/max.
-template <class T>
-TSHMEMI_DEVICE bool mc_has_op(tshmem::redop op) {
-  return !(std::is_same_v<T, float> && op != tshmem::redop::sum);
 }
 
 /// Two-shot all-reduce of 16-byte units [0, units) for two members, out of place, by stores only (NVLink
