@@ -11,6 +11,7 @@
 //   tshmem_moe_bench [--device N] [--iters N] [--rep N] [--json FILE]
 // Without a CUDA device it prints a skip message and exits 0.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -101,14 +102,19 @@ double nbytes(const Tensor &t) {
 }
 
 // Mean time of one call in microseconds, after warm-up, by CUDA events around `iters` back-to-back calls.
-double time_us(const std::function<void()> &fn, int iters) {
+// *host_us (if given): the CPU time per call spent enqueuing them; when it is close to the result, the
+// back-to-back time is bound by the host, not by the kernel.
+double time_us(const std::function<void()> &fn, int iters, double *host_us = nullptr) {
   for (int i = 0; i < 3; ++i) fn();
   CHECK_CUDA(cudaStreamSynchronize(g_stream));
   cudaEvent_t a, b;
   CHECK_CUDA(cudaEventCreate(&a));
   CHECK_CUDA(cudaEventCreate(&b));
   CHECK_CUDA(cudaEventRecord(a, g_stream));
+  const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) fn();
+  if (host_us)
+    *host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
   CHECK_CUDA(cudaEventRecord(b, g_stream));
   CHECK_CUDA(cudaEventSynchronize(b));
   float ms = 0;
@@ -324,6 +330,7 @@ KTime kernel_time(const std::function<void()> &fn, int rep) {
 struct Row {
   std::string kernel, shape;
   double us, bytes;
+  double host_us;  ///< CPU time per call while enqueuing the back-to-back calls
   KTime k;
   KTime read;  ///< the read floor at this byte count
 };
@@ -384,7 +391,8 @@ int main(int argc, char **argv) {
     empty_kernel<<<1, 32, 0, g_stream>>>();
     CHECK_CUDA(cudaGetLastError());
   };
-  const double floor_us = time_us(empty, 1000);
+  double floor_host_us = 0;
+  const double floor_us = time_us(empty, 1000, &floor_host_us);
 
   std::string cupti_why;
   g_kmethod = cupti_init(&cupti_why) ? KMethod::kCupti : KMethod::kGraph;
@@ -428,13 +436,14 @@ int main(int argc, char **argv) {
 
   std::vector<Row> rows;
   auto bench = [&](const std::string &k, const std::string &shape, double bytes, const std::function<void()> &fn) {
-    const double us = time_us(fn, g_iters);  // first: it also warms the call up
+    double host = 0;
+    const double us = time_us(fn, g_iters, &host);  // first: it also warms the call up
     const size_t words = std::min(read_buf_bytes, static_cast<size_t>(bytes)) / sizeof(uint4);
     const auto read = [&] {
       tshmem_bench_read_floor<<<read_blocks, 512, 0, g_stream>>>(read_buf, words, sink);
       CHECK_CUDA(cudaGetLastError());
     };
-    rows.push_back({k, shape, us, bytes, kernel_time(fn, g_rep), kernel_time(read, g_rep)});
+    rows.push_back({k, shape, us, bytes, host, kernel_time(fn, g_rep), kernel_time(read, g_rep)});
   };
   std::mt19937 rng(1);
   std::normal_distribution<float> nd;
@@ -523,13 +532,15 @@ int main(int argc, char **argv) {
     const auto restore = [&] {
       CHECK_CUDA(cudaMemcpyAsync(gt.data, pristine.data, nbytes(gt), cudaMemcpyDeviceToDevice, g_stream));
     };
-    const double ub = time_us(restore, g_iters);
+    double ub_host = 0;
+    const double ub = time_us(restore, g_iters, &ub_host);
     const KTime ub_k = cupti ? KTime{} : kernel_time(restore, g_rep);
     bench("inplace_unique_group_indices", "T=34300 K=9 G=8", nbytes(gt) + 4.0 * changed, [&] {
       restore();
       CHECK_MOE(tshmem_moe_inplace_unique_group_indices(&gt, 8, g_stream));
     });
     rows.back().us -= ub;
+    rows.back().host_us -= ub_host;
     if (!cupti) rows.back().k.kern_us -= ub_k.all_us;
     // get_fused_mapping, alignment 128, P given (no host sync).
     const int64_t P = Tr * K + 127 * E;
@@ -599,21 +610,27 @@ int main(int argc, char **argv) {
         "# kernel_us: CUPTI unavailable (%s): CUDA-graph fallback instead: %d calls captured in one graph,\n"
         "#   mean of 10 replays / %d, L2 flushed before each replay; includes the gaps between graph nodes\n",
         cupti_why.c_str(), g_rep, g_rep);
-  std::printf("# time_us: CUDA events around %d back-to-back calls (includes launch overhead; L2 warm)\n", g_iters);
+  std::printf(
+      "# time_us: CUDA events around %d back-to-back calls (includes launch overhead; L2 warm); host_us:\n"
+      "#   the CPU time per call of enqueuing them (host_us ~ time_us: bound by the host, not the GPU)\n",
+      g_iters);
   std::printf(
       "# roofline: device-to-device copy, 1 GiB, read + write: %.1f GB/s by kernel time, %.1f GB/s "
       "back-to-back\n",
       copy_gbs_k, copy_gbs);
-  std::printf("# launch floor (empty kernel): %.2f us kernel time; %.2f us back-to-back (%.2f us at the end)\n",
-              floor_k_us, floor_us, floor_end_us);
+  std::printf(
+      "# launch floor (empty kernel): %.2f us kernel time; %.2f us back-to-back (%.2f us at the end), of which\n"
+      "#   %.2f us host time per launch\n",
+      floor_k_us, floor_us, floor_end_us, floor_host_us);
   std::printf(
       "# _k columns: by kernel_us against the kernel-time roofline and floor (what the spec's and issue 5's\n"
       "#   numbers mean); _b columns: by time_us against the back-to-back roofline and floor\n"
       "# read_us: kernel time of a pure streaming read of the row's byte count, timed the same way (L2 flushed):\n"
       "#   the best any kernel touching those bytes can do at this size; read_roof: its fraction of the roofline;\n"
       "#   of_read: read_us / kernel_us\n");
-  std::printf("%-30s %-48s %-8s %9s %9s %9s %7s %7s %9s %7s %7s %8s %9s %7s\n", "kernel", "shape", "counted", "time_us",
-              "kernel_us", "GB/s_k", "roof_k", "xfl_k", "GB/s_b", "roof_b", "xfl_b", "read_us", "read_roof", "of_read");
+  std::printf("%-30s %-48s %-8s %9s %8s %9s %9s %7s %7s %9s %7s %7s %8s %9s %7s\n", "kernel", "shape", "counted",
+              "time_us", "host_us", "kernel_us", "GB/s_k", "roof_k", "xfl_k", "GB/s_b", "roof_b", "xfl_b", "read_us",
+              "read_roof", "of_read");
   FILE *jf = json ? std::fopen(json, "a") : nullptr;
   const auto jnum = [](double v) {
     char buf[64];
@@ -637,23 +654,23 @@ int main(int argc, char **argv) {
     else
       std::snprintf(counted, sizeof counted, "%.3gk", r.k.kernels);
     const double read_us = r.read.ok ? r.read.kern_us : NAN;
-    std::printf("%-30s %-48s %-8s %9.2f %9.2f %9.1f %6.1f%% %7.2f %9.1f %6.1f%% %7.2f %8.2f %8.1f%% %6.1f%%\n",
-                r.kernel.c_str(), r.shape.c_str(), counted, r.us, kus, gbs_k, 100.0 * gbs_k / copy_gbs_k,
+    std::printf("%-30s %-48s %-8s %9.2f %8.2f %9.2f %9.1f %6.1f%% %7.2f %9.1f %6.1f%% %7.2f %8.2f %8.1f%% %6.1f%%\n",
+                r.kernel.c_str(), r.shape.c_str(), counted, r.us, r.host_us, kus, gbs_k, 100.0 * gbs_k / copy_gbs_k,
                 kus / floor_k_us, gbs, 100.0 * gbs / copy_gbs, r.us / floor_us, read_us,
                 100.0 * r.bytes / read_us / 1e3 / copy_gbs_k, 100.0 * read_us / kus);
     if (jf)
-      std::fprintf(jf,
-                   "{\"bench\":\"tshmem_moe\",\"kernel\":\"%s\",\"shape\":\"%s\",\"bytes\":%.0f,"
-                   "\"kernel_time_method\":\"%s\",\"rep\":%d,\"kernel_us\":%s,\"kernels_per_call\":%s,"
-                   "\"memsets_per_call\":%s,\"gbps_kernel\":%s,\"copy_gbps_kernel\":%.2f,"
-                   "\"roofline_fraction_kernel\":%s,\"launch_floor_kernel_us\":%s,"
-                   "\"time_us\":%.3f,\"iters\":%d,\"gbps\":%.2f,\"copy_gbps\":%.2f,\"roofline_fraction\":%.4f,"
-                   "\"launch_floor_us\":%.3f,\"read_floor_kernel_us\":%s,\"device\":\"%s\"}\n",
-                   r.kernel.c_str(), r.shape.c_str(), r.bytes, cupti ? "cupti" : "cuda-graph", g_rep, jnum(kus).c_str(),
-                   cupti && r.k.ok ? jnum(r.k.kernels).c_str() : "null",
-                   cupti && r.k.ok ? jnum(r.k.memsets).c_str() : "null", jnum(gbs_k).c_str(), copy_gbs_k,
-                   jnum(gbs_k / copy_gbs_k).c_str(), jnum(floor_k_us).c_str(), r.us, g_iters, gbs, copy_gbs,
-                   gbs / copy_gbs, floor_us, jnum(read_us).c_str(), prop.name);
+      std::fprintf(
+          jf,
+          "{\"bench\":\"tshmem_moe\",\"kernel\":\"%s\",\"shape\":\"%s\",\"bytes\":%.0f,"
+          "\"kernel_time_method\":\"%s\",\"rep\":%d,\"kernel_us\":%s,\"kernels_per_call\":%s,"
+          "\"memsets_per_call\":%s,\"gbps_kernel\":%s,\"copy_gbps_kernel\":%.2f,"
+          "\"roofline_fraction_kernel\":%s,\"launch_floor_kernel_us\":%s,"
+          "\"time_us\":%.3f,\"host_us\":%.3f,\"iters\":%d,\"gbps\":%.2f,\"copy_gbps\":%.2f,\"roofline_fraction\":%.4f,"
+          "\"launch_floor_us\":%.3f,\"read_floor_kernel_us\":%s,\"device\":\"%s\"}\n",
+          r.kernel.c_str(), r.shape.c_str(), r.bytes, cupti ? "cupti" : "cuda-graph", g_rep, jnum(kus).c_str(),
+          cupti && r.k.ok ? jnum(r.k.kernels).c_str() : "null", cupti && r.k.ok ? jnum(r.k.memsets).c_str() : "null",
+          jnum(gbs_k).c_str(), copy_gbs_k, jnum(gbs_k / copy_gbs_k).c_str(), jnum(floor_k_us).c_str(), r.us, r.host_us,
+          g_iters, gbs, copy_gbs, gbs / copy_gbs, floor_us, jnum(read_us).c_str(), prop.name);
   }
   if (jf) std::fclose(jf);
   for (void *p : g_allocs) cudaFree(p);

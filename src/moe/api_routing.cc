@@ -139,6 +139,7 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_fused_mapping(const tshmem_moe
     MOE_REQUIRE(E >= 1, "num_experts = %" PRId64 "; it must be >= 1", E);
     MOE_LIMIT(E <= 1024, "num_experts = %" PRId64 "; the kernel supports <= 1024", E);
     MOE_REQUIRE(alignment >= 1, "alignment = %" PRId64 "; it must be >= 1", alignment);
+    MOE_LIMIT(alignment <= INT32_MAX, "alignment = %" PRId64 "; rows are int32, so it must be <= 2^31 - 1", alignment);
     MOE_REQUIRE(num_expanded_tokens >= 0, "num_expanded_tokens = %" PRId64 "; it must be >= 0", num_expanded_tokens);
     const bool sync_path = num_expanded_tokens == 0 && !force_no_sync;
     const int64_t P = sync_path ? align_up(T * K + (alignment - 1) * E, alignment) : num_expanded_tokens;

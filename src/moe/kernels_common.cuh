@@ -29,6 +29,31 @@ __device__ __forceinline__ void warp_argmax(float &v, int &i) {
   }
 }
 
+// n / d for n < 2^31 by a multiply-high and a shift: mul = ceil(2^(31 + l) / d) with 2^l >= d, so
+// n * mul / 2^(31 + l) = n / d + n * err / (d * 2^(31 + l)) with err < d, and the error term stays below 1/d:
+// exact. d == 1 is mul == 0.
+struct FastDiv31 {
+  uint32_t mul = 0, shr = 0;
+
+  static FastDiv31 make(uint32_t d) {
+    FastDiv31 f;
+    if (d < 2) return f;
+    uint32_t l = 0;
+    while ((1ull << l) < d) ++l;
+    f.mul = static_cast<uint32_t>(((1ull << (31 + l)) + d - 1) / d);
+    f.shr = l - 1;
+    return f;
+  }
+  __host__ __device__ uint32_t div(uint32_t n) const {
+#ifdef __CUDA_ARCH__
+    const uint32_t high = __umulhi(n, mul);
+#else
+    const uint32_t high = static_cast<uint32_t>((static_cast<uint64_t>(n) * mul) >> 32);
+#endif
+    return mul ? high >> shr : n;
+  }
+};
+
 inline unsigned grid_for(int64_t work, int64_t per_block, int64_t cap) {
   int64_t g = (work + per_block - 1) / per_block;
   if (g > cap) g = cap;

@@ -1,15 +1,23 @@
-// get_fused_mapping (spec §13) as ONE cooperative kernel with no workspace allocation and no memset:
-//   1. each block counts its contiguous chunk of the flat slots per warp and per expert (shared memory) and
-//      publishes its per-expert totals in a scratch area that lies inside block 0's own chunk of the
-//      token_topk_to_pos output (overwritten by block 0 at the very end);
-//   2. grid barrier; every block reads all blocks' totals (global counts, the prefix of earlier blocks), scans
-//      the aligned counts over experts, derives each warp's running base per expert, fills its share of the
-//      padding rows with -1, and signals that it is done reading the scratch (block 0 waits for that signal,
-//      and only block 0, before it writes its chunk);
-//   3. each warp places its sub-chunk 32 entries at a time (__match_any_sync ranks) in ascending flat order f
-//      inside each expert segment: the spec's canonical order, so the result never depends on the grid.
-// Every output element is written exactly once (valid rows, padding rows, the tail beyond the used rows).
+// get_fused_mapping (spec §13) as ONE cooperative kernel. The layout is the spec's canonical one (ascending
+// flat slot f inside each expert segment), so the result never depends on the grid:
+//   1. each warp loads its contiguous sub-chunk of topk_idx in one round trip (kept in registers for step 4)
+//      and counts it per expert; per expert, the warp counts become an exclusive prefix over the block's warps
+//      (a segmented warp scan), and the block's totals go to its row of a table that lives in block 0's slots
+//      of the token_topk_to_pos output (no workspace allocation, no memset: both cost host time per call);
+//   2. grid barrier; every block reads every row (all loads in flight at once) into the global count and the
+//      prefix of the blocks before it, then signals that it is done reading (a release add);
+//   3. each warp, on its own (no block barrier), scans the aligned counts over the experts (segment starts),
+//      turns its row of prefixes into running bases, writes the padding rows of the experts its block owns and
+//      its block's share of the tail [total, P) as -1;
+//   4. each warp places its slots 32 at a time (__match_any_sync ranks); a warp of block 0 whose slots hold
+//      rows writes its token_topk_to_pos entries last, once every block has signalled (acquire).
+// Every output element is written exactly once (the table's slots twice: the table, then the result). The
+// kernel's time is a chain of dependent round trips (HBM, L2, barriers), so it keeps that chain short: no
+// load behind a branch on an earlier load, no division (multiply-high by launch constants), no loop-carried
+// shared-memory chain where a warp scan serves.
 #include <cooperative_groups.h>
+
+#include <algorithm>
 
 #include "kernels_common.cuh"
 
@@ -18,213 +26,237 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kMaxThreads = 1024;
-constexpr int kMaxEpt = 4;  // experts per thread: E <= 1024 with >= 256 threads
-constexpr int kBatch = 4;   // 32-entry steps whose loads are issued together
+constexpr int kMaxThreads = 512;
+constexpr int kSteps = 8;     // 32-slot steps per load batch: a warp's first 256 slots in one round trip
+constexpr int kRowLoads = 8;  // workspace loads in flight per thread in step 2
 
-// Exclusive scan of one int64 per thread over the block; *total receives the sum. `sums` holds 32 int64.
-__device__ int64_t block_exclusive_scan(int64_t v, int64_t *total, int64_t *sums) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nw = blockDim.x / 32;
-  int64_t incl = v;
+struct MappingGeometry {
+  int n;          // T * K (<= INT32_MAX, checked by the API)
+  int chunk;      // slots per block
+  int warp_len;   // slots per warp, a multiple of 32
+  int row_shift;  // a workspace row is 1 << row_shift ints: >= E and >= 8 (whole 32-byte sectors)
+  FastDiv31 by_k, by_alignment, by_blocks;
+};
+
+// The experts of a batch of kSteps * 32 slots starting at f0 (lane l holds f0 + 32 s + l), -1 for skips and
+// for slots at or past `end`. Every load is issued before any value is looked at (the address is clamped, not
+// guarded): one memory round trip per batch. Returns whether this lane saw a value outside [-1, E).
+__device__ __forceinline__ bool load_batch(int (&v)[kSteps], const int64_t *__restrict__ idx, int f0, int end, int E) {
+  const int lane = threadIdx.x & 31;
+  int64_t x[kSteps];
 #pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int64_t y = __shfl_up_sync(kFullMask, incl, o);
-    if (lane >= o) incl += y;
+  for (int s = 0; s < kSteps; ++s) x[s] = __ldg(idx + min(f0 + s * 32 + lane, end - 1));
+  bool bad = false;
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+    const bool in = f0 + s * 32 + lane < end;
+    const bool ok = static_cast<uint64_t>(x[s]) < static_cast<uint64_t>(E);
+    v[s] = in && ok ? static_cast<int>(x[s]) : -1;
+    bad |= in && !ok && x[s] != -1;
   }
-  if (lane == 31) sums[warp] = incl;
-  __syncthreads();
-  int64_t before = 0, all = 0;
-  for (int w = 0; w < nw; ++w) {
-    const int64_t s = sums[w];
-    if (w < warp) before += s;
-    all += s;
-  }
-  __syncthreads();
-  *total = all;
-  return before + incl - v;
+  return bad;
 }
 
-// The expert of slot f, or -1 (also for out-of-range values, which phase 1 reports).
-__device__ __forceinline__ int load_expert(const int64_t *__restrict__ idx, int64_t f, int64_t end, int E) {
-  if (f >= end) return -1;
-  const int64_t v = __ldg(idx + f);
-  return (v >= 0 && v < E) ? static_cast<int>(v) : -1;
+// Out of line, taken only with a bad value: records this lane's bad slots of the batch.
+__device__ __noinline__ void report_batch(const int64_t *__restrict__ idx, int f0, int end, int E, DeviceError *err) {
+  const int last = min(end, f0 + kSteps * 32);
+  for (int f = f0 + static_cast<int>(threadIdx.x & 31); f < last; f += 32) {
+    const int64_t x = idx[f];
+    if (x != -1 && static_cast<uint64_t>(x) >= static_cast<uint64_t>(E))
+      record_value_error(err, kErrTopkIdxRange, x, f, E);
+  }
 }
 
-__global__ void __launch_bounds__(kMaxThreads)
-    mapping_kernel(MappingArgs a, int64_t n, int64_t chunk, DeviceError *err) {
-  extern __shared__ int smem[];  // [W][E] per-warp counts, later per-warp bases; then [E] start, [E] count
-  __shared__ int64_t scan_sums[32];
+// -1 over p[b0, b1) by the whole block: 16-byte stores between a scalar head and tail.
+__device__ __forceinline__ void fill_minus_one(int32_t *p, int b0, int b1) {
+  if (b0 >= b1) return;
+  const int head = min(b1, b0 + static_cast<int>(((16u - (reinterpret_cast<uintptr_t>(p + b0) & 15u)) & 15u) >> 2));
+  const int tid = threadIdx.x;
+  if (tid < head - b0) p[b0 + tid] = -1;
+  const int vecs = (b1 - head) >> 2;
+  int4 *v = reinterpret_cast<int4 *>(p + head);
+  for (int i = tid; i < vecs; i += blockDim.x) v[i] = make_int4(-1, -1, -1, -1);
+  if (head + vecs * 4 + tid < b1) p[head + vecs * 4 + tid] = -1;
+}
+
+// Block 0's warps whose slots hold the rows table: wait until every block has read it.
+__device__ __forceinline__ void wait_for_readers(const unsigned *done, unsigned blocks) {
+  if ((threadIdx.x & 31) == 0) {
+    unsigned seen;
+    do {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(done) : "memory");
+    } while (seen < blocks);
+  }
+  __syncwarp();
+}
+
+__global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, MappingGeometry g, DeviceError *err) {
+  extern __shared__ int smem[];  // [W][E] warp counts -> prefix over warps -> bases; [E] prefix of earlier
+                                 // blocks; [E] global count
   cg::grid_group grid = cg::this_grid();
-  const int E = static_cast<int>(a.E);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, W = blockDim.x / 32;
-  const int nb = gridDim.x, b = blockIdx.x;
-  const unsigned lt = (1u << lane) - 1u;
-  int *wc = smem;
-  int *seg_start = smem + W * E;
-  int *seg_count = seg_start + E;
-  int *scratch = a.token_topk_to_pos;  // [nb][E] block totals, then the read-done counter
-  unsigned *done = reinterpret_cast<unsigned *>(scratch + static_cast<int64_t>(nb) * E);
+  const int E = static_cast<int>(a.E), P = static_cast<int>(a.P);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, W = blockDim.x >> 5;
+  const int w_shift = 31 - __clz(W);  // W is 8 or 16
+  const int nb = gridDim.x, b = blockIdx.x, row = 1 << g.row_shift;
+  const unsigned below = (1u << lane) - 1u;
+  int *counts = smem, *pre_blocks = smem + W * E, *count_all = pre_blocks + E;
+  int *my = counts + warp * E;
+  // The rows table and the count of blocks done reading it: block 0's first slots, until step 4 writes them.
+  int *rows = a.token_topk_to_pos;
+  unsigned *done = reinterpret_cast<unsigned *>(rows + (nb << g.row_shift));
 
-  const int64_t c0 = static_cast<int64_t>(b) * chunk;
-  const int64_t c1 = c0 + chunk < n ? c0 + chunk : n;
-  const int64_t wl = ((chunk + W - 1) / W + 31) / 32 * 32;
-  const int64_t w0 = c0 + static_cast<int64_t>(warp) * wl;
-  const int64_t w1 = w0 + wl < c1 ? w0 + wl : c1;
+  const int c0 = static_cast<int>(min(static_cast<int64_t>(b) * g.chunk, static_cast<int64_t>(g.n)));
+  const int c1 = static_cast<int>(min(static_cast<int64_t>(c0) + g.chunk, static_cast<int64_t>(g.n)));
+  const int w0 = static_cast<int>(
+      min(static_cast<int64_t>(c0) + static_cast<int64_t>(warp) * g.warp_len, static_cast<int64_t>(c1)));
+  const int w1 = static_cast<int>(min(static_cast<int64_t>(w0) + g.warp_len, static_cast<int64_t>(c1)));
+  const bool kept = w1 - w0 <= kSteps * 32;  // the whole sub-chunk stays in v[] for step 4
 
-  for (int i = threadIdx.x; i < W * E; i += blockDim.x) wc[i] = 0;
+  for (int i = tid; i < W * E + 2 * E; i += blockDim.x) smem[i] = 0;
   __syncthreads();
 
-  // ---- phase 1: per-warp counts of this block's chunk ----
-  int *my = wc + warp * E;
-  for (int64_t f0 = w0; f0 < w1; f0 += 32 * kBatch) {  // warp-uniform
-    int v[kBatch];
+  // ---- 1. counts ----
+  int v[kSteps];
+  for (int f0 = w0; f0 < w1; f0 += kSteps * 32) {  // warp-uniform
+    if (load_batch(v, a.idx, f0, w1, E)) report_batch(a.idx, f0, w1, E, err);
 #pragma unroll
-    for (int s = 0; s < kBatch; ++s) {
-      const int64_t f = f0 + s * 32 + lane;
-      v[s] = -1;
-      if (f < w1) {
-        const int64_t x = __ldg(a.idx + f);
-        if (x >= 0 && x < E)
-          v[s] = static_cast<int>(x);
-        else if (x != -1)
-          record_value_error(err, kErrTopkIdxRange, x, f, E);
-      }
-    }
-#pragma unroll
-    for (int s = 0; s < kBatch; ++s) {
+    for (int s = 0; s < kSteps; ++s) {
       const unsigned peers = __match_any_sync(kFullMask, v[s]);
-      if (v[s] >= 0 && (peers & lt) == 0) my[v[s]] += __popc(peers);  // one leader per expert: no atomics
+      if (v[s] >= 0 && (peers & below) == 0) my[v[s]] += __popc(peers);  // one leader per expert
       __syncwarp();
     }
   }
   __syncthreads();
-
-  const int ept = (E + blockDim.x - 1) / blockDim.x;  // <= kMaxEpt, contiguous experts per thread
-  const int e0 = threadIdx.x * ept;
-  int64_t all[kMaxEpt], before[kMaxEpt];
-#pragma unroll
-  for (int u = 0; u < kMaxEpt; ++u) {
-    all[u] = 0, before[u] = 0;
-    const int e = e0 + u;
-    if (u < ept && e < E) {
-      for (int w = 0; w < W; ++w) all[u] += wc[w * E + e];
-      if (nb > 1) scratch[static_cast<int64_t>(b) * E + e] = static_cast<int>(all[u]);
+  // Per expert, the W warp counts -> exclusive prefix over warps (32 / W experts per warp pass, one lane
+  // per warp); the last lane holds the block total.
+  int *my_row = rows + (static_cast<int64_t>(b) << g.row_shift);
+  if (nb > 1 && b == 0 && tid == 0) *done = 0u;
+  for (int e0 = warp << (5 - w_shift); e0 < E; e0 += 32) {  // warp-uniform; 32 / W experts per pass
+    const int e = e0 + (lane >> w_shift), w = lane & (W - 1);
+    const int x = e < E ? counts[w * E + e] : 0;
+    int incl = x;
+    for (int o = 1; o < W; o <<= 1) {
+      const int y = __shfl_up_sync(kFullMask, incl, o, W);
+      if (w >= o) incl += y;
+    }
+    if (e < E) {
+      counts[w * E + e] = incl - x;
+      if (w == W - 1) {
+        if (nb > 1)
+          my_row[e] = incl;
+        else
+          count_all[e] = incl;
+      }
     }
   }
-  if (nb > 1 && b == 0 && threadIdx.x == 0) *done = 0u;
-  grid.sync();
-
-  // ---- phase 2: global counts, segments, per-warp bases ----
   if (nb > 1) {
-    // Every block's totals: one warp per expert, the lanes over the blocks (all loads in flight at once,
-    // not nb in a row), summed by shuffles; parked in seg_count / seg_start (their final values come later,
-    // from the same owner thread). Counts fit an int: n <= INT32_MAX (checked by the API).
-    for (int e = warp; e < E; e += W) {
-      int tot = 0, pre = 0;
-      for (int cb = lane; cb < nb; cb += 32) {
-        const int x = __ldcg(scratch + static_cast<int64_t>(cb) * E + e);
-        tot += x;
-        if (cb < b) pre += x;
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        tot += __shfl_xor_sync(kFullMask, tot, o);
-        pre += __shfl_xor_sync(kFullMask, pre, o);
-      }
-      if (lane == 0) seg_count[e] = tot, seg_start[e] = pre;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int u = 0; u < kMaxEpt; ++u) {
-      const int e = e0 + u;
-      if (u < ept && e < E) all[u] = seg_count[e], before[u] = seg_start[e];
-    }
-    __syncthreads();  // the owners overwrite seg_* below
-  }
-  int64_t aligned[kMaxEpt];
-  int64_t local = 0;
-#pragma unroll
-  for (int u = 0; u < kMaxEpt; ++u) {
-    aligned[u] = (u < ept && e0 + u < E) ? (all[u] + a.alignment - 1) / a.alignment * a.alignment : 0;
-    local += aligned[u];
-  }
-  int64_t total = 0;
-  int64_t start = block_exclusive_scan(local, &total, scan_sums);
-  if (b == 0 && threadIdx.x == 0 && total > a.P) record_value_error(err, kErrMappingOverflow, total, 0, a.P);
-#pragma unroll
-  for (int u = 0; u < kMaxEpt; ++u) {
-    const int e = e0 + u;
-    if (u >= ept || e >= E) continue;
-    if (b == 0) {
-      a.expert_start[e] = static_cast<int32_t>(start);
-      a.expert_end[e] = static_cast<int32_t>(start + aligned[u]);
-      a.num_tokens_per_expert[e] = static_cast<int32_t>(aligned[u]);
-    }
-    seg_start[e] = static_cast<int>(start);
-    seg_count[e] = static_cast<int>(all[u]);
-    int64_t run = start + before[u];
-    for (int w = 0; w < W; ++w) {
-      const int cnt = wc[w * E + e];
-      wc[w * E + e] = static_cast<int>(run);
-      run += cnt;
-    }
-    start += aligned[u];
-  }
-  __syncthreads();  // every thread has consumed its scratch loads (they fed the bases stored above)
-  if (nb > 1 && threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(done, 1u);
-  }
-
-  // Padding rows of this block's experts (e = b, b + nb, ...) and its share of the tail [total, P): -1.
-  // (On overflow, total > P, the error is reported and no padding is written.)
-  for (int e = b; total <= a.P && e < E; e += nb) {
-    const int64_t p0 = static_cast<int64_t>(seg_start[e]) + seg_count[e];
-    const int64_t p1 =
-        static_cast<int64_t>(seg_start[e]) + (seg_count[e] + a.alignment - 1) / a.alignment * a.alignment;
-    for (int64_t p = p0 + threadIdx.x; p < p1 && p < a.P; p += blockDim.x)
-      a.pos_to_expert[p] = -1, a.pos_to_token[p] = -1, a.pos_to_token_topk[p] = -1;
-  }
-  for (int64_t p = total + static_cast<int64_t>(b) * blockDim.x + threadIdx.x; p < a.P;
-       p += static_cast<int64_t>(nb) * blockDim.x)
-    a.pos_to_expert[p] = -1, a.pos_to_token[p] = -1, a.pos_to_token_topk[p] = -1;
-
-  // Block 0's chunk holds the scratch: wait until every block has read it.
-  if (nb > 1 && b == 0) {
-    if (threadIdx.x == 0) {
-      while (atomicAdd(done, 0u) < static_cast<unsigned>(nb)) __nanosleep(32);
-      __threadfence();
-    }
+    for (int e = E + tid; e < row; e += blockDim.x) my_row[e] = 0;
+    grid.sync();
+  } else {
     __syncthreads();
   }
 
-  // ---- phase 3: placement ----
-  const int K = static_cast<int>(a.K);
-  for (int64_t f0 = w0; f0 < w1; f0 += 32 * kBatch) {  // warp-uniform
-    int v[kBatch];
+  // ---- 2. every block's totals: the global count and the prefix of the earlier blocks ----
+  if (nb > 1) {
+    const int cells = nb << g.row_shift;
+    for (int j0 = tid; j0 < cells; j0 += kRowLoads * blockDim.x) {
+      int x[kRowLoads];
 #pragma unroll
-    for (int s = 0; s < kBatch; ++s) v[s] = load_expert(a.idx, f0 + s * 32 + lane, w1, E);
+      for (int k = 0; k < kRowLoads; ++k) {
+        const int j = j0 + k * blockDim.x;
+        x[k] = j < cells ? __ldcg(rows + j) : 0;
+      }
 #pragma unroll
-    for (int s = 0; s < kBatch; ++s) {
-      const int64_t f = f0 + s * 32 + lane;
-      const unsigned peers = __match_any_sync(kFullMask, v[s]);
-      int64_t pos = -1;
-      if (v[s] >= 0) pos = my[v[s]] + __popc(peers & lt);
-      __syncwarp();
-      if (v[s] >= 0 && (peers & lt) == 0) my[v[s]] += __popc(peers);  // the lowest peer advances the expert
-      __syncwarp();
-      if (f < w1) {
-        if (pos >= a.P) pos = -1;  // overflow: reported by block 0, never written out of bounds
-        a.token_topk_to_pos[f] = static_cast<int32_t>(pos);
-        if (pos >= 0) {
-          const unsigned fu = static_cast<unsigned>(f);  // n <= INT32_MAX (checked by the API)
-          a.pos_to_expert[pos] = v[s];
-          a.pos_to_token[pos] = static_cast<int32_t>(fu / static_cast<unsigned>(K));
-          a.pos_to_token_topk[pos] = static_cast<int32_t>(fu);
+      for (int k = 0; k < kRowLoads; ++k) {
+        const int j = j0 + k * blockDim.x;
+        if (x[k] != 0) {  // zero also for the padding cells of a row (e >= E)
+          atomicAdd(&count_all[j & (row - 1)], x[k]);
+          if ((j >> g.row_shift) < b) atomicAdd(&pre_blocks[j & (row - 1)], x[k]);
         }
       }
     }
+    __syncthreads();  // every load above has delivered its value
+    if (tid == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(done) : "memory");
+  }
+
+  // ---- 3. segments (every warp scans the experts itself), this warp's bases, padding rows ----
+  const unsigned al = static_cast<unsigned>(a.alignment);
+  long long carry = 0;
+  for (int c = 0; c < E; c += 32) {  // warp-uniform
+    const int e = c + lane;
+    const int cnt = e < E ? count_all[e] : 0;
+    const long long A = cnt == 0 ? 0 : static_cast<long long>(g.by_alignment.div(cnt - 1) + 1) * al;
+    long long incl = A;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const long long y = __shfl_up_sync(kFullMask, incl, o);
+      if (lane >= o) incl += y;
+    }
+    const long long start = carry + incl - A;
+    carry += __shfl_sync(kFullMask, incl, 31);
+    // Exact whenever the segments fit in P (else the overflow is reported and no base is used).
+    const unsigned start32 = static_cast<unsigned>(start);
+    if (e < E) {
+      my[e] = static_cast<int>(static_cast<unsigned>(my[e]) + start32 + static_cast<unsigned>(pre_blocks[e]));
+      if (b == 0 && warp == 0) {
+        a.expert_start[e] = static_cast<int32_t>(start32);
+        a.expert_end[e] = static_cast<int32_t>(start32 + static_cast<unsigned>(A));
+        a.num_tokens_per_expert[e] = static_cast<int32_t>(A);
+      }
+    }
+    // Padding rows [start + cnt, start + A) of expert e: block e % nb, warp (e / nb) % W writes them.
+    const unsigned q = g.by_blocks.div(static_cast<unsigned>(e));
+    const bool mine = e < E && A > cnt && start + A <= P && static_cast<int>(e - q * nb) == b &&
+                      static_cast<int>(q & (W - 1)) == warp;
+    for (unsigned todo = __ballot_sync(kFullMask, mine); todo != 0; todo &= todo - 1) {
+      const int src = __ffs(todo) - 1;
+      const int p0 = __shfl_sync(kFullMask, static_cast<int>(start32) + cnt, src);
+      const int p1 = __shfl_sync(kFullMask, static_cast<int>(start32 + static_cast<unsigned>(A)), src);
+      for (int p = p0 + lane; p < p1; p += 32)
+        a.pos_to_expert[p] = -1, a.pos_to_token[p] = -1, a.pos_to_token_topk[p] = -1;
+    }
+  }
+  const bool overflow = carry > P;
+  if (overflow && b == 0 && tid == 0) record_value_error(err, kErrMappingOverflow, carry, 0, P);
+  if (!overflow) {  // this block's share of the tail [total, P)
+    const int total = static_cast<int>(carry);
+    const int share = ((P - total + nb - 1) / nb + 3) & ~3;
+    const int t0 =
+        static_cast<int>(min(static_cast<int64_t>(total) + static_cast<int64_t>(b) * share, static_cast<int64_t>(P)));
+    const int t1 = min(t0 + share, P);
+    fill_minus_one(a.pos_to_expert, t0, t1);
+    fill_minus_one(a.pos_to_token, t0, t1);
+    fill_minus_one(a.pos_to_token_topk, t0, t1);
+  }
+
+  // ---- 4. placement ----
+  __syncwarp();  // this warp's bases (written by lane e above) are visible to every lane
+  bool may_write_rows = !(nb > 1 && b == 0 && w0 <= (nb << g.row_shift));
+  for (int f0 = w0; f0 < w1; f0 += kSteps * 32) {  // warp-uniform
+    if (!kept) load_batch(v, a.idx, f0, w1, E);    // bad values were reported in step 1
+    int pos[kSteps];
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      const int f = f0 + s * 32 + lane;
+      const unsigned peers = __match_any_sync(kFullMask, v[s]);
+      pos[s] = -1;
+      if (v[s] >= 0 && !overflow) pos[s] = my[v[s]] + __popc(peers & below);
+      __syncwarp();
+      if (v[s] >= 0 && (peers & below) == 0) my[v[s]] += __popc(peers);  // the lowest peer advances it
+      __syncwarp();
+      if (f < w1 && pos[s] >= 0) {
+        a.pos_to_expert[pos[s]] = v[s];
+        a.pos_to_token[pos[s]] = static_cast<int32_t>(g.by_k.div(static_cast<unsigned>(f)));
+        a.pos_to_token_topk[pos[s]] = f;
+      }
+    }
+    if (!may_write_rows) {  // the wait overlaps the scattered stores above
+      wait_for_readers(done, static_cast<unsigned>(nb));
+      may_write_rows = true;
+    }
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s)
+      if (f0 + s * 32 + lane < w1) a.token_topk_to_pos[f0 + s * 32 + lane] = pos[s];
   }
 }
 
@@ -233,24 +265,31 @@ __global__ void __launch_bounds__(kMaxThreads)
 Status launch_get_fused_mapping(const MappingArgs &a, const LaunchCtx &c) {
   const int64_t n = a.T * a.K;
   const int E = static_cast<int>(a.E);
-  // Threads: up to 16 warps (measured on H200 at T = 34300, K = 9, E = 4: 512 threads per block ran 12.5 us,
-  // 1024 ran 13.0 us: the block-wide barriers wait for fewer warps), fewer when the [W][E] count table would
-  // pass 48 KB (>= 8 warps since E <= 1024). Blocks: one per SM (66 blocks: 15.5 us, 33: 20.3 us).
-  int threads = 512;
-  while (threads > 256 && (static_cast<size_t>(threads / 32) * E + 2 * E) * 4 > 48 * 1024) threads /= 2;
-  // Blocks: at most one per SM (co-resident for the cooperative launch), at most 8192 scratch entries to read
-  // per block, and block 0's chunk must hold the scratch (nb * E totals + the counter).
+  // 16 warps (fewer warps wait at each block barrier than with 32; more slots per warp in flight than with
+  // 8), 8 when the [W][E] table would pass 48 KB (E > 682).
+  int threads = kMaxThreads;
+  if ((static_cast<size_t>(threads / 32) * E + 2 * static_cast<size_t>(E)) * 4 > 48 * 1024) threads /= 2;
+  MappingGeometry g{};
+  g.row_shift = 3;
+  while ((1 << g.row_shift) < E) ++g.row_shift;
+  // Blocks: at most one per SM (co-resident for the cooperative launch), >= 1024 slots each, at most 8192
+  // table cells for each block to read in step 2, and block 0's slots must hold the table and its counter.
   int64_t nb = c.num_sms;
-  if (nb * E > 8192) nb = 8192 / E;
-  if (nb < 1) nb = 1;
-  while (nb > 1 && ((n + nb - 1) / nb) < nb * E + 1) --nb;
-  int64_t chunk = nb > 1 ? (n + nb - 1) / nb : n;
-  if (chunk < 1) chunk = 1;
-  const size_t smem = (static_cast<size_t>(threads / 32) * E + 2 * static_cast<size_t>(E)) * 4;
+  nb = std::min<int64_t>(nb, std::max<int64_t>(1, (8192 >> g.row_shift)));
+  nb = std::min<int64_t>(nb, std::max<int64_t>(1, n / 1024));
+  while (nb > 1 && (n + nb - 1) / nb < (nb << g.row_shift) + 1) --nb;
+  const int64_t chunk = std::max<int64_t>(1, (n + nb - 1) / nb);
+  const int64_t W = threads / 32;
+  g.n = static_cast<int>(n);
+  g.chunk = static_cast<int>(chunk);
+  g.warp_len = static_cast<int>(((chunk + W - 1) / W + 31) / 32 * 32);
+  g.by_k = FastDiv31::make(static_cast<uint32_t>(a.K));
+  g.by_alignment = FastDiv31::make(static_cast<uint32_t>(a.alignment));  // <= INT32_MAX (API)
+  g.by_blocks = FastDiv31::make(static_cast<uint32_t>(nb));
+  const size_t smem = (static_cast<size_t>(W) * E + 2 * static_cast<size_t>(E)) * 4;
   MappingArgs args = a;
-  int64_t nn = n;
   DeviceError *err = c.err;
-  void *params[] = {&args, &nn, &chunk, &err};
+  void *params[] = {&args, &g, &err};
   MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(mapping_kernel), dim3(static_cast<unsigned>(nb)),
                                        dim3(static_cast<unsigned>(threads)), params, smem, c.stream));
   return kSuccess;

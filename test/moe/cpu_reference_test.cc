@@ -355,6 +355,13 @@ TEST(MoeFusedMapping, WorkedExample134) {
   EXPECT_EQ(tshmem_moe_get_fused_mapping(&it, 3, 0, 4, 0, &m3, nullptr, nullptr, nullptr),
             TSHMEM_MOE_ERR_INVALID_VALUE);
   EXPECT_EQ(m3.pos_to_expert.data, nullptr);
+  // Rows are int32: an alignment beyond 2^31 - 1 is refused by name, before anything is allocated.
+  idx[1] = -1;
+  EXPECT_EQ(tshmem_moe_get_fused_mapping(&it, 3, 0, int64_t{1} << 31, 0, &m3, nullptr, nullptr, nullptr),
+            TSHMEM_MOE_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(tshmem_moe_last_error()).find("alignment = 2147483648"), std::string::npos)
+      << tshmem_moe_last_error();
+  EXPECT_EQ(m3.pos_to_expert.data, nullptr);
 }
 
 TEST(MoeFusedMapping, EmptyAndAllMinusOne) {

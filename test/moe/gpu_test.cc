@@ -359,6 +359,70 @@ TEST_F(MoeGpu, GetFusedMapping) {
   }
 }
 
+// Wide expert counts (several 32-expert scan chunks, 8-warp blocks above E = 682) and slot counts past one
+// load batch per warp (few blocks): bitwise equal to the reference for every SM count, with and without P.
+TEST_F(MoeGpu, GetFusedMappingWideExperts) {
+  uint32_t seed = 7;
+  for (int64_t E : {33, 256, 682, 683, 1024}) {
+    const int64_t T = 3001, K = 7;
+    std::mt19937 rng(seed++);
+    std::vector<int64_t> idx(static_cast<size_t>(T * K));
+    for (int64_t &v : idx) v = static_cast<int64_t>(rng() % static_cast<uint32_t>(E + E / 4 + 1)) - 1;
+    for (int64_t &v : idx) v = v < E ? v : -1;  // about a fifth of the slots skipped
+    Tensor ih = view(idx, TSHMEM_MOE_INT64, {T, K});
+    Mirror id(ih, 0);
+    for (int64_t align : {1, 16, 128}) {
+      const std::string tag = "E=" + std::to_string(E) + " align=" + std::to_string(align);
+      tshmem_moe_fused_mapping_t ref{};
+      MOE_OK(tshmem_moe_get_fused_mapping(&ih, E, 0, align, 0, &ref, nullptr, nullptr, nullptr));
+      for (int sms : sms_list()) {
+        MOE_OK(tshmem_moe_set_num_sms(sms));
+        tshmem_moe_fused_mapping_t got{};
+        MOE_OK(tshmem_moe_get_fused_mapping(&id, E, 0, align, 0, &got, nullptr, nullptr, nullptr));
+        expect_same_mapping(ref, got, tag + " sms=" + std::to_string(sms));
+        free_mapping(got);
+      }
+      MOE_OK(tshmem_moe_set_num_sms(0));
+      const int64_t P = ref.pos_to_expert.shape[0] + 1001;  // a tail of -1 rows shared by the blocks
+      tshmem_moe_fused_mapping_t r2{}, g2{};
+      MOE_OK(tshmem_moe_get_fused_mapping(&ih, E, P, align, 0, &r2, nullptr, nullptr, nullptr));
+      MOE_OK(tshmem_moe_get_fused_mapping(&id, E, P, align, 1, &g2, nullptr, nullptr, nullptr));
+      expect_same_mapping(r2, g2, tag + " P given");
+      free_mapping(r2);
+      free_mapping(g2);
+      free_mapping(ref);
+    }
+  }
+}
+
+// On the GPU too, a value outside [-1, E) and a P below the aligned total are reported, naming the tensor and
+// the value, with every write in bounds; the next call on the device is clean.
+TEST_F(MoeGpu, GetFusedMappingValueErrors) {
+  const int64_t T = 20000, K = 8, E = 16;
+  std::vector<int64_t> idx(static_cast<size_t>(T * K));
+  std::mt19937 rng(11);
+  for (int64_t &v : idx) v = static_cast<int64_t>(rng() % 17) - 1;
+  idx[123457] = E + 3;  // in a block other than the first at the default grid
+  Tensor ih = view(idx, TSHMEM_MOE_INT64, {T, K});
+  Mirror id(ih, 0);
+  tshmem_moe_fused_mapping_t m{};
+  EXPECT_EQ(tshmem_moe_get_fused_mapping(&id, E, 0, 64, 0, &m, nullptr, nullptr, nullptr),
+            TSHMEM_MOE_ERR_INVALID_VALUE);
+  const std::string msg = tshmem_moe_last_error();
+  EXPECT_NE(msg.find("'topk_idx' holds 19 at flat position 123457"), std::string::npos) << msg;
+  idx[123457] = -1;
+  Mirror ok(ih, 0);
+  tshmem_moe_fused_mapping_t small{};
+  EXPECT_EQ(tshmem_moe_get_fused_mapping(&ok, E, 1000, 64, 1, &small, nullptr, nullptr, nullptr),
+            TSHMEM_MOE_ERR_INVALID_VALUE);
+  const std::string msg2 = tshmem_moe_last_error();
+  EXPECT_NE(msg2.find("num_expanded_tokens"), std::string::npos) << msg2;
+  free_mapping(small);
+  tshmem_moe_fused_mapping_t good{};
+  MOE_OK(tshmem_moe_get_fused_mapping(&ok, E, 0, 64, 0, &good, nullptr, nullptr, nullptr));
+  free_mapping(good);
+}
+
 struct Mapping {
   std::vector<int32_t> pos, pte;
   int64_t P = 0;
