@@ -143,7 +143,10 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_fused_mapping(const tshmem_moe
     MOE_REQUIRE(num_expanded_tokens >= 0, "num_expanded_tokens = %" PRId64 "; it must be >= 0", num_expanded_tokens);
     const bool sync_path = num_expanded_tokens == 0 && !force_no_sync;
     const int64_t P = sync_path ? align_up(T * K + (alignment - 1) * E, alignment) : num_expanded_tokens;
-    MOE_LIMIT(P <= INT32_MAX && T * K <= INT32_MAX, "the mapping needs %" PRId64 " rows; positions are int32", P);
+    MOE_LIMIT(P <= kMappingIndexLimit && T * K <= kMappingIndexLimit,
+              "the mapping has %" PRId64 " slots and %" PRId64
+              " rows; positions are int32, so both must be <= %" PRId64,
+              T * K, P, kMappingIndexLimit);
     if (sync_path)
       MOE_REQUIRE(
           m->pos_to_expert.data == nullptr && m->pos_to_token.data == nullptr && m->pos_to_token_topk.data == nullptr,

@@ -28,13 +28,13 @@ namespace cg = cooperative_groups;
 
 constexpr int kMaxThreads = 512;
 constexpr int kSteps = 8;     // 32-slot steps per load batch: a warp's first 256 slots in one round trip
-constexpr int kRowLoads = 8;  // workspace loads in flight per thread in step 2
+constexpr int kRowLoads = 8;  // table loads in flight per thread in step 2
 
 struct MappingGeometry {
-  int n;          // T * K (<= INT32_MAX, checked by the API)
+  int n;          // T * K (<= kMappingIndexLimit, checked by the API, as P is)
   int chunk;      // slots per block
   int warp_len;   // slots per warp, a multiple of 32
-  int row_shift;  // a workspace row is 1 << row_shift ints: >= E and >= 8 (whole 32-byte sectors)
+  int row_shift;  // a table row is 1 << row_shift ints: >= E and >= 8 (whole 32-byte sectors)
   FastDiv31 by_k, by_alignment, by_blocks;
 };
 

@@ -3,6 +3,7 @@
 // struct, so the two paths cannot drift apart in what they are given.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 
 #include <cuda_runtime_api.h>
@@ -82,6 +83,10 @@ struct UniqueArgs {
   int64_t *idx;
   int64_t T, K, num_groups;
 };
+
+// Slots (T * K) and rows (P) of get_fused_mapping: int32 positions, with headroom for the kernel's 32-bit
+// loop strides (a step never passes INT32_MAX).
+constexpr int64_t kMappingIndexLimit = INT32_MAX - 4096;
 
 struct MappingArgs {
   const int64_t *idx;
