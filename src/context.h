@@ -24,6 +24,9 @@ struct Context {
   PeerTable peers;
   std::unique_ptr<HostRma> host_rma;  ///< host access to PEs of other nodes; null on one node or a GPU heap
   int cuda_device = -1;               ///< -1 on the shm backend
+  /// On-stream collectives launch as programmatic dependent launches: TSHMEM_COLL_PDL and a device of
+  /// compute capability 9.0 or later (decided once, when the device is selected).
+  bool coll_early_launch = false;
   std::unique_ptr<DeviceState> device_state;
   std::unique_ptr<NvlsRegion> nvls;  ///< the multicast mapping of the heap; null without multicast (src/nvls)
   std::string nvls_reason;           ///< "on", or why multicast is off

@@ -56,8 +56,6 @@ size_t ll_rows_wanted(size_t lines) {
   return std::min<size_t>((lines + threads - 1) / threads, TSHMEMI_COLL_LL_MAX_ROWS);
 }
 
-CollLaunchMode launch_mode(const Context &ctx) { return {ctx.cuda_device, ctx.env.coll_pdl}; }
-
 /// Checks common to every collective; fills the team.
 Status check_common(const Context &ctx, const char *call, tshmem_team_t team, TeamInfo *info) {
   if (!ctx.mem->device_memory())
@@ -131,12 +129,12 @@ Status allreduce(tshmem_team_t team, void *dst, const void *src, size_t count, t
     const size_t rows = std::max(ll_rows_wanted(lines), (lines + cap - 1) / cap);
     if (rows <= TSHMEMI_COLL_LL_MAX_ROWS) {
       launch.two_shot = false;
-      return coll_launch(launch, static_cast<int>(rows), ll_threads(lines), launch_mode(*ctx), stream);
+      return coll_launch(launch, static_cast<int>(rows), ll_threads(lines), ctx->coll_early_launch, stream);
     }
   }
   launch.two_shot = true;
   return coll_launch(launch, blocks_for(bytes / static_cast<size_t>(team_view.size), 16 * 1024), kThreads,
-                     launch_mode(*ctx), stream);
+                     ctx->coll_early_launch, stream);
 }
 
 Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
@@ -163,7 +161,7 @@ Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t cou
   launch.dst = dst;
   launch.src = src;
   launch.count = count;
-  return coll_launch(launch, blocks_for(bytes, 16 * 1024), kThreads, launch_mode(*ctx), stream);
+  return coll_launch(launch, blocks_for(bytes, 16 * 1024), kThreads, ctx->coll_early_launch, stream);
 }
 
 Status move(CollKind kind, const char *call, tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root,
@@ -193,9 +191,9 @@ Status move(CollKind kind, const char *call, tshmem_team_t team, void *dst, cons
     launch.count = nbytes;
     launch.root = root;
     return coll_launch(launch, blocks_for(kind == CollKind::kBroadcast ? nbytes : nbytes * n), kThreads,
-                       launch_mode(*ctx), stream);
+                       ctx->coll_early_launch, stream);
   }
-  return coll_launch(launch, 1, 32, launch_mode(*ctx), stream);
+  return coll_launch(launch, 1, 32, ctx->coll_early_launch, stream);
 }
 
 template <typename F>

@@ -1,8 +1,6 @@
 // The kernels behind tshmemx_*_on_stream: one template over the element type for the reducing
 // collectives (5 instantiations; the operator is a run-time argument) and one kernel for the byte moves and
 // the barrier. The bodies are the device API's grid forms (tshmem/device/coll.cuh).
-#include <atomic>
-
 #include "coll/coll_launch.h"
 #include "cuda/driver.h"
 #include "tshmem/device/coll.cuh"
@@ -53,21 +51,6 @@ __global__ void move_kernel(CollLaunch a) {
   }
 }
 
-/// True when `device` can take programmatic dependent launches (compute capability 9.0 and later). Asked
-/// once per device; a process drives one device, but the cache does not rely on it.
-bool has_early_launch(int device) {
-  constexpr int kDevices = 64;
-  static std::atomic<signed char> known[kDevices] = {};  // 0 unknown, 1 yes, -1 no
-  if (device < 0 || device >= kDevices) return false;
-  signed char v = known[device].load(std::memory_order_relaxed);
-  if (v == 0) {
-    int major = 0;
-    v = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9 ? 1 : -1;
-    known[device].store(v, std::memory_order_relaxed);
-  }
-  return v > 0;
-}
-
 /// One launch, ordinary or programmatic-dependent (see coll_launch.h).
 template <class... Params, class... Args>
 cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, bool early_launch, cudaStream_t stream,
@@ -91,10 +74,9 @@ cudaError_t launch_reduce(const CollLaunch &a, dim3 grid, dim3 block, bool early
 
 }  // namespace
 
-Status coll_launch(const CollLaunch &a, int blocks, int threads, CollLaunchMode mode, tshmemx_stream_t stream_handle) {
+Status coll_launch(const CollLaunch &a, int blocks, int threads, bool early_launch, tshmemx_stream_t stream_handle) {
   const cudaStream_t stream = reinterpret_cast<cudaStream_t>(stream_handle);
   const dim3 grid(static_cast<unsigned>(blocks)), block(static_cast<unsigned>(threads));
-  const bool early_launch = mode.early_launch && has_early_launch(mode.device);
   cudaError_t rc = cudaSuccess;
   if (a.kind == CollKind::kAllreduce || a.kind == CollKind::kReduceScatter) {
     switch (a.dtype) {

@@ -23,16 +23,10 @@ struct CollLaunch {
   bool two_shot = false;
 };
 
-/// How a collective kernel is launched on this PE's `device`. With `early_launch`, as a programmatic
-/// dependent launch where the device has it (Hopper and later): the kernel's blocks may become resident while
-/// the previous work on the stream finishes, and wait for it (griddepcontrol.wait) before touching memory, so
-/// the launch latency overlaps the previous kernel instead of following it.
-struct CollLaunchMode {
-  int device = -1;
-  bool early_launch = false;
-};
-
-/// Launches one collective kernel of `blocks` x `threads` on `stream`; no host synchronisation.
-Status coll_launch(const CollLaunch &launch, int blocks, int threads, CollLaunchMode mode, tshmemx_stream_t stream);
+/// Launches one collective kernel of `blocks` x `threads` on `stream`; no host synchronisation. With
+/// `early_launch` (Context::coll_early_launch), as a programmatic dependent launch: the kernel's blocks may
+/// become resident while the previous work on the stream finishes, and wait for it (griddepcontrol.wait)
+/// before touching memory, so the launch latency overlaps the previous kernel instead of following it.
+Status coll_launch(const CollLaunch &launch, int blocks, int threads, bool early_launch, tshmemx_stream_t stream);
 
 }  // namespace tshmemi

@@ -112,6 +112,9 @@ Status select_gpu(Context &ctx) {
   TSHMEM_CUDA_CHECK(cudaSetDevice(mine.device));
   TSHMEM_CUDA_CHECK(cudaFree(nullptr));  // creates the primary context now, not inside a later timed call
   ctx.cuda_device = mine.device;
+  int cc_major = 0;
+  TSHMEM_CUDA_CHECK(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, mine.device));
+  ctx.coll_early_launch = ctx.env.coll_pdl && cc_major >= 9;
 
   if (ctx.env.bind != "none") {
     std::string described;
