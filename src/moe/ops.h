@@ -3,7 +3,6 @@
 // struct, so the two paths cannot drift apart in what they are given.
 #pragma once
 
-#include <climits>
 #include <cstdint>
 
 #include <cuda_runtime_api.h>

@@ -10,7 +10,6 @@ using namespace moe_test;
 
 namespace {
 
-std::string last() { return tshmem_moe_last_error(); }
 const float kInf = std::numeric_limits<float>::infinity();
 
 TEST(MoeStatus, EveryStatusHasAName) {
@@ -359,8 +358,7 @@ TEST(MoeFusedMapping, WorkedExample134) {
   idx[1] = -1;
   EXPECT_EQ(tshmem_moe_get_fused_mapping(&it, 3, 0, int64_t{1} << 31, 0, &m3, nullptr, nullptr, nullptr),
             TSHMEM_MOE_ERR_UNSUPPORTED);
-  EXPECT_NE(std::string(tshmem_moe_last_error()).find("alignment = 2147483648"), std::string::npos)
-      << tshmem_moe_last_error();
+  EXPECT_NE(last().find("alignment = 2147483648"), std::string::npos) << last();
   EXPECT_EQ(m3.pos_to_expert.data, nullptr);
   // So are more slots than int32 positions hold (the shape alone decides: nothing is read or allocated).
   Tensor huge = it;
@@ -368,8 +366,7 @@ TEST(MoeFusedMapping, WorkedExample134) {
   huge.strides[0] = 8, huge.strides[1] = 1;
   EXPECT_EQ(tshmem_moe_get_fused_mapping(&huge, 3, 0, 4, 0, &m3, nullptr, nullptr, nullptr),
             TSHMEM_MOE_ERR_UNSUPPORTED);
-  EXPECT_NE(std::string(tshmem_moe_last_error()).find("positions are int32"), std::string::npos)
-      << tshmem_moe_last_error();
+  EXPECT_NE(last().find("positions are int32"), std::string::npos) << last();
   EXPECT_EQ(m3.pos_to_expert.data, nullptr);
 }
 

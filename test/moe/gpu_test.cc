@@ -408,15 +408,13 @@ TEST_F(MoeGpu, GetFusedMappingValueErrors) {
   tshmem_moe_fused_mapping_t m{};
   EXPECT_EQ(tshmem_moe_get_fused_mapping(&id, E, 0, 64, 0, &m, nullptr, nullptr, nullptr),
             TSHMEM_MOE_ERR_INVALID_VALUE);
-  const std::string msg = tshmem_moe_last_error();
-  EXPECT_NE(msg.find("'topk_idx' holds 19 at flat position 123457"), std::string::npos) << msg;
+  EXPECT_NE(last().find("'topk_idx' holds 19 at flat position 123457"), std::string::npos) << last();
   idx[123457] = -1;
   Mirror ok(ih, 0);
   tshmem_moe_fused_mapping_t small{};
   EXPECT_EQ(tshmem_moe_get_fused_mapping(&ok, E, 1000, 64, 1, &small, nullptr, nullptr, nullptr),
             TSHMEM_MOE_ERR_INVALID_VALUE);
-  const std::string msg2 = tshmem_moe_last_error();
-  EXPECT_NE(msg2.find("num_expanded_tokens"), std::string::npos) << msg2;
+  EXPECT_NE(last().find("num_expanded_tokens"), std::string::npos) << last();
   free_mapping(small);
   tshmem_moe_fused_mapping_t good{};
   MOE_OK(tshmem_moe_get_fused_mapping(&ok, E, 0, 64, 0, &good, nullptr, nullptr, nullptr));

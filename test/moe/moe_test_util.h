@@ -9,6 +9,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -122,6 +123,9 @@ inline int gpu_count() {
   } while (0)
 
 #define MOE_OK(expr) ASSERT_EQ((expr), TSHMEM_MOE_SUCCESS) << tshmem_moe_last_error()
+
+// The calling thread's last error message, for find().
+inline std::string last() { return tshmem_moe_last_error(); }
 
 // §3.1 generate_topk_idx: S*R rows pick K distinct experts of E*R uniformly (the top-K of iid scores), ids
 // not local (>= E) become -1, rows that are all -1 are dropped. Rows have no duplicate and >= 1 valid entry.
