@@ -1,16 +1,25 @@
 /*
- * The device state as every device function sees it, and how it gets there without -rdc.
+ * The device state as every device function sees it, and how it gets there in each build mode.
  *
- * Default build: every translation unit that includes the device API owns a `static __constant__` copy of
- * tshmemi_device_state and, from a static initializer, registers a fill callback defined in the same unit
- * (so the copy is filled through that unit's own CUDA runtime, cudart_static included). tshmem_init fills
- * every registered copy; a unit registered later (a shared library loaded after init) is filled on arrival;
- * a unit in a library that is unloaded unregisters from its static destructor.
+ * Default build (no -rdc): every translation unit that includes the device API owns a `static __constant__`
+ * copy of tshmemi_device_state and, from a static initializer, registers a fill callback defined in the same
+ * unit (so the copy is filled through that unit's own CUDA runtime, cudart_static included). Each unit is its
+ * own device program, so each needs its own copy. tshmem_init fills every registered copy; a unit registered
+ * later (a shared library loaded after init) is filled on arrival; a unit in a library that is unloaded
+ * unregisters from its static destructor.
+ *
+ * Separate compilation (-rdc, __CUDACC_RDC__): all units of a binary are device-linked into one program that
+ * has one 64 KiB constant bank, so per-unit copies would run out after 7 units. The copy and its registration
+ * are C++17 inline variables instead: nvlink keeps one definition of the weak `__constant__` symbol, the host
+ * linker one registration object, so one binary (executable or shared library) has one copy and registers one
+ * fill callback however many units include this header. They have hidden visibility, so an -rdc shared
+ * library (its own device program) keeps its own copy and registration instead of binding to the
+ * executable's. Assumes one device link per binary (what CMake's CUDA_SEPARABLE_COMPILATION does).
  *
  * -DTSHMEM_CUMODULE (a module loaded at run time, e.g. JIT code): the unit defines the C symbol
  * `tshmemi_device_state_c` instead and registers nothing; tshmemx_cumodule_init(module) fills it through
- * cuModuleGetGlobal. With -DTSHMEM_CUMODULE_EXTERN the symbol is only declared (an -rdc module whose other
- * unit defines it).
+ * cuModuleGetGlobal. Under -rdc the definition is inline (one per module, any number of units);
+ * -DTSHMEM_CUMODULE_EXTERN only declares it (for a unit whose module defines it elsewhere).
  *
  * By-value delivery: a kernel may instead take the state as `const __grid_constant__ tshmemi_device_state`
  * (from tshmemx_device_view) and pass it as the trailing `st` argument of any tshmem:: function; every
@@ -28,6 +37,10 @@
 
 #if defined(TSHMEM_CUMODULE_EXTERN)
 extern "C" __constant__ tshmemi_device_state tshmemi_device_state_c;
+#elif defined(__CUDACC_RDC__)
+/// The module's copy, filled by tshmemx_cumodule_init; one per module however many units define it (a
+/// global-namespace variable's symbol is its plain name, so cuModuleGetGlobal finds it).
+inline __constant__ tshmemi_device_state tshmemi_device_state_c;
 #else
 extern "C" {
 /// The module's copy, filled by tshmemx_cumodule_init (found by this exact name).
@@ -40,17 +53,30 @@ namespace tshmemi {
 static __device__ __forceinline__ const tshmemi_device_state &state() { return tshmemi_device_state_c; }
 }  // namespace tshmemi
 
-#else  // !TSHMEM_CUMODULE: per-unit copy plus registration
+#else  // !TSHMEM_CUMODULE: a copy plus its registration
+
+// One registration scheme, two linkages: per unit (anonymous namespace) without -rdc; per binary (inline
+// variables, hidden so that each shared library keeps its own) under -rdc.
+#if defined(__CUDACC_RDC__)
+#if __cplusplus < 201703L
+#error "tshmem device API under -rdc needs C++17 (inline variables): compile with -std=c++17"
+#endif
+#define TSHMEMI_STATE_NAMESPACE_BEGIN inline namespace binary __attribute__((visibility("hidden"))) {
+#define TSHMEMI_STATE_INLINE inline
+#else
+#define TSHMEMI_STATE_NAMESPACE_BEGIN namespace {
+#define TSHMEMI_STATE_INLINE
+#endif
 
 namespace tshmemi {
-namespace {
+TSHMEMI_STATE_NAMESPACE_BEGIN
 
-/// This unit's copy of the device state.
-__constant__ tshmemi_device_state tshmemi_state_c;
+/// This unit's (without -rdc) or this binary's (-rdc) copy of the device state.
+TSHMEMI_STATE_INLINE __constant__ tshmemi_device_state tshmemi_state_c;
 
-/// Fill callback (tshmemi_state_fill_fn): copies `state` into this unit's copy on `cuda_device`, through
-/// this unit's runtime; the calling thread's current device is restored. Returns a cudaError_t value.
-int fill_state(int cuda_device, const tshmemi_device_state *state) {
+/// Fill callback (tshmemi_state_fill_fn): copies `state` into the copy above on `cuda_device`, through this
+/// unit's runtime; the calling thread's current device is restored. Returns a cudaError_t value.
+TSHMEMI_STATE_INLINE int fill_state(int cuda_device, const tshmemi_device_state *state) {
   int previous = -1;
   cudaError_t rc = cudaGetDevice(&previous);
   if (rc != cudaSuccess) return static_cast<int>(rc);
@@ -77,14 +103,17 @@ class StateRegistration {
   void *token_;
 };
 
-StateRegistration state_registration;
+TSHMEMI_STATE_INLINE StateRegistration state_registration;
 
-}  // namespace
+}  // namespace (anonymous, or binary)
 
-/// The state every device function reads by default: this unit's constant copy.
+/// The state every device function reads by default: the copy above.
 static __device__ __forceinline__ const tshmemi_device_state &state() { return tshmemi_state_c; }
 
 }  // namespace tshmemi
+
+#undef TSHMEMI_STATE_NAMESPACE_BEGIN
+#undef TSHMEMI_STATE_INLINE
 
 #endif  // TSHMEM_CUMODULE
 #endif  // TSHMEM_DEVICE_COMPILE

@@ -63,9 +63,9 @@ extern "C" {
 #endif
 
 /**
- * Fill callback registered by every translation unit that includes the device API: copies `state` into
- * that unit's own `__constant__` copy on CUDA device `cuda_device`, through that unit's CUDA runtime.
- * Returns a cudaError_t value (0 on success).
+ * Fill callback registered by every translation unit that includes the device API (by every binary under
+ * -rdc): copies `state` into that unit's (binary's) own `__constant__` copy on CUDA device `cuda_device`, through that
+ * unit's CUDA runtime. Returns a cudaError_t value (0 on success).
  */
 typedef int (*tshmemi_state_fill_fn)(int cuda_device, const tshmemi_device_state *state);
 
