@@ -83,6 +83,9 @@ struct DeviceBench {
   std::string name;
   /// Set before start(): the benchmark runs at any PE count from 2 up (all-pairs); otherwise exactly 2.
   bool any_pe_count = false;
+  /// Set before start(): the benchmark also runs at 1 PE, its peer then being itself (a local row: this
+  /// GPU's own memory, no link). For pair benchmarks whose PE 0 does the work and PE 1 only serves.
+  bool runs_alone = false;
   int me = 0, n_pes = 0, peer = 0;  ///< peer: the other PE of a pair; (me + 1) mod n_pes at more PEs
   int sm_count = 0;
   cudaStream_t stream = nullptr;
@@ -189,18 +192,30 @@ inline bool DeviceBench::start(int argc, char **argv, const char *bench_name, in
   MPI_Allreduce(&devices, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&local_size, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   std::string skip;
+  // Several PEs on one GPU measure the logic, not the speed: only where the user asks for it, as for the
+  // library itself (TSHMEM_ALLOW_SHARED_GPU), and said on the first line of the output.
+  const char *shared_env = std::getenv("TSHMEM_ALLOW_SHARED_GPU");
+  const bool shared_gpu = shared_env != nullptr && std::string(shared_env) == "1" && most > fewest;
   if (fewest == 0)
     skip = "no GPU";
-  else if (most > fewest)
-    skip = std::to_string(most) + " PEs on a node with " + std::to_string(fewest) + " GPUs";
-  else if (any_pe_count ? size < 2 : size != 2)
-    skip = std::string(any_pe_count ? "needs at least 2 PEs" : "needs exactly 2 PEs") + ", got " + std::to_string(size);
+  else if (most > fewest && !shared_gpu)
+    skip = std::to_string(most) + " PEs on a node with " + std::to_string(fewest) +
+           " GPUs (TSHMEM_ALLOW_SHARED_GPU=1 runs them sharing: logic, not speed)";
+  else if (size == 1 && !runs_alone)
+    skip = std::string(any_pe_count ? "needs at least 2 PEs" : "needs exactly 2 PEs") + ", got 1";
+  else if (size > 2 && !any_pe_count)
+    skip = "needs exactly 2 PEs, got " + std::to_string(size);
   if (!skip.empty()) {
     if (rank == 0) std::printf("%s (%s): skipped: %s\n", bench_name, Ops::kName, skip.c_str());
     MPI_Finalize();
     *exit_code = 0;
     return false;
   }
+  if (rank == 0 && shared_gpu)
+    std::printf("%s (%s): %d PEs share %d GPU(s): logic, not speed\n", bench_name, Ops::kName, most, fewest);
+  if (rank == 0 && size == 1)
+    std::printf("%s (%s): 1 PE, the peer is this PE: local rows (this GPU's memory, no link)\n", bench_name,
+                Ops::kName);
   PERF_CUDA(cudaSetDevice(local_rank % devices));  // NVSHMEM uses the current device; tshmem picks the same
   if (!Ops::init(MPI_COMM_WORLD)) MPI_Abort(MPI_COMM_WORLD, 1);
   me = Ops::my_pe();
