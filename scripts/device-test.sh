@@ -9,13 +9,15 @@
 #                  TSHMEM_ALLOW_SHARED_GPU=1 (several PEs per GPU: the logic of 4 PEs on 2 GPUs). The
 #                  comparisons run at the counts from 2 up that the GPUs allow.
 #   TSHMEM_SKIP_PERFTEST_COMPARE=1 / TSHMEM_SKIP_COLL_COMPARE=1 leave out the comparisons.
+#   scripts/run.sh runs last, as a newcomer would (on this build): exit 1 if it fails; TSHMEM_SKIP_RUN_SH=1
+#   leaves it out (then only the host benchmarks and the MoE benchmark run).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 logs="" nps=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) nps=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     -*) echo "device-test.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) logs=$1; shift ;;
   esac
@@ -108,11 +110,29 @@ if [ "${TSHMEM_SKIP_COLL_COMPARE:-0}" != 1 ] && [ -n "$compare_nps" ]; then
     > "$logs/coll-compare.log" 2>&1
   sed -n '/^## /,$p' "$logs/coll-compare/coll.txt" >> "$summary" 2>/dev/null || tail -40 "$logs/coll-compare.log" >> "$summary"
 fi
-launcher="$root/scripts/tshmemrun"
-for bench in host_bw host_latency host_init; do
-  [ -x "$build/perftest/host/tshmem_$bench" ] || continue
-  timeout 300 "$launcher" -np 2 -- "$build/perftest/host/tshmem_$bench" --json "$logs/perftest.jsonl" >> "$logs/perftest.log" 2>&1
-done
-[ -x "$build/perftest/moe/tshmem_moe_bench" ] && timeout 300 "$build/perftest/moe/tshmem_moe_bench" --json "$logs/perftest.jsonl" >> "$logs/perftest.log" 2>&1
-tail -150 "$logs/perftest.log" >> "$summary"
+step "scripts/run.sh, as a newcomer runs it (this build; log: run-sh.log)"
+# The README's main command must work on this host (issue 17): its failure fails this round. It runs the MoE
+# benchmark and the host benchmarks too; TSHMEM_SKIP_RUN_SH=1 runs only those instead.
+run_sh_rc=0
+if [ "${TSHMEM_SKIP_RUN_SH:-0}" != 1 ]; then
+  (unset TSHMEM_ALLOW_SHARED_GPU; TSHMEM_BUILD_DIR="$build" timeout 1500 "$root/scripts/run.sh") > "$logs/run-sh.log" 2>&1
+  run_sh_rc=$?
+  cp "$build"/perftest-results.jsonl "$build"/perftest-shared-gpu.jsonl "$logs/" 2>/dev/null
+  grep -E "^==|^SKIPPED|^FAILED|^skipped:|^run.sh:" "$logs/run-sh.log" | tee -a "$summary"
+  if [ $run_sh_rc -ne 0 ]; then
+    echo "FAIL: scripts/run.sh exited $run_sh_rc (see run-sh.log)" | tee -a "$summary"
+  else
+    echo "ok: scripts/run.sh exited 0" | tee -a "$summary"
+  fi
+  tail -150 "$logs/run-sh.log" >> "$summary"
+else
+  launcher="$root/scripts/tshmemrun"
+  for bench in host_bw host_latency host_init; do
+    [ -x "$build/perftest/host/tshmem_$bench" ] || continue
+    timeout 300 "$launcher" -np 2 -- "$build/perftest/host/tshmem_$bench" --json "$logs/perftest.jsonl" >> "$logs/perftest.log" 2>&1
+  done
+  [ -x "$build/perftest/moe/tshmem_moe_bench" ] && timeout 300 "$build/perftest/moe/tshmem_moe_bench" --json "$logs/perftest.jsonl" >> "$logs/perftest.log" 2>&1
+  tail -150 "$logs/perftest.log" >> "$summary"
+fi
 step "done"
+[ $run_sh_rc -eq 0 ] || exit 1
