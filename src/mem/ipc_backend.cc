@@ -8,6 +8,7 @@
 #include "bootstrap/agree.h"
 #include "cuda/device_guard.h"
 #include "cuda/gpu_mem_backend.h"
+#include "init_steps.h"
 #include "mem/handle_exchange.h"
 
 namespace tshmemi {
@@ -60,13 +61,13 @@ class IpcBackend final : public GpuMemBackend {
     cudaIpcMemHandle_t own_handle{};
     Status status = guard.enter(device_);
     if (status == TSHMEM_SUCCESS) status = create_own(heap_size, &own_handle);
-    TSHMEM_CHECK(agree_on_status(boot, status, "ipc backend: creating this PE's heap"));
+    TSHMEM_CHECK(agree_on_step(boot, InitStep::kHeapOwn, status, "ipc backend"));
     peer_bases_[static_cast<size_t>(boot.rank())] = own_base_;  // the own slot is the own base
 
     std::vector<cudaIpcMemHandle_t> handles;
     TSHMEM_CHECK(agree_on_status(boot, exchange_ipc_handles_node_local(boot, own_handle, &handles),
                                  "ipc backend: exchanging IPC handles"));
-    TSHMEM_CHECK(agree_on_status(boot, open_peers(boot, handles), "ipc backend: opening the node-local peers' heaps"));
+    TSHMEM_CHECK(agree_on_step(boot, InitStep::kHeapPeers, open_peers(boot, handles), "ipc backend"));
     return TSHMEM_SUCCESS;
   }
 

@@ -15,6 +15,7 @@
 #include "cuda/device_guard.h"
 #include "cuda/driver.h"
 #include "cuda/gpu_mem_backend.h"
+#include "init_steps.h"
 #include "mem/handle_exchange.h"
 
 namespace tshmemi {
@@ -122,15 +123,14 @@ class VmmBackend final : public GpuMemBackend {
     peer_bases_.assign(static_cast<size_t>(boot.size()), nullptr);
 
     UniqueFd exported;
-    TSHMEM_CHECK(agree_on_status(boot, create_own(heap_size, &exported), "vmm backend: creating this PE's heap"));
+    TSHMEM_CHECK(agree_on_step(boot, InitStep::kHeapOwn, create_own(heap_size, &exported), "vmm backend"));
     peer_bases_[static_cast<size_t>(boot.rank())] = own_base_;  // the own slot is the own base
 
     std::vector<PeerFd> received;
     TSHMEM_CHECK(exchange_fds_node_local(boot, exported.get(), own_->size(), &received));
     exported.reset();  // every peer holds its own reference now
 
-    TSHMEM_CHECK(
-        agree_on_status(boot, map_peers(heap_size, received), "vmm backend: mapping the node-local peers' heaps"));
+    TSHMEM_CHECK(agree_on_step(boot, InitStep::kHeapPeers, map_peers(heap_size, received), "vmm backend"));
     return TSHMEM_SUCCESS;
   }
 
