@@ -72,8 +72,9 @@ struct InitProgress {
   bool backend_on_every_pe = false;  ///< ctx.mem exists everywhere: its collective destroy runs everywhere
 };
 
-// The steps, in the order of TSHMEM_INIT_STEP_LIST; each ends in an agreement (agree_on_step, or a
-// collective that agrees internally followed by agree_on_step for the fault switch).
+// The steps, in the order of TSHMEM_INIT_STEP_LIST, each through run_step (the fault switch, then an
+// agreement). A step whose work is collective (config, gpu, host-rma, nvls) runs on every PE first, and
+// its run_step carries only the switch and the verdict.
 Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, InitProgress *progress) {
   // The environment is parsed before the bootstrap, but its verdict is shared after it: a malformed
   // variable on one PE fails init on all of them.
@@ -95,33 +96,34 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, InitProgre
     env_status = parse_fault_spec("TSHMEM_DEBUG_FAIL", ctx.env.debug_fail, &fault);
     if (env_status == TSHMEM_SUCCESS) env_status = arm_faults(fault, boot.rank(), boot.size());
   }
-  TSHMEM_CHECK(agree_on_step(boot, InitStep::kEnv, env_status));
+  TSHMEM_CHECK(run_step(boot, InitStep::kEnv, [&] { return env_status; }));
 
-  Status local = TSHMEM_SUCCESS;
-  if (boot.size() > TSHMEM_MAX_PES)
-    local = set_error(TSHMEM_ERR_CONFIG, "%d PEs exceed TSHMEM_MAX_PES (%d)", boot.size(), TSHMEM_MAX_PES);
   std::string backend;
-  if (local == TSHMEM_SUCCESS) local = choose_backend(ctx.env, &backend);
-  TSHMEM_CHECK(agree_on_step(boot, InitStep::kBackendChoice, local));
+  TSHMEM_CHECK(run_step(boot, InitStep::kBackendChoice, [&] {
+    if (boot.size() > TSHMEM_MAX_PES)
+      return set_error(TSHMEM_ERR_CONFIG, "%d PEs exceed TSHMEM_MAX_PES (%d)", boot.size(), TSHMEM_MAX_PES);
+    return choose_backend(ctx.env, &backend);
+  }));
   TSHMEM_CHECK(validate_configuration(ctx, backend));
-  TSHMEM_CHECK(agree_on_step(boot, InitStep::kConfig, TSHMEM_SUCCESS));
-
-  TSHMEM_CHECK(agree_on_step(boot, InitStep::kGpu, backend != "shm" ? select_gpu(ctx) : TSHMEM_SUCCESS));
-  TSHMEM_CHECK(agree_on_step(boot, InitStep::kBackend, create_backend(ctx, backend)));
+  TSHMEM_CHECK(run_step(boot, InitStep::kConfig, [] { return TSHMEM_SUCCESS; }));
+  // select_gpu is collective (a node-local allgather): it runs on every PE, and the switch after it.
+  const Status gpu_selected = backend != "shm" ? select_gpu(ctx) : TSHMEM_SUCCESS;
+  TSHMEM_CHECK(run_step(boot, InitStep::kGpu, [&] { return gpu_selected; }));
+  TSHMEM_CHECK(run_step(boot, InitStep::kBackend, [&] { return create_backend(ctx, backend); }));
   progress->backend_on_every_pe = true;
   TSHMEM_CHECK(ctx.mem->create(boot, ctx.env.symmetric_size));  // collective: steps heap-own, heap-peers
-  TSHMEM_CHECK(agree_on_step(boot, InitStep::kPeerTable, PeerTable::build(*ctx.mem, boot, &ctx.peers)));
+  TSHMEM_CHECK(run_step(boot, InitStep::kPeerTable, [&] { return PeerTable::build(*ctx.mem, boot, &ctx.peers); }));
   ctx.heap = std::make_unique<SymmetricHeap>(boot, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES);
   // tshmem's own region (device barrier counters) starts zeroed on every PE.
-  TSHMEM_CHECK(
-      agree_on_step(boot, InitStep::kReservedRegion, ctx.mem->zero(ctx.mem->local_base(), TSHMEM_INTERNAL_HEAP_BYTES)));
+  TSHMEM_CHECK(run_step(boot, InitStep::kReservedRegion,
+                        [&] { return ctx.mem->zero(ctx.mem->local_base(), TSHMEM_INTERNAL_HEAP_BYTES); }));
   TSHMEM_CHECK(create_host_rma(ctx));  // agrees internally; ctx.host_rma is set on every PE or on none
-  TSHMEM_CHECK(agree_on_step(boot, InitStep::kHostRma, TSHMEM_SUCCESS));
-  TSHMEM_CHECK(agree_on_step(boot, InitStep::kDeviceState,
-                             ctx.mem->device_memory() ? create_device_state(ctx) : TSHMEM_SUCCESS));
+  TSHMEM_CHECK(run_step(boot, InitStep::kHostRma, [] { return TSHMEM_SUCCESS; }));
+  TSHMEM_CHECK(run_step(boot, InitStep::kDeviceState,
+                        [&] { return ctx.mem->device_memory() ? create_device_state(ctx) : Status(TSHMEM_SUCCESS); }));
   TSHMEM_CHECK(nvls_init(ctx));  // collective: the multicast policy; ctx.nvls is set on every PE or on none
-  TSHMEM_CHECK(agree_on_step(boot, InitStep::kNvls, TSHMEM_SUCCESS));
-  TSHMEM_CHECK(agree_on_step(boot, InitStep::kReady, TSHMEM_SUCCESS));  // an allreduce: the closing barrier
+  TSHMEM_CHECK(run_step(boot, InitStep::kNvls, [] { return TSHMEM_SUCCESS; }));
+  TSHMEM_CHECK(run_step(boot, InitStep::kReady, [] { return TSHMEM_SUCCESS; }));  // an allreduce: the last barrier
   TSHMEMI_LOG(kInfo, kLogInit, "initialised: %d PEs (%d on this node), backend %s, heap %llu bytes at %p%s",
               boot.size(), boot.local_size(), ctx.mem->name(), static_cast<unsigned long long>(ctx.env.symmetric_size),
               ctx.mem->local_base(), ctx.host_rma ? ", other nodes over MPI one-sided" : "");

@@ -129,18 +129,19 @@ Status arm_faults(const FaultSpec &spec, int my_pe, int n_pes) {
 
 void disarm_faults() { g_armed = ArmedFault{}; }
 
-Status agree_on_step(Bootstrap &boot, InitStep step, Status local, const char *detail) {
-  if (g_armed.selects_me && g_armed.spec.step == static_cast<int>(step)) {
-    if (g_armed.spec.pause) {
-      // For the kill tests: the line says where this PE stands; the test kills the job while it waits.
-      std::fprintf(stderr, "tshmem: PE %d paused at init step %s (TSHMEM_DEBUG_FAIL=%s)\n", boot.rank(),
-                   init_step_name(step), g_armed.spec.text.c_str());
-      std::fflush(stderr);
-      for (int i = 0; i < kPauseSeconds; ++i) sleep(1);
-    }
-    if (local == TSHMEM_SUCCESS)
-      local = set_error(TSHMEM_ERR_INTERNAL, "injected by TSHMEM_DEBUG_FAIL=%s", g_armed.spec.text.c_str());
+Status injected_fault(Bootstrap &boot, InitStep step) {
+  if (!g_armed.selects_me || g_armed.spec.step != static_cast<int>(step)) return TSHMEM_SUCCESS;
+  if (g_armed.spec.pause) {
+    // For the kill tests: the line says where this PE stands; the test kills the job while it waits.
+    std::fprintf(stderr, "tshmem: PE %d paused at init step %s (TSHMEM_DEBUG_FAIL=%s)\n", boot.rank(),
+                 init_step_name(step), g_armed.spec.text.c_str());
+    std::fflush(stderr);
+    for (int i = 0; i < kPauseSeconds; ++i) sleep(1);
   }
+  return set_error(TSHMEM_ERR_INTERNAL, "injected by TSHMEM_DEBUG_FAIL=%s", g_armed.spec.text.c_str());
+}
+
+Status agree_on_step(Bootstrap &boot, InitStep step, Status local, const char *detail) {
   const std::string text = format("tshmem_init: %s%s%s%s [step %s]", init_step_what(step), detail ? " (" : "",
                                   detail ? detail : "", detail ? ")" : "", init_step_name(step));
   return agree_on_status(boot, local, text.c_str());

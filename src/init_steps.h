@@ -1,8 +1,8 @@
 // The steps of tshmem_init, named once, in order, and the fault-injection switch that makes one of them
 // fail on chosen PEs (TSHMEM_DEBUG_FAIL, for the reliability tests).
 //
-// Every step ends in agree_on_step: a collective agreement, so a failure on any subset of PEs is the
-// same error on every PE ("tshmem_init: <what> [step <name>] failed on PE 1: ..."), and every PE then
+// Every step runs through run_step, which ends in a collective agreement, so a failure on any subset of
+// PEs is the same error on every PE ("tshmem_init: <what> [step <name>] failed on PE 1: ..."), and every PE then
 // runs the same teardown. Steps that do not apply to a configuration (the GPU on shm, say) still agree,
 // with nothing to report, so every step can be made to fail on every backend.
 #pragma once
@@ -11,24 +11,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
-
-// X(enumerator, name, what the step does)
-// clang-format off
-#define TSHMEM_INIT_STEP_LIST(X)                                                                   \
-  X(kEnv, "env", "reading the environment")                                                        \
-  X(kBackendChoice, "backend-choice", "choosing the memory backend")                               \
-  X(kConfig, "config", "checking that the configuration matches on every PE")                      \
-  X(kGpu, "gpu", "selecting the GPU (vmm, ipc)")                                                   \
-  X(kBackend, "backend", "creating the memory backend")                                            \
-  X(kHeapOwn, "heap-own", "creating this PE's heap")                                               \
-  X(kHeapPeers, "heap-peers", "mapping the node-local peers' heaps")                               \
-  X(kPeerTable, "peer-table", "building the peer table")                                           \
-  X(kReservedRegion, "reserved-region", "clearing tshmem's reserved heap region")                  \
-  X(kHostRma, "host-rma", "exposing the heap to other nodes (shm on several nodes)")               \
-  X(kDeviceState, "device-state", "filling the device state (vmm, ipc)")                           \
-  X(kNvls, "nvls", "deciding on NVLink multicast")                                                 \
-  X(kReady, "ready", "the closing barrier")
-// clang-format on
+#include "init_step_list.h"
 
 namespace tshmemi {
 
@@ -61,8 +44,22 @@ Status parse_fault_spec(const char *variable, const std::string &text, FaultSpec
 Status arm_faults(const FaultSpec &spec, int my_pe, int n_pes);
 void disarm_faults();
 
-/// Ends an init step on every PE: applies the armed fault to `local` on the PEs it selects, then agrees.
-/// `detail` ("shm backend") is added to the step's text when given.
+/// This PE's armed fault for `step`: after pausing when the fault says so, an injected failure (set as the
+/// last error); TSHMEM_SUCCESS when no fault is armed for this step on this PE.
+Status injected_fault(Bootstrap &boot, InitStep step);
+
+/// Ends an init step on every PE: agrees on `local`. `detail` ("shm backend") is added to the step's text.
 Status agree_on_step(Bootstrap &boot, InitStep step, Status local, const char *detail = nullptr);
+
+/// Runs one init step: this PE's `work` (a Status()), unless a fault is armed here for the step; then
+/// every PE agrees. `work` must be local (no collective call): a PE with a fault skips it. An injected fault replaces
+/// the work, so the PE fails holding what a real failure of the step leaves (none of the step's work done), and the
+/// others hold the step's results.
+template <class Work>
+Status run_step(Bootstrap &boot, InitStep step, Work &&work, const char *detail = nullptr) {
+  Status local = injected_fault(boot, step);
+  if (local == TSHMEM_SUCCESS) local = work();
+  return agree_on_step(boot, step, local, detail);
+}
 
 }  // namespace tshmemi

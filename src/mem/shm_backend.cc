@@ -44,8 +44,12 @@ class ShmBackend final : public MemBackend {
     TSHMEM_CHECK(boot.broadcast(&job_id, sizeof(job_id), 0));
     own_name_ = segment_name(job_id, boot.rank());
 
-    TSHMEM_CHECK(agree_on_step(boot, InitStep::kHeapOwn, create_own(), "shm backend"));
-    TSHMEM_CHECK(agree_on_step(boot, InitStep::kHeapPeers, map_peers(boot, job_id), "shm backend"));
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapOwn, [&] { return create_own(); }, "shm backend"));
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapExchange, [] { return TSHMEM_SUCCESS; }, "shm backend"));  // by name
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapPeers, [&] { return map_peers(boot, job_id); }, "shm backend"));
     // Every peer has mapped every segment: the names can go.
     if (shm_unlink(own_name_.c_str()) == 0) own_name_.clear();
     return TSHMEM_SUCCESS;
