@@ -133,8 +133,8 @@ Status injected_fault(Bootstrap &boot, InitStep step) {
   if (!g_armed.selects_me || g_armed.spec.step != static_cast<int>(step)) return TSHMEM_SUCCESS;
   if (g_armed.spec.pause) {
     // For the kill tests: the line says where this PE stands; the test kills the job while it waits.
-    std::fprintf(stderr, "tshmem: PE %d paused at init step %s (TSHMEM_DEBUG_FAIL=%s)\n", boot.rank(),
-                 init_step_name(step), g_armed.spec.text.c_str());
+    std::fprintf(stderr, "tshmem: PE %d (pid %d) paused at init step %s (TSHMEM_DEBUG_FAIL=%s)\n", boot.rank(),
+                 static_cast<int>(getpid()), init_step_name(step), g_armed.spec.text.c_str());
     std::fflush(stderr);
     for (int i = 0; i < kPauseSeconds; ++i) sleep(1);
   }
