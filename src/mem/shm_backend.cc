@@ -46,8 +46,9 @@ class ShmBackend final : public MemBackend {
 
     TSHMEM_CHECK(run_step(
         boot, InitStep::kHeapOwn, [&] { return create_own(); }, "shm backend"));
+    // Nothing to exchange (the peers open the segments by name); the step still agrees, for the fault switch.
     TSHMEM_CHECK(run_step(
-        boot, InitStep::kHeapExchange, [] { return TSHMEM_SUCCESS; }, "shm backend"));  // by name
+        boot, InitStep::kHeapExchange, [] { return TSHMEM_SUCCESS; }, "shm backend"));
     TSHMEM_CHECK(run_step(
         boot, InitStep::kHeapPeers, [&] { return map_peers(boot, job_id); }, "shm backend"));
     // Every peer has mapped every segment: the names can go.
