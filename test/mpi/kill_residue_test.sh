@@ -19,6 +19,12 @@ in_use() {  # is /dev/shm/$1 mapped or open by a live process?
   grep -qsF "/dev/shm/$1" /proc/[0-9]*/maps && return 0
   ls -l /proc/[0-9]*/fd 2>/dev/null | grep -qF "/dev/shm/$1"
 }
+children_of() {  # pids whose parent is $1, from /proc (no procps needed)
+  local proc
+  for proc in /proc/[0-9]*; do
+    [ "$(sed 's/^.*) //' "$proc/stat" 2>/dev/null | cut -d' ' -f2)" = "$1" ] && echo "${proc#/proc/}"
+  done
+}
 fail() { echo "FAIL ($point, np $np): $*"; echo "--- job output:"; cat "$work/out"; exit 1; }
 
 before=$(tshmem_segments)
@@ -32,7 +38,7 @@ job=$!
 
 if [ "$point" = random ]; then
   sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", (r % 1500) / 1000 }')"
-  victim=$(pgrep -P "$job" | shuf -n 1)
+  victim=$(children_of "$job" | shuf -n 1)
   [ -n "$victim" ] && kill -KILL "$victim"
 elif [ "$point" != after-init ]; then
   # Wait until every PE stands at the step, then kill one of them.
@@ -50,7 +56,7 @@ fi
 # The launcher takes the job down once a PE has died; it must not hang.
 for _ in $(seq 600); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$job" 2>/dev/null; then
-  for pid in $(pgrep -P "$job"); do kill -KILL "$pid"; done
+  for pid in $(children_of "$job"); do kill -KILL "$pid"; done
   kill -KILL "$job"
   fail "the job hung after a PE was killed"
 fi
