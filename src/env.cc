@@ -2,10 +2,12 @@
 
 #include <strings.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "init_steps.h"
 #include "tshmem/device/state_types.h"
 
 namespace tshmemi {
@@ -20,8 +22,14 @@ const char *choices_of(const char *name) {
 
 bool is_space_only(const char *text) {
   for (; *text; ++text)
-    if (*text != ' ' && *text != '\t') return false;
+    if (!std::isspace(static_cast<unsigned char>(*text))) return false;
   return true;
+}
+
+bool has_space(const char *text) {
+  for (; *text; ++text)
+    if (std::isspace(static_cast<unsigned char>(*text))) return true;
+  return false;
 }
 
 // Each field is parsed by its kind; the overloads let the X-macro below stay free of logic.
@@ -50,7 +58,15 @@ Status parse_size(const char *name, const char *text, uint64_t *out) {
   if (text == nullptr || *text == '\0' || is_space_only(text))
     return set_error(TSHMEM_ERR_CONFIG, "%s='%s': expected a size such as 4096, 64K, 512M or 2G", name,
                      text ? text : "");
-  if (*text == '-' || *text == '+') return set_error(TSHMEM_ERR_CONFIG, "%s='%s': a size has no sign", name, text);
+  // strtoull would skip leading whitespace and accept a sign (" -1" is 2^64 - 1): only digits may start a size.
+  if (has_space(text))
+    return set_error(TSHMEM_ERR_CONFIG, "%s='%s': a size contains no whitespace (write it as 1G, 512M, 4096)", name,
+                     text);
+  if (*text == '-' || *text == '+')
+    return set_error(TSHMEM_ERR_CONFIG, "%s='%s': a size has no sign (write it as 1G, 512M, 4096)", name, text);
+  if (!std::isdigit(static_cast<unsigned char>(*text)))
+    return set_error(TSHMEM_ERR_CONFIG, "%s='%s': a size starts with a decimal digit (write it as 1G, 512M, 4096)",
+                     name, text);
   errno = 0;
   char *end = nullptr;
   const unsigned long long value = std::strtoull(text, &end, 10);
@@ -93,6 +109,7 @@ Status parse_size(const char *name, const char *text, uint64_t *out) {
 
 Status parse_int(const char *name, const char *text, int64_t *out) {
   if (text == nullptr || *text == '\0') return set_error(TSHMEM_ERR_CONFIG, "%s='': expected an integer", name);
+  if (has_space(text)) return set_error(TSHMEM_ERR_CONFIG, "%s='%s': an integer contains no whitespace", name, text);
   errno = 0;
   char *end = nullptr;
   const long long value = std::strtoll(text, &end, 10);
@@ -204,6 +221,8 @@ Status parse_env(EnvOptions *out, GetenvFn getenv_fn) {
                      static_cast<long long>(options.debug_node_size), TSHMEM_MAX_PES);
   unsigned mask = 0;
   TSHMEM_CHECK(log_subsys_from(options.debug_subsys, &mask));
+  FaultSpec fault;
+  TSHMEM_CHECK(parse_fault_spec("TSHMEM_DEBUG_FAIL", options.debug_fail, &fault));
   const char *nvshmem = getenv_fn("NVSHMEM_DISABLE_NVLS");
   options.nvshmem_disable_nvls = nvshmem != nullptr && nvshmem_style_true(nvshmem);
   options.nccl_nvls_disabled = nccl_style_nvls_disabled(getenv_fn("NCCL_NVLS_ENABLE"));

@@ -17,7 +17,8 @@
   X(COLL_PDL, coll_pdl, Bool, "1", "coll", "On-stream collectives launch as programmatic dependent launches (Hopper and later): the kernel becomes resident while the previous one finishes. 0 = ordinary launches.") \
   X(DEBUG, debug, Choice, "warn", "debug", "Log level: none, warn, info, trace.")                                      \
   X(DEBUG_SUBSYS, debug_subsys, String, "ALL", "debug", "Comma list of INIT,BOOT,HEAP,MEM,CUDA,TOPO,NVLS or ALL.") \
-  X(DEBUG_NODE_SIZE, debug_node_size, Int, "0", "debug", "Testing: treat each N consecutive PEs of a node as a node of their own (off-node paths on one host); 0 = off. Must match on all PEs.")
+  X(DEBUG_NODE_SIZE, debug_node_size, Int, "0", "debug", "Testing: treat each N consecutive PEs of a node as a node of their own (off-node paths on one host); 0 = off. Must match on all PEs.") \
+  X(DEBUG_FAIL, debug_fail, String, "", "debug", "Testing: make init step STEP fail on some PEs: STEP:PES[:pause], PES = all, 0,2-3 or all-but-0; :pause waits (to be killed) instead of failing. tshmem-info lists the steps.")
 // clang-format on
 
 #define TSHMEM_ENV_CHOICES_MEM_BACKEND "auto|vmm|ipc|shm"

@@ -7,6 +7,7 @@
 #include "bootstrap/agree.h"
 #include "context.h"
 #include "cuda/gpu_runtime.h"
+#include "init_steps.h"
 #include "state/registry.h"
 #include "tshmem/device/state_types.h"
 
@@ -65,10 +66,19 @@ Status create_host_rma(Context &ctx) {
   return TSHMEM_SUCCESS;
 }
 
-Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm) {
+// What every PE holds after the steps that completed: the teardown of a failed init follows this, never
+// what one PE happens to hold, so that every PE runs the same collectives.
+struct InitProgress {
+  bool backend_on_every_pe = false;  ///< ctx.mem exists everywhere: its collective destroy runs everywhere
+};
+
+// The steps, in the order of TSHMEM_INIT_STEP_LIST, each through run_step (the fault switch, then an
+// agreement). A step whose work is collective (config, gpu, host-rma, nvls) runs on every PE first, and
+// its run_step carries only the switch and the verdict.
+Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, InitProgress *progress) {
   // The environment is parsed before the bootstrap, but its verdict is shared after it: a malformed
   // variable on one PE fails init on all of them.
-  const Status env_status = parse_env(&ctx.env);
+  Status env_status = parse_env(&ctx.env);
   std::string env_error = env_status != TSHMEM_SUCCESS ? last_error_message() : std::string();
   if (env_status == TSHMEM_SUCCESS) {
     unsigned mask = kLogAll;
@@ -79,34 +89,41 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm) {
   TSHMEM_CHECK(make_mpi_bootstrap((flags & TSHMEMX_INIT_WITH_MPI_COMM) ? mpi_comm : nullptr, node_size, &ctx.boot));
   Bootstrap &boot = *ctx.boot;
   log_set_pe(boot.rank(), boot.size());
-  if (env_status != TSHMEM_SUCCESS) set_error_message(env_status, env_error);
-  TSHMEM_CHECK(agree_on_status(boot, env_status, "tshmem_init: reading the environment"));
-
-  Status local = TSHMEM_SUCCESS;
-  if (boot.size() > TSHMEM_MAX_PES)
-    local = set_error(TSHMEM_ERR_CONFIG, "%d PEs exceed TSHMEM_MAX_PES (%d)", boot.size(), TSHMEM_MAX_PES);
-  std::string backend;
-  if (local == TSHMEM_SUCCESS) local = choose_backend(ctx.env, &backend);
-  TSHMEM_CHECK(agree_on_status(boot, local, "tshmem_init: choosing the memory backend"));
-  TSHMEM_CHECK(validate_configuration(ctx, backend));
-
-  if (backend != "shm") {
-    TSHMEM_CHECK(agree_on_status(boot, select_gpu(ctx), "tshmem_init: selecting the GPU"));
+  if (env_status != TSHMEM_SUCCESS) {
+    set_error_message(env_status, env_error);
+  } else {
+    FaultSpec fault;  // parse_env has checked the text already
+    env_status = parse_fault_spec("TSHMEM_DEBUG_FAIL", ctx.env.debug_fail, &fault);
+    if (env_status == TSHMEM_SUCCESS) env_status = arm_faults(fault, boot.rank(), boot.size());
   }
-  TSHMEM_CHECK(agree_on_status(boot, create_backend(ctx, backend), "tshmem_init: creating the backend"));
-  TSHMEM_CHECK(ctx.mem->create(boot, ctx.env.symmetric_size));  // collective; agrees internally
-  TSHMEM_CHECK(
-      agree_on_status(boot, PeerTable::build(*ctx.mem, boot, &ctx.peers), "tshmem_init: building the peer table"));
+  TSHMEM_CHECK(run_step(boot, InitStep::kEnv, [&] { return env_status; }));
+
+  std::string backend;
+  TSHMEM_CHECK(run_step(boot, InitStep::kBackendChoice, [&] {
+    if (boot.size() > TSHMEM_MAX_PES)
+      return set_error(TSHMEM_ERR_CONFIG, "%d PEs exceed TSHMEM_MAX_PES (%d)", boot.size(), TSHMEM_MAX_PES);
+    return choose_backend(ctx.env, &backend);
+  }));
+  TSHMEM_CHECK(validate_configuration(ctx, backend));
+  TSHMEM_CHECK(run_step(boot, InitStep::kConfig, [] { return TSHMEM_SUCCESS; }));
+  // select_gpu is collective (a node-local allgather): it runs on every PE, and the switch after it.
+  const Status gpu_selected = backend != "shm" ? select_gpu(ctx) : TSHMEM_SUCCESS;
+  TSHMEM_CHECK(run_step(boot, InitStep::kGpu, [&] { return gpu_selected; }));
+  TSHMEM_CHECK(run_step(boot, InitStep::kBackend, [&] { return create_backend(ctx, backend); }));
+  progress->backend_on_every_pe = true;
+  TSHMEM_CHECK(ctx.mem->create(boot, ctx.env.symmetric_size));  // collective: heap-own, heap-exchange, heap-peers
+  TSHMEM_CHECK(run_step(boot, InitStep::kPeerTable, [&] { return PeerTable::build(*ctx.mem, boot, &ctx.peers); }));
   ctx.heap = std::make_unique<SymmetricHeap>(boot, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES);
   // tshmem's own region (device barrier counters) starts zeroed on every PE.
-  TSHMEM_CHECK(agree_on_status(boot, ctx.mem->zero(ctx.mem->local_base(), TSHMEM_INTERNAL_HEAP_BYTES),
-                               "tshmem_init: clearing the internal heap region"));
-  TSHMEM_CHECK(create_host_rma(ctx));
-  if (ctx.mem->device_memory()) {
-    TSHMEM_CHECK(agree_on_status(boot, create_device_state(ctx), "tshmem_init: filling the device state"));
-  }
-  TSHMEM_CHECK(nvls_init(ctx));  // collective: the multicast policy, and the region where it is allowed
-  TSHMEM_CHECK(boot.barrier());
+  TSHMEM_CHECK(run_step(boot, InitStep::kReservedRegion,
+                        [&] { return ctx.mem->zero(ctx.mem->local_base(), TSHMEM_INTERNAL_HEAP_BYTES); }));
+  TSHMEM_CHECK(create_host_rma(ctx));  // agrees internally; ctx.host_rma is set on every PE or on none
+  TSHMEM_CHECK(run_step(boot, InitStep::kHostRma, [] { return TSHMEM_SUCCESS; }));
+  TSHMEM_CHECK(run_step(boot, InitStep::kDeviceState,
+                        [&] { return ctx.mem->device_memory() ? create_device_state(ctx) : Status(TSHMEM_SUCCESS); }));
+  TSHMEM_CHECK(nvls_init(ctx));  // collective: the multicast policy; ctx.nvls is set on every PE or on none
+  TSHMEM_CHECK(run_step(boot, InitStep::kNvls, [] { return TSHMEM_SUCCESS; }));
+  TSHMEM_CHECK(run_step(boot, InitStep::kReady, [] { return TSHMEM_SUCCESS; }));  // an allreduce: the last barrier
   TSHMEMI_LOG(kInfo, kLogInit, "initialised: %d PEs (%d on this node), backend %s, heap %llu bytes at %p%s",
               boot.size(), boot.local_size(), ctx.mem->name(), static_cast<unsigned long long>(ctx.env.symmetric_size),
               ctx.mem->local_base(), ctx.host_rma ? ", other nodes over MPI one-sided" : "");
@@ -146,13 +163,17 @@ Status init_context(unsigned flags, const void *mpi_comm) {
     return set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_init: already initialised (call tshmem_finalize first)");
   clear_last_error();
   auto ctx = std::make_unique<Context>();
-  const Status status = init_steps(*ctx, flags, mpi_comm);
+  InitProgress progress;
+  const Status status = init_steps(*ctx, flags, mpi_comm, &progress);
+  disarm_faults();
   if (status != TSHMEM_SUCCESS) {
-    // Every PE agreed on the failure, so every PE tears down together.
+    // Every PE agreed on the failure at the same step, so every PE runs the same teardown: each collective
+    // below is chosen by agreed progress, never by what this PE alone created (a PE whose heap failed
+    // still joins the backend's destroy, or its peers would wait there forever).
     const std::string message = last_error_message();
-    if (ctx->boot) nvls_finalize(*ctx);
-    if (ctx->host_rma) ctx->host_rma->destroy();  // collective: every PE that made it is here
-    if (ctx->mem && ctx->boot && ctx->mem->local_base() != nullptr) ctx->mem->destroy(*ctx->boot);
+    if (ctx->boot) nvls_finalize(*ctx);           // ctx.nvls: set on every PE or on none
+    if (ctx->host_rma) ctx->host_rma->destroy();  // the same
+    if (progress.backend_on_every_pe) ctx->mem->destroy(*ctx->boot);
     ctx.reset();
     log_set_pe(-1, -1);
     return set_error_message(status, message);

@@ -34,9 +34,8 @@ Status resolve(Context &ctx, const char *call, const void *symmetric, const void
   TSHMEM_CHECK(check_pe(ctx, call, pe));
   if (bytes == 0) return TSHMEM_SUCCESS;
   if (local == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: local buffer is NULL for %zu bytes", call, bytes);
-  if (!ctx.heap->contains(symmetric, bytes))
-    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: [%p, +%zu bytes) is not inside the symmetric heap [%p, +%llu)", call,
-                     symmetric, bytes, ctx.mem->local_base(), static_cast<unsigned long long>(ctx.heap->size()));
+  // tshmem's own region (device barrier counters) is no target: a put there would break a device barrier.
+  TSHMEM_CHECK(ctx.heap->check_user_range(call, "the symmetric address", symmetric, bytes));
   target->heap_offset = ctx.heap->offset_of(symmetric);
   target->remote = peer_address(ctx, pe, target->heap_offset);
   if (target->remote != nullptr) return TSHMEM_SUCCESS;

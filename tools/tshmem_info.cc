@@ -13,6 +13,7 @@
 
 #include "cuda/gpu_runtime.h"
 #include "env.h"
+#include "init_steps.h"
 #include "tshmem/device/state_types.h"
 #include "tshmem/tshmem.h"
 
@@ -147,6 +148,12 @@ int main(int argc, char **argv) {
                   json_string(row.description).c_str());
       first = false;
     }
+    std::printf("],\n \"init_steps\": [");
+    for (int i = 0; i < static_cast<int>(tshmemi::InitStep::kCount); ++i) {
+      const auto step = static_cast<tshmemi::InitStep>(i);
+      std::printf("%s{\"name\": %s, \"what\": %s}", i ? ", " : "", json_string(tshmemi::init_step_name(step)).c_str(),
+                  json_string(tshmemi::init_step_what(step)).c_str());
+    }
     std::printf("],\n \"backends\": [");
     for (size_t i = 0; i < backends.size(); ++i) std::printf("%s%s", i ? ", " : "", json_string(backends[i]).c_str());
     std::printf("],\n \"gpu\": %s, \"gpu_unavailable_reason\": %s,\n", gpu ? "true" : "false",
@@ -177,6 +184,11 @@ int main(int argc, char **argv) {
   for (const auto &row : tshmemi::env_table()) {
     const char *current = std::getenv(row.name);
     std::printf("  %-26s %-8s %-12s %s\n", row.name, row.default_text, current ? current : "-", row.description);
+  }
+  std::printf("\nInit steps, in order (TSHMEM_DEBUG_FAIL=<step>:<pes>[:pause] makes one fail)\n");
+  for (int i = 0; i < static_cast<int>(tshmemi::InitStep::kCount); ++i) {
+    const auto step = static_cast<tshmemi::InitStep>(i);
+    std::printf("  %-16s %s\n", tshmemi::init_step_name(step), tshmemi::init_step_what(step));
   }
   std::printf("\nBackends here: ");
   for (const auto &b : backends) std::printf("%s ", b.c_str());

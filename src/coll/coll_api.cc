@@ -76,9 +76,7 @@ Status check_common(const Context &ctx, const char *call, tshmem_team_t team, Te
 Status check_buffer(const Context &ctx, const char *call, const char *name, const void *ptr, size_t bytes,
                     size_t alignment) {
   if (ptr == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: %s is NULL", call, name);
-  if (!ctx.heap->contains(ptr, bytes))
-    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: %s = %p (%zu bytes) is not inside the symmetric heap [%p, +%llu)",
-                     call, name, ptr, bytes, ctx.mem->local_base(), static_cast<unsigned long long>(ctx.heap->size()));
+  TSHMEM_CHECK(ctx.heap->check_user_range(call, name, ptr, bytes));
   if (reinterpret_cast<uintptr_t>(ptr) % alignment != 0)
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: %s = %p is not aligned to its element size (%zu bytes)", call, name,
                      ptr, alignment);

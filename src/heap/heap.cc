@@ -9,12 +9,27 @@ SymmetricHeap::SymmetricHeap(Bootstrap &boot, MemBackend &backend, uint64_t size
       backend_(backend),
       base_(reinterpret_cast<uintptr_t>(backend.local_base())),
       size_(size),
+      reserved_(reserved),
       allocator_(reserved, size, kMinAlignment),
       check_(boot) {}
 
 bool SymmetricHeap::contains(const void *ptr, uint64_t bytes) const {
   const uintptr_t address = reinterpret_cast<uintptr_t>(ptr);
   return address >= base_ && address - base_ <= size_ && bytes <= size_ - (address - base_);
+}
+
+Status SymmetricHeap::check_user_range(const char *call, const char *what, const void *ptr, uint64_t bytes) const {
+  if (!contains(ptr, bytes))
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: %s [%p, +%llu bytes) is not inside the symmetric heap [%p, +%llu)",
+                     call, what, ptr, static_cast<unsigned long long>(bytes), reinterpret_cast<void *>(base_),
+                     static_cast<unsigned long long>(size_));
+  if (offset_of(ptr) < reserved_)
+    return set_error(TSHMEM_ERR_INVALID_ARG,
+                     "%s: %s [%p, +%llu bytes) overlaps tshmem's reserved region at the start of the heap [%p, +%llu) "
+                     "(TSHMEM_INTERNAL_HEAP_BYTES): only memory from tshmem_malloc/calloc/align may be accessed",
+                     call, what, ptr, static_cast<unsigned long long>(bytes), reinterpret_cast<void *>(base_),
+                     static_cast<unsigned long long>(reserved_));
+  return TSHMEM_SUCCESS;
 }
 
 Status SymmetricHeap::allocate(CollectiveKind kind, uint64_t size, uint64_t alignment, void **out) {

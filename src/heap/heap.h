@@ -29,6 +29,10 @@ class SymmetricHeap {
   void attach_host_rma(HostRma *rma) { host_rma_ = rma; }
 
   bool contains(const void *ptr, uint64_t bytes) const;
+  /// Checks that [ptr, +bytes) lies where user blocks live: inside the heap and past tshmem's reserved
+  /// region (its first `reserved` bytes, device barrier counters). Else TSHMEM_ERR_INVALID_ARG naming
+  /// `call`, `what` and the range.
+  Status check_user_range(const char *call, const char *what, const void *ptr, uint64_t bytes) const;
   uint64_t offset_of(const void *ptr) const { return reinterpret_cast<uintptr_t>(ptr) - base_; }
   uint64_t size() const { return size_; }
   const HeapAllocator &allocator() const { return allocator_; }
@@ -44,6 +48,7 @@ class SymmetricHeap {
   MemBackend &backend_;
   uintptr_t base_;
   uint64_t size_;
+  uint64_t reserved_;
   HeapAllocator allocator_;
   SymmetryCheck check_;
   HostRma *host_rma_ = nullptr;  ///< owned by the context; outlives the heap's use of it

@@ -40,6 +40,8 @@ class MemBackend {
   virtual Status quiet() = 0;
 
   /// Collective teardown: every PE unmaps its peers, barrier, then each releases its own memory.
+  /// Every PE calls it once create was called on every PE, whatever create returned and whatever this PE
+  /// holds (nothing, part, all): it must run the same collectives on every PE and may run twice.
   virtual Status destroy(Bootstrap &boot) = 0;
 };
 

@@ -4,10 +4,11 @@
 //
 //   create:   cudaMalloc -> cudaIpcGetMemHandle -> handles all-gathered -> per peer cudaIpcOpenMemHandle
 //   destroy:  cudaDeviceSynchronize; every PE closes its peers' handles; barrier; each frees its own.
-// Each step ends in agree_on_status; on failure every PE runs the same ordered teardown.
+// Each step ends in agreement (run_step, init_steps.h); on failure every PE runs the same ordered teardown.
 #include "bootstrap/agree.h"
 #include "cuda/device_guard.h"
 #include "cuda/gpu_mem_backend.h"
+#include "init_steps.h"
 #include "mem/handle_exchange.h"
 
 namespace tshmemi {
@@ -58,15 +59,21 @@ class IpcBackend final : public GpuMemBackend {
     DeviceGuard guard;
     peer_bases_.assign(static_cast<size_t>(boot.size()), nullptr);
     cudaIpcMemHandle_t own_handle{};
-    Status status = guard.enter(device_);
-    if (status == TSHMEM_SUCCESS) status = create_own(heap_size, &own_handle);
-    TSHMEM_CHECK(agree_on_status(boot, status, "ipc backend: creating this PE's heap"));
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapOwn,
+        [&] {
+          const Status entered = guard.enter(device_);
+          return entered == TSHMEM_SUCCESS ? create_own(heap_size, &own_handle) : entered;
+        },
+        "ipc backend"));
     peer_bases_[static_cast<size_t>(boot.rank())] = own_base_;  // the own slot is the own base
 
     std::vector<cudaIpcMemHandle_t> handles;
-    TSHMEM_CHECK(agree_on_status(boot, exchange_ipc_handles_node_local(boot, own_handle, &handles),
-                                 "ipc backend: exchanging IPC handles"));
-    TSHMEM_CHECK(agree_on_status(boot, open_peers(boot, handles), "ipc backend: opening the node-local peers' heaps"));
+    const Status exchanged = exchange_ipc_handles_node_local(boot, own_handle, &handles);  // collective: every PE
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapExchange, [&] { return exchanged; }, "ipc backend"));
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapPeers, [&] { return open_peers(boot, handles); }, "ipc backend"));
     return TSHMEM_SUCCESS;
   }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bootstrap/agree.h"
+#include "init_steps.h"
 #include "mem/backend.h"
 
 namespace tshmemi {
@@ -43,8 +44,13 @@ class ShmBackend final : public MemBackend {
     TSHMEM_CHECK(boot.broadcast(&job_id, sizeof(job_id), 0));
     own_name_ = segment_name(job_id, boot.rank());
 
-    TSHMEM_CHECK(agree_on_status(boot, create_own(), "shm backend: creating the heap segment"));
-    TSHMEM_CHECK(agree_on_status(boot, map_peers(boot, job_id), "shm backend: mapping the peers' heap segments"));
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapOwn, [&] { return create_own(); }, "shm backend"));
+    // Nothing to exchange (the peers open the segments by name); the step still agrees, for the fault switch.
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapExchange, [] { return TSHMEM_SUCCESS; }, "shm backend"));
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapPeers, [&] { return map_peers(boot, job_id); }, "shm backend"));
     // Every peer has mapped every segment: the names can go.
     if (shm_unlink(own_name_.c_str()) == 0) own_name_.clear();
     return TSHMEM_SUCCESS;

@@ -7,14 +7,15 @@
 //             -> per peer: import -> reserve VA -> map -> set access
 //   destroy:  cudaDeviceSynchronize; every PE unmaps its peers; barrier; each unmaps and releases its own.
 //
-// Each step ends in agree_on_status, so a failure on one PE fails create on all; they then run the same
-// ordered teardown, and create returns with nothing mapped anywhere (local_base() == nullptr).
+// Each step ends in agreement (run_step, init_steps.h), so a failure on one PE fails create on all; they then run the
+// same ordered teardown, and create returns with nothing mapped anywhere (local_base() == nullptr).
 #include <cstring>
 
 #include "bootstrap/agree.h"
 #include "cuda/device_guard.h"
 #include "cuda/driver.h"
 #include "cuda/gpu_mem_backend.h"
+#include "init_steps.h"
 #include "mem/handle_exchange.h"
 
 namespace tshmemi {
@@ -116,21 +117,26 @@ class VmmBackend final : public GpuMemBackend {
  private:
   Status create_steps(Bootstrap &boot, uint64_t heap_size) {
     DeviceGuard guard;
-    Status status = guard.enter(device_);
-    if (status == TSHMEM_SUCCESS) status = cu_driver_load();
-    TSHMEM_CHECK(agree_on_status(boot, status, "vmm backend: loading the CUDA driver API"));
     peer_bases_.assign(static_cast<size_t>(boot.size()), nullptr);
-
     UniqueFd exported;
-    TSHMEM_CHECK(agree_on_status(boot, create_own(heap_size, &exported), "vmm backend: creating this PE's heap"));
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapOwn,
+        [&] {
+          Status status = guard.enter(device_);
+          if (status == TSHMEM_SUCCESS) status = cu_driver_load();  // the driver API, before the first cuMem call
+          return status == TSHMEM_SUCCESS ? create_own(heap_size, &exported) : status;
+        },
+        "vmm backend"));
     peer_bases_[static_cast<size_t>(boot.rank())] = own_base_;  // the own slot is the own base
 
     std::vector<PeerFd> received;
     TSHMEM_CHECK(exchange_fds_node_local(boot, exported.get(), own_->size(), &received));
     exported.reset();  // every peer holds its own reference now
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapExchange, [] { return TSHMEM_SUCCESS; }, "vmm backend"));
 
-    TSHMEM_CHECK(
-        agree_on_status(boot, map_peers(heap_size, received), "vmm backend: mapping the node-local peers' heaps"));
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapPeers, [&] { return map_peers(heap_size, received); }, "vmm backend"));
     return TSHMEM_SUCCESS;
   }
 

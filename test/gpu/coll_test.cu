@@ -454,6 +454,11 @@ TEST(CollErrors, BadArgumentsAreRefusedOnEveryPe) {
   for (const Case &c : cases) EXPECT_EQ(c.rc, TSHMEM_ERR_INVALID_ARG) << c.what;
   EXPECT_NE(std::string(tshmemx_last_error()).find("tshmemx_reduce_scatter_on_stream"), std::string::npos)
       << tshmemx_last_error();
+  // tshmem's own region at the start of the heap (device barrier counters, the LL receive area) is no buffer.
+  EXPECT_EQ(
+      tshmemx_allreduce_on_stream(0, out.get(), tshmemx_heap_base(), 4, TSHMEMX_DTYPE_FLOAT, TSHMEMX_OP_SUM, nullptr),
+      TSHMEM_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(tshmemx_last_error()).find("reserved region"), std::string::npos) << tshmemx_last_error();
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());  // nothing was launched, nothing hangs
   TSHMEM_CUDA_EXPECT(cudaFree(outside));
   tshmem_barrier_all();

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "fixture.h"
+#include "tshmem/device/state_types.h"  // TSHMEM_INTERNAL_HEAP_BYTES
 
 namespace tshmem_test {
 namespace {
@@ -109,6 +110,27 @@ TEST_F(Rma, RangesOutsideTheHeapAreRejected) {
   EXPECT_EQ(tshmem_putmem(buffer, nullptr, 16, 0), TSHMEM_ERR_INVALID_ARG) << "NULL source";
   EXPECT_EQ(tshmem_ptr(local, 0), nullptr);
   tshmem_free(buffer);
+}
+
+// The first TSHMEM_INTERNAL_HEAP_BYTES of the heap are tshmem's own (device barrier counters): host put and
+// get there are refused, naming the region; tshmem_ptr still answers for any heap address.
+TEST_F(Rma, TheReservedRegionIsNoTarget) {
+  char *base = static_cast<char *>(tshmemx_heap_base());
+  char local[16] = {};
+  const int peer = (tshmem_my_pe() + 1) % tshmem_n_pes();
+  EXPECT_EQ(tshmem_putmem(base, local, sizeof(local), peer), TSHMEM_ERR_INVALID_ARG);
+  EXPECT_NE(last_error().find("reserved region"), std::string::npos) << last_error();
+  EXPECT_NE(last_error().find("TSHMEM_INTERNAL_HEAP_BYTES"), std::string::npos) << last_error();
+  EXPECT_EQ(tshmem_getmem(local, base + TSHMEM_INTERNAL_HEAP_BYTES - 8, 8, peer), TSHMEM_ERR_INVALID_ARG);
+  EXPECT_NE(last_error().find("tshmem_getmem"), std::string::npos) << last_error();
+  // A range that starts in the reserved region and ends in user memory is refused too.
+  auto *block = static_cast<char *>(tshmem_malloc(4096));
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(tshmem_putmem(base + TSHMEM_INTERNAL_HEAP_BYTES - 8, local, sizeof(local), peer), TSHMEM_ERR_INVALID_ARG);
+  EXPECT_EQ(tshmem_putmem(block, local, sizeof(local), peer), TSHMEM_SUCCESS) << last_error();
+  EXPECT_EQ(tshmem_ptr(base, tshmem_my_pe()), base);
+  tshmem_barrier_all();
+  tshmem_free(block);
 }
 
 TEST_F(Rma, BarrierOrdersWrites) {

@@ -59,6 +59,30 @@ TEST_F(Env, EveryMalformedSizeIsAnError) {
   }
 }
 
+// strtoull skips leading whitespace and accepts a sign: " -1" used to read as 2^64 - 1.
+TEST_F(Env, SizesWithWhitespaceOrSignsAreRefusedByRule) {
+  const std::pair<const char *, const char *> cases[] = {
+      {" -1", "no whitespace"}, {"+1G", "no sign"},
+      {"1 G", "no whitespace"}, {" 1G", "no whitespace"},
+      {"1G ", "no whitespace"}, {"\t8M", "no whitespace"},
+      {"-0", "no sign"},        {"K1", "starts with a decimal digit"}};
+  for (const auto &c : cases) {
+    uint64_t value = 7;
+    EXPECT_EQ(parse_size("TSHMEM_SYMMETRIC_SIZE", c.first, &value), TSHMEM_ERR_CONFIG) << "'" << c.first << "'";
+    EXPECT_EQ(value, 7u);
+    const std::string message = tshmemx_last_error();
+    EXPECT_NE(message.find(std::string("TSHMEM_SYMMETRIC_SIZE='") + c.first + "'"), std::string::npos) << message;
+    EXPECT_NE(message.find(c.second), std::string::npos) << message;
+  }
+  int64_t number = 7;
+  EXPECT_EQ(parse_int("TSHMEM_DEVICE", " 1", &number), TSHMEM_ERR_CONFIG);
+  EXPECT_EQ(parse_int("TSHMEM_DEVICE", "1 ", &number), TSHMEM_ERR_CONFIG);
+  EXPECT_NE(std::string(tshmemx_last_error()).find("no whitespace"), std::string::npos);
+  EXPECT_EQ(number, 7);
+  EXPECT_EQ(parse_int("TSHMEM_DEVICE", "-1", &number), TSHMEM_SUCCESS);
+  EXPECT_EQ(number, -1);
+}
+
 TEST_F(Env, MalformedValuesOfEveryKindFailInit) {
   const std::pair<const char *, const char *> cases[] = {
       {"TSHMEM_SYMMETRIC_SIZE", "lots"},    {"TSHMEM_SYMMETRIC_SIZE", "1K"},  // below the minimum
@@ -130,7 +154,7 @@ TEST_F(Env, TableListsEveryVariableOnceWithADescription) {
       EXPECT_NE(std::string(row.choices), "") << row.name;
     }
   }
-  EXPECT_EQ(seen.size(), 11u);
+  EXPECT_EQ(seen.size(), 12u);
 }
 
 }  // namespace
