@@ -9,7 +9,8 @@
 #     LOG_DIR  where the per-file logs and JUnit XML go (default: $build/tilekernels-tests)
 # Environment: TSHMEM_MOE_SITE (tshmem_moe installed there by scripts/python-test.sh; default build/python-site),
 # TK_TEST_JOBS (pytest-xdist workers on the GPU, default 4; 0 = no xdist), TSHMEM_TK_IMPL=tilekernels (run
-# TileKernels' own kernels instead, to check the harness), TK_TEST_ARGS (more pytest arguments).
+# TileKernels' own kernels instead, to check the harness), TK_TEST_ARGS (more pytest arguments, e.g. -x or
+# -k), TK_FILE_TIMEOUT (seconds per file, default 400; a file cut off shows as 'timeout').
 # Benchmark tests are marked `benchmark` and skipped unless TK_TEST_ARGS=--run-benchmark.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,6 +18,7 @@ tk=$(cd "${1:?TileKernels checkout}" && pwd)
 carry=$(cd "${2:?carry folder with tilelang-site.tar.xz}" && pwd)
 logs=${3:-$root/build/tilekernels-tests}
 mkdir -p "$logs"
+rm -f "$logs"/seconds.txt "$logs"/test_*.xml
 tsite=${TSHMEM_MOE_SITE:-$root/build/python-site}
 
 site=$(bash "$root/scripts/tilekernels-env.sh" "$carry") || exit 1
@@ -33,10 +35,10 @@ for f in tests/moe/test_*.py; do
   name=$(basename "$f" .py)
   start=$(date +%s)
   # shellcheck disable=SC2086
-  python3 -m pytest -p tilekernels_compat -p no:cacheprovider -q -rfEs "${xdist[@]}" "$f" \
-    --junitxml="$logs/$name.xml" ${TK_TEST_ARGS:-} > "$logs/$name.log" 2>&1
+  timeout "${TK_FILE_TIMEOUT:-400}" python3 -m pytest -p tilekernels_compat -p no:cacheprovider -q -rfEs \
+    "${xdist[@]}" "$f" --junitxml="$logs/$name.xml" ${TK_TEST_ARGS:-} > "$logs/$name.log" 2>&1
   echo "$name $(( $(date +%s) - start ))" >> "$logs/seconds.txt"
-  tail -1 "$logs/$name.log"
+  echo "$name: $(tail -1 "$logs/$name.log")"
 done
 python3 - "$logs" <<'PY'
 import glob, os, sys
@@ -44,8 +46,12 @@ import xml.etree.ElementTree as ET
 logs = sys.argv[1]
 secs = dict(l.split() for l in open(os.path.join(logs, 'seconds.txt')))
 rows, tot = [], [0, 0, 0, 0]
-for x in sorted(glob.glob(os.path.join(logs, 'test_*.xml'))):
-    name = os.path.basename(x)[:-4]
+for name in sorted(secs):
+    x = os.path.join(logs, name + '.xml')
+    if not os.path.exists(x):
+        rows.append(f'| {name}.py | timeout or crash (see {name}.log) | | | | {secs[name]} |')
+        tot[3] += 1
+        continue
     s = ET.parse(x).getroot()
     s = s if s.tag == 'testsuite' else s.find('testsuite')
     n, f, e, k = (int(s.get(a, 0)) for a in ('tests', 'failures', 'errors', 'skipped'))
