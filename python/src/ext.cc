@@ -1,7 +1,7 @@
 // tshmem_moe._C: the C API of libtshmem_moe for Python objects, without libtorch. A tensor argument is read
-// through Python attributes alone: a torch.Tensor (data_ptr(), dtype, shape, stride(), is_cuda/get_device())
-// or a numpy array (__array_interface__). Outputs are allocated by the Python layer (tshmem_moe/__init__.py)
-// and passed in; the library checks them. One build serves every torch version.
+// through Python alone: a torch.Tensor by its attributes (data_ptr(), dtype, shape, stride(),
+// is_cuda/get_device()), a numpy array by the buffer protocol and its dtype. Outputs are allocated by the Python layer
+// (tshmem_moe/__init__.py) and passed in; the library checks them. One build serves every torch version.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
@@ -20,8 +20,7 @@ struct Registry {
   nb::object dtypes;       // dict
   nb::object tensor_type;  // torch.Tensor or None
   nb::object errors;       // tuple indexed by status
-  nb::object s_dtype, s_shape, s_stride, s_data_ptr, s_is_cuda, s_is_cpu, s_get_device, s_array_interface, s_data,
-      s_strides;
+  nb::object s_dtype, s_shape, s_stride, s_data_ptr, s_is_cuda, s_is_cpu, s_get_device;
 };
 Registry *g = nullptr;
 
@@ -61,27 +60,15 @@ int64_t as_i64(nb::handle o) {
   return static_cast<int64_t>(v);
 }
 
-// Fills shape (and strides in elements, when `strides` is a tuple) from tuples; `stride_div` converts byte
-// strides (numpy) to elements.
-void fill_dims(tshmem_moe_tensor_t *t, nb::handle shape, nb::handle strides, int64_t stride_div, const char *call,
-               const char *name) {
+// Fills shape and strides (elements) of a torch tensor from its shape and stride() tuples.
+void fill_dims(tshmem_moe_tensor_t *t, nb::handle shape, nb::handle strides, const char *call, const char *name) {
   const Py_ssize_t nd = PyTuple_Size(shape.ptr());
   if (nd < 0) throw nb::python_error();
   if (nd > TSHMEM_MOE_MAX_DIMS) raise_arg(PyExc_ValueError, call, name, "has more than 4 dimensions");
   t->ndim = static_cast<int32_t>(nd);
-  for (Py_ssize_t i = 0; i < nd; ++i) t->shape[i] = as_i64(PyTuple_GET_ITEM(shape.ptr(), i));
-  if (strides.is_none()) {  // numpy: C-contiguous
-    int64_t s = 1;
-    for (Py_ssize_t i = nd - 1; i >= 0; --i) {
-      t->strides[i] = s;
-      s *= t->shape[i];
-    }
-    return;
-  }
   for (Py_ssize_t i = 0; i < nd; ++i) {
-    const int64_t s = as_i64(PyTuple_GET_ITEM(strides.ptr(), i));
-    if (s % stride_div != 0) raise_arg(PyExc_ValueError, call, name, "has a stride that is not a whole element");
-    t->strides[i] = s / stride_div;
+    t->shape[i] = as_i64(PyTuple_GET_ITEM(shape.ptr(), i));
+    t->strides[i] = as_i64(PyTuple_GET_ITEM(strides.ptr(), i));
   }
 }
 
@@ -115,27 +102,34 @@ tshmem_moe_tensor_t view(nb::handle o, const char *call, const char *name) {
     }
     t.data = PyLong_AsVoidPtr(call0(o, g->s_data_ptr).ptr());
     if (PyErr_Occurred()) throw nb::python_error();
-    fill_dims(&t, attr(o, g->s_shape), call0(o, g->s_stride), 1, call, name);
+    fill_dims(&t, attr(o, g->s_shape), call0(o, g->s_stride), call, name);
     return t;
   }
-  PyObject *ai = PyObject_GetAttr(o.ptr(), g->s_array_interface.ptr());
-  if (!ai) {
+  // numpy (and any buffer exporter with a `dtype`): the buffer protocol, which costs far less than
+  // __array_interface__ (a new dict per read).
+  Py_buffer b;
+  if (PyObject_GetBuffer(o.ptr(), &b, PyBUF_RECORDS_RO) != 0) {
     PyErr_Clear();
     PyErr_Format(PyExc_TypeError, "tshmem_moe.%s: %s is a %s; it must be a torch.Tensor or a numpy array", call, name,
                  Py_TYPE(o.ptr())->tp_name);
     throw nb::python_error();
   }
-  nb::object iface = nb::steal(ai);
+  struct Release {
+    Py_buffer *b;
+    ~Release() { PyBuffer_Release(b); }
+  } release{&b};  // the caller keeps the array alive for the call
   t.dtype = static_cast<tshmem_moe_dtype_t>(dtype_code(attr(o, g->s_dtype), call, name));
   t.device = TSHMEM_MOE_DEVICE_CPU;
-  nb::handle data = PyDict_GetItemWithError(iface.ptr(), g->s_data.ptr());
-  if (!data.is_valid() || !PyTuple_Check(data.ptr())) raise_arg(PyExc_TypeError, call, name, "has no data pointer");
-  t.data = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data.ptr(), 0));
-  if (PyErr_Occurred()) throw nb::python_error();
-  nb::handle strides = PyDict_GetItemWithError(iface.ptr(), g->s_strides.ptr());
-  if (!strides.is_valid()) strides = nb::none();
-  fill_dims(&t, PyDict_GetItemWithError(iface.ptr(), g->s_shape.ptr()), strides,
-            static_cast<int64_t>(tshmem_moe_dtype_size(t.dtype)), call, name);
+  t.data = b.buf;
+  if (b.ndim > TSHMEM_MOE_MAX_DIMS) raise_arg(PyExc_ValueError, call, name, "has more than 4 dimensions");
+  t.ndim = b.ndim;
+  const int64_t esize = static_cast<int64_t>(tshmem_moe_dtype_size(t.dtype));
+  if (esize != static_cast<int64_t>(b.itemsize)) raise_arg(PyExc_TypeError, call, name, "has an unexpected item size");
+  for (int i = 0; i < b.ndim; ++i) {
+    t.shape[i] = static_cast<int64_t>(b.shape[i]);
+    if (b.strides[i] % esize != 0) raise_arg(PyExc_ValueError, call, name, "has a stride that is not a whole element");
+    t.strides[i] = static_cast<int64_t>(b.strides[i]) / esize;
+  }
   return t;
 }
 
@@ -169,9 +163,6 @@ NB_MODULE(_C, m) {
   g->s_is_cuda = nb::steal(PyUnicode_InternFromString("is_cuda"));
   g->s_is_cpu = nb::steal(PyUnicode_InternFromString("is_cpu"));
   g->s_get_device = nb::steal(PyUnicode_InternFromString("get_device"));
-  g->s_array_interface = nb::steal(PyUnicode_InternFromString("__array_interface__"));
-  g->s_data = nb::steal(PyUnicode_InternFromString("data"));
-  g->s_strides = nb::steal(PyUnicode_InternFromString("strides"));
 
   m.def(
       "_register",

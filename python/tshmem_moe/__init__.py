@@ -97,7 +97,7 @@ def _empty(like, shape, code):
     """An uninitialised output of dtype `code` beside `like` (same device, same array library)."""
     if _Tensor is not None and isinstance(like, _Tensor):
         return _torch.empty(shape, dtype=_torch_dtype[code], device=like.device)
-    if _np is not None and hasattr(like, '__array_interface__'):
+    if _np is not None and isinstance(like, _np.ndarray):
         if code not in _np_dtype:
             raise ArgumentError(f'tshmem_moe: dtype code {code} has no numpy equivalent; use torch tensors')
         return _np.empty(shape, dtype=_np_dtype[code])
