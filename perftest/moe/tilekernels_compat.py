@@ -52,6 +52,15 @@ def _impl():
 
 # ---- pytest plugin ---------------------------------------------------------------------------------------
 
+try:
+    import pytest
+    _last = pytest.hookimpl(trylast=True)
+except ImportError:  # used as a module without pytest
+    def _last(f):
+        return f
+
+
+@_last  # after TileKernels' own configure, which binds xdist workers to GPUs before CUDA starts
 def pytest_configure(config):
     """Runs before test modules are imported, so their `from tile_kernels.config import set_num_sms` binds the
     forwarding version."""
