@@ -2,7 +2,7 @@
 
     PYTHONPATH=<tilelang site>:<tshmem_moe site>:<TileKernels checkout>:perftest/moe python3 side_by_side.py
     (scripts/tilekernels-gpu.sh sets this up.)  Options: --rep N (default 30), --iters N (back-to-back calls,
-    default 100), --only SUBSTRING, --no-tk-shapes, --json FILE.
+    default 100), --only SUBSTRING, --no-tk-shapes, --json FILE, --budget-s S (start no row after S seconds).
 
 Per row and implementation:
 * kernel_us: TileKernels' own benchmark timer, tilelang's do_bench(fn, backend='cupti', warmup=0, rep=30): the
@@ -171,7 +171,9 @@ def main():
     ap.add_argument('--only', default='')
     ap.add_argument('--no-tk-shapes', action='store_true')
     ap.add_argument('--json', default='')
+    ap.add_argument('--budget-s', type=float, default=0, help='stop starting rows after this many seconds')
     a = ap.parse_args()
+    t_start = time.time()
 
     tk = compat.import_tile_kernels()
     import tshmem_moe
@@ -191,6 +193,9 @@ def main():
     for kernel, shape, make in rows:
         if a.only and a.only not in kernel:
             continue
+        if a.budget_s and time.time() - t_start > a.budget_s:
+            print(f'# --budget-s {a.budget_s:.0f} spent: rows from {kernel} {shape} on not run')
+            break
         res = {}
         for name, mod in impls.items():
             try:

@@ -2,7 +2,7 @@
 
 Each variant runs in its own process (an illegal memory access poisons the CUDA context), optionally under
 compute-sanitizer memcheck with torch's caching allocator off, so that reads past a tensor's end are seen:
-    python3 tk_mapping_diag.py [--sanitizer PATH]      # parent: runs every variant, prints one line each
+    python3 tk_mapping_diag.py [--sanitizer PATH] [--variants a,b]   # parent: each variant, a few lines each
     python3 tk_mapping_diag.py --variant NAME          # child
 Variants (E=4 local experts of 256, K=9, alignment 128):
   tk_inputs_sync      TileKernels' own generate_topk_idx (rows with no local expert dropped), P=0: its tests' path
@@ -56,10 +56,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--variant')
     ap.add_argument('--sanitizer', default='')
+    ap.add_argument('--variants', default=','.join(VARIANTS), help='comma-separated subset')
     a = ap.parse_args()
     if a.variant:
         return child(a.variant)
-    for v in VARIANTS:
+    for v in a.variants.split(','):
         cmd = [sys.executable, os.path.abspath(__file__), '--variant', v]
         env = dict(os.environ)
         if a.sanitizer:
