@@ -5,7 +5,7 @@
 # scikit-build-core and pytest are installed there and no registry is reachable); otherwise makes a virtual
 # environment in <build>/python-venv and installs numpy, pytest, nanobind and scikit-build-core from PyPI
 # (CI: no torch there, so the tests run the library's CPU reference through numpy arrays).
-# Extra pytest arguments: TSHMEM_PYTEST_ARGS="-k cuda -s".
+# Extra pytest arguments: TSHMEM_PYTEST_ARGS="-k cuda -s"; TSHMEM_PY_BUILD_ONLY=1 builds without testing.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(mkdir -p "${1:-$root/build}" && cd "${1:-$root/build}" && pwd)
@@ -29,7 +29,8 @@ start=$(date +%s)
 # A fixed build folder lets a second run reuse the CMake build; ccache (if present) serves a fresh one.
 "$py" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --upgrade --target "$site" \
   --config-settings=build-dir="$build/python-build" "$root/python"
-echo "== python package: built in $(( $(date +%s) - start )) s; test"
+echo "== python package: built in $(( $(date +%s) - start )) s"
+[ "${TSHMEM_PY_BUILD_ONLY:-0}" = 1 ] && exit 0
 cd "$build"  # not the source tree: the installed package must be the one imported
 # shellcheck disable=SC2086
 PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" "$py" -m pytest -q -p no:cacheprovider "$root/python/tests" \
