@@ -81,9 +81,9 @@ _C._register(_dtypes, _Tensor, _ERRORS)
 
 if _torch is not None and hasattr(_torch._C, '_cuda_getCurrentRawStream'):
     _raw_stream = _torch._C._cuda_getCurrentRawStream
-else:  # pragma: no cover - older or CPU-only torch
+else:  # pragma: no cover - older torch, or none (then only host arrays exist: stream 0)
     def _raw_stream(index):
-        return _torch.cuda.current_stream(index).cuda_stream
+        return _torch.cuda.current_stream(index).cuda_stream if _torch is not None else 0
 
 
 def _stream(t):
@@ -102,14 +102,6 @@ def _empty(like, shape, code):
             raise ArgumentError(f'tshmem_moe: dtype code {code} has no numpy equivalent; use torch tensors')
         return _np.empty(shape, dtype=_np_dtype[code])
     raise TypeError(f'tshmem_moe: {type(like).__name__} is neither a torch.Tensor nor a numpy array')
-
-
-def _zeros(like, shape, code):
-    if _Tensor is not None and isinstance(like, _Tensor):
-        return _torch.zeros(shape, dtype=_torch_dtype[code], device=like.device)
-    out = _empty(like, shape, code)
-    out[...] = 0
-    return out
 
 
 def _dims(call, name, t, ndim):
