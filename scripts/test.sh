@@ -51,6 +51,8 @@ bash "$root/scripts/check-format.sh"
 echo "== test"
 export TSHMEM_DISABLE_NVLS=1  # multicast stays off wherever tests run
 (cd "$build" && ctest --output-on-failure -j "$jobs" --timeout 600)
+echo "== python package (python/: tshmem_moe with TileKernels' API)"
+bash "$root/scripts/python-test.sh" "$build"
 
 # CUDA is optional: when this build had it, the host-only build (what a machine without the toolkit gets)
 # is built and tested as well, so it cannot rot unseen. TSHMEM_SKIP_NO_CUDA_BUILD=1 leaves it out.
