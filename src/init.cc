@@ -46,9 +46,9 @@ Status validate_configuration(Context &ctx, const std::string &backend) {
 }
 
 Status create_backend(Context &ctx, const std::string &backend) {
-  if (backend == "shm") return make_shm_backend(&ctx.mem);
+  if (backend == "shm") return make_shm_backend(ctx.env.init_timeout_ms, &ctx.mem);
 #if TSHMEM_HAVE_CUDA
-  if (backend == "vmm") return make_vmm_backend(ctx.cuda_device, &ctx.mem);
+  if (backend == "vmm") return make_vmm_backend(ctx.cuda_device, ctx.env.init_timeout_ms, &ctx.mem);
   if (backend == "ipc") return make_ipc_backend(ctx.cuda_device, &ctx.mem);
 #endif
   return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_MEM_BACKEND=%s: this build has no such backend (built without CUDA?)",
