@@ -18,6 +18,7 @@ bool SymmetricHeap::contains(const void *ptr, uint64_t bytes) const {
 }
 
 Status SymmetricHeap::allocate(CollectiveKind kind, uint64_t size, uint64_t alignment, void **out) {
+  const std::lock_guard<std::mutex> collective(collective_mutex_);
   *out = nullptr;
   CollectiveRequest request;
   request.kind = kind;
@@ -65,6 +66,7 @@ Status SymmetricHeap::allocate(CollectiveKind kind, uint64_t size, uint64_t alig
 }
 
 Status SymmetricHeap::release(void *ptr) {
+  const std::lock_guard<std::mutex> collective(collective_mutex_);
   CollectiveRequest request;
   request.kind = CollectiveKind::kFree;
   if (ptr != nullptr) {
@@ -94,6 +96,7 @@ Status SymmetricHeap::release(void *ptr) {
 }
 
 Status SymmetricHeap::rendezvous(CollectiveKind kind) {
+  const std::lock_guard<std::mutex> collective(collective_mutex_);
   CollectiveRequest request;
   request.kind = kind;
   const Status quiet = quiet_all();
