@@ -48,15 +48,12 @@ class ShmBackend final : public MemBackend {
   bool device_memory() const override { return false; }
 
   Status create(Bootstrap &boot, uint64_t heap_size) override {
-    heap_size_ = heap_size;
-    peer_bases_.assign(static_cast<size_t>(boot.size()), nullptr);
-    UniqueFd own;
-    TSHMEM_CHECK(agree_on_status(boot, create_own(&own), "shm backend: reserving the heap"));
-    std::vector<PeerFd> received;
-    TSHMEM_CHECK(exchange_fds_node_local(boot, own.get(), heap_size_, init_timeout_ms_, &received));
-    own.reset();  // the mapping keeps the memory; each peer holds its own descriptor
-    TSHMEM_CHECK(agree_on_status(boot, map_peers(boot, received), "shm backend: mapping the peers' heaps"));
-    return TSHMEM_SUCCESS;
+    const Status status = create_steps(boot, heap_size);
+    // Every PE agreed on a failure: each lets go of what it mapped, with no barrier. A nameless file lives
+    // until its last mapping goes, so unmapping never pulls memory from under a peer, and no PE is left
+    // waiting for another whose heap was never made.
+    if (status != TSHMEM_SUCCESS) release_all();
+    return status;
   }
 
   void *local_base() const override { return own_base_; }
@@ -91,6 +88,18 @@ class ShmBackend final : public MemBackend {
   }
 
  private:
+  Status create_steps(Bootstrap &boot, uint64_t heap_size) {
+    heap_size_ = heap_size;
+    peer_bases_.assign(static_cast<size_t>(boot.size()), nullptr);
+    UniqueFd own;
+    TSHMEM_CHECK(agree_on_status(boot, create_own(&own), "shm backend: reserving the heap"));
+    std::vector<PeerFd> received;
+    TSHMEM_CHECK(exchange_fds_node_local(boot, own.get(), heap_size_, init_timeout_ms_, &received));
+    own.reset();  // the mapping keeps the memory; each peer holds its own descriptor
+    TSHMEM_CHECK(agree_on_status(boot, map_peers(boot, received), "shm backend: mapping the peers' heaps"));
+    return TSHMEM_SUCCESS;
+  }
+
   // A nameless file in /dev/shm (the filesystem the site sized for shared memory), else a memfd.
   Status open_nameless(UniqueFd *out) {
     UniqueFd fd(open(kShmDirectory, O_TMPFILE | O_EXCL | O_RDWR | O_CLOEXEC, 0600));  // O_EXCL: never linkable
