@@ -6,7 +6,6 @@
 // longer than the timeout on a peer.
 #include "mem/handle_exchange.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
