@@ -54,6 +54,23 @@ export TSHMEM_DISABLE_NVLS=1  # multicast stays off wherever tests run
 echo "== python package (python/: tshmem_moe with TileKernels' API)"
 bash "$root/scripts/python-test.sh" "$build"
 
+# ThreadSanitizer: the threading tests (TSHMEM_THREAD_MULTIPLE, calls racing finalize) once more, in a small
+# host-only build of just the library and that test. TSHMEM_SKIP_TSAN=1 leaves it out.
+if [ "${TSHMEM_SKIP_TSAN:-0}" != 1 ]; then
+  tsan_build="$build-tsan"
+  echo "== ThreadSanitizer ($tsan_build)"
+  mkdir -p "$tsan_build"
+  # -Wno-tsan: TSan does not model the shm backend's fence (it orders stores for other processes, not threads).
+  cmake -S "$root" -B "$tsan_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTSHMEM_WERROR=ON \
+    -DTSHMEM_ENABLE_CUDA=OFF -DTSHMEM_BUILD_PERFTEST=OFF -DTSHMEM_BUILD_MOE=OFF \
+    "-DCMAKE_CXX_FLAGS=-fsanitize=thread -Wno-tsan" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
+    -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread > "$tsan_build/configure.log" 2>&1 \
+    || { tail -20 "$tsan_build/configure.log"; exit 1; }
+  cmake --build "$tsan_build" -j "$jobs" --target tshmem_thread_tests
+  # A report makes the process exit non-zero, which fails the test.
+  (cd "$tsan_build" && TSAN_OPTIONS="exitcode=66 halt_on_error=1" ctest --output-on-failure -R '^tshmem_thread_tests_np')
+fi
+
 # CUDA is optional: when this build had it, the host-only build (what a machine without the toolkit gets)
 # is built and tested as well, so it cannot rot unseen. TSHMEM_SKIP_NO_CUDA_BUILD=1 leaves it out.
 if command -v nvcc >/dev/null && [ "${TSHMEM_SKIP_NO_CUDA_BUILD:-0}" != 1 ]; then

@@ -46,7 +46,7 @@ for f in tests/moe/test_*.py; do
     continue
   fi
   # shellcheck disable=SC2086
-  timeout "$limit" python3 -m pytest -p tilekernels_compat -p no:cacheprovider -q -rfEs \
+  timeout "$limit" python3 -m pytest -p tilekernels_compat -p no:cacheprovider -p no:benchmark -q -rfEs \
     "${xdist[@]}" "$f" --junitxml="$logs/$name.xml" ${TK_TEST_ARGS:-} > "$logs/$name.log" 2>&1
   echo "$name $(( $(date +%s) - start ))" >> "$logs/seconds.txt"
   echo "$name: $(tail -1 "$logs/$name.log")"

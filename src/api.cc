@@ -27,8 +27,8 @@ void *allocate(const char *call, CollectiveKind kind, uint64_t size, uint64_t al
   return guarded(
       call,
       [&]() -> void * {
-        Context *ctx = require_context(call);
-        if (ctx == nullptr) return nullptr;
+        ContextRef ctx = require_context(call);
+        if (!ctx) return nullptr;
         void *block = nullptr;
         if (ctx->heap->allocate(kind, size, alignment, &block) != TSHMEM_SUCCESS) return nullptr;
         return block;
@@ -45,7 +45,23 @@ extern "C" {
 
 TSHMEM_API int tshmem_init(void) {
   return guarded(
-      "tshmem_init", [] { return static_cast<int>(init_context(0, nullptr)); }, static_cast<int>(TSHMEM_ERR_INTERNAL));
+      "tshmem_init",
+      [] {
+        int provided = 0;
+        return static_cast<int>(init_context(0, nullptr, TSHMEM_THREAD_SINGLE, &provided));
+      },
+      static_cast<int>(TSHMEM_ERR_INTERNAL));
+}
+
+TSHMEM_API int tshmem_init_thread(int requested, int *provided) {
+  return guarded(
+      "tshmem_init_thread", [&] { return static_cast<int>(init_context(0, nullptr, requested, provided)); },
+      static_cast<int>(TSHMEM_ERR_INTERNAL));
+}
+
+TSHMEM_API void tshmem_query_thread(int *provided) {
+  guarded(
+      "tshmem_query_thread", [&] { return static_cast<int>(query_thread_level(provided)); }, 0);
 }
 
 TSHMEM_API int tshmemx_init_attr(unsigned flags, tshmemx_init_attr_t *attr) {
@@ -69,7 +85,8 @@ TSHMEM_API int tshmemx_init_attr(unsigned flags, tshmemx_init_attr_t *attr) {
             return set_error(TSHMEM_ERR_INVALID_ARG,
                              "tshmemx_init_attr: attr->mpi_comm is NULL (it must point to an MPI_Comm)");
         }
-        return init_context(flags, attr ? attr->mpi_comm : nullptr);
+        int provided = 0;
+        return init_context(flags, attr ? attr->mpi_comm : nullptr, TSHMEM_THREAD_SINGLE, &provided);
       },
       static_cast<int>(TSHMEM_ERR_INTERNAL));
 }
@@ -84,8 +101,14 @@ TSHMEM_API void tshmem_finalize(void) {
       0);
 }
 
-TSHMEM_API int tshmem_my_pe(void) { return context() ? context()->peers.my_pe() : -1; }
-TSHMEM_API int tshmem_n_pes(void) { return context() ? context()->peers.n_pes() : -1; }
+TSHMEM_API int tshmem_my_pe(void) {
+  ContextRef ctx = context();
+  return ctx ? ctx->peers.my_pe() : -1;
+}
+TSHMEM_API int tshmem_n_pes(void) {
+  ContextRef ctx = context();
+  return ctx ? ctx->peers.n_pes() : -1;
+}
 
 TSHMEM_API void tshmem_info_get_version(int *major, int *minor) {
   if (major) *major = TSHMEM_MAJOR_VERSION;
@@ -110,29 +133,51 @@ TSHMEM_API void tshmem_free(void *ptr) {
   guarded(
       "tshmem_free",
       [&] {
-        Context *ctx = require_context("tshmem_free");
-        if (ctx != nullptr) ctx->heap->release(ptr);
+        ContextRef ctx = require_context("tshmem_free");
+        if (ctx) ctx->heap->release(ptr);
         return 0;
       },
       0);
 }
 
 TSHMEM_API void tshmem_global_exit(int status) {
-  Context *ctx = context();
-  if (ctx != nullptr && ctx->boot) ctx->boot->abort(status);
+  Bootstrap *boot = nullptr;
+  {
+    ContextRef ctx = context();
+    if (ctx && ctx->boot) boot = ctx->boot.get();
+  }
+  if (boot != nullptr) boot->abort(status);  // not under the lifetime lock: abort does not return
   std::exit(status);
 }
 
-TSHMEM_API const char *tshmemx_backend_name(void) { return context() ? context()->mem->name() : nullptr; }
-TSHMEM_API void *tshmemx_heap_base(void) { return context() ? context()->mem->local_base() : nullptr; }
-TSHMEM_API size_t tshmemx_heap_size(void) { return context() ? context()->heap->size() : 0; }
-TSHMEM_API int tshmemx_local_pe(void) { return context() ? context()->boot->local_rank() : -1; }
-TSHMEM_API int tshmemx_local_n_pes(void) { return context() ? context()->boot->local_size() : -1; }
-TSHMEM_API int tshmemx_cuda_device(void) { return context() ? context()->cuda_device : -1; }
+TSHMEM_API const char *tshmemx_backend_name(void) {
+  ContextRef ctx = context();
+  return ctx ? ctx->mem->name() : nullptr;
+}
+TSHMEM_API void *tshmemx_heap_base(void) {
+  ContextRef ctx = context();
+  return ctx ? ctx->mem->local_base() : nullptr;
+}
+TSHMEM_API size_t tshmemx_heap_size(void) {
+  ContextRef ctx = context();
+  return ctx ? ctx->heap->size() : 0;
+}
+TSHMEM_API int tshmemx_local_pe(void) {
+  ContextRef ctx = context();
+  return ctx ? ctx->boot->local_rank() : -1;
+}
+TSHMEM_API int tshmemx_local_n_pes(void) {
+  ContextRef ctx = context();
+  return ctx ? ctx->boot->local_size() : -1;
+}
+TSHMEM_API int tshmemx_cuda_device(void) {
+  ContextRef ctx = context();
+  return ctx ? ctx->cuda_device : -1;
+}
 
 TSHMEM_API void *tshmemx_peer_base(int pe) {
-  Context *ctx = require_context("tshmemx_peer_base");
-  if (ctx == nullptr || check_pe(*ctx, "tshmemx_peer_base", pe) != TSHMEM_SUCCESS) return nullptr;
+  ContextRef ctx = require_context("tshmemx_peer_base");
+  if (!ctx || check_pe(*ctx, "tshmemx_peer_base", pe) != TSHMEM_SUCCESS) return nullptr;
   return reinterpret_cast<void *>(ctx->peers.base(pe));
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <shared_mutex>
 
 #include "bootstrap/bootstrap.h"
 #include "env.h"
@@ -28,23 +29,44 @@ struct Context {
   /// compute capability 9.0 or later (decided once, when the device is selected).
   bool coll_early_launch = false;
   std::unique_ptr<DeviceState> device_state;
-  std::unique_ptr<NvlsRegion> nvls;  ///< the multicast mapping of the heap; null without multicast (src/nvls)
-  std::string nvls_reason;           ///< "on", or why multicast is off
+  std::unique_ptr<NvlsRegion> nvls;         ///< the multicast mapping of the heap; null without multicast (src/nvls)
+  std::string nvls_reason;                  ///< "on", or why multicast is off
+  int thread_level = TSHMEM_THREAD_SINGLE;  ///< what tshmem_init_thread provided (the same on every PE)
 
   Context();
   ~Context();
 };
 
-/// The live context, or nullptr outside init..finalize.
-Context *context();
+/// The live context for the length of one API call. Under TSHMEM_THREAD_MULTIPLE it holds a shared lock on
+/// the context's lifetime (init and finalize take it exclusively), so a call racing tshmem_finalize either
+/// finishes first or finds no context: never a freed one. Below MULTIPLE the application guarantees that no
+/// call races finalize, and the lock is skipped. Empty (false) outside init..finalize.
+class ContextRef {
+ public:
+  ContextRef();
+  Context *get() const { return ctx_; }
+  Context *operator->() const { return ctx_; }
+  Context &operator*() const { return *ctx_; }
+  explicit operator bool() const { return ctx_ != nullptr; }
 
-/// The live context, or sets TSHMEM_ERR_NOT_INITIALIZED naming `call` and returns nullptr.
-Context *require_context(const char *call);
+ private:
+  std::shared_lock<std::shared_mutex> lifetime_;
+  Context *ctx_ = nullptr;
+};
+
+/// The live context, or an empty reference outside init..finalize (queries that answer -1, 0 or NULL).
+inline ContextRef context() { return ContextRef(); }
+
+/// The live context, or an empty reference with TSHMEM_ERR_NOT_INITIALIZED naming `call`.
+ContextRef require_context(const char *call);
 
 /// Checks 0 <= pe < n_pes, else TSHMEM_ERR_INVALID_PE naming the call.
 Status check_pe(const Context &ctx, const char *call, int pe);
 
-Status init_context(unsigned flags, const void *mpi_comm);
+/// `requested`: a TSHMEM_THREAD_* level, checked collectively; `provided` receives the level given.
+Status init_context(unsigned flags, const void *mpi_comm, int requested, int *provided);
+/// The level the live context provides; TSHMEM_ERR_NOT_INITIALIZED outside init..finalize.
+Status query_thread_level(int *provided);
 void finalize_context();
 
 }  // namespace tshmemi

@@ -13,6 +13,8 @@
 namespace tshmemi {
 namespace {
 
+constexpr int64_t kMaxInitTimeoutMs = 24ll * 3600 * 1000;
+
 const char *choices_of(const char *name) {
   if (std::strcmp(name, "TSHMEM_MEM_BACKEND") == 0) return TSHMEM_ENV_CHOICES_MEM_BACKEND;
   if (std::strcmp(name, "TSHMEM_BIND") == 0) return TSHMEM_ENV_CHOICES_BIND;
@@ -219,6 +221,9 @@ Status parse_env(EnvOptions *out, GetenvFn getenv_fn) {
   if (options.debug_node_size < 0 || options.debug_node_size > TSHMEM_MAX_PES)
     return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_DEBUG_NODE_SIZE=%lld: must be 0 (off) or a PE count up to %d",
                      static_cast<long long>(options.debug_node_size), TSHMEM_MAX_PES);
+  if (options.init_timeout_ms < 1 || options.init_timeout_ms > kMaxInitTimeoutMs)
+    return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_INIT_TIMEOUT_MS=%lld: must be 1 to %lld (one day) milliseconds",
+                     static_cast<long long>(options.init_timeout_ms), static_cast<long long>(kMaxInitTimeoutMs));
   unsigned mask = 0;
   TSHMEM_CHECK(log_subsys_from(options.debug_subsys, &mask));
   FaultSpec fault;

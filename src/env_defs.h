@@ -13,6 +13,7 @@
   X(ALLOW_SHARED_GPU, allow_shared_gpu, Bool, "0", "placement", "Allow more PEs on a node than GPUs (PEs share GPUs round-robin).") \
   X(BIND, bind, Choice, "auto", "placement", "CPU binding: auto (CPUs nearest the GPU, via hwloc) or none.")           \
   X(DISABLE_NVLS, disable_nvls, Bool, "0", "nvls", "1 forbids NVLink multicast: no multicast driver call is made.")          \
+  X(INIT_TIMEOUT_MS, init_timeout_ms, Int, "60000", "init", "Longest wait of one init step for a node-local peer (the descriptor exchange's connect, accept, send, receive); it then fails naming the step and the peer. 1 to 86400000.") \
   X(WAIT_TIMEOUT_MS, wait_timeout_ms, Int, "0", "device", "A device wait longer than this traps with a message; 0 waits forever.") \
   X(COLL_PDL, coll_pdl, Bool, "1", "coll", "On-stream collectives launch as programmatic dependent launches (Hopper and later): the kernel becomes resident while the previous one finishes. 0 = ordinary launches.") \
   X(DEBUG, debug, Choice, "warn", "debug", "Log level: none, warn, info, trace.")                                      \

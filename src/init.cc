@@ -2,7 +2,11 @@
 //
 // Every step that can fail on one PE ends with a collective agreement, so that a failure anywhere
 // fails init everywhere with the same message and nothing stays allocated.
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <mutex>
+#include <shared_mutex>
 
 #include "bootstrap/agree.h"
 #include "context.h"
@@ -14,7 +18,42 @@
 namespace tshmemi {
 namespace {
 
-Context *g_context = nullptr;  // live between init and finalize
+std::atomic<Context *> g_context{nullptr};              // live between init and finalize
+std::atomic<int> g_thread_level{TSHMEM_THREAD_SINGLE};  // of the live (or last) context
+
+// Init and finalize hold it exclusively; API calls under TSHMEM_THREAD_MULTIPLE hold it shared (ContextRef).
+std::shared_mutex &lifetime_mutex() {
+  static std::shared_mutex mutex;
+  return mutex;
+}
+
+const char *thread_level_name(int level) {
+  switch (level) {
+    case TSHMEM_THREAD_SINGLE: return "TSHMEM_THREAD_SINGLE";
+    case TSHMEM_THREAD_FUNNELED: return "TSHMEM_THREAD_FUNNELED";
+    case TSHMEM_THREAD_SERIALIZED: return "TSHMEM_THREAD_SERIALIZED";
+    case TSHMEM_THREAD_MULTIPLE: return "TSHMEM_THREAD_MULTIPLE";
+  }
+  return "?";
+}
+
+// The level every PE provides: the request, capped by what MPI gives each PE (the lowest over all PEs).
+Status agree_on_thread_level(Context &ctx, int requested) {
+  Bootstrap &boot = *ctx.boot;
+  const int64_t mine = std::min(requested, boot.thread_level());
+  int64_t lowest = mine;
+  TSHMEM_CHECK(boot.allreduce(&mine, &lowest, 1, ReduceOp::kMin));
+  ctx.thread_level = static_cast<int>(lowest);
+  if (mine < requested)
+    TSHMEMI_LOG(kWarn, kLogInit, "tshmem_init_thread: requested %s, providing %s: MPI provides only that level (%s)",
+                thread_level_name(requested), thread_level_name(static_cast<int>(mine)),
+                boot.initialised_by_tshmem() ? "tshmem asked MPI_Init_thread for MPI_THREAD_MULTIPLE"
+                                             : "the application initialised MPI with it");
+  else if (lowest < requested && boot.rank() == 0)
+    TSHMEMI_LOG(kWarn, kLogInit, "tshmem_init_thread: requested %s, providing %s: another PE's MPI provides only that",
+                thread_level_name(requested), thread_level_name(static_cast<int>(lowest)));
+  return TSHMEM_SUCCESS;
+}
 
 int backend_id(const std::string &name) {
   if (name == "shm") return 1;
@@ -47,9 +86,9 @@ Status validate_configuration(Context &ctx, const std::string &backend) {
 }
 
 Status create_backend(Context &ctx, const std::string &backend) {
-  if (backend == "shm") return make_shm_backend(&ctx.mem);
+  if (backend == "shm") return make_shm_backend(ctx.env.init_timeout_ms, &ctx.mem);
 #if TSHMEM_HAVE_CUDA
-  if (backend == "vmm") return make_vmm_backend(ctx.cuda_device, &ctx.mem);
+  if (backend == "vmm") return make_vmm_backend(ctx.cuda_device, ctx.env.init_timeout_ms, &ctx.mem);
   if (backend == "ipc") return make_ipc_backend(ctx.cuda_device, &ctx.mem);
 #endif
   return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_MEM_BACKEND=%s: this build has no such backend (built without CUDA?)",
@@ -75,7 +114,8 @@ struct InitProgress {
 // The steps, in the order of TSHMEM_INIT_STEP_LIST, each through run_step (the fault switch, then an
 // agreement). A step whose work is collective (config, gpu, host-rma, nvls) runs on every PE first, and
 // its run_step carries only the switch and the verdict.
-Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, InitProgress *progress) {
+Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int requested, const int *provided,
+                  InitProgress *progress) {
   // The environment is parsed before the bootstrap, but its verdict is shared after it: a malformed
   // variable on one PE fails init on all of them.
   Status env_status = parse_env(&ctx.env);
@@ -96,7 +136,17 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, InitProgre
     env_status = parse_fault_spec("TSHMEM_DEBUG_FAIL", ctx.env.debug_fail, &fault);
     if (env_status == TSHMEM_SUCCESS) env_status = arm_faults(fault, boot.rank(), boot.size());
   }
+  // The arguments of tshmem_init_thread are checked here too, after the bootstrap, so that a bad argument on
+  // one PE fails init on all of them.
+  if (env_status == TSHMEM_SUCCESS && (requested < TSHMEM_THREAD_SINGLE || requested > TSHMEM_THREAD_MULTIPLE))
+    env_status = set_error(TSHMEM_ERR_INVALID_ARG,
+                           "tshmem_init_thread: requested = %d is not a thread level (TSHMEM_THREAD_SINGLE = 0 .. "
+                           "TSHMEM_THREAD_MULTIPLE = 3)",
+                           requested);
+  else if (env_status == TSHMEM_SUCCESS && provided == nullptr)
+    env_status = set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_init_thread: provided is NULL");
   TSHMEM_CHECK(run_step(boot, InitStep::kEnv, [&] { return env_status; }));
+  TSHMEM_CHECK(agree_on_thread_level(ctx, requested));
 
   std::string backend;
   TSHMEM_CHECK(run_step(boot, InitStep::kBackendChoice, [&] {
@@ -143,12 +193,25 @@ Context::~Context() {
   boot.reset();
 }
 
-Context *context() { return g_context; }
+ContextRef::ContextRef() {
+  // The level only changes under the exclusive lock, at init; calls that race init break every level's rule.
+  if (g_thread_level.load(std::memory_order_acquire) == TSHMEM_THREAD_MULTIPLE)
+    lifetime_ = std::shared_lock<std::shared_mutex>(lifetime_mutex());
+  ctx_ = g_context.load(std::memory_order_acquire);
+}
 
-Context *require_context(const char *call) {
-  if (g_context == nullptr)
-    set_error(TSHMEM_ERR_NOT_INITIALIZED, "%s: tshmem is not initialised (call tshmem_init first)", call);
-  return g_context;
+ContextRef require_context(const char *call) {
+  ContextRef ref;
+  if (!ref) set_error(TSHMEM_ERR_NOT_INITIALIZED, "%s: tshmem is not initialised (call tshmem_init first)", call);
+  return ref;
+}
+
+Status query_thread_level(int *provided) {
+  ContextRef ctx = require_context("tshmem_query_thread");
+  if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
+  if (provided == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_query_thread: provided is NULL");
+  *provided = ctx->thread_level;
+  return TSHMEM_SUCCESS;
 }
 
 Status check_pe(const Context &ctx, const char *call, int pe) {
@@ -158,13 +221,14 @@ Status check_pe(const Context &ctx, const char *call, int pe) {
   return TSHMEM_SUCCESS;
 }
 
-Status init_context(unsigned flags, const void *mpi_comm) {
-  if (g_context != nullptr)
+Status init_context(unsigned flags, const void *mpi_comm, int requested, int *provided) {
+  std::unique_lock<std::shared_mutex> lifetime(lifetime_mutex());
+  if (g_context.load() != nullptr)
     return set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_init: already initialised (call tshmem_finalize first)");
   clear_last_error();
   auto ctx = std::make_unique<Context>();
   InitProgress progress;
-  const Status status = init_steps(*ctx, flags, mpi_comm, &progress);
+  const Status status = init_steps(*ctx, flags, mpi_comm, requested, provided, &progress);
   disarm_faults();
   if (status != TSHMEM_SUCCESS) {
     // Every PE agreed on the failure at the same step, so every PE runs the same teardown: each collective
@@ -178,13 +242,17 @@ Status init_context(unsigned flags, const void *mpi_comm) {
     log_set_pe(-1, -1);
     return set_error_message(status, message);
   }
-  g_context = ctx.release();
+  *provided = ctx->thread_level;
+  g_thread_level.store(ctx->thread_level, std::memory_order_release);
+  g_context.store(ctx.release(), std::memory_order_release);
   return TSHMEM_SUCCESS;
 }
 
 void finalize_context() {
-  if (g_context == nullptr) return;
-  Context *ctx = g_context;
+  // Waits for this PE's calls in flight (under MULTIPLE); later ones find no context.
+  std::unique_lock<std::shared_mutex> lifetime(lifetime_mutex());
+  Context *ctx = g_context.load();
+  if (ctx == nullptr) return;
   // The finalize rendezvous is checked like any collective: a PE still allocating is named, not hung.
   if (ctx->heap->rendezvous(CollectiveKind::kFinalize) != TSHMEM_SUCCESS) {
     // Some PE is not finalizing: tearing down now would leave it in a collective nobody else joins.
@@ -193,7 +261,7 @@ void finalize_context() {
                       last_error_message() + " tshmem_finalize did nothing: call it again on every PE.");
     return;
   }
-  g_context = nullptr;
+  g_context.store(nullptr, std::memory_order_release);
   ctx->device_state.reset();                    // withdraws the state from every registered unit
   nvls_finalize(*ctx);                          // collective: unmap, unbind, release the multicast object
   if (ctx->host_rma) ctx->host_rma->destroy();  // collective: the window goes before the memory under it

@@ -49,8 +49,8 @@ Status resolve(Context &ctx, const char *call, const void *symmetric, const void
 }
 
 int put(const char *call, void *dest, const void *src, size_t bytes, int pe, tshmemx_stream_t stream, bool on_stream) {
-  Context *ctx = require_context(call);
-  if (ctx == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
+  ContextRef ctx = require_context(call);
+  if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
   Target target;
   TSHMEM_CHECK(resolve(*ctx, call, dest, src, bytes, pe, &target));
   if (bytes == 0) return TSHMEM_SUCCESS;
@@ -61,8 +61,8 @@ int put(const char *call, void *dest, const void *src, size_t bytes, int pe, tsh
 }
 
 int get(const char *call, void *dest, const void *src, size_t bytes, int pe, tshmemx_stream_t stream, bool on_stream) {
-  Context *ctx = require_context(call);
-  if (ctx == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
+  ContextRef ctx = require_context(call);
+  if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
   Target target;
   TSHMEM_CHECK(resolve(*ctx, call, src, dest, bytes, pe, &target));
   if (bytes == 0) return TSHMEM_SUCCESS;
@@ -79,8 +79,8 @@ using namespace tshmemi;
 extern "C" {
 
 TSHMEM_API void *tshmem_ptr(const void *dest, int pe) {
-  Context *ctx = require_context("tshmem_ptr");
-  if (ctx == nullptr || check_pe(*ctx, "tshmem_ptr", pe) != TSHMEM_SUCCESS) return nullptr;
+  ContextRef ctx = require_context("tshmem_ptr");
+  if (!ctx || check_pe(*ctx, "tshmem_ptr", pe) != TSHMEM_SUCCESS) return nullptr;
   if (!ctx->heap->contains(dest, 0)) {
     set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_ptr: %p is not in the symmetric heap", dest);
     return nullptr;
@@ -90,13 +90,13 @@ TSHMEM_API void *tshmem_ptr(const void *dest, int pe) {
 
 // Queries, as OpenSHMEM's shmem_pe_accessible / shmem_addr_accessible: 0 or 1, never an error.
 TSHMEM_API int tshmem_pe_accessible(int pe) {
-  const Context *ctx = context();
-  return ctx != nullptr && reachable(*ctx, pe) ? 1 : 0;
+  ContextRef ctx = context();
+  return ctx && reachable(*ctx, pe) ? 1 : 0;
 }
 
 TSHMEM_API int tshmem_addr_accessible(const void *addr, int pe) {
-  const Context *ctx = context();
-  return ctx != nullptr && ctx->heap->contains(addr, 1) && reachable(*ctx, pe) ? 1 : 0;
+  ContextRef ctx = context();
+  return ctx && ctx->heap->contains(addr, 1) && reachable(*ctx, pe) ? 1 : 0;
 }
 
 TSHMEM_API int tshmem_putmem(void *dest, const void *src, size_t nbytes, int pe) {
@@ -113,8 +113,8 @@ TSHMEM_API int tshmemx_getmem_on_stream(void *dest, const void *src, size_t nbyt
 }
 
 TSHMEM_API void tshmem_quiet(void) {
-  Context *ctx = require_context("tshmem_quiet");
-  if (ctx == nullptr) return;
+  ContextRef ctx = require_context("tshmem_quiet");
+  if (!ctx) return;
   ctx->mem->quiet();
   if (ctx->host_rma) {
     ctx->host_rma->quiet();  // puts to other nodes complete at their targets
@@ -123,8 +123,8 @@ TSHMEM_API void tshmem_quiet(void) {
 }
 
 TSHMEM_API void tshmem_barrier_all(void) {
-  Context *ctx = require_context("tshmem_barrier_all");
-  if (ctx != nullptr) ctx->heap->rendezvous(CollectiveKind::kBarrier);
+  ContextRef ctx = require_context("tshmem_barrier_all");
+  if (ctx) ctx->heap->rendezvous(CollectiveKind::kBarrier);
 }
 
 TSHMEM_API void tshmem_sync_all(void) { tshmem_barrier_all(); }

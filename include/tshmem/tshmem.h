@@ -60,6 +60,41 @@ TSHMEM_API int tshmem_init(void);
 /** Undoes tshmem_init. Collective. Safe to call when not initialised (then it does nothing). */
 TSHMEM_API void tshmem_finalize(void);
 
+/**
+ * Thread levels, as OpenSHMEM (and MPI) define them; ordered, so `provided >= TSHMEM_THREAD_SERIALIZED`
+ * reads as expected.
+ *   SINGLE      one thread in the process (tshmem_init and tshmemx_init_attr give this level);
+ *   FUNNELED    several threads, but only the thread that initialised tshmem calls it;
+ *   SERIALIZED  any thread calls tshmem, never two at once (the application orders the calls);
+ *   MULTIPLE    any thread calls tshmem at any time. The heap, the call counter and every shared structure
+ *               are locked; a call that races tshmem_finalize either completes before finalize tears down
+ *               or fails with TSHMEM_ERR_NOT_INITIALIZED, never touches freed state. Collective calls
+ *               (malloc & co., free, barrier_all, finalize) made by two threads of one PE at once run one
+ *               after the other, in whichever order the threads take the lock: every PE must still make
+ *               its collective calls in the same order (the symmetry check reports a divergence), so in
+ *               practice issue them from one thread, or order them yourself. On-stream collectives
+ *               (tshmemx_*_on_stream) are ordered by their streams: issue them on one stream.
+ */
+enum tshmem_thread_level {
+  TSHMEM_THREAD_SINGLE = 0,
+  TSHMEM_THREAD_FUNNELED = 1,
+  TSHMEM_THREAD_SERIALIZED = 2,
+  TSHMEM_THREAD_MULTIPLE = 3
+};
+
+/**
+ * tshmem_init with a thread level. Collective. `requested` is one of the TSHMEM_THREAD_* levels;
+ * `*provided` receives the level tshmem gives, the same on every PE: `requested`, capped by the level MPI
+ * provides (tshmem initialises MPI with MPI_THREAD_MULTIPLE; when the application initialised MPI with
+ * less, that lower level caps tshmem's and a warning says so) and by the lowest level any PE got. A
+ * `requested` outside the four levels or a NULL `provided` fails init on every PE (TSHMEM_ERR_INVALID_ARG).
+ */
+TSHMEM_API int tshmem_init_thread(int requested, int *provided);
+
+/** The thread level tshmem_init_thread provided (TSHMEM_THREAD_SINGLE after tshmem_init). Before init, or
+ *  with a NULL `provided`, it sets an error and writes nothing. */
+TSHMEM_API void tshmem_query_thread(int *provided);
+
 /** This PE's number in [0, n_pes), or -1 before init. */
 TSHMEM_API int tshmem_my_pe(void);
 

@@ -27,6 +27,10 @@ class Bootstrap {
   const std::vector<int> &local_pes() const { return local_pes_; }
   /// For every PE, its node number (0 .. number of nodes-1, by the lowest PE on each node).
   const std::vector<int> &node_of_pe() const { return node_of_pe_; }
+  /// The thread level the communication library provides (as TSHMEM_THREAD_*), and whether tshmem
+  /// initialised it (else the application did, with a level of its choosing).
+  int thread_level() const { return thread_level_; }
+  bool initialised_by_tshmem() const { return initialised_by_tshmem_; }
 
   virtual Status barrier() = 0;
   virtual Status allreduce(const int64_t *in, int64_t *out, int count, ReduceOp op) = 0;
@@ -43,6 +47,8 @@ class Bootstrap {
 
  protected:
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  int thread_level_ = TSHMEM_THREAD_SINGLE;
+  bool initialised_by_tshmem_ = false;
   std::vector<int> local_pes_;
   std::vector<int> node_of_pe_;
 };

@@ -27,6 +27,14 @@ MPI_Op to_mpi(ReduceOp op) {
   return MPI_OP_NULL;
 }
 
+// MPI's levels are ordered but their values are the implementation's.
+int to_tshmem_level(int mpi_level) {
+  if (mpi_level >= MPI_THREAD_MULTIPLE) return TSHMEM_THREAD_MULTIPLE;
+  if (mpi_level >= MPI_THREAD_SERIALIZED) return TSHMEM_THREAD_SERIALIZED;
+  if (mpi_level >= MPI_THREAD_FUNNELED) return TSHMEM_THREAD_FUNNELED;
+  return TSHMEM_THREAD_SINGLE;
+}
+
 class MpiBootstrap final : public Bootstrap {
  public:
   ~MpiBootstrap() override {
@@ -34,7 +42,7 @@ class MpiBootstrap final : public Bootstrap {
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (we_initialized_mpi_ && !finalized) MPI_Finalize();
+    if (initialised_by_tshmem_ && !finalized) MPI_Finalize();
   }
 
   Status init(const void *user_comm, int node_size) {
@@ -46,11 +54,14 @@ class MpiBootstrap final : public Bootstrap {
           TSHMEM_ERR_MPI,
           "tshmem_init: MPI is already finalized (MPI cannot start twice in one process); to init "
           "tshmem again after tshmem_finalize, call MPI_Init in the application so that MPI outlives tshmem");
+    int provided = MPI_THREAD_SINGLE;
     if (!initialized) {
-      int provided = 0;
       TSHMEMI_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
-      we_initialized_mpi_ = true;
+      initialised_by_tshmem_ = true;
+    } else {
+      TSHMEMI_MPI_CHECK(MPI_Query_thread(&provided));
     }
+    thread_level_ = to_tshmem_level(provided);
     MPI_Comm parent = user_comm ? *static_cast<const MPI_Comm *>(user_comm) : MPI_COMM_WORLD;
     if (parent == MPI_COMM_NULL)
       return set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_init_attr: attr->mpi_comm is MPI_COMM_NULL");
@@ -125,7 +136,6 @@ class MpiBootstrap final : public Bootstrap {
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm local_comm_ = MPI_COMM_NULL;
-  bool we_initialized_mpi_ = false;
 };
 
 }  // namespace

@@ -96,8 +96,8 @@ Status check_reduction(const char *call, size_t count, tshmemx_dtype_t dtype, ts
 Status allreduce(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
                  tshmemx_redop_t op, tshmemx_stream_t stream) {
   const char *call = "tshmemx_allreduce_on_stream";
-  Context *ctx = require_context(call);
-  if (ctx == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
+  ContextRef ctx = require_context(call);
+  if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
   TeamInfo team_view;
   TSHMEM_CHECK(check_common(*ctx, call, team, &team_view));
   TSHMEM_CHECK(check_reduction(call, count, dtype, op));
@@ -138,8 +138,8 @@ Status allreduce(tshmem_team_t team, void *dst, const void *src, size_t count, t
 Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
                       tshmemx_redop_t op, tshmemx_stream_t stream) {
   const char *call = "tshmemx_reduce_scatter_on_stream";
-  Context *ctx = require_context(call);
-  if (ctx == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
+  ContextRef ctx = require_context(call);
+  if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
   TeamInfo team_view;
   TSHMEM_CHECK(check_common(*ctx, call, team, &team_view));
   TSHMEM_CHECK(check_reduction(call, count, dtype, op));
@@ -164,8 +164,8 @@ Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t cou
 
 Status move(CollKind kind, const char *call, tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root,
             tshmemx_stream_t stream) {
-  Context *ctx = require_context(call);
-  if (ctx == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
+  ContextRef ctx = require_context(call);
+  if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
   TeamInfo team_view;
   TSHMEM_CHECK(check_common(*ctx, call, team, &team_view));
   CollLaunch launch;

@@ -7,7 +7,7 @@ namespace tshmemi {
 namespace {
 
 int unavailable(const char *call) {
-  if (require_context(call) == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
+  if (!require_context(call)) return TSHMEM_ERR_NOT_INITIALIZED;
   return set_error(TSHMEM_ERR_CONFIG, "%s: collectives run on the GPU: this build of tshmem has no CUDA", call);
 }
 

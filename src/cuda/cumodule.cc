@@ -19,8 +19,8 @@ constexpr const char *kModuleStateSymbol = "tshmemi_device_state_c";
 Status cumodule_init(CUmodule module) {
   const char *call = "tshmemx_cumodule_init";
   if (module == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: module is NULL", call);
-  Context *ctx = require_context(call);
-  if (ctx == nullptr) return TSHMEM_ERR_NOT_INITIALIZED;
+  ContextRef ctx = require_context(call);
+  if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
   if (!ctx->device_state)
     return set_error(TSHMEM_ERR_CONFIG, "%s: the %s backend keeps the heap in host memory: there is no device state",
                      call, ctx->mem->name());

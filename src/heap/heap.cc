@@ -33,6 +33,7 @@ Status SymmetricHeap::check_user_range(const char *call, const char *what, const
 }
 
 Status SymmetricHeap::allocate(CollectiveKind kind, uint64_t size, uint64_t alignment, void **out) {
+  const std::lock_guard<std::mutex> collective(collective_mutex_);
   *out = nullptr;
   CollectiveRequest request;
   request.kind = kind;
@@ -80,6 +81,7 @@ Status SymmetricHeap::allocate(CollectiveKind kind, uint64_t size, uint64_t alig
 }
 
 Status SymmetricHeap::release(void *ptr) {
+  const std::lock_guard<std::mutex> collective(collective_mutex_);
   CollectiveRequest request;
   request.kind = CollectiveKind::kFree;
   if (ptr != nullptr) {
@@ -109,6 +111,7 @@ Status SymmetricHeap::release(void *ptr) {
 }
 
 Status SymmetricHeap::rendezvous(CollectiveKind kind) {
+  const std::lock_guard<std::mutex> collective(collective_mutex_);
   CollectiveRequest request;
   request.kind = kind;
   const Status quiet = quiet_all();

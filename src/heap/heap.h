@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 
 #include "heap/allocator.h"
 #include "heap/symmetry_check.h"
@@ -44,6 +45,9 @@ class SymmetricHeap {
   /// Completes this PE's transfers: the backend's, and its puts to other nodes.
   Status quiet_all();
 
+  /// One collective at a time per PE (TSHMEM_THREAD_MULTIPLE): the allocator's maps, the call counter and the
+  /// rendezvous they share. Collectives are ordered per PE anyway; threads calling two at once run in lock order.
+  std::mutex collective_mutex_;
   Bootstrap &boot_;
   MemBackend &backend_;
   uintptr_t base_;

@@ -45,9 +45,10 @@ class MemBackend {
   virtual Status destroy(Bootstrap &boot) = 0;
 };
 
-Status make_shm_backend(std::unique_ptr<MemBackend> *out);
+/// `init_timeout_ms` (TSHMEM_INIT_TIMEOUT_MS) bounds each wait for a node-local peer while descriptors cross.
+Status make_shm_backend(int64_t init_timeout_ms, std::unique_ptr<MemBackend> *out);
 #if TSHMEM_HAVE_CUDA
-Status make_vmm_backend(int cuda_device, std::unique_ptr<MemBackend> *out);
+Status make_vmm_backend(int cuda_device, int64_t init_timeout_ms, std::unique_ptr<MemBackend> *out);
 Status make_ipc_backend(int cuda_device, std::unique_ptr<MemBackend> *out);
 #endif
 

@@ -1,59 +1,60 @@
-// The `shm` backend: the symmetric heap in POSIX shared memory, for hosts without a GPU. The whole host
+// The `shm` backend: the symmetric heap in shared host memory, for hosts without a GPU. The whole host
 // path (bootstrap, heap, check, peer table, put/get, barrier) runs for real on it.
 //
-// Each PE creates one segment, exclusively and with mode 0600 (no other user can open it), under a
-// name unique to the job. Node-local peers map it, and the owner unlinks it as soon as every peer has,
-// so /dev/shm holds nothing after init: a normal or a killed run leaves no residue.
+// Each PE's heap is a file that never has a name: open(O_TMPFILE | O_EXCL) in /dev/shm, or memfd_create
+// where /dev/shm cannot make one. Nobody can predict, squat, open or leave behind a nameless file: it
+// disappears with the last descriptor and mapping, even when every PE is killed. The whole heap is
+// reserved at init (posix_fallocate), so a heap larger than the filesystem's room is an error at init,
+// never a SIGBUS on first touch. Node-local peers receive the descriptor over the same private socket
+// exchange as the vmm backend (handle_exchange.h), and check its owner and size before mapping it.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "bootstrap/agree.h"
 #include "init_steps.h"
 #include "mem/backend.h"
+#include "mem/handle_exchange.h"
 
 namespace tshmemi {
 namespace {
 
-std::string segment_name(uint64_t job_id, int pe) {
-  return format("/tshmem.%016llx.%d", static_cast<unsigned long long>(job_id), pe);
+constexpr const char *kShmDirectory = "/dev/shm";
+
+std::string human_bytes(uint64_t bytes) {
+  static const char *const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return unit == 0 ? format("%llu bytes", static_cast<unsigned long long>(bytes))
+                   : format("%.1f %s", value, kUnits[unit]);
 }
 
 class ShmBackend final : public MemBackend {
  public:
+  explicit ShmBackend(int64_t init_timeout_ms) : init_timeout_ms_(init_timeout_ms) {}
   ~ShmBackend() override { release_all(); }
 
   const char *name() const override { return "shm"; }
   bool device_memory() const override { return false; }
 
   Status create(Bootstrap &boot, uint64_t heap_size) override {
-    heap_size_ = heap_size;
-    peer_bases_.assign(static_cast<size_t>(boot.size()), nullptr);
-    // A name unique to this job: PE 0's random id, broadcast.
-    uint64_t job_id = 0;
-    if (boot.rank() == 0)
-      job_id = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}() ^
-               static_cast<uint64_t>(getpid());
-    TSHMEM_CHECK(boot.broadcast(&job_id, sizeof(job_id), 0));
-    own_name_ = segment_name(job_id, boot.rank());
-
-    TSHMEM_CHECK(run_step(
-        boot, InitStep::kHeapOwn, [&] { return create_own(); }, "shm backend"));
-    // Nothing to exchange (the peers open the segments by name); the step still agrees, for the fault switch.
-    TSHMEM_CHECK(run_step(
-        boot, InitStep::kHeapExchange, [] { return TSHMEM_SUCCESS; }, "shm backend"));
-    TSHMEM_CHECK(run_step(
-        boot, InitStep::kHeapPeers, [&] { return map_peers(boot, job_id); }, "shm backend"));
-    // Every peer has mapped every segment: the names can go.
-    if (shm_unlink(own_name_.c_str()) == 0) own_name_.clear();
-    return TSHMEM_SUCCESS;
+    const Status status = create_steps(boot, heap_size);
+    // Every PE agreed on a failure: each lets go of what it mapped, with no barrier. A nameless file lives
+    // until its last mapping goes, so unmapping never pulls memory from under a peer, and no PE is left
+    // waiting for another whose heap was never made.
+    if (status != TSHMEM_SUCCESS) release_all();
+    return status;
   }
 
   void *local_base() const override { return own_base_; }
@@ -77,7 +78,7 @@ class ShmBackend final : public MemBackend {
   }
 
   Status destroy(Bootstrap &boot) override {
-    // Unmap peers first, barrier, then the own segment: nobody touches memory that is being released.
+    // Unmap peers first, barrier, then the own heap: nobody touches memory that is being released.
     for (size_t pe = 0; pe < peer_bases_.size(); ++pe) {
       if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) munmap(peer_bases_[pe], heap_size_);
       peer_bases_[pe] = nullptr;
@@ -88,54 +89,90 @@ class ShmBackend final : public MemBackend {
   }
 
  private:
-  Status create_own() {
-    const int fd = shm_open(own_name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0)
-      return set_error(TSHMEM_ERR_SYSTEM, "shm_open(%s, O_CREAT|O_EXCL, 0600): %s", own_name_.c_str(),
-                       std::strerror(errno));
-    const bool sized = ftruncate(fd, static_cast<off_t>(heap_size_)) == 0;
-    const int saved = errno;
-    void *base = sized ? mmap(nullptr, heap_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
-    const int map_errno = errno;
-    close(fd);
-    if (!sized) {
-      shm_unlink(own_name_.c_str());
-      own_name_.clear();
-      return set_error(TSHMEM_ERR_OUT_OF_MEMORY, "ftruncate(%s, %llu bytes): %s", "shm segment",
-                       static_cast<unsigned long long>(heap_size_), std::strerror(saved));
-    }
-    if (base == MAP_FAILED)
-      return set_error(TSHMEM_ERR_OUT_OF_MEMORY, "mmap of the %llu-byte heap segment: %s",
-                       static_cast<unsigned long long>(heap_size_), std::strerror(map_errno));
-    own_base_ = base;
+  Status create_steps(Bootstrap &boot, uint64_t heap_size) {
+    heap_size_ = heap_size;
+    peer_bases_.assign(static_cast<size_t>(boot.size()), nullptr);
+    UniqueFd own;
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapOwn, [&] { return create_own(&own); }, "shm backend"));
+    std::vector<PeerFd> received;
+    TSHMEM_CHECK(exchange_fds_node_local(boot, own.get(), heap_size_, init_timeout_ms_, &received));
+    own.reset();  // the mapping keeps the memory; each peer holds its own descriptor
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapExchange, [] { return TSHMEM_SUCCESS; }, "shm backend"));
+    TSHMEM_CHECK(run_step(
+        boot, InitStep::kHeapPeers, [&] { return map_peers(boot, received); }, "shm backend"));
     return TSHMEM_SUCCESS;
   }
 
-  Status map_peers(Bootstrap &boot, uint64_t job_id) {
-    if (own_base_ == nullptr) return set_error(TSHMEM_ERR_INTERNAL, "shm backend: own segment missing");
+  // A nameless file in /dev/shm (the filesystem the site sized for shared memory), else a memfd.
+  Status open_nameless(UniqueFd *out) {
+    UniqueFd fd(open(kShmDirectory, O_TMPFILE | O_EXCL | O_RDWR | O_CLOEXEC, 0600));  // O_EXCL: never linkable
+    if (fd.valid()) {
+      filesystem_ = kShmDirectory;
+      *out = std::move(fd);
+      return TSHMEM_SUCCESS;
+    }
+    const int tmpfile_errno = errno;
+    fd.reset(memfd_create("tshmem-heap", MFD_CLOEXEC));
+    if (!fd.valid())
+      return set_error(TSHMEM_ERR_SYSTEM, "shm backend: open(%s, O_TMPFILE): %s; memfd_create: %s", kShmDirectory,
+                       std::strerror(tmpfile_errno), std::strerror(errno));
+    TSHMEMI_LOG(kInfo, kLogMem, "shm backend: open(%s, O_TMPFILE): %s; the heap is a memfd", kShmDirectory,
+                std::strerror(tmpfile_errno));
+    filesystem_ = "memfd (the kernel's internal tmpfs)";
+    *out = std::move(fd);
+    return TSHMEM_SUCCESS;
+  }
+
+  Status create_own(UniqueFd *out) {
+    UniqueFd fd;
+    TSHMEM_CHECK(open_nameless(&fd));
+    int rc;
+    do {
+      rc = posix_fallocate(fd.get(), 0, static_cast<off_t>(heap_size_));
+    } while (rc == EINTR);
+    if (rc != 0) {
+      struct statvfs room;
+      const std::string free_text =
+          fstatvfs(fd.get(), &room) == 0
+              ? format(" (%s free of %s)", human_bytes(static_cast<uint64_t>(room.f_bavail) * room.f_frsize).c_str(),
+                       human_bytes(static_cast<uint64_t>(room.f_blocks) * room.f_frsize).c_str())
+              : std::string();
+      return set_error(TSHMEM_ERR_OUT_OF_MEMORY,
+                       "shm backend: reserving the %llu-byte (%s) heap in %s%s failed: %s (make %s larger or lower "
+                       "TSHMEM_SYMMETRIC_SIZE)",
+                       static_cast<unsigned long long>(heap_size_), human_bytes(heap_size_).c_str(),
+                       filesystem_.c_str(), free_text.c_str(), std::strerror(rc), filesystem_.c_str());
+    }
+    void *base = mmap(nullptr, heap_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+    if (base == MAP_FAILED)
+      return set_error(TSHMEM_ERR_OUT_OF_MEMORY, "shm backend: mmap of the %llu-byte heap: %s",
+                       static_cast<unsigned long long>(heap_size_), std::strerror(errno));
+    own_base_ = base;
+    *out = std::move(fd);
+    return TSHMEM_SUCCESS;
+  }
+
+  Status map_peers(Bootstrap &boot, std::vector<PeerFd> &received) {
+    if (own_base_ == nullptr) return set_error(TSHMEM_ERR_INTERNAL, "shm backend: own heap missing");
     peer_bases_[static_cast<size_t>(boot.rank())] = own_base_;  // the own slot is the own base
-    for (int pe : boot.local_pes()) {
-      if (pe == boot.rank()) continue;
-      const std::string name = segment_name(job_id, pe);
-      const int fd = shm_open(name.c_str(), O_RDWR, 0);
-      if (fd < 0)
-        return set_error(TSHMEM_ERR_SYSTEM, "shm_open(%s) of PE %d's heap: %s", name.c_str(), pe, std::strerror(errno));
+    for (PeerFd &peer : received) {
       struct stat info;
-      const bool stat_ok = fstat(fd, &info) == 0;
-      if (!stat_ok || info.st_uid != geteuid() || static_cast<uint64_t>(info.st_size) != heap_size_) {
-        close(fd);
+      const bool stat_ok = fstat(peer.fd.get(), &info) == 0;
+      if (!stat_ok || !S_ISREG(info.st_mode) || info.st_uid != geteuid() ||
+          static_cast<uint64_t>(info.st_size) != heap_size_ || peer.bytes != heap_size_)
         return set_error(TSHMEM_ERR_SYSTEM,
-                         "shm segment %s of PE %d is not ours (owner %d, size %lld; expected %d, %llu)", name.c_str(),
-                         pe, stat_ok ? static_cast<int>(info.st_uid) : -1,
+                         "shm backend: PE %d's heap descriptor is not ours (owner %d, size %lld; expected a file of "
+                         "uid %d, %llu bytes)",
+                         peer.pe, stat_ok ? static_cast<int>(info.st_uid) : -1,
                          stat_ok ? static_cast<long long>(info.st_size) : -1LL, static_cast<int>(geteuid()),
                          static_cast<unsigned long long>(heap_size_));
-      }
-      void *base = mmap(nullptr, heap_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      const int map_errno = errno;
-      close(fd);
+      void *base = mmap(nullptr, heap_size_, PROT_READ | PROT_WRITE, MAP_SHARED, peer.fd.get(), 0);
       if (base == MAP_FAILED)
-        return set_error(TSHMEM_ERR_SYSTEM, "mmap of PE %d's heap segment: %s", pe, std::strerror(map_errno));
-      peer_bases_[static_cast<size_t>(pe)] = base;
+        return set_error(TSHMEM_ERR_SYSTEM, "shm backend: mmap of PE %d's heap: %s", peer.pe, std::strerror(errno));
+      peer.fd.reset();  // the mapping holds the file
+      peer_bases_[static_cast<size_t>(peer.pe)] = base;
     }
     return TSHMEM_SUCCESS;
   }
@@ -146,20 +183,19 @@ class ShmBackend final : public MemBackend {
     peer_bases_.clear();
     if (own_base_ != nullptr) munmap(own_base_, heap_size_);
     own_base_ = nullptr;
-    if (!own_name_.empty()) shm_unlink(own_name_.c_str());
-    own_name_.clear();
   }
 
+  int64_t init_timeout_ms_;
   uint64_t heap_size_ = 0;
   void *own_base_ = nullptr;
-  std::string own_name_;  // non-empty while the name exists in /dev/shm
+  std::string filesystem_;  // where the heap lives, for messages
   std::vector<void *> peer_bases_;
 };
 
 }  // namespace
 
-Status make_shm_backend(std::unique_ptr<MemBackend> *out) {
-  *out = std::make_unique<ShmBackend>();
+Status make_shm_backend(int64_t init_timeout_ms, std::unique_ptr<MemBackend> *out) {
+  *out = std::make_unique<ShmBackend>(init_timeout_ms);
   return TSHMEM_SUCCESS;
 }
 

@@ -92,7 +92,8 @@ class VmmMapping {
 
 class VmmBackend final : public GpuMemBackend {
  public:
-  explicit VmmBackend(int cuda_device) : GpuMemBackend(cuda_device) {}
+  VmmBackend(int cuda_device, int64_t init_timeout_ms)
+      : GpuMemBackend(cuda_device), init_timeout_ms_(init_timeout_ms) {}
   ~VmmBackend() override {
     // Normally destroy() ran; this only covers a context torn down without it (local unmaps, no barrier).
     peers_.clear();
@@ -130,7 +131,7 @@ class VmmBackend final : public GpuMemBackend {
     peer_bases_[static_cast<size_t>(boot.rank())] = own_base_;  // the own slot is the own base
 
     std::vector<PeerFd> received;
-    TSHMEM_CHECK(exchange_fds_node_local(boot, exported.get(), own_->size(), &received));
+    TSHMEM_CHECK(exchange_fds_node_local(boot, exported.get(), own_->size(), init_timeout_ms_, &received));
     exported.reset();  // every peer holds its own reference now
     TSHMEM_CHECK(run_step(
         boot, InitStep::kHeapExchange, [] { return TSHMEM_SUCCESS; }, "vmm backend"));
@@ -186,6 +187,7 @@ class VmmBackend final : public GpuMemBackend {
   void release_peers() override { peers_.clear(); }
   void release_own() override { own_.reset(); }
 
+  int64_t init_timeout_ms_;
   size_t granularity_ = 0;
   std::unique_ptr<VmmMapping> own_;
   std::vector<std::unique_ptr<VmmMapping>> peers_;
@@ -193,8 +195,8 @@ class VmmBackend final : public GpuMemBackend {
 
 }  // namespace
 
-Status make_vmm_backend(int cuda_device, std::unique_ptr<MemBackend> *out) {
-  *out = std::make_unique<VmmBackend>(cuda_device);
+Status make_vmm_backend(int cuda_device, int64_t init_timeout_ms, std::unique_ptr<MemBackend> *out) {
+  *out = std::make_unique<VmmBackend>(cuda_device, init_timeout_ms);
   return TSHMEM_SUCCESS;
 }
 

@@ -8,23 +8,23 @@ using namespace tshmemi;
 extern "C" {
 
 TSHMEM_API int tshmem_team_my_pe(tshmem_team_t team) {
-  const Context *ctx = require_context("tshmem_team_my_pe");
+  ContextRef ctx = require_context("tshmem_team_my_pe");
   TeamInfo info;
-  if (ctx == nullptr || team_info(*ctx, team, "tshmem_team_my_pe", &info) != TSHMEM_SUCCESS) return -1;
+  if (!ctx || team_info(*ctx, team, "tshmem_team_my_pe", &info) != TSHMEM_SUCCESS) return -1;
   return info.my_index;
 }
 
 TSHMEM_API int tshmem_team_n_pes(tshmem_team_t team) {
-  const Context *ctx = require_context("tshmem_team_n_pes");
+  ContextRef ctx = require_context("tshmem_team_n_pes");
   TeamInfo info;
-  if (ctx == nullptr || team_info(*ctx, team, "tshmem_team_n_pes", &info) != TSHMEM_SUCCESS) return -1;
+  if (!ctx || team_info(*ctx, team, "tshmem_team_n_pes", &info) != TSHMEM_SUCCESS) return -1;
   return info.size;
 }
 
 TSHMEM_API void *tshmemx_mc_ptr(tshmem_team_t team, const void *ptr) {
-  const Context *ctx = require_context("tshmemx_mc_ptr");
+  ContextRef ctx = require_context("tshmemx_mc_ptr");
   TeamInfo info;
-  if (ctx == nullptr || team_info(*ctx, team, "tshmemx_mc_ptr", &info) != TSHMEM_SUCCESS) return nullptr;
+  if (!ctx || team_info(*ctx, team, "tshmemx_mc_ptr", &info) != TSHMEM_SUCCESS) return nullptr;
   // The multicast object spans this node's devices: a team reaching beyond the node has no multicast address.
   if (!ctx->nvls || !info.node_local || info.size != ctx->boot->local_size()) return nullptr;
   if (!ctx->heap->contains(ptr, 1)) return nullptr;
@@ -32,8 +32,8 @@ TSHMEM_API void *tshmemx_mc_ptr(tshmem_team_t team, const void *ptr) {
 }
 
 TSHMEM_API const char *tshmemx_mc_status(void) {
-  const Context *ctx = context();
-  return ctx != nullptr ? ctx->nvls_reason.c_str() : nullptr;
+  ContextRef ctx = context();
+  return ctx ? ctx->nvls_reason.c_str() : nullptr;
 }
 
 }  // extern "C"

@@ -173,7 +173,7 @@ Status create_region(Context &ctx, McRegion &region, uint64_t granularity) {
 
   // 2. The leader's descriptor reaches every PE of the node; they import it.
   std::vector<PeerFd> received;
-  TSHMEM_CHECK(exchange_fds_node_local(boot, offered.get(), region.size(), &received));
+  TSHMEM_CHECK(exchange_fds_node_local(boot, offered.get(), region.size(), ctx.env.init_timeout_ms, &received));
   offered.reset();
   if (!leader) {
     const int leader_pe = boot.local_pes().front();
