@@ -10,6 +10,7 @@
  *   amo.cuh         atomics
  *   sync.cuh        fence, quiet, sync_all, barrier_all (group and grid)
  *   c_api.cuh       the OpenSHMEM-style C names (tshmem_int_p, tshmem_putmem_block, ...)
+ *   host_device_names.cuh  tshmem_my_pe, tshmem_putmem, tshmem_barrier_all, ... on host and device alike
  *   multimem.cuh    NVLink multicast ld_reduce/st/red/signals and their unicast twins; mc_ptr; teams
  *   coll.cuh        team collectives (all-reduce, reduce-scatter, fcollect, all-to-all, broadcast, barrier)
  */
@@ -20,6 +21,7 @@
 #include "tshmem/device/c_api.cuh"
 #include "tshmem/device/coll.cuh"
 #include "tshmem/device/defines.cuh"
+#include "tshmem/device/host_device_names.cuh"
 #include "tshmem/device/multimem.cuh"
 #include "tshmem/device/pe.cuh"
 #include "tshmem/device/remote_ptr.cuh"
