@@ -12,6 +12,8 @@ TSHMEM_API int tshmemi_host_getmem(void *dest, const void *src, size_t nbytes, i
 TSHMEM_API void tshmemi_host_quiet(void);
 TSHMEM_API void tshmemi_host_barrier_all(void);
 TSHMEM_API void tshmemi_host_sync_all(void);
+TSHMEM_API int tshmemi_host_team_my_pe(tshmem_team_t team);
+TSHMEM_API int tshmemi_host_team_n_pes(tshmem_team_t team);
 
 TSHMEM_API int tshmemi_host_my_pe(void) { return tshmem_my_pe(); }
 TSHMEM_API int tshmemi_host_n_pes(void) { return tshmem_n_pes(); }
@@ -25,4 +27,6 @@ TSHMEM_API int tshmemi_host_getmem(void *dest, const void *src, size_t nbytes, i
 TSHMEM_API void tshmemi_host_quiet(void) { tshmem_quiet(); }
 TSHMEM_API void tshmemi_host_barrier_all(void) { tshmem_barrier_all(); }
 TSHMEM_API void tshmemi_host_sync_all(void) { tshmem_sync_all(); }
+TSHMEM_API int tshmemi_host_team_my_pe(tshmem_team_t team) { return tshmem_team_my_pe(team); }
+TSHMEM_API int tshmemi_host_team_n_pes(tshmem_team_t team) { return tshmem_team_n_pes(team); }
 }

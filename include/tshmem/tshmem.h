@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tshmem/host_device_api.h" /* TSHMEMI_HD_NAME: one name on host and device */
 #include "tshmem/version.h"
 
 #if defined(_WIN32)
@@ -29,14 +30,6 @@
 #endif
 
 #define TSHMEM_API __attribute__((visibility("default")))
-
-/* The names callable on the host and in kernels: declared as the library's host twins in CUDA units. */
-#if defined(__CUDACC__) && !defined(TSHMEM_HOST_NAMES_ONLY)
-#define TSHMEMI_HOST_DEVICE_NAMES 1
-#define TSHMEMI_HD_NAME(name) tshmemi_host_##name
-#else
-#define TSHMEMI_HD_NAME(name) tshmem_##name
-#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -171,6 +164,7 @@ TSHMEM_API const char *tshmemx_strerror(int status);
 #endif
 
 #include "tshmem/tshmemx.h"
+#include "tshmem/tshmemx_typed.h"
 
 #ifdef TSHMEMI_HOST_DEVICE_NAMES
 #include "tshmem/device/host_device_names.cuh"

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tshmem/host_device_api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -82,9 +84,10 @@ typedef int32_t tshmem_team_t;
 #define TSHMEM_TEAM_WORLD 0 /**< Every PE. */
 #define TSHMEMX_TEAM_NODE 2 /**< The PEs of this node (load/store reachable); equals WORLD on one node. */
 
-/** This PE's index in `team` and the team's size; -1 for an unknown team or before init. */
-int tshmem_team_my_pe(tshmem_team_t team) __attribute__((visibility("default")));
-int tshmem_team_n_pes(tshmem_team_t team) __attribute__((visibility("default")));
+/** This PE's index in `team` and the team's size; -1 for an unknown team or before init. Host and kernels
+ *  (host_device_names.cuh). */
+int TSHMEMI_HD_NAME(team_my_pe)(tshmem_team_t team) __attribute__((visibility("default")));
+int TSHMEMI_HD_NAME(team_n_pes)(tshmem_team_t team) __attribute__((visibility("default")));
 
 /**
  * The multicast address of the symmetric object at `ptr` for `team`: a store through it reaches every
@@ -158,6 +161,10 @@ int tshmemx_broadcast_on_stream(tshmem_team_t team, void *dst, const void *src, 
                                 tshmemx_stream_t stream) __attribute__((visibility("default")));
 /** Every team member's stream reaches the barrier before any passes it; earlier writes are visible. */
 int tshmemx_barrier_on_stream(tshmem_team_t team, tshmemx_stream_t stream) __attribute__((visibility("default")));
+/** tshmemx_barrier_on_stream(TSHMEM_TEAM_WORLD, stream) (NVSHMEM's name); the sync form is the same barrier (a
+ *  device barrier always makes the callers' earlier writes visible). */
+int tshmemx_barrier_all_on_stream(tshmemx_stream_t stream) __attribute__((visibility("default")));
+int tshmemx_sync_all_on_stream(tshmemx_stream_t stream) __attribute__((visibility("default")));
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -38,5 +38,7 @@ TSHMEM_API int tshmemx_broadcast_on_stream(tshmem_team_t, void *, const void *, 
 TSHMEM_API int tshmemx_barrier_on_stream(tshmem_team_t, tshmemx_stream_t) {
   return unavailable("tshmemx_barrier_on_stream");
 }
+TSHMEM_API int tshmemx_barrier_all_on_stream(tshmemx_stream_t) { return unavailable("tshmemx_barrier_all_on_stream"); }
+TSHMEM_API int tshmemx_sync_all_on_stream(tshmemx_stream_t) { return unavailable("tshmemx_sync_all_on_stream"); }
 
 }  // extern "C"

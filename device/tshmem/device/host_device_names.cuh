@@ -1,6 +1,7 @@
 /*
- * The eight names that exist on the host and in kernels, for CUDA units: tshmem_my_pe, tshmem_n_pes,
- * tshmem_ptr, tshmem_putmem, tshmem_getmem, tshmem_quiet, tshmem_barrier_all, tshmem_sync_all.
+ * The names that exist on the host and in kernels, for CUDA units: tshmem_my_pe, tshmem_n_pes, tshmem_ptr,
+ * tshmem_putmem, tshmem_getmem, tshmem_quiet, tshmem_barrier_all, tshmem_sync_all, and (tshmemx.h)
+ * tshmem_team_my_pe, tshmem_team_n_pes (-1 for an unknown team, on the device as on the host).
  *
  * nvcc cannot overload on execution space and, without -rdc, a device body cannot live in the library. So in
  * a CUDA unit tshmem/tshmem.h declares the library's host functions as tshmemi_host_<name> and this header
@@ -15,9 +16,11 @@
 #ifndef TSHMEM_DEVICE_HOST_DEVICE_NAMES_CUH
 #define TSHMEM_DEVICE_HOST_DEVICE_NAMES_CUH
 
+#include "tshmem/device/impl/team.cuh"
 #include "tshmem/device/pe.cuh"
 #include "tshmem/device/rma.cuh"
 #include "tshmem/device/sync.cuh"
+#include "tshmem/device/wait.cuh"  // before sync.cuh: its declarations carry the default arguments
 #include "tshmem/tshmem.h"
 
 #ifdef TSHMEMI_HOST_DEVICE_NAMES
@@ -86,6 +89,24 @@ TSHMEMI_HD void tshmem_sync_all(void) {
   tshmem::sync_all<tshmem::thread_scope>();
 #else
   tshmemi_host_sync_all();
+#endif
+}
+
+TSHMEMI_HD int tshmem_team_my_pe(tshmem_team_t team) {
+#ifdef __CUDA_ARCH__
+  if (team != TSHMEM_TEAM_WORLD && team != TSHMEMX_TEAM_NODE) return -1;
+  return tshmem::team_of(team).my_index;
+#else
+  return tshmemi_host_team_my_pe(team);
+#endif
+}
+
+TSHMEMI_HD int tshmem_team_n_pes(tshmem_team_t team) {
+#ifdef __CUDA_ARCH__
+  if (team != TSHMEM_TEAM_WORLD && team != TSHMEMX_TEAM_NODE) return -1;
+  return tshmem::team_of(team).size;
+#else
+  return tshmemi_host_team_n_pes(team);
 #endif
 }
 
