@@ -22,7 +22,7 @@ OUT = os.path.join(ROOT, "include", "nvshmem-compat", "nvshmem_names.h")
 TSHMEM_ONLY = {
     "tshmemx_allgather_on_stream", "tshmemx_allreduce_on_stream", "tshmemx_alltoall_on_stream",
     "tshmemx_broadcast_on_stream", "tshmemx_reduce_scatter_on_stream", "tshmemx_backend_name",
-    "tshmemx_clear_last_error", "tshmemx_cuda_device", "tshmemx_cumodule_init", "tshmemx_device_view",
+    "tshmemx_clear_last_error", "tshmemx_cuda_device", "tshmemx_device_view",
     "tshmemx_heap_base", "tshmemx_heap_size", "tshmemx_last_error", "tshmemx_last_error_code",
     "tshmemx_local_n_pes", "tshmemx_local_pe", "tshmemx_mc_status", "tshmemx_peer_base", "tshmemx_strerror",
 }
@@ -39,8 +39,12 @@ def tshmem_functions(build):
     return sorted(set(re.findall(r"\b(tshmemx?_[a-z0-9_]+)\s*\(", out)))
 
 
+# Defined by hand in nvshmem.h (they add TSHMEMX_INIT_NVSHMEM_ENV: NVSHMEM's variable names are read).
+HANDWRITTEN = {"tshmem_init", "tshmemx_init_attr"}
+
+
 def nvshmem_name(name):
-    if name in TSHMEM_ONLY or name.endswith("_grid"):
+    if name in TSHMEM_ONLY or name in HANDWRITTEN or name.endswith("_grid"):
         return None
     if name.startswith("tshmemx_"):
         return "nv" + name[1:]

@@ -20,6 +20,11 @@
   X(DEBUG_NODE_SIZE, debug_node_size, Int, "0", "debug", "Testing: treat each N consecutive PEs of a node as a node of their own (off-node paths on one host); 0 = off. Must match on all PEs.")
 // clang-format on
 
+// NVSHMEM's names that mean the same: read as NVSHMEM_<NAME> where TSHMEM_<NAME> is unset, when the program
+// initialised through the NVSHMEM compat headers (TSHMEMX_INIT_NVSHMEM_ENV). NVSHMEM_DISABLE_NVLS is read
+// always, by NVSHMEM's own rule (a site-wide switch; see parse_env).
+#define TSHMEM_ENV_NVSHMEM_NAMES(X) X(SYMMETRIC_SIZE)
+
 #define TSHMEM_ENV_CHOICES_MEM_BACKEND "auto|vmm|ipc|shm"
 #define TSHMEM_ENV_CHOICES_BIND "auto|none"
 #define TSHMEM_ENV_CHOICES_DEBUG "none|warn|info|trace"

@@ -68,7 +68,7 @@ Status create_host_rma(Context &ctx) {
 Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm) {
   // The environment is parsed before the bootstrap, but its verdict is shared after it: a malformed
   // variable on one PE fails init on all of them.
-  const Status env_status = parse_env(&ctx.env);
+  const Status env_status = parse_env(&ctx.env, nullptr, (flags & TSHMEMX_INIT_NVSHMEM_ENV) != 0);
   std::string env_error = env_status != TSHMEM_SUCCESS ? last_error_message() : std::string();
   if (env_status == TSHMEM_SUCCESS) {
     unsigned mask = kLogAll;

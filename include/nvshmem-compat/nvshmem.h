@@ -38,6 +38,7 @@
 
 /* ---- Status ------------------------------------------------------------------------------------------ */
 #define NVSHMEMX_SUCCESS TSHMEM_SUCCESS
+#define NVSHMEMX_ERROR_INTERNAL TSHMEM_ERR_INTERNAL
 
 /* ---- Teams ------------------------------------------------------------------------------------------- */
 typedef tshmem_team_t nvshmem_team_t;
@@ -59,6 +60,13 @@ typedef tshmem_team_t nvshmem_team_t;
 typedef tshmemx_init_attr_t nvshmemx_init_attr_t; /* has mpi_comm: a pointer to the MPI_Comm */
 #define NVSHMEMX_INIT_WITH_MPI_COMM TSHMEMX_INIT_WITH_MPI_COMM
 #define NVSHMEMX_INIT_ATTR_INITIALIZER TSHMEMX_INIT_ATTR_INITIALIZER
+
+/* Initialising through these headers also reads NVSHMEM's names of the variables tshmem understands
+ * (NVSHMEM_SYMMETRIC_SIZE) where the TSHMEM_ one is unset. */
+static inline int nvshmem_init(void) { return tshmemx_init_attr(TSHMEMX_INIT_NVSHMEM_ENV, NULL); }
+static inline int nvshmemx_init_attr(unsigned int flags, nvshmemx_init_attr_t *attr) {
+  return tshmemx_init_attr(flags | TSHMEMX_INIT_NVSHMEM_ENV, attr);
+}
 
 /* Threading (tshmem_init_thread / tshmem_query_thread and their levels). */
 #define nvshmem_init_thread tshmem_init_thread

@@ -24,6 +24,8 @@ typedef struct CUmod_st *tshmemx_cumodule_t;
 /** tshmemx_init_attr flags. */
 enum {
   TSHMEMX_INIT_WITH_MPI_COMM = 1u << 0, /**< attr->mpi_comm points to the communicator to use. */
+  TSHMEMX_INIT_NVSHMEM_ENV = 1u << 1,   /**< Also read NVSHMEM's name of a variable where the TSHMEM_ one is unset
+                                             (src/env_defs.h lists them; the NVSHMEM compat headers pass this). */
 };
 
 /**

@@ -16,11 +16,13 @@
 #ifndef TSHMEM_DEVICE_HOST_DEVICE_NAMES_CUH
 #define TSHMEM_DEVICE_HOST_DEVICE_NAMES_CUH
 
+// wait.cuh first: its declarations carry the default arguments that impl/sync.cuh's definitions rely on.
+#include "tshmem/device/wait.cuh"
+
 #include "tshmem/device/impl/team.cuh"
 #include "tshmem/device/pe.cuh"
 #include "tshmem/device/rma.cuh"
 #include "tshmem/device/sync.cuh"
-#include "tshmem/device/wait.cuh"  // before sync.cuh: its declarations carry the default arguments
 #include "tshmem/tshmem.h"
 
 #ifdef TSHMEMI_HOST_DEVICE_NAMES
