@@ -571,6 +571,7 @@
 #define nvshmemx_sync_all_warp tshmem_sync_all_warp
 #define nvshmem_team_my_pe tshmem_team_my_pe
 #define nvshmem_team_n_pes tshmem_team_n_pes
+#define nvshmem_team_translate_pe tshmem_team_translate_pe
 #define nvshmem_uchar_alltoall tshmem_uchar_alltoall
 #define nvshmemx_uchar_alltoall_block tshmem_uchar_alltoall_block
 #define nvshmemx_uchar_alltoall_warp tshmem_uchar_alltoall_warp

@@ -90,6 +90,11 @@ typedef int32_t tshmem_team_t;
  *  (host_device_names.cuh). */
 int TSHMEMI_HD_NAME(team_my_pe)(tshmem_team_t team) __attribute__((visibility("default")));
 int TSHMEMI_HD_NAME(team_n_pes)(tshmem_team_t team) __attribute__((visibility("default")));
+/** The index in `dest_team` of the PE that is index `src_pe` of `src_team`; -1 when src_pe is outside
+ *  [0, size of src_team) or that PE is not in dest_team (answers, no error), or for an unknown team or before
+ *  init (with an error on the host). Not collective. Host and kernels (host_device_names.cuh). */
+int TSHMEMI_HD_NAME(team_translate_pe)(tshmem_team_t src_team, int src_pe, tshmem_team_t dest_team)
+    __attribute__((visibility("default")));
 
 /**
  * The multicast address of the symmetric object at `ptr` for `team`: a store through it reaches every

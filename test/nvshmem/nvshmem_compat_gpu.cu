@@ -26,7 +26,7 @@ int failures = 0;
 constexpr int kThreads = 128;
 
 struct Out {
-  int my_pe, n_pes, team_my_pe, team_n_pes, ptr_self, p_got, g_got, signal_got;
+  int my_pe, n_pes, team_my_pe, team_n_pes, translated, ptr_self, p_got, g_got, signal_got;
   unsigned long long fetch_add_old;
 };
 
@@ -39,6 +39,7 @@ __global__ void p2p_kernel(int *slot, int *block_dst, const int *block_src, uint
     out->n_pes = n;
     out->team_my_pe = nvshmem_team_my_pe(NVSHMEMX_TEAM_NODE);
     out->team_n_pes = nvshmem_team_n_pes(NVSHMEM_TEAM_WORLD);
+    out->translated = nvshmem_team_translate_pe(NVSHMEMX_TEAM_NODE, out->team_my_pe, NVSHMEM_TEAM_WORLD);
     out->ptr_self = nvshmem_ptr(slot, me) == slot;
     nvshmem_int_p(slot, 100 + me, next);
     nvshmem_fence();
@@ -132,6 +133,8 @@ int main() {
   EXPECT(o.my_pe == me && o.n_pes == n, "kernel my_pe/n_pes %d/%d", o.my_pe, o.n_pes);
   EXPECT(o.team_my_pe == nvshmem_team_my_pe(NVSHMEMX_TEAM_NODE), "kernel team_my_pe %d", o.team_my_pe);
   EXPECT(o.team_n_pes == nvshmem_team_n_pes(world), "kernel team_n_pes %d", o.team_n_pes);
+  EXPECT(o.translated == me, "kernel team_translate_pe(node index -> world) %d", o.translated);
+  EXPECT(nvshmem_team_translate_pe(NVSHMEM_TEAM_WORLD, me, NVSHMEMX_TEAM_NODE) == o.team_my_pe, "host translate");
   EXPECT(o.ptr_self == 1, "nvshmem_ptr(self)");
   EXPECT(o.p_got == 100 + prev, "p: got %d", o.p_got);
   EXPECT(o.g_got == 100 + me, "g: got %d", o.g_got);

@@ -1,7 +1,8 @@
 /*
  * The names that exist on the host and in kernels, for CUDA units: tshmem_my_pe, tshmem_n_pes, tshmem_ptr,
  * tshmem_putmem, tshmem_getmem, tshmem_quiet, tshmem_barrier_all, tshmem_sync_all, and (tshmemx.h)
- * tshmem_team_my_pe, tshmem_team_n_pes (-1 for an unknown team, on the device as on the host).
+ * tshmem_team_my_pe, tshmem_team_n_pes, tshmem_team_translate_pe (-1 for an unknown team, on the device as
+ * on the host).
  *
  * nvcc cannot overload on execution space and, without -rdc, a device body cannot live in the library. So in
  * a CUDA unit tshmem/tshmem.h declares the library's host functions as tshmemi_host_<name> and this header
@@ -109,6 +110,21 @@ TSHMEMI_HD int tshmem_team_n_pes(tshmem_team_t team) {
   return tshmem::team_of(team).size;
 #else
   return tshmemi_host_team_n_pes(team);
+#endif
+}
+
+TSHMEMI_HD int tshmem_team_translate_pe(tshmem_team_t src_team, int src_pe, tshmem_team_t dest_team) {
+#ifdef __CUDA_ARCH__
+  const bool known = (src_team == TSHMEM_TEAM_WORLD || src_team == TSHMEMX_TEAM_NODE) &&
+                     (dest_team == TSHMEM_TEAM_WORLD || dest_team == TSHMEMX_TEAM_NODE);
+  if (!known) return -1;
+  const tshmem::team_view src = tshmem::team_of(src_team), dest = tshmem::team_of(dest_team);
+  if (src_pe < 0 || src_pe >= src.size) return -1;
+  const int offset = src.pe(src_pe) - dest.start;
+  if (offset < 0 || offset % dest.stride != 0 || offset / dest.stride >= dest.size) return -1;
+  return offset / dest.stride;
+#else
+  return tshmemi_host_team_translate_pe(src_team, src_pe, dest_team);
 #endif
 }
 
