@@ -1,14 +1,17 @@
-# Installation: headers, libraries, tshmemConfig.cmake (components: moe) and tshmem.pc.
+# Installation: headers, libraries, tshmemConfig.cmake (components: moe, nvshmem), tshmem.pc and tshmem-nvshmem.pc.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS tshmem tshmem_device EXPORT tshmemTargets
+install(TARGETS tshmem tshmem_device tshmem_nvshmem EXPORT tshmemTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(FILES include/tshmem/tshmem.h include/tshmem/tshmemx.h ${PROJECT_BINARY_DIR}/include/tshmem/version.h
+install(FILES include/tshmem/tshmem.h include/tshmem/tshmemx.h include/tshmem/host_device_api.h include/tshmem/tshmemx_typed.h
+  include/tshmem/tshmemx_launch.h ${PROJECT_BINARY_DIR}/include/tshmem/version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tshmem)
 install(DIRECTORY device/tshmem/device DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tshmem
   FILES_MATCHING PATTERN "*.h" PATTERN "*.cuh")
+install(DIRECTORY include/nvshmem-compat/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/nvshmem-compat
+  FILES_MATCHING PATTERN "*.h")
 install(PROGRAMS scripts/tshmemrun DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 install(EXPORT tshmemTargets NAMESPACE tshmem:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/tshmem)
@@ -19,4 +22,6 @@ install(FILES ${PROJECT_BINARY_DIR}/tshmemConfig.cmake ${PROJECT_BINARY_DIR}/tsh
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/tshmem)
 
 configure_file(cmake/tshmem.pc.in ${PROJECT_BINARY_DIR}/tshmem.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/tshmem.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+configure_file(cmake/tshmem-nvshmem.pc.in ${PROJECT_BINARY_DIR}/tshmem-nvshmem.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/tshmem.pc ${PROJECT_BINARY_DIR}/tshmem-nvshmem.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

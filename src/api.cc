@@ -68,9 +68,11 @@ TSHMEM_API int tshmemx_init_attr(unsigned flags, tshmemx_init_attr_t *attr) {
   return guarded(
       "tshmemx_init_attr",
       [&]() -> int {
-        if ((flags & ~static_cast<unsigned>(TSHMEMX_INIT_WITH_MPI_COMM)) != 0)
+        if ((flags & ~static_cast<unsigned>(TSHMEMX_INIT_WITH_MPI_COMM | TSHMEMX_INIT_NVSHMEM_ENV)) != 0)
           return set_error(TSHMEM_ERR_INVALID_ARG,
-                           "tshmemx_init_attr: unknown flags %#x (known: TSHMEMX_INIT_WITH_MPI_COMM)", flags);
+                           "tshmemx_init_attr: unknown flags %#x (known: TSHMEMX_INIT_WITH_MPI_COMM, "
+                           "TSHMEMX_INIT_NVSHMEM_ENV)",
+                           flags);
         if (flags & TSHMEMX_INIT_WITH_MPI_COMM) {
           if (attr == nullptr)
             return set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_init_attr: TSHMEMX_INIT_WITH_MPI_COMM needs an attr");

@@ -201,14 +201,30 @@ Status log_subsys_from(const std::string &list, unsigned *mask) {
   return TSHMEM_SUCCESS;
 }
 
-Status parse_env(EnvOptions *out, GetenvFn getenv_fn) {
+namespace {
+bool has_nvshmem_name(const char *name) {
+#define TSHMEM_ENV_NVSHMEM_MATCH(NAME) \
+  if (std::strcmp(name, #NAME) == 0) return true;
+  TSHMEM_ENV_NVSHMEM_NAMES(TSHMEM_ENV_NVSHMEM_MATCH)
+#undef TSHMEM_ENV_NVSHMEM_MATCH
+  return false;
+}
+}  // namespace
+
+Status parse_env(EnvOptions *out, GetenvFn getenv_fn, bool nvshmem_names) {
   if (getenv_fn == nullptr) getenv_fn = [](const char *name) -> const char * { return std::getenv(name); };
   EnvOptions options;
-  // Defaults go through the same parser as user values, so the table's text is the single truth.
-#define TSHMEM_ENV_PARSE(NAME, FIELD, KIND, DEFAULT, CATEGORY, DESCRIPTION)                          \
-  {                                                                                                  \
-    const char *text = getenv_fn("TSHMEM_" #NAME);                                                   \
-    TSHMEM_CHECK(parse_into("TSHMEM_" #NAME, EnvKind::KIND, text ? text : DEFAULT, &options.FIELD)); \
+  // Defaults go through the same parser as user values, so the table's text is the single truth. A value
+  // taken from NVSHMEM's name is reported under that name.
+#define TSHMEM_ENV_PARSE(NAME, FIELD, KIND, DEFAULT, CATEGORY, DESCRIPTION)               \
+  {                                                                                       \
+    const char *name = "TSHMEM_" #NAME;                                                   \
+    const char *text = getenv_fn(name);                                                   \
+    if (text == nullptr && nvshmem_names && has_nvshmem_name(#NAME)) {                    \
+      name = "NVSHMEM_" #NAME;                                                            \
+      text = getenv_fn(name);                                                             \
+    }                                                                                     \
+    TSHMEM_CHECK(parse_into(name, EnvKind::KIND, text ? text : DEFAULT, &options.FIELD)); \
   }
   TSHMEM_ENV_LIST(TSHMEM_ENV_PARSE)
 #undef TSHMEM_ENV_PARSE

@@ -66,7 +66,8 @@ const std::vector<EnvVarInfo> &env_table();
 /// Reads a variable through `getenv_fn` (tests pass their own). Fills `out`; on a malformed value returns
 /// TSHMEM_ERR_CONFIG with the message "TSHMEM_X=value: rule" as the last error.
 using GetenvFn = const char *(*)(const char *);
-Status parse_env(EnvOptions *out, GetenvFn getenv_fn = nullptr);
+/// `nvshmem_names`: where TSHMEM_<NAME> is unset, read NVSHMEM_<NAME> for the names of TSHMEM_ENV_NVSHMEM_NAMES.
+Status parse_env(EnvOptions *out, GetenvFn getenv_fn = nullptr, bool nvshmem_names = false);
 
 // The parsers, exposed for the unit tests.
 Status parse_size(const char *name, const char *text, uint64_t *out);

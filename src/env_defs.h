@@ -22,6 +22,11 @@
   X(DEBUG_FAIL, debug_fail, String, "", "debug", "Testing: make init step STEP fail on some PEs: STEP:PES[:pause], PES = all, 0,2-3 or all-but-0; :pause waits (to be killed) instead of failing. tshmem-info lists the steps.")
 // clang-format on
 
+// NVSHMEM's names that mean the same: read as NVSHMEM_<NAME> where TSHMEM_<NAME> is unset, when the program
+// initialised through the NVSHMEM compat headers (TSHMEMX_INIT_NVSHMEM_ENV). NVSHMEM_DISABLE_NVLS is read
+// always, by NVSHMEM's own rule (a site-wide switch; see parse_env).
+#define TSHMEM_ENV_NVSHMEM_NAMES(X) X(SYMMETRIC_SIZE)
+
 #define TSHMEM_ENV_CHOICES_MEM_BACKEND "auto|vmm|ipc|shm"
 #define TSHMEM_ENV_CHOICES_BIND "auto|none"
 #define TSHMEM_ENV_CHOICES_DEBUG "none|warn|info|trace"

@@ -118,7 +118,7 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
                   InitProgress *progress) {
   // The environment is parsed before the bootstrap, but its verdict is shared after it: a malformed
   // variable on one PE fails init on all of them.
-  Status env_status = parse_env(&ctx.env);
+  Status env_status = parse_env(&ctx.env, nullptr, (flags & TSHMEMX_INIT_NVSHMEM_ENV) != 0);
   std::string env_error = env_status != TSHMEM_SUCCESS ? last_error_message() : std::string();
   if (env_status == TSHMEM_SUCCESS) {
     unsigned mask = kLogAll;

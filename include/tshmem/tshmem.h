@@ -9,7 +9,12 @@
  * a pointer return NULL. In both cases `tshmemx_last_error_code()` and `tshmemx_last_error()` describe the
  * last failure on the calling thread (the call, the values and the rule that was broken).
  *
- * This header compiles as C and C++.
+ * This header compiles as C and C++. In CUDA units (nvcc) the eight names that exist on the host and in
+ * kernels (tshmem_my_pe, tshmem_n_pes, tshmem_ptr, tshmem_putmem, tshmem_getmem, tshmem_quiet,
+ * tshmem_barrier_all, tshmem_sync_all) are `static inline __host__ __device__` functions of
+ * tshmem/device/host_device_names.cuh, included at the end: on the host they call the library's
+ * tshmemi_host_* twins, in kernels the device API. The exported symbols keep their names for C, dlsym and
+ * FFIs. Define TSHMEM_HOST_NAMES_ONLY before including to keep plain host declarations in a CUDA unit.
  */
 #ifndef TSHMEM_TSHMEM_H
 #define TSHMEM_TSHMEM_H
@@ -17,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tshmem/host_device_api.h" /* TSHMEMI_HD_NAME: one name on host and device */
 #include "tshmem/version.h"
 
 #if defined(_WIN32)
@@ -96,10 +102,10 @@ TSHMEM_API int tshmem_init_thread(int requested, int *provided);
 TSHMEM_API void tshmem_query_thread(int *provided);
 
 /** This PE's number in [0, n_pes), or -1 before init. */
-TSHMEM_API int tshmem_my_pe(void);
+TSHMEM_API int TSHMEMI_HD_NAME(my_pe)(void);
 
 /** The number of PEs, or -1 before init. */
-TSHMEM_API int tshmem_n_pes(void);
+TSHMEM_API int TSHMEMI_HD_NAME(n_pes)(void);
 
 /** OpenSHMEM version query. */
 TSHMEM_API void tshmem_info_get_version(int *major, int *minor);
@@ -134,7 +140,7 @@ TSHMEM_API void tshmem_free(void *ptr);
  * `pe` is not reachable by load/store, is out of range, or `dest` is not in the heap.
  * tshmem_ptr(p, tshmem_my_pe()) == p for every heap address p.
  */
-TSHMEM_API void *tshmem_ptr(const void *dest, int pe);
+TSHMEM_API void *TSHMEMI_HD_NAME(ptr)(const void *dest, int pe);
 
 /** 1 when host put/get reach `pe` (a PE of this node, or of another node over MPI on the shm backend), else
  *  0 — also for a PE out of range and before tshmem_init. A query: it sets no error. */
@@ -154,20 +160,20 @@ TSHMEM_API int tshmem_addr_accessible(const void *addr, int pe);
  * A PE of another node is reached over MPI one-sided access on the shm backend; on the GPU backends it
  * fails with TSHMEM_ERR_UNREACHABLE_PE (docs/design.md, "Backends").
  */
-TSHMEM_API int tshmem_putmem(void *dest, const void *src, size_t nbytes, int pe);
+TSHMEM_API int TSHMEMI_HD_NAME(putmem)(void *dest, const void *src, size_t nbytes, int pe);
 
 /** Copies `nbytes` from `src` (a symmetric address) on `pe` to local `dest`. Blocking. */
-TSHMEM_API int tshmem_getmem(void *dest, const void *src, size_t nbytes, int pe);
+TSHMEM_API int TSHMEMI_HD_NAME(getmem)(void *dest, const void *src, size_t nbytes, int pe);
 
 /** Completes every put issued by this PE (host side and, on GPU backends, the device; puts to other nodes
  *  at their targets), and makes what other nodes put here visible to this PE's loads. */
-TSHMEM_API void tshmem_quiet(void);
+TSHMEM_API void TSHMEMI_HD_NAME(quiet)(void);
 
 /** Collective: quiet, then every PE waits for all others. Failures are reported by tshmemx_last_error. */
-TSHMEM_API void tshmem_barrier_all(void);
+TSHMEM_API void TSHMEMI_HD_NAME(barrier_all)(void);
 
 /** Same as tshmem_barrier_all (OpenSHMEM 1.5 names both). */
-TSHMEM_API void tshmem_sync_all(void);
+TSHMEM_API void TSHMEMI_HD_NAME(sync_all)(void);
 
 /** Ends the whole job with `status` (OpenSHMEM: shmem_global_exit). */
 TSHMEM_API void tshmem_global_exit(int status);
@@ -193,5 +199,10 @@ TSHMEM_API const char *tshmemx_strerror(int status);
 #endif
 
 #include "tshmem/tshmemx.h"
+#include "tshmem/tshmemx_typed.h"
+
+#ifdef TSHMEMI_HOST_DEVICE_NAMES
+#include "tshmem/device/host_device_names.cuh"
+#endif
 
 #endif /* TSHMEM_TSHMEM_H */

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tshmem/host_device_api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,6 +24,8 @@ typedef struct CUmod_st *tshmemx_cumodule_t;
 /** tshmemx_init_attr flags. */
 enum {
   TSHMEMX_INIT_WITH_MPI_COMM = 1u << 0, /**< attr->mpi_comm points to the communicator to use. */
+  TSHMEMX_INIT_NVSHMEM_ENV = 1u << 1,   /**< Also read NVSHMEM's name of a variable where the TSHMEM_ one is unset
+                                             (src/env_defs.h lists them; the NVSHMEM compat headers pass this). */
 };
 
 /**
@@ -82,9 +86,15 @@ typedef int32_t tshmem_team_t;
 #define TSHMEM_TEAM_WORLD 0 /**< Every PE. */
 #define TSHMEMX_TEAM_NODE 2 /**< The PEs of this node (load/store reachable); equals WORLD on one node. */
 
-/** This PE's index in `team` and the team's size; -1 for an unknown team or before init. */
-int tshmem_team_my_pe(tshmem_team_t team) __attribute__((visibility("default")));
-int tshmem_team_n_pes(tshmem_team_t team) __attribute__((visibility("default")));
+/** This PE's index in `team` and the team's size; -1 for an unknown team or before init. Host and kernels
+ *  (host_device_names.cuh). */
+int TSHMEMI_HD_NAME(team_my_pe)(tshmem_team_t team) __attribute__((visibility("default")));
+int TSHMEMI_HD_NAME(team_n_pes)(tshmem_team_t team) __attribute__((visibility("default")));
+/** The index in `dest_team` of the PE that is index `src_pe` of `src_team`; -1 when src_pe is outside
+ *  [0, size of src_team) or that PE is not in dest_team (answers, no error), or for an unknown team or before
+ *  init (with an error on the host). Not collective. Host and kernels (host_device_names.cuh). */
+int TSHMEMI_HD_NAME(team_translate_pe)(tshmem_team_t src_team, int src_pe, tshmem_team_t dest_team)
+    __attribute__((visibility("default")));
 
 /**
  * The multicast address of the symmetric object at `ptr` for `team`: a store through it reaches every
@@ -158,6 +168,10 @@ int tshmemx_broadcast_on_stream(tshmem_team_t team, void *dst, const void *src, 
                                 tshmemx_stream_t stream) __attribute__((visibility("default")));
 /** Every team member's stream reaches the barrier before any passes it; earlier writes are visible. */
 int tshmemx_barrier_on_stream(tshmem_team_t team, tshmemx_stream_t stream) __attribute__((visibility("default")));
+/** tshmemx_barrier_on_stream(TSHMEM_TEAM_WORLD, stream) (NVSHMEM's name); the sync form is the same barrier (a
+ *  device barrier always makes the callers' earlier writes visible). */
+int tshmemx_barrier_all_on_stream(tshmemx_stream_t stream) __attribute__((visibility("default")));
+int tshmemx_sync_all_on_stream(tshmemx_stream_t stream) __attribute__((visibility("default")));
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -252,4 +252,16 @@ TSHMEM_API int tshmemx_barrier_on_stream(tshmem_team_t team, tshmemx_stream_t st
   });
 }
 
+TSHMEM_API int tshmemx_barrier_all_on_stream(tshmemx_stream_t stream) {
+  return guarded("tshmemx_barrier_all_on_stream", [&] {
+    return move(CollKind::kBarrier, "tshmemx_barrier_all_on_stream", TSHMEM_TEAM_WORLD, nullptr, nullptr, 0, 0, stream);
+  });
+}
+
+TSHMEM_API int tshmemx_sync_all_on_stream(tshmemx_stream_t stream) {
+  return guarded("tshmemx_sync_all_on_stream", [&] {
+    return move(CollKind::kBarrier, "tshmemx_sync_all_on_stream", TSHMEM_TEAM_WORLD, nullptr, nullptr, 0, 0, stream);
+  });
+}
+
 }  // extern "C"

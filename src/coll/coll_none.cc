@@ -38,5 +38,14 @@ TSHMEM_API int tshmemx_broadcast_on_stream(tshmem_team_t, void *, const void *, 
 TSHMEM_API int tshmemx_barrier_on_stream(tshmem_team_t, tshmemx_stream_t) {
   return unavailable("tshmemx_barrier_on_stream");
 }
+// The library's half of tshmemx_collective_launch (tshmem/tshmemx_launch.h, which needs the CUDA headers).
+TSHMEM_API int tshmemi_collective_launch_check(const char *call, long long, unsigned, size_t, int, const char *,
+                                               const char *, int, int, int);
+TSHMEM_API int tshmemi_collective_launch_check(const char *call, long long, unsigned, size_t, int, const char *,
+                                               const char *, int, int, int) {
+  return unavailable(call != nullptr ? call : "tshmemx_collective_launch");
+}
+TSHMEM_API int tshmemx_barrier_all_on_stream(tshmemx_stream_t) { return unavailable("tshmemx_barrier_all_on_stream"); }
+TSHMEM_API int tshmemx_sync_all_on_stream(tshmemx_stream_t) { return unavailable("tshmemx_sync_all_on_stream"); }
 
 }  // extern "C"

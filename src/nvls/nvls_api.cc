@@ -21,6 +21,20 @@ TSHMEM_API int tshmem_team_n_pes(tshmem_team_t team) {
   return info.size;
 }
 
+TSHMEM_API int tshmem_team_translate_pe(tshmem_team_t src_team, int src_pe, tshmem_team_t dest_team) {
+  const char *call = "tshmem_team_translate_pe";
+  ContextRef ctx = require_context(call);
+  TeamInfo src, dest;
+  if (!ctx || team_info(*ctx, src_team, call, &src) != TSHMEM_SUCCESS ||
+      team_info(*ctx, dest_team, call, &dest) != TSHMEM_SUCCESS)
+    return -1;
+  if (src_pe < 0 || src_pe >= src.size) return -1;
+  const int pe = src.start + src_pe * src.stride;
+  const int offset = pe - dest.start;
+  if (offset < 0 || offset % dest.stride != 0 || offset / dest.stride >= dest.size) return -1;
+  return offset / dest.stride;
+}
+
 TSHMEM_API void *tshmemx_mc_ptr(tshmem_team_t team, const void *ptr) {
   ContextRef ctx = require_context("tshmemx_mc_ptr");
   TeamInfo info;

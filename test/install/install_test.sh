@@ -11,6 +11,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log" 2>&1 || { cat "$work/install.log"; fail "cmake --install"; }
 for f in include/tshmem/tshmem.h include/tshmem/tshmemx.h include/tshmem/version.h include/tshmem/device/tshmem_device.cuh \
+         include/nvshmem-compat/nvshmem.h include/nvshmem-compat/nvshmemx.h lib/pkgconfig/tshmem-nvshmem.pc \
          lib/cmake/tshmem/tshmemConfig.cmake lib/pkgconfig/tshmem.pc bin/tshmemrun; do
   [ -e "$work/prefix/$f" ] || fail "installed tree lacks $f"
 done
@@ -24,22 +25,32 @@ export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
 cc "$src/test/install/consumer/hello.c" -o "$work/hello-pc" $(pkg-config --cflags --libs tshmem) \
   -Wl,-rpath,"$work/prefix/lib" || fail "building with pkg-config"
 echo "PASS: C program built with pkg-config"
+cc "$src/test/install/consumer/nvshmem_hello.c" -o "$work/nvshmem-hello-pc" $(pkg-config --cflags --libs tshmem-nvshmem) \
+  -Wl,-rpath,"$work/prefix/lib" || fail "building the NVSHMEM program with pkg-config tshmem-nvshmem"
+echo "PASS: NVSHMEM program built with pkg-config tshmem-nvshmem"
 
 for exe in "$work/consumer/hello" "$work/hello-pc"; do
   out=$(TSHMEM_MEM_BACKEND=shm TSHMEM_SYMMETRIC_SIZE=8M LD_LIBRARY_PATH="$work/prefix/lib" "$launcher" 2 "$exe" 2>&1)
   echo "$out" | grep -q "PE 1 of 2: sum of notes = 100" || { echo "$out"; fail "$exe with 2 PEs"; }
 done
 echo "PASS: installed program ran with 2 PEs on shm"
+for exe in "$work/consumer/nvshmem_hello" "$work/nvshmem-hello-pc"; do
+  out=$(TSHMEM_MEM_BACKEND=shm TSHMEM_SYMMETRIC_SIZE=8M LD_LIBRARY_PATH="$work/prefix/lib" "$launcher" 2 "$exe" 2>&1)
+  echo "$out" | grep -q "nvshmem PE 1 of 2: got 500, expected 500" || { echo "$out"; fail "$exe with 2 PEs"; }
+done
+echo "PASS: NVSHMEM program (find_package COMPONENTS nvshmem, pkg-config) ran with 2 PEs on shm"
 
-if [ -x "$work/consumer/ring" ]; then
-  out=$(LD_LIBRARY_PATH="$work/prefix/lib" "$launcher" 2 "$work/consumer/ring" 2>&1)
+for kernel in ring nvshmem_ring; do
+if [ -x "$work/consumer/$kernel" ]; then
+  out=$(LD_LIBRARY_PATH="$work/prefix/lib" "$launcher" 2 "$work/consumer/$kernel" 2>&1)
   rc=$?
   if echo "$out" | grep -q "SKIPPED: no GPU"; then
     echo "kernel part skipped: no GPU here"
   else
     echo "$out"
     [ $rc -eq 0 ] || fail "device API kernel from the installed headers"
-    echo "PASS: device API kernel (no -rdc) ran with 2 PEs"
+    echo "PASS: $kernel: device API kernel (no -rdc) ran with 2 PEs"
   fi
 fi
+done
 echo "PASS: install test"

@@ -11,12 +11,9 @@
  *   tshmem_<T>_atomic_[fetch_]{and,or,xor}     (bitwise types)
  *   tshmem_fence, tshmem_{barrier,sync}_all_{warp,block,grid}
  *
- * Names the host C API (tshmem/tshmem.h) already declares are NOT redefined for the device: nvcc cannot
- * overload a function on its execution space, and without -rdc a device body cannot live in the library.
- * In kernels, spell them through the templates: tshmem::my_pe(), tshmem::n_pes(), tshmem::ptr(p, pe),
- * tshmem::putmem(...), tshmem::getmem(...), tshmem::quiet(), tshmem::barrier_all<tshmem::thread_scope>(),
- * tshmem::sync_all<tshmem::thread_scope>(). (Blocking thread-scope putmem/getmem, my_pe, n_pes, ptr, quiet,
- * barrier_all, sync_all.)
+ * The eight names that the host C API also has (tshmem_my_pe, tshmem_n_pes, tshmem_ptr, tshmem_putmem,
+ * tshmem_getmem, tshmem_quiet, tshmem_barrier_all, tshmem_sync_all) are defined once for host and device
+ * in host_device_names.cuh (included through tshmem/tshmem.h below), not here.
  */
 #ifndef TSHMEM_DEVICE_C_API_CUH
 #define TSHMEM_DEVICE_C_API_CUH
@@ -27,7 +24,7 @@
 #include "tshmem/device/signal.cuh"
 #include "tshmem/device/sync.cuh"
 #include "tshmem/device/wait.cuh"
-#include "tshmem/tshmem.h"  // the host names this layer must not redefine
+#include "tshmem/tshmem.h"  // and, through it, the names shared with the host (host_device_names.cuh)
 
 // clang-format off
 /// OpenSHMEM standard RMA types: X(C type, name).
@@ -100,7 +97,7 @@ TSHMEMI_REPT_FOR_RMA_TYPES(TSHMEMI_RMA)
 TSHMEMI_MEM_SCOPED(, tshmem::thread_scope)
 TSHMEMI_MEM_SCOPED(_warp, tshmem::warp_scope)
 TSHMEMI_MEM_SCOPED(_block, tshmem::block_scope)
-// Blocking putmem/getmem: warp and block only; the thread-scope C names are the host API's (see top).
+// Blocking putmem/getmem, warp and block; the thread-scope names are in host_device_names.cuh.
 TSHMEMI_C void tshmem_putmem_warp(void *d, const void *s, size_t n, int pe) {
   tshmem::putmem<tshmem::warp_scope>(d, s, n, pe);
 }

@@ -10,7 +10,9 @@
  *   amo.cuh         atomics
  *   sync.cuh        fence, quiet, sync_all, barrier_all (group and grid)
  *   c_api.cuh       the OpenSHMEM-style C names (tshmem_int_p, tshmem_putmem_block, ...)
+ *   host_device_names.cuh  tshmem_my_pe, tshmem_putmem, tshmem_barrier_all, ... on host and device alike
  *   multimem.cuh    NVLink multicast ld_reduce/st/red/signals and their unicast twins; mc_ptr; teams
+ *   c_coll.cuh      typed team collectives by C name (tshmem_int_sum_reduce_block, tshmem_float_fcollect, ...)
  *   coll.cuh        team collectives (all-reduce, reduce-scatter, fcollect, all-to-all, broadcast, barrier)
  */
 #ifndef TSHMEM_DEVICE_TSHMEM_DEVICE_CUH
@@ -18,8 +20,10 @@
 
 #include "tshmem/device/amo.cuh"
 #include "tshmem/device/c_api.cuh"
+#include "tshmem/device/c_coll.cuh"
 #include "tshmem/device/coll.cuh"
 #include "tshmem/device/defines.cuh"
+#include "tshmem/device/host_device_names.cuh"
 #include "tshmem/device/multimem.cuh"
 #include "tshmem/device/pe.cuh"
 #include "tshmem/device/remote_ptr.cuh"
