@@ -35,7 +35,7 @@ else
   np=2
   echo "== no GPU pair found: host benchmarks on the shm backend with $np PEs"
   export TSHMEM_MEM_BACKEND=shm TSHMEM_SYMMETRIC_SIZE=${TSHMEM_SYMMETRIC_SIZE:-256M}
-  echo "== host put/get to a PE of another node (TSHMEM_DEBUG_NODE_SIZE=1: each PE a node; MPI one-sided)"
+  echo "== host put/get to a PE of another node (TSHMEM_DEBUG_NODE_SIZE=1: each PE a node; the off-node proxy over two-sided MPI)"
   TSHMEM_DEBUG_NODE_SIZE=1 "$launcher" -np "$np" -- "$build/perftest/host/tshmem_host_bw" --json "$json"
   echo "== the same on one node (load/store)"
 fi

@@ -130,7 +130,7 @@ TEST_F(Env, TableListsEveryVariableOnceWithADescription) {
       EXPECT_NE(std::string(row.choices), "") << row.name;
     }
   }
-  EXPECT_EQ(seen.size(), 11u);
+  EXPECT_EQ(seen.size(), 13u);
 }
 
 }  // namespace
