@@ -37,8 +37,9 @@ struct Wire {
   uint64_t bytes = 0;   ///< payload bytes (kPut, kGetReply) or bytes asked for (kGet)
   uint64_t value = 0, compare = 0;
   uint64_t token = 0;  ///< origin address the reply's data or value goes to (0: no reply wanted)
+  uint64_t tag = 0;    ///< echoed in the reply: nonzero = store it at token + 8 after the value (result slots)
 };
-static_assert(sizeof(Wire) == 48, "wire header");
+static_assert(sizeof(Wire) == 56, "wire header");
 constexpr size_t kHeader = sizeof(Wire);
 
 struct Buffer {
@@ -98,13 +99,17 @@ class Proxy final : public HostRma {
     for (Buffer &b : send_) TSHMEM_CHECK(memory_->alloc_staging(buffer_bytes, reinterpret_cast<void **>(&b.memory)));
     for (Buffer &b : recv_) TSHMEM_CHECK(memory_->alloc_staging(buffer_bytes, reinterpret_cast<void **>(&b.memory)));
     for (tshmemi_proxy_channel *&ring : rings_) {
-      const size_t bytes = sizeof(tshmemi_proxy_channel) + config_.ring_entries * sizeof(tshmemi_proxy_request);
+      const size_t bytes = TSHMEMI_PROXY_CHANNEL_BYTES(config_.ring_entries);
       TSHMEM_CHECK(memory_->alloc_staging(bytes, reinterpret_cast<void **>(&ring)));
       std::memset(static_cast<void *>(ring), 0, bytes);
       ring->layout = TSHMEMI_PROXY_LAYOUT;
       ring->capacity = config_.ring_entries;
       ring->head_ptr = &ring->head;
     }
+    // Kernels count tickets in device memory (a GPU's atomics on host memory are not atomic with the CPU's).
+    uint64_t *device_head = nullptr;
+    TSHMEM_CHECK(memory_->alloc_device_counter(&device_head));
+    if (device_head != nullptr) rings_[kDeviceRing]->head_ptr = device_head;
     for (int i = 0; i < kProxyRecvBuffers; ++i) {
       TSHMEM_CHECK(
           msg_->irecv(recv_[static_cast<size_t>(i)].memory, buffer_bytes, &recv_[static_cast<size_t>(i)].request));
@@ -294,7 +299,9 @@ class Proxy final : public HostRma {
       case TSHMEMI_PROXY_PUT:
       case TSHMEMI_PROXY_GET:
         if (!within(r.remote, r.bytes, heap_bytes_)) return "remote range outside the symmetric heap";
-        if (r.bytes > 0 && r.local == 0) return "local address is NULL";
+        if ((r.flags & (TSHMEMI_PROXY_FLAG_INLINE | TSHMEMI_PROXY_FLAG_RESULT_SLOT)) && r.bytes > 8)
+          return "inline or result-slot transfer of more than 8 bytes";
+        if (r.bytes > 0 && r.local == 0 && !(r.flags & TSHMEMI_PROXY_FLAG_INLINE)) return "local address is NULL";
         return nullptr;
       case TSHMEMI_PROXY_SIGNAL:
         if (!within(r.remote, 8, heap_bytes_) || r.remote % 8 != 0)
@@ -355,8 +362,11 @@ class Proxy final : public HostRma {
           const int b = free_send_buffer(&status);
           if (b < 0) return status;
           const uint64_t piece = std::min<uint64_t>(config_.chunk_bytes, r.bytes - progress_);
-          TSHMEM_CHECK(memory_->read(send_[static_cast<size_t>(b)].memory + kHeader,
-                                     reinterpret_cast<const void *>(r.local + progress_), piece));
+          if (r.flags & TSHMEMI_PROXY_FLAG_INLINE)
+            std::memcpy(send_[static_cast<size_t>(b)].memory + kHeader, &r.value, piece);
+          else
+            TSHMEM_CHECK(memory_->read(send_[static_cast<size_t>(b)].memory + kHeader,
+                                       reinterpret_cast<const void *>(r.local + progress_), piece));
           Wire wire;
           wire.kind = kPut;
           wire.offset = r.remote + progress_;
@@ -394,6 +404,7 @@ class Proxy final : public HostRma {
         wire.value = r.value;
         wire.compare = r.compare;
         wire.token = fetching ? r.local : 0;
+        wire.tag = fetching && (r.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) ? ticket_ + 1 : 0;
         TSHMEM_CHECK(send(b, r.pe, wire, 0));
         pending_ += fetching ? 1 : 0;
         mark_dirty(r.pe);
@@ -411,6 +422,7 @@ class Proxy final : public HostRma {
           wire.offset = r.remote + progress_;
           wire.bytes = piece;
           wire.token = r.local + progress_;
+          wire.tag = (r.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) ? ticket_ + 1 : 0;
           TSHMEM_CHECK(send(b, r.pe, wire, 0));
           ++pending_;
           progress_ += piece;
@@ -517,11 +529,13 @@ class Proxy final : public HostRma {
         reply.wire.width = static_cast<uint8_t>(width);
         reply.wire.value = old;
         reply.wire.token = wire.token;
+        reply.wire.tag = wire.tag;
         break;
       }
       case kGet:
         reply.wire.kind = kGetReply;
         reply.wire.token = wire.token;
+        reply.wire.tag = wire.tag;
         if (within(wire.offset, wire.bytes, heap_bytes_) && wire.bytes <= config_.chunk_bytes) {
           reply.wire.offset = wire.offset;
           reply.wire.bytes = wire.bytes;
@@ -533,10 +547,12 @@ class Proxy final : public HostRma {
       case kGetReply:
         if (wire.bytes == bytes - kHeader && wire.bytes > 0)
           TSHMEM_CHECK(memory_->write(reinterpret_cast<void *>(wire.token), payload, wire.bytes));
+        tag_result(wire);
         --pending_;
         return TSHMEM_SUCCESS;
       case kAmoReply:
         TSHMEM_CHECK(memory_->write(reinterpret_cast<void *>(wire.token), &wire.value, wire.width == 4 ? 4 : 8));
+        tag_result(wire);
         --pending_;
         return TSHMEM_SUCCESS;
       case kFlushAck: --pending_; return TSHMEM_SUCCESS;
@@ -544,6 +560,11 @@ class Proxy final : public HostRma {
     }
     replies_.push_back(reply);
     return TSHMEM_SUCCESS;
+  }
+
+  // A result slot (host memory a kernel polls): the value is written; now its tag, with release order.
+  static void tag_result(const Wire &wire) {
+    if (wire.tag != 0) __atomic_store_n(reinterpret_cast<uint64_t *>(wire.token + 8), wire.tag, __ATOMIC_RELEASE);
   }
 
   Status serve_replies(bool *worked) {
@@ -599,8 +620,7 @@ class Proxy final : public HostRma {
 
 uint64_t proxy_staging_bytes(const ProxyConfig &config) {
   const uint64_t buffers = uint64_t{kProxySendBuffers + kProxyRecvBuffers} * (kHeader + config.chunk_bytes);
-  const uint64_t rings =
-      2 * (sizeof(tshmemi_proxy_channel) + uint64_t{config.ring_entries} * sizeof(tshmemi_proxy_request));
+  const uint64_t rings = 2 * uint64_t{TSHMEMI_PROXY_CHANNEL_BYTES(config.ring_entries)};
   return buffers + rings;
 }
 

@@ -19,6 +19,8 @@ class ProxyMemory {
   /// Staging memory the proxy's messages live in (pinned on a GPU, so copies to and from it are DMA).
   virtual Status alloc_staging(size_t bytes, void **out) = 0;
   virtual void free_staging(void *staging) = 0;
+  /// A zeroed 64-bit counter kernels increment (device memory on a GPU); nullptr where there is no device.
+  virtual Status alloc_device_counter(uint64_t **out) = 0;
   /// Copies from any address of this process (heap, device or host memory) into staging; complete on return.
   virtual Status read(void *staging, const void *src, size_t bytes) = 0;
   /// Copies staging to any address of this process; complete on return.

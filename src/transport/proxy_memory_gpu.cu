@@ -42,6 +42,7 @@ class GpuProxyMemory final : public ProxyMemory {
   explicit GpuProxyMemory(int device) : device_(device) {}
   ~GpuProxyMemory() override {
     if (result_ != nullptr) cudaFreeHost(result_);
+    if (counter_ != nullptr) cudaFree(counter_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -61,6 +62,12 @@ class GpuProxyMemory final : public ProxyMemory {
     return TSHMEM_SUCCESS;
   }
   void free_staging(void *staging) override { cudaFreeHost(staging); }
+  Status alloc_device_counter(uint64_t **out) override {
+    TSHMEMI_PROXY_CUDA(cudaMalloc(reinterpret_cast<void **>(&counter_), sizeof(uint64_t)));
+    TSHMEMI_PROXY_CUDA(cudaMemset(counter_, 0, sizeof(uint64_t)));
+    *out = counter_;
+    return TSHMEM_SUCCESS;
+  }
 
   Status read(void *staging, const void *src, size_t bytes) override {
     TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(staging, src, bytes, cudaMemcpyDefault, stream_));
@@ -99,6 +106,7 @@ class GpuProxyMemory final : public ProxyMemory {
   int device_;
   cudaStream_t stream_ = nullptr;
   unsigned long long *result_ = nullptr;
+  uint64_t *counter_ = nullptr;
 };
 
 }  // namespace

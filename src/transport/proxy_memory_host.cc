@@ -28,6 +28,10 @@ class HostProxyMemory final : public ProxyMemory {
     return TSHMEM_SUCCESS;
   }
   void free_staging(void *staging) override { std::free(staging); }
+  Status alloc_device_counter(uint64_t **out) override {
+    *out = nullptr;
+    return TSHMEM_SUCCESS;
+  }
   Status read(void *staging, const void *src, size_t bytes) override {
     std::memcpy(staging, src, bytes);
     return TSHMEM_SUCCESS;

@@ -353,6 +353,44 @@ TEST_F(ProxyTest, EveryAtomicKindGivesItsResult) {
   tshmem_free(words);
 }
 
+// What a kernel's p, g and fetching atomics post: the value inside the request, results in the channel's
+// result slots (waited for by tag, without a QUIET).
+TEST_F(ProxyTest, InlinePutsAndResultSlots) {
+  start();
+  auto *words = static_cast<uint64_t *>(tshmem_calloc(static_cast<size_t>(n_), sizeof(uint64_t)));
+  ASSERT_NE(words, nullptr);
+  const int target = other_node();
+  tshmemi_proxy_request p = {};
+  p.op = TSHMEMI_PROXY_PUT;
+  p.flags = TSHMEMI_PROXY_FLAG_INLINE;
+  p.pe = target;
+  p.remote = offset_of(words + me_);
+  p.bytes = 8;
+  p.value = 0x1234000 + static_cast<uint64_t>(me_);
+  post(p);
+  tshmemi_proxy_request g = {};
+  g.op = TSHMEMI_PROXY_GET;
+  g.flags = TSHMEMI_PROXY_FLAG_RESULT_SLOT;
+  g.pe = target;
+  g.remote = offset_of(words + me_);
+  g.bytes = 8;
+  EXPECT_EQ(tshmemi_proxy_result_wait(channel_, post(g)), 0x1234000 + static_cast<uint64_t>(me_))
+      << "g after p from the same PE sees the p";
+  tshmemi_proxy_request a = {};
+  a.op = TSHMEMI_PROXY_AMO;
+  a.flags = TSHMEMI_PROXY_FLAG_RESULT_SLOT;
+  a.amo = TSHMEMI_AMO_FETCH_ADD;
+  a.width = 8;
+  a.pe = target;
+  a.remote = offset_of(words + me_);
+  a.value = 1;
+  for (uint64_t i = 0; i < 3 * channel_->capacity; ++i)  // around the result slots more than once
+    ASSERT_EQ(tshmemi_proxy_result_wait(channel_, post(a)), 0x1234000 + static_cast<uint64_t>(me_) + i);
+  quiet();
+  tshmem_barrier_all();
+  tshmem_free(words);
+}
+
 TEST_F(ProxyTest, MalformedRequestsAreRefusedWithAMessage) {
   start();
   auto *p = static_cast<uint64_t *>(tshmem_calloc(1, sizeof(uint64_t)));

@@ -30,8 +30,17 @@ enum tshmemi_proxy_op {
   TSHMEMI_PROXY_QUIET = 7,      /**< completes every request before it; then done = ticket + 1. */
 };
 
-/** Signal operations (OpenSHMEM's SHMEM_SIGNAL_SET / SHMEM_SIGNAL_ADD values). */
-enum tshmemi_proxy_signal_op { TSHMEMI_PROXY_SIGNAL_SET = 0, TSHMEMI_PROXY_SIGNAL_ADD = 5 };
+/** Request flags. */
+enum tshmemi_proxy_flags {
+  /** PUT of at most 8 bytes: the data is `value` itself, not at `local` (a kernel's register). */
+  TSHMEMI_PROXY_FLAG_INLINE = 1u << 0,
+  /** GET of at most 8 bytes or fetching AMO into this channel's result slot of the ticket: the proxy
+   *  writes the value, then the slot's tag = ticket + 1 (a kernel waits for the tag, not for a QUIET). */
+  TSHMEMI_PROXY_FLAG_RESULT_SLOT = 1u << 1,
+};
+
+/** Signal operations (the values of TSHMEM_SIGNAL_SET / TSHMEM_SIGNAL_ADD). */
+enum tshmemi_proxy_signal_op { TSHMEMI_PROXY_SIGNAL_SET = 0, TSHMEMI_PROXY_SIGNAL_ADD = 1 };
 
 /** Atomic kinds. The fetching ones write the old value to `local` (width bytes). */
 enum tshmemi_proxy_amo {
@@ -57,7 +66,7 @@ typedef struct tshmemi_proxy_request {
   uint8_t op;       /**< tshmemi_proxy_op. */
   uint8_t amo;      /**< AMO: tshmemi_proxy_amo; PUT_SIGNAL and SIGNAL: tshmemi_proxy_signal_op. */
   uint8_t width;    /**< AMO: operand bytes, 4 or 8. */
-  uint8_t reserved; /**< zero. */
+  uint8_t flags;    /**< tshmemi_proxy_flags. */
   int32_t pe;       /**< target PE, in [0, n_pes). */
   uint64_t remote;  /**< heap offset at the target. */
   uint64_t local;   /**< address at this PE: put source, get destination, fetched value's destination. */
@@ -86,9 +95,31 @@ static_assert(sizeof(tshmemi_proxy_request) == 64, "request layout: bump TSHMEMI
 static_assert(sizeof(tshmemi_proxy_channel) == 256, "channel layout: bump TSHMEMI_PROXY_LAYOUT");
 #endif
 
+/** A fetched value for a kernel, by ticket (`capacity` of them follow the requests). */
+typedef struct tshmemi_proxy_result {
+  uint64_t value;
+  uint64_t tag; /**< ticket + 1 of the request whose value this is. */
+} tshmemi_proxy_result;
+
+/** Bytes of a channel of `capacity` requests: header, requests, result slots. */
+#define TSHMEMI_PROXY_CHANNEL_BYTES(capacity) \
+  (sizeof(tshmemi_proxy_channel) + (size_t)(capacity) * (sizeof(tshmemi_proxy_request) + sizeof(tshmemi_proxy_result)))
+
+#ifdef __CUDACC__
+#define TSHMEMI_PROXY_HD __host__ __device__
+#else
+#define TSHMEMI_PROXY_HD
+#endif
+
 /** The slots of a channel. */
-static inline tshmemi_proxy_request *tshmemi_proxy_slots(tshmemi_proxy_channel *channel) {
+TSHMEMI_PROXY_HD static inline tshmemi_proxy_request *tshmemi_proxy_slots(tshmemi_proxy_channel *channel) {
   return (tshmemi_proxy_request *)(channel + 1);
+}
+
+/** The result slots of a channel of `capacity` requests. */
+TSHMEMI_PROXY_HD static inline tshmemi_proxy_result *tshmemi_proxy_results(tshmemi_proxy_channel *channel,
+                                                                           uint32_t capacity) {
+  return (tshmemi_proxy_result *)(tshmemi_proxy_slots(channel) + capacity);
 }
 
 #ifdef __cplusplus
@@ -121,6 +152,9 @@ static inline uint64_t tshmemi_proxy_post(tshmemi_proxy_channel *channel, const 
   tshmemi_proxy_request *slot = tshmemi_proxy_slots(channel) + (ticket & (channel->capacity - 1));
   tshmemi_proxy_request copy = *request;
   copy.seq = 0;
+  if (copy.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT)
+    copy.local = reinterpret_cast<uint64_t>(
+        &tshmemi_proxy_results(channel, channel->capacity)[ticket & (channel->capacity - 1)].value);
   // Every field but seq first, then seq with release order: the proxy sees a whole request or none.
   __builtin_memcpy(reinterpret_cast<char *>(slot) + sizeof(uint64_t),
                    reinterpret_cast<const char *>(&copy) + sizeof(uint64_t), sizeof(copy) - sizeof(uint64_t));
@@ -131,6 +165,15 @@ static inline uint64_t tshmemi_proxy_post(tshmemi_proxy_channel *channel, const 
 /** True once the request with `ticket` has been taken by the proxy (its source may be reused). */
 static inline bool tshmemi_proxy_taken(const tshmemi_proxy_channel *channel, uint64_t ticket) {
   return __atomic_load_n(&channel->tail, __ATOMIC_ACQUIRE) > ticket;
+}
+
+/** Waits for the value of a request posted with TSHMEMI_PROXY_FLAG_RESULT_SLOT as `ticket`. */
+static inline uint64_t tshmemi_proxy_result_wait(tshmemi_proxy_channel *channel, uint64_t ticket) {
+  const tshmemi_proxy_result *slot =
+      tshmemi_proxy_results(channel, channel->capacity) + (ticket & (channel->capacity - 1));
+  for (unsigned spins = 0; __atomic_load_n(&slot->tag, __ATOMIC_ACQUIRE) != ticket + 1; ++spins)
+    if (spins > 64) sched_yield();
+  return slot->value;
 }
 
 /** True once a QUIET posted with `ticket` is done. */

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "tshmem/device/impl/memory.cuh"
+#include "tshmem/device/impl/proxy.cuh"
 #include "tshmem/device/remote_ptr.cuh"
 
 #ifdef TSHMEM_DEVICE_COMPILE
@@ -38,8 +39,24 @@ TSHMEMI_DEVICE T from_word(amo_word_t<T> w) {
   }
 }
 
+/// The proxy's kind for `Op` (impl/proxy.cuh): the off-node path of amo().
+template <amo_op Op>
+TSHMEMI_DEVICE constexpr unsigned proxy_amo_kind() {
+  switch (Op) {
+    case amo_op::fetch: return TSHMEMI_AMO_FETCH;
+    case amo_op::set: return TSHMEMI_AMO_SET;
+    case amo_op::swap: return TSHMEMI_AMO_SWAP;
+    case amo_op::compare_swap: return TSHMEMI_AMO_CSWAP;
+    case amo_op::fetch_add: return TSHMEMI_AMO_FETCH_ADD;
+    case amo_op::fetch_and: return TSHMEMI_AMO_FETCH_AND;
+    case amo_op::fetch_or: return TSHMEMI_AMO_FETCH_OR;
+    case amo_op::fetch_xor: return TSHMEMI_AMO_FETCH_XOR;
+  }
+  return 0;
+}
+
 /// Translates `dest` for `pe` (checked) and performs `Op` with system scope; returns the previous value
-/// (`set` returns `value`).
+/// (`set` returns `value`). A PE of another node: the same atomic through the proxy, done by its GPU.
 template <amo_op Op, class T>
 TSHMEMI_DEVICE T amo(T *dest, T value, T cond, int pe, const char *call, const tshmemi_device_state &st) {
   constexpr bool kInteger = std::is_integral_v<T> && (sizeof(T) == 4 || sizeof(T) == 8);
@@ -48,7 +65,12 @@ TSHMEMI_DEVICE T amo(T *dest, T value, T cond, int pe, const char *call, const t
   static_assert(kInteger || (kFloat && kExtended),
                 "tshmem atomics: 32/64-bit integers (fetch, set, swap also on float and double)");
   using W = amo_word_t<T>;
-  W *word = reinterpret_cast<W *>(remote_ptr_lane(dest, pe, call, st));
+  const uint64_t peer = peer_slot_lane(pe, call, st);
+  if (__builtin_expect(peer == 0, 0)) {
+    const uint64_t old = proxy::amo(dest, proxy_amo_kind<Op>(), sizeof(W), to_word(value), to_word(cond), pe, call, st);
+    return Op == amo_op::set ? value : from_word<T>(static_cast<W>(old));
+  }
+  W *word = reinterpret_cast<W *>(rebase_to(dest, peer, st));
   const W v = to_word(value);
   if constexpr (Op == amo_op::fetch) {
     return from_word<T>(load_relaxed_sys(word));
