@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -47,6 +48,7 @@ class ProxyTest : public ::testing::Test {
     ScopedEnv ring_size("TSHMEM_PROXY_RING", ring);
     ScopedEnv chunk_size("TSHMEM_PROXY_CHUNK", chunk);  // small: large puts take many chunks
     const int rc = tshmem_init();
+    if (rc != 0) std::fprintf(stderr, "[PE %d] tshmem_init: %s\n", world_rank(), tshmemx_last_error());  // every PE
     ASSERT_TRUE(all_pes(rc == 0)) << (rc == 0 ? "" : tshmemx_last_error());
     initialised_ = true;
     me_ = tshmem_my_pe();

@@ -5,6 +5,7 @@
 #define TSHMEM_DEVICE_IMPL_PROXY_CUH
 
 #include "tshmem/device/impl/group.cuh"
+#include "tshmem/device/impl/remote_ptr.cuh"
 #include "tshmem/device/impl/trap.cuh"
 #include "tshmem/device/proxy_types.h"
 #include "tshmem/device/state.cuh"
@@ -85,7 +86,7 @@ TSHMEMI_DEVICE_COLD uint64_t fetch(tshmemi_proxy_request r, const char *call, co
 }
 
 TSHMEMI_DEVICE uint64_t heap_offset(const void *symmetric, const tshmemi_device_state &st) {
-  return reinterpret_cast<uint64_t>(symmetric) - st.heap_base;
+  return heap_offset_of(symmetric, st);
 }
 
 /// put / put_nbi of any scope: the group's leader posts one request for the whole range.

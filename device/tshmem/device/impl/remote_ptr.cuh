@@ -61,6 +61,11 @@ TSHMEMI_DEVICE uint64_t peer_slot_lane(int pe, const char *call, const tshmemi_d
   return st.peer_base_global != nullptr ? __ldg(st.peer_base_global + pe) : st.peer_base[pe];
 }
 
+/// The heap offset of symmetric `local`: how a request names it to the proxy of another node.
+TSHMEMI_DEVICE uint64_t heap_offset_of(const void *local, const tshmemi_device_state &st) {
+  return reinterpret_cast<uint64_t>(local) - st.heap_base;
+}
+
 /// `local` on the PE whose nonzero slot is `peer`.
 template <class T>
 TSHMEMI_DEVICE T *rebase_to(T *local, uint64_t peer, const tshmemi_device_state &st) {
