@@ -150,15 +150,23 @@ TSHMEMI_DEVICE_COLD uint64_t get_value(const void *src, unsigned bytes, int pe, 
   return fetch(r, call, st);
 }
 
-TSHMEMI_DEVICE_COLD void signal(uint64_t *sig_addr, uint64_t value, int sig_op, int pe, const char *call,
-                                const tshmemi_device_state &st) {
+/// signal_op; returns the ticket.
+TSHMEMI_DEVICE_COLD unsigned long long signal(uint64_t *sig_addr, uint64_t value, int sig_op, int pe, const char *call,
+                                              const tshmemi_device_state &st) {
   tshmemi_proxy_request r = {};
   r.op = TSHMEMI_PROXY_SIGNAL;
   r.amo = static_cast<uint8_t>(sig_op);
   r.pe = pe;
   r.remote = heap_offset(sig_addr, st);
   r.value = value;
-  post(r, call, st);
+  return post(r, call, st);
+}
+
+/// A barrier's arrival at a PE of another node: a SET signal, returned from once the proxy has taken it, so
+/// every request this PE posted before it (an nbi put's source, say) has been read before the barrier ends.
+TSHMEMI_DEVICE_COLD void arrive(uint64_t *slot, uint64_t epoch, int pe, const char *call,
+                                const tshmemi_device_state &st) {
+  wait_taken(signal(slot, epoch, TSHMEM_SIGNAL_SET, pe, call, st), st);
 }
 
 /// put_signal of any scope: the data, then the signal after it (the target applies them in that order).

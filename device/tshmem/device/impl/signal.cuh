@@ -83,7 +83,8 @@ TSHMEMI_DEVICE void signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op, i
   if (__builtin_expect(peer == 0, 0)) {
     if (sig_op != TSHMEM_SIGNAL_SET && sig_op != TSHMEM_SIGNAL_ADD)
       tshmemi::trap_bad_operator("tshmem_signal_op", sig_op, st.my_pe);
-    return tshmemi::proxy::signal(sig_addr, signal, sig_op, pe, "tshmem_signal_op", st);
+    tshmemi::proxy::signal(sig_addr, signal, sig_op, pe, "tshmem_signal_op", st);
+    return;
   }
   tshmemi::signal_release(tshmemi::rebase_to(sig_addr, peer, st), signal, sig_op, "tshmem_signal_op", st);
 }

@@ -41,7 +41,7 @@ TSHMEMI_DEVICE void sync_pes(const char *call, const tshmemi_device_state &st) {
     // Another node: the arrival goes through the proxy after everything posted before it (ticket order, then
     // MPI's pair order), so it also carries quiet's meaning for those.
     if (__builtin_expect(peer == 0, 0))
-      proxy::signal(arrival + me, epoch, TSHMEM_SIGNAL_SET, pe, call, st);
+      proxy::arrive(arrival + me, epoch, pe, call, st);
     else
       store_release_sys(rebase_to(arrival + me, peer, st), epoch);
   }
