@@ -23,7 +23,8 @@ struct Context {
   std::unique_ptr<MemBackend> mem;
   std::unique_ptr<SymmetricHeap> heap;
   PeerTable peers;
-  std::unique_ptr<HostRma> host_rma;  ///< host access to PEs of other nodes; null on one node or a GPU heap
+  std::unique_ptr<HostRma> host_rma;  ///< the off-node proxy; null on one node or when MPI cannot carry it
+  std::string offnode_reason;         ///< why host_rma is null although the job spans nodes
   int cuda_device = -1;               ///< -1 on the shm backend
   /// On-stream collectives launch as programmatic dependent launches: TSHMEM_COLL_PDL and a device of
   /// compute capability 9.0 or later (decided once, when the device is selected).

@@ -95,13 +95,31 @@ Status create_backend(Context &ctx, const std::string &backend) {
                    backend.c_str());
 }
 
-// PEs of other nodes have no load/store path; a host-memory heap is exposed to them over MPI one-sided
-// access (design.md, "Beyond one node"). Every PE takes the same decision from agreed facts.
+// PEs of other nodes have no load/store path: every backend reaches them through the off-node proxy
+// (design.md, "Beyond one node"). Every PE takes the same decision from agreed facts.
 Status create_host_rma(Context &ctx) {
   const bool one_node = ctx.boot->local_size() == ctx.boot->size();  // the same answer on every PE
-  if (one_node || ctx.mem->device_memory()) return TSHMEM_SUCCESS;
-  TSHMEM_CHECK(make_mpi_host_rma(*ctx.boot, ctx.mem->local_base(), ctx.env.symmetric_size, &ctx.host_rma));
-  ctx.heap->attach_host_rma(ctx.host_rma.get());
+  if (one_node) return TSHMEM_SUCCESS;
+  ProxyConfig config;
+  config.chunk_bytes = ctx.env.proxy_chunk;
+  config.ring_entries = static_cast<uint32_t>(ctx.env.proxy_ring);
+  Status local = TSHMEM_SUCCESS;
+  const int64_t ring = ctx.env.proxy_ring;
+  if (ring < 2 || ring > (int64_t{1} << 24) || (ring & (ring - 1)) != 0)
+    local = set_error(TSHMEM_ERR_CONFIG, "TSHMEM_PROXY_RING=%lld: must be a power of two in [2, 16777216]",
+                      static_cast<long long>(ring));
+  else if (ctx.env.proxy_chunk < 64 || ctx.env.proxy_chunk > (uint64_t{256} << 20))
+    local = set_error(TSHMEM_ERR_CONFIG, "TSHMEM_PROXY_CHUNK=%llu: must be in [64, 268435456] bytes",
+                      static_cast<unsigned long long>(ctx.env.proxy_chunk));
+  TSHMEM_CHECK(agree_on_status(*ctx.boot, local, "tshmem_init: sizing the off-node proxy"));
+  TSHMEM_CHECK(make_proxy_host_rma(*ctx.boot, *ctx.mem, ctx.env.symmetric_size, config,
+                                   ctx.mem->device_memory() ? ctx.cuda_device : -1, &ctx.host_rma,
+                                   &ctx.offnode_reason));
+  if (ctx.host_rma) {
+    ctx.heap->attach_host_rma(ctx.host_rma.get());
+  } else if (ctx.boot->rank() == 0) {
+    TSHMEMI_LOG(kWarn, kLogInit, "PEs of other nodes are unreachable: %s", ctx.offnode_reason.c_str());
+  }
   return TSHMEM_SUCCESS;
 }
 
@@ -176,7 +194,7 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
   TSHMEM_CHECK(run_step(boot, InitStep::kReady, [] { return TSHMEM_SUCCESS; }));  // an allreduce: the last barrier
   TSHMEMI_LOG(kInfo, kLogInit, "initialised: %d PEs (%d on this node), backend %s, heap %llu bytes at %p%s",
               boot.size(), boot.local_size(), ctx.mem->name(), static_cast<unsigned long long>(ctx.env.symmetric_size),
-              ctx.mem->local_base(), ctx.host_rma ? ", other nodes over MPI one-sided" : "");
+              ctx.mem->local_base(), ctx.host_rma ? ", other nodes through the proxy" : "");
   return TSHMEM_SUCCESS;
 }
 
@@ -264,7 +282,7 @@ void finalize_context() {
   g_context.store(nullptr, std::memory_order_release);
   ctx->device_state.reset();                    // withdraws the state from every registered unit
   nvls_finalize(*ctx);                          // collective: unmap, unbind, release the multicast object
-  if (ctx->host_rma) ctx->host_rma->destroy();  // collective: the window goes before the memory under it
+  if (ctx->host_rma) ctx->host_rma->destroy();  // collective: drained before the memory under it goes
   ctx->mem->destroy(*ctx->boot);
   delete ctx;
   log_set_pe(-1, -1);

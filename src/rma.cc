@@ -2,7 +2,7 @@
 // forms, quiet, barrier.
 // The remote address is computed here and only here on the host (peer_address: peer_base[pe] + heap
 // offset, for tshmem_ptr and the transfers); a PE of another node (peer_base 0) is reached at the same heap
-// offset through ctx.host_rma.
+// offset through the off-node proxy (ctx.host_rma).
 #include "context.h"
 
 namespace tshmemi {
@@ -40,12 +40,18 @@ Status resolve(Context &ctx, const char *call, const void *symmetric, const void
   target->remote = peer_address(ctx, pe, target->heap_offset);
   if (target->remote != nullptr) return TSHMEM_SUCCESS;
   if (ctx.host_rma == nullptr)
-    return set_error(TSHMEM_ERR_UNREACHABLE_PE,
-                     "%s: PE %d is on another node: no load/store path from PE %d, and the %s heap (GPU memory) "
-                     "has no off-node transport (host RMA to other nodes runs on TSHMEM_MEM_BACKEND=shm)",
-                     call, pe, ctx.peers.my_pe(), ctx.mem->name());
+    return set_error(TSHMEM_ERR_UNREACHABLE_PE, "%s: PE %d is on another node and unreachable from PE %d: %s", call, pe,
+                     ctx.peers.my_pe(),
+                     ctx.offnode_reason.empty() ? "no off-node transport" : ctx.offnode_reason.c_str());
   target->off_node = true;
   return TSHMEM_SUCCESS;
+}
+
+// Off-node, "on a stream" orders the transfer after the work already queued by waiting for it here (the
+// proxy is a host thread); the transfer itself is done, as a blocking one, when the call returns.
+Status off_node_put(Context &ctx, uint64_t heap_offset, const void *src, size_t bytes, int pe, bool on_stream) {
+  if (on_stream) TSHMEM_CHECK(ctx.mem->quiet());
+  return ctx.host_rma->put(heap_offset, src, bytes, pe);
 }
 
 int put(const char *call, void *dest, const void *src, size_t bytes, int pe, tshmemx_stream_t stream, bool on_stream) {
@@ -54,8 +60,7 @@ int put(const char *call, void *dest, const void *src, size_t bytes, int pe, tsh
   Target target;
   TSHMEM_CHECK(resolve(*ctx, call, dest, src, bytes, pe, &target));
   if (bytes == 0) return TSHMEM_SUCCESS;
-  // Off-node, the heap is host memory (shm): "on a stream" is at once, as for the shm backend's copies.
-  if (target.off_node) return ctx->host_rma->put(target.heap_offset, src, bytes, pe);
+  if (target.off_node) return off_node_put(*ctx, target.heap_offset, src, bytes, pe, on_stream);
   return on_stream ? ctx->mem->copy_on_stream(target.remote, src, bytes, stream)
                    : ctx->mem->copy(target.remote, src, bytes);
 }
@@ -66,7 +71,10 @@ int get(const char *call, void *dest, const void *src, size_t bytes, int pe, tsh
   Target target;
   TSHMEM_CHECK(resolve(*ctx, call, src, dest, bytes, pe, &target));
   if (bytes == 0) return TSHMEM_SUCCESS;
-  if (target.off_node) return ctx->host_rma->get(dest, target.heap_offset, bytes, pe);
+  if (target.off_node) {
+    if (on_stream) TSHMEM_CHECK(ctx->mem->quiet());  // after the work before it (see off_node_put)
+    return ctx->host_rma->get(dest, target.heap_offset, bytes, pe);
+  }
   return on_stream ? ctx->mem->copy_on_stream(dest, target.remote, bytes, stream)
                    : ctx->mem->copy(dest, target.remote, bytes);
 }

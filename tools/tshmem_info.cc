@@ -14,6 +14,7 @@
 #include "cuda/gpu_runtime.h"
 #include "env.h"
 #include "init_steps.h"
+#include "transport/host_rma.h"
 #include "tshmem/device/state_types.h"
 #include "tshmem/tshmem.h"
 
@@ -133,6 +134,11 @@ int main(int argc, char **argv) {
   const auto multicast = multicast_capability(matrix.size());
   std::vector<std::string> backends = {"shm"};
   if (gpu) backends.insert(backends.end(), {"vmm", "ipc"});
+  tshmemi::ProxyConfig proxy;
+  proxy.chunk_bytes = env.proxy_chunk;
+  proxy.ring_entries = static_cast<uint32_t>(env.proxy_ring);
+  const unsigned long long proxy_staging = tshmemi::proxy_staging_bytes(proxy);
+  const unsigned long long proxy_replies = tshmemi::proxy_reply_queue_bytes(TSHMEM_MAX_PES);
 
   if (json) {
     std::printf("{\"version\": %s, \"build\": {\"symmetry_check\": %s, \"cuda\": %s, \"max_pes\": %d},\n",
@@ -172,7 +178,9 @@ int main(int argc, char **argv) {
     }
     std::printf("],\n \"multicast_supported\": [");
     for (size_t d = 0; d < multicast.size(); ++d) std::printf("%s%d", d ? ", " : "", multicast[d]);
-    std::printf("],\n \"multicast_policy\": %s}\n", json_string(nvls_policy).c_str());
+    std::printf("],\n \"multicast_policy\": %s,\n", json_string(nvls_policy).c_str());
+    std::printf(" \"offnode_proxy\": {\"staging_bytes_per_pe\": %llu, \"reply_queue_bytes_at_max_pes\": %llu}}\n",
+                proxy_staging, proxy_replies);
     return 0;
   }
 
@@ -190,6 +198,13 @@ int main(int argc, char **argv) {
     const auto step = static_cast<tshmemi::InitStep>(i);
     std::printf("  %-16s %s\n", tshmemi::init_step_name(step), tshmemi::init_step_what(step));
   }
+  std::printf(
+      "\nOff-node proxy (PEs of other nodes, every backend)\n"
+      "  staging per PE      %llu bytes (%d send + %d receive buffers of TSHMEM_PROXY_CHUNK, 2 rings of "
+      "TSHMEM_PROXY_RING requests): independent of the number of PEs and of message sizes\n"
+      "  reply queue         at most %d small entries per origin PE (%llu bytes at %d PEs)\n",
+      proxy_staging, tshmemi::kProxySendBuffers, tshmemi::kProxyRecvBuffers, tshmemi::kProxyMaxPending, proxy_replies,
+      TSHMEM_MAX_PES);
   std::printf("\nBackends here: ");
   for (const auto &b : backends) std::printf("%s ", b.c_str());
   if (!gpu) std::printf("(no GPU: %s)", tshmemi::gpu_unavailable_reason().c_str());

@@ -157,8 +157,8 @@ TSHMEM_API int tshmem_addr_accessible(const void *addr, int pe);
  * Copies `nbytes` from local `src` to `dest` (a symmetric address) on `pe`. Returns when `src` may be
  * reused; the data is visible at the target after tshmem_quiet or tshmem_barrier_all.
  * Fails with TSHMEM_ERR_INVALID_PE (nothing written) or TSHMEM_ERR_INVALID_ARG (range outside the heap).
- * A PE of another node is reached over MPI one-sided access on the shm backend; on the GPU backends it
- * fails with TSHMEM_ERR_UNREACHABLE_PE (docs/design.md, "Backends").
+ * A PE of another node is reached through the off-node proxy on every backend; without it (MPI without
+ * MPI_THREAD_MULTIPLE) the call fails with TSHMEM_ERR_UNREACHABLE_PE saying why (docs/design.md, "Beyond one node").
  */
 TSHMEM_API int TSHMEMI_HD_NAME(putmem)(void *dest, const void *src, size_t nbytes, int pe);
 

@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   Reporter report(config, "host_bw", me == 0);
-  const char *path = tshmem_ptr(target, 1 - (me & 1)) != nullptr ? "load/store" : "another node: MPI one-sided";
+  const char *path = tshmem_ptr(target, 1 - (me & 1)) != nullptr ? "load/store" : "another node: off-node proxy";
   report.note(std::string("backend ") + tshmemx_backend_name() + (config.bidir ? ", bidirectional" : ", PE 0 -> PE 1") +
               " (" + path + ")");
   for (bool put : {true, false}) {

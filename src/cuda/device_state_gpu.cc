@@ -49,6 +49,19 @@ uint64_t timeout_ns(int64_t ms) {
   return std::min(static_cast<uint64_t>(ms), limit) * 1000000u;
 }
 
+// Kernels reach PEs of other nodes through the proxy's device channel (pinned host memory mapped into the
+// device); without a proxy in a job that spans nodes, a flag lets the device trap say why.
+Status publish_proxy_channel(const Context &ctx, tshmemi_device_state *state) {
+  if (!ctx.host_rma) {
+    if (!ctx.offnode_reason.empty()) state->flags |= TSHMEMI_STATE_PROXY_UNAVAILABLE;
+    return TSHMEM_SUCCESS;
+  }
+  void *device = nullptr;
+  TSHMEM_CUDA_CHECK(cudaHostGetDevicePointer(&device, ctx.host_rma->device_channel(), 0));
+  state->reserved[TSHMEMI_STATE_PROXY_CHANNEL] = reinterpret_cast<uint64_t>(device);
+  return TSHMEM_SUCCESS;
+}
+
 }  // namespace
 
 Status create_device_state(Context &ctx) {
@@ -72,6 +85,7 @@ Status create_device_state(Context &ctx) {
   state.mc_base = 0;  // multicast is mapped by src/nvls/, which sets it and TSHMEMI_STATE_MULTICAST
   state.wait_timeout_ns = timeout_ns(ctx.env.wait_timeout_ms);
   std::copy(peers.bases().begin(), peers.bases().end(), state.peer_base);
+  TSHMEM_CHECK(publish_proxy_channel(ctx, &state));
 
   auto owned = std::make_unique<GpuDeviceState>(ctx.cuda_device);
   TSHMEM_CHECK(owned->upload(peers.bases()));

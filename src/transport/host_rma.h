@@ -1,34 +1,59 @@
-// Host-initiated access to PEs of other nodes (design.md, "Beyond one node"): the heap of every PE is
-// exposed once, collectively, and tshmem_putmem / tshmem_getmem to a PE without a load/store path go
-// through it. One implementation: MPI one-sided RMA (mpi_rma.cc).
+// Access to PEs of other nodes (design.md, "Beyond one node"): one transport for every backend, the proxy
+// over two-sided MPI (proxy.cc). Host calls (tshmem_putmem, tshmem_getmem, tshmem_quiet) post requests to
+// the proxy's host channel; kernels (and the tests' CPU producers) post to its device channel.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "bootstrap/bootstrap.h"
+#include "mem/backend.h"
+#include "tshmem/device/proxy_types.h"
 
 namespace tshmemi {
 
 class HostRma {
  public:
   virtual ~HostRma() = default;
-  /// Writes `bytes` from `src` to offset `heap_offset` of `pe`'s heap; `src` may be reused on return.
-  /// Remote completion: quiet().
+  /// Writes `bytes` from `src` (host or device memory) to offset `heap_offset` of `pe`'s heap; `src` may be
+  /// reused on return. Remote completion: quiet().
   virtual Status put(uint64_t heap_offset, const void *src, size_t bytes, int pe) = 0;
   /// Reads `bytes` at offset `heap_offset` of `pe`'s heap into `dst`; complete on return.
   virtual Status get(void *dst, uint64_t heap_offset, size_t bytes, int pe) = 0;
-  /// Completes every put this PE has issued, at its target.
+  /// Completes every request this PE has posted (host channel, and what is visible in the device channel),
+  /// at its target.
   virtual Status quiet() = 0;
   /// After a barrier: makes what other PEs wrote into this PE's heap visible to its own loads.
   virtual Status sync() = 0;
-  /// Collective over all PEs: withdraws the heap.
+  /// Collective over all PEs: drains every channel, then stops the proxy.
   virtual Status destroy() = 0;
+  /// The channel kernels post to (host address), and its ticket counter for device producers.
+  virtual tshmemi_proxy_channel *device_channel() = 0;
+  /// Requests refused since init, and the last refusal's message.
+  virtual uint64_t refused(std::string *last) = 0;
 };
 
-/// Collective over all PEs of `boot`: exposes [heap_base, heap_base + heap_bytes) of every PE (host memory)
-/// for one-sided access. Fails on every PE when it fails on one.
-Status make_mpi_host_rma(Bootstrap &boot, void *heap_base, uint64_t heap_bytes, std::unique_ptr<HostRma> *out);
+/// Sizes of the proxy, from the environment.
+struct ProxyConfig {
+  uint64_t chunk_bytes = 256 * 1024;  ///< TSHMEM_PROXY_CHUNK: most payload bytes in one message
+  uint32_t ring_entries = 1024;       ///< TSHMEM_PROXY_RING: requests in each channel
+};
+constexpr int kProxySendBuffers = 4;
+constexpr int kProxyRecvBuffers = 8;
+/// Most replies (get chunks, fetched values, flush acknowledgements) one PE awaits at once.
+constexpr int kProxyMaxPending = 64;
+
+/// Bytes of staging memory one PE's proxy holds: independent of the number of PEs and of message sizes.
+uint64_t proxy_staging_bytes(const ProxyConfig &config);
+/// Bytes of reply bookkeeping a proxy may hold at worst: bounded by kProxyMaxPending per origin PE.
+uint64_t proxy_reply_queue_bytes(int n_pes);
+
+/// Collective over all PEs of `boot`: starts this PE's proxy thread over the heap of `mem` (host memory or,
+/// with cuda_device >= 0, GPU memory). When MPI cannot serve a second thread, returns success with *out empty
+/// and the reason in *unavailable (the same on every PE). Fails on every PE when it fails on one.
+Status make_proxy_host_rma(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const ProxyConfig &config,
+                           int cuda_device, std::unique_ptr<HostRma> *out, std::string *unavailable);
 
 }  // namespace tshmemi

@@ -1,6 +1,7 @@
 // Atomics hammered by every thread of every PE, each lane naming a different PE: exact totals for add,
 // inc, fetch_add (every fetched value distinct), compare_swap loops, or/and/xor bit patterns, and swap
 // (the values are conserved); fetch/set on float and double.
+#include <algorithm>
 #include <vector>
 
 #include "device_test_util.h"
@@ -106,6 +107,45 @@ TEST(DeviceAmoSwap, ConservesValues) {
     const long long all = static_cast<long long>(n) * count;
     EXPECT_EQ(total, all * (all + 1) / 2);
   }
+  tshmem_barrier_all();
+}
+
+/// Every thread of every PE counts on PE 0: fetch_add (tickets must come out 0 .. total-1, each once) and a
+/// non-fetching add. Light enough for the off-node runs, where each atomic is a proxy round trip.
+__global__ void count_on_pe0(unsigned long long *counters, unsigned long long *fetched, int per_thread) {
+  const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int i = 0; i < per_thread; ++i) {
+    fetched[tid * per_thread + i] = tshmem::atomic_fetch_add(counters, 1ull, 0);
+    tshmem::atomic_add(counters + 1, 2ull, 0);
+  }
+  tshmem::quiet();
+}
+
+TEST(DeviceAmoCount, EveryPeCountsOnPe0Exactly) {
+  TSHMEM_REQUIRE_GPU();
+  const int n = tshmem_n_pes(), me = tshmem_my_pe();
+  constexpr int kBlocksHere = 4, kThreadsHere = 64, kPerThread = 4;
+  const int count = kBlocksHere * kThreadsHere * kPerThread;
+  tshmem_device_test::SymBuffer counters(16), fetched(8 * count);
+  tshmem_barrier_all();
+  count_on_pe0<<<kBlocksHere, kThreadsHere>>>(counters.get<unsigned long long>(), fetched.get<unsigned long long>(),
+                                              kPerThread);
+  TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+  tshmem_barrier_all();
+  const unsigned long long total = static_cast<unsigned long long>(n) * count;
+  if (me == 0) {
+    unsigned long long host[2] = {};
+    TSHMEM_CUDA_EXPECT(cudaMemcpy(host, counters.get(), 16, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(host[0], total) << "fetch_add from every thread of every PE";
+    EXPECT_EQ(host[1], 2 * total) << "add from every thread of every PE";
+  }
+  std::vector<unsigned long long> mine(static_cast<size_t>(count)), all(static_cast<size_t>(total));
+  TSHMEM_CUDA_EXPECT(cudaMemcpy(mine.data(), fetched.get(), 8 * static_cast<size_t>(count), cudaMemcpyDeviceToHost));
+  MPI_Allgather(mine.data(), count, MPI_UNSIGNED_LONG_LONG, all.data(), count, MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
+  std::sort(all.begin(), all.end());
+  size_t wrong = 0;
+  for (size_t i = 0; i < all.size(); ++i) wrong += all[i] != i;
+  EXPECT_EQ(wrong, 0u) << "fetched tickets are not 0 .. " << total - 1 << " once each";
   tshmem_barrier_all();
 }
 

@@ -1,6 +1,6 @@
 // Bug (b) regression: a kernel that names PE 99 with 2 PEs (and 1 PE) traps with the exact message and
-// writes nothing; so does one that names a PE of another node (its own message); a wait past its timeout
-// traps naming the address, the expected and the found value.
+// writes nothing; so does one that names a PE of another node when there is no off-node proxy (saying why);
+// a wait past its timeout traps naming the address, the expected and the found value.
 // The kernel runs in a child job (fork + exec of mpirun on device_pe_trap_helper); this parent is not an
 // MPI process, checks the exit status and the captured output (stdout+stderr: device printf goes to stdout).
 #include <gtest/gtest.h>
@@ -94,14 +94,17 @@ TEST(DevicePeTrap, Pe99With1PeTraps) {
 }
 
 // A PE of another node is in range but has no slot: TSHMEM_DEBUG_NODE_SIZE=1 makes PE 1 such a PE on one host.
-TEST(DevicePeTrap, PeOfAnotherNodeTrapsWithItsOwnMessage) {
+// The helper initialises MPI with MPI_Init (not MPI_THREAD_MULTIPLE), so there is no off-node proxy: the
+// device operation traps, and says why.
+TEST(DevicePeTrap, PeOfAnotherNodeWithoutTheProxyTrapsSayingWhy) {
   setenv("TSHMEM_DEBUG_NODE_SIZE", "1", 1);  // the child job inherits it
   const ChildResult r = run_helper(2, "pe", "1");
   unsetenv("TSHMEM_DEBUG_NODE_SIZE");
   expect_trapped(r);
   if (IsSkipped()) return;
   EXPECT_NE(
-      r.output.find("tshmem: tshmem_p: PE 1 is not reachable by load/store from PE 0 (block (0,0,0), thread (0,0,0))"),
+      r.output.find("tshmem: tshmem_p: PE 1 is on another node and not reachable from PE 0: the off-node proxy is not "
+                    "running: MPI was initialised without MPI_THREAD_MULTIPLE"),
       std::string::npos)
       << r.output;
 }

@@ -155,7 +155,7 @@ TEST_F(Env, TableListsEveryVariableOnceWithADescription) {
       EXPECT_NE(std::string(row.choices), "") << row.name;
     }
   }
-  EXPECT_EQ(seen.size(), 13u);
+  EXPECT_EQ(seen.size(), 15u);
 }
 
 }  // namespace

@@ -29,6 +29,8 @@ enum tshmemi_state_flags {
   TSHMEMI_STATE_INITIALIZED = 1u << 0, /**< Filled by a live tshmem_init. */
   TSHMEMI_STATE_MULTICAST = 1u << 1,   /**< mc_base maps an NVLink multicast object. */
   TSHMEMI_STATE_GPU_HEAP = 1u << 2,    /**< The heap is device memory (vmm, ipc), not host shm. */
+  /** The job spans nodes but the off-node proxy is not running (MPI without MPI_THREAD_MULTIPLE). */
+  TSHMEMI_STATE_PROXY_UNAVAILABLE = 1u << 3,
 };
 
 typedef struct tshmemi_device_state {
@@ -43,7 +45,9 @@ typedef struct tshmemi_device_state {
   uint64_t mc_base;                   /**< Multicast mapping of the heap, 0 without multicast. */
   uint64_t wait_timeout_ns;           /**< TSHMEM_WAIT_TIMEOUT_MS in ns: a wait longer than this traps; 0 = never. */
   const uint64_t *peer_base_global;   /**< Device-global mirror of peer_base: per-lane PE lookups __ldg it. */
-  uint64_t reserved[4];               /**< Room to grow without a layout change; zero. */
+  uint64_t reserved[4];               /**< Room to grow without a layout change; [TSHMEMI_STATE_PROXY_CHANNEL]
+                                           is this PE's off-node proxy channel (device address), 0 without;
+                                           the others zero. */
   uint64_t peer_base[TSHMEM_MAX_PES]; /**< Where this PE sees each PE's heap; 0 = no load/store path. */
 } tshmemi_device_state;
 
@@ -54,6 +58,9 @@ static_assert(offsetof(tshmemi_device_state, heap_base) == 24, "layout frozen: b
 static_assert(offsetof(tshmemi_device_state, peer_base) == 96, "layout frozen: bump TSHMEM_DEVICE_STATE_LAYOUT");
 static_assert(sizeof(tshmemi_device_state) == 96 + 8 * TSHMEM_MAX_PES, "layout frozen: bump the layout");
 #endif
+
+/** Which reserved word holds the proxy channel (proxy_types.h). */
+#define TSHMEMI_STATE_PROXY_CHANNEL 0
 
 #define TSHMEMI_DEVICE_STATE_VERSION \
   ((TSHMEM_DEVICE_STATE_LAYOUT << 16) | ((uint32_t)sizeof(tshmemi_device_state) & 0xffffu))

@@ -4,7 +4,8 @@
  *  - fence(): puts, p and atomics that the calling thread issued before it reach each target PE before the
  *    ones it issues after (`__threadfence_system` semantics, fence.sc.sys).
  *  - quiet(): every put, p, get_nbi and atomic that the calling thread issued is complete: puts visible to
- *    every PE, nbi gets landed. Over NVLink loads/stores this is the same fence.
+ *    every PE, nbi gets landed. Over NVLink loads/stores this is the same fence; in a job that spans nodes it
+ *    also waits until everything this PE posted to its proxy channel is complete at its target.
  *  - sync_all<Scope>(): every PE's group arrives before any leaves; writes that a calling thread made before
  *    its call (local or to peers, through the group barrier) are visible to every PE's group after it.
  *    Called by exactly one group per PE (one thread, one warp or one block), by all PEs, the same number
@@ -30,7 +31,7 @@ namespace tshmem {
 TSHMEMI_DEVICE void fence();
 
 /// Completes the calling thread's earlier puts/p/atomics/get_nbi (system scope).
-TSHMEMI_DEVICE void quiet();
+TSHMEMI_DEVICE void quiet(const tshmemi_device_state &st = tshmemi::state());
 
 /// Synchronises one group (Scope) on every PE; see above.
 template <class Scope = block_scope>

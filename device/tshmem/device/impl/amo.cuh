@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "tshmem/device/impl/memory.cuh"
+#include "tshmem/device/impl/proxy.cuh"
 #include "tshmem/device/remote_ptr.cuh"
 
 #ifdef TSHMEM_DEVICE_COMPILE
@@ -38,9 +39,26 @@ TSHMEMI_DEVICE T from_word(amo_word_t<T> w) {
   }
 }
 
+/// The proxy's kind for `Op` (impl/proxy.cuh): the off-node path of amo().
+template <amo_op Op>
+TSHMEMI_DEVICE constexpr unsigned proxy_amo_kind() {
+  switch (Op) {
+    case amo_op::fetch: return TSHMEMI_AMO_FETCH;
+    case amo_op::set: return TSHMEMI_AMO_SET;
+    case amo_op::swap: return TSHMEMI_AMO_SWAP;
+    case amo_op::compare_swap: return TSHMEMI_AMO_CSWAP;
+    case amo_op::fetch_add: return TSHMEMI_AMO_FETCH_ADD;
+    case amo_op::fetch_and: return TSHMEMI_AMO_FETCH_AND;
+    case amo_op::fetch_or: return TSHMEMI_AMO_FETCH_OR;
+    case amo_op::fetch_xor: return TSHMEMI_AMO_FETCH_XOR;
+  }
+  return 0;
+}
+
 /// Translates `dest` for `pe` (checked) and performs `Op` with system scope; returns the previous value
-/// (`set` returns `value`).
-template <amo_op Op, class T>
+/// (`set` returns `value`). A PE of another node: the same atomic through the proxy, done by its GPU; with
+/// kFetch false (the caller drops the old value) it is posted without waiting for it.
+template <amo_op Op, class T, bool kFetch = true>
 TSHMEMI_DEVICE T amo(T *dest, T value, T cond, int pe, const char *call, const tshmemi_device_state &st) {
   constexpr bool kInteger = std::is_integral_v<T> && (sizeof(T) == 4 || sizeof(T) == 8);
   constexpr bool kFloat = std::is_same_v<T, float> || std::is_same_v<T, double>;
@@ -48,7 +66,13 @@ TSHMEMI_DEVICE T amo(T *dest, T value, T cond, int pe, const char *call, const t
   static_assert(kInteger || (kFloat && kExtended),
                 "tshmem atomics: 32/64-bit integers (fetch, set, swap also on float and double)");
   using W = amo_word_t<T>;
-  W *word = reinterpret_cast<W *>(remote_ptr_lane(dest, pe, call, st));
+  const uint64_t peer = peer_slot_lane(pe, call, st);
+  if (__builtin_expect(peer == 0, 0)) {
+    constexpr unsigned kind = kFetch ? proxy_amo_kind<Op>() : (proxy_amo_kind<Op>() & ~unsigned{TSHMEMI_AMO_FETCH});
+    const uint64_t old = proxy::amo(dest, kind, sizeof(W), to_word(value), to_word(cond), pe, call, st);
+    return Op == amo_op::set ? value : from_word<T>(static_cast<W>(old));
+  }
+  W *word = reinterpret_cast<W *>(rebase_to(dest, peer, st));
   const W v = to_word(value);
   if constexpr (Op == amo_op::fetch) {
     return from_word<T>(load_relaxed_sys(word));
@@ -100,7 +124,7 @@ TSHMEMI_DEVICE T atomic_fetch_add(T *dest, nondeduced_t<T> value, int pe, const 
 }
 template <class T>
 TSHMEMI_DEVICE void atomic_add(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
-  tshmemi::amo<tshmemi::amo_op::fetch_add>(dest, value, T(), pe, "tshmem_atomic_add", st);
+  tshmemi::amo<tshmemi::amo_op::fetch_add, T, false>(dest, value, T(), pe, "tshmem_atomic_add", st);
 }
 template <class T>
 TSHMEMI_DEVICE T atomic_fetch_inc(T *dest, int pe, const tshmemi_device_state &st) {
@@ -108,7 +132,7 @@ TSHMEMI_DEVICE T atomic_fetch_inc(T *dest, int pe, const tshmemi_device_state &s
 }
 template <class T>
 TSHMEMI_DEVICE void atomic_inc(T *dest, int pe, const tshmemi_device_state &st) {
-  tshmemi::amo<tshmemi::amo_op::fetch_add>(dest, T(1), T(), pe, "tshmem_atomic_inc", st);
+  tshmemi::amo<tshmemi::amo_op::fetch_add, T, false>(dest, T(1), T(), pe, "tshmem_atomic_inc", st);
 }
 template <class T>
 TSHMEMI_DEVICE T atomic_fetch_and(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
@@ -116,7 +140,7 @@ TSHMEMI_DEVICE T atomic_fetch_and(T *dest, nondeduced_t<T> value, int pe, const 
 }
 template <class T>
 TSHMEMI_DEVICE void atomic_and(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
-  tshmemi::amo<tshmemi::amo_op::fetch_and>(dest, value, T(), pe, "tshmem_atomic_and", st);
+  tshmemi::amo<tshmemi::amo_op::fetch_and, T, false>(dest, value, T(), pe, "tshmem_atomic_and", st);
 }
 template <class T>
 TSHMEMI_DEVICE T atomic_fetch_or(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
@@ -124,7 +148,7 @@ TSHMEMI_DEVICE T atomic_fetch_or(T *dest, nondeduced_t<T> value, int pe, const t
 }
 template <class T>
 TSHMEMI_DEVICE void atomic_or(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
-  tshmemi::amo<tshmemi::amo_op::fetch_or>(dest, value, T(), pe, "tshmem_atomic_or", st);
+  tshmemi::amo<tshmemi::amo_op::fetch_or, T, false>(dest, value, T(), pe, "tshmem_atomic_or", st);
 }
 template <class T>
 TSHMEMI_DEVICE T atomic_fetch_xor(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
@@ -132,7 +156,7 @@ TSHMEMI_DEVICE T atomic_fetch_xor(T *dest, nondeduced_t<T> value, int pe, const 
 }
 template <class T>
 TSHMEMI_DEVICE void atomic_xor(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
-  tshmemi::amo<tshmemi::amo_op::fetch_xor>(dest, value, T(), pe, "tshmem_atomic_xor", st);
+  tshmemi::amo<tshmemi::amo_op::fetch_xor, T, false>(dest, value, T(), pe, "tshmem_atomic_xor", st);
 }
 
 }  // namespace tshmem

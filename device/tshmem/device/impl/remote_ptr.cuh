@@ -48,6 +48,30 @@ TSHMEMI_DEVICE T *remote_ptr_lane(T *local, int pe, const char *call, const tshm
   return detail::rebase(local, peer, st);
 }
 
+/// The peer slot of `pe` (range checked): where this PE sees `pe`'s heap, 0 for a PE of another node, which
+/// the caller reaches through the proxy channel (impl/proxy.cuh) — the same loads and compare as remote_ptr.
+TSHMEMI_DEVICE uint64_t peer_slot(int pe, const char *call, const tshmemi_device_state &st) {
+  detail::check_pe(pe, call, st);
+  return st.peer_base[pe];
+}
+
+/// As peer_slot, for calls where lanes of one warp may name different PEs (see remote_ptr_lane).
+TSHMEMI_DEVICE uint64_t peer_slot_lane(int pe, const char *call, const tshmemi_device_state &st) {
+  detail::check_pe(pe, call, st);
+  return st.peer_base_global != nullptr ? __ldg(st.peer_base_global + pe) : st.peer_base[pe];
+}
+
+/// The heap offset of symmetric `local`: how a request names it to the proxy of another node.
+TSHMEMI_DEVICE uint64_t heap_offset_of(const void *local, const tshmemi_device_state &st) {
+  return reinterpret_cast<uint64_t>(local) - st.heap_base;
+}
+
+/// `local` on the PE whose nonzero slot is `peer`.
+template <class T>
+TSHMEMI_DEVICE T *rebase_to(T *local, uint64_t peer, const tshmemi_device_state &st) {
+  return detail::rebase(local, peer, st);
+}
+
 template <class T>
 TSHMEMI_DEVICE T *translate_or_null(T *local, int pe, const tshmemi_device_state &st) {
   if (static_cast<unsigned>(pe) >= static_cast<unsigned>(st.n_pes)) return nullptr;

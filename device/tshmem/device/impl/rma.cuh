@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "tshmem/device/impl/copy.cuh"
+#include "tshmem/device/impl/proxy.cuh"
 #include "tshmem/device/remote_ptr.cuh"
 
 #ifdef TSHMEM_DEVICE_COMPILE
@@ -28,16 +29,18 @@ TSHMEMI_DEVICE constexpr const char *scoped_name(const char *thread, const char 
 template <class Scope, bool kBlocking>
 TSHMEMI_DEVICE void put_bytes(void *dest, const void *src, size_t nbytes, int pe, const char *call,
                               const tshmemi_device_state &st) {
-  void *remote = remote_ptr(dest, pe, call, st);
-  copy_bytes<Scope>(remote, src, nbytes);
+  const uint64_t peer = peer_slot(pe, call, st);
+  if (__builtin_expect(peer == 0, 0)) return proxy::put<Scope>(dest, src, nbytes, pe, kBlocking, call, st);
+  copy_bytes<Scope>(rebase_to(dest, peer, st), src, nbytes);
   if constexpr (kBlocking) group<Scope>::sync();
 }
 
 template <class Scope, bool kBlocking>
 TSHMEMI_DEVICE void get_bytes(void *dest, const void *src, size_t nbytes, int pe, const char *call,
                               const tshmemi_device_state &st) {
-  const void *remote = remote_ptr(src, pe, call, st);
-  copy_bytes<Scope>(dest, remote, nbytes);
+  const uint64_t peer = peer_slot(pe, call, st);
+  if (__builtin_expect(peer == 0, 0)) return proxy::get<Scope>(dest, src, nbytes, pe, call, st);
+  copy_bytes<Scope>(dest, rebase_to(src, peer, st), nbytes);
   if constexpr (kBlocking) group<Scope>::sync();
 }
 
@@ -48,13 +51,26 @@ namespace tshmem {
 template <class T>
 TSHMEMI_DEVICE void p(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
   static_assert(std::is_arithmetic_v<T> || std::is_pointer_v<T>, "p: standard (arithmetic) types");
-  *tshmemi::remote_ptr_lane(dest, pe, "tshmem_p", st) = value;
+  const uint64_t peer = tshmemi::peer_slot_lane(pe, "tshmem_p", st);
+  if (__builtin_expect(peer == 0, 0)) {
+    uint64_t bits = 0;
+    memcpy(&bits, &value, sizeof(T));
+    return tshmemi::proxy::put_value(dest, bits, sizeof(T), pe, "tshmem_p", st);
+  }
+  *tshmemi::rebase_to(dest, peer, st) = value;
 }
 
 template <class T>
 TSHMEMI_DEVICE T g(const T *src, int pe, const tshmemi_device_state &st) {
   static_assert(std::is_arithmetic_v<T> || std::is_pointer_v<T>, "g: standard (arithmetic) types");
-  return *static_cast<const volatile T *>(tshmemi::remote_ptr_lane(src, pe, "tshmem_g", st));
+  const uint64_t peer = tshmemi::peer_slot_lane(pe, "tshmem_g", st);
+  if (__builtin_expect(peer == 0, 0)) {
+    const uint64_t bits = tshmemi::proxy::get_value(src, sizeof(T), pe, "tshmem_g", st);
+    T value;
+    memcpy(&value, &bits, sizeof(T));
+    return value;
+  }
+  return *static_cast<const volatile T *>(tshmemi::rebase_to(src, peer, st));
 }
 
 template <class Scope, class T>

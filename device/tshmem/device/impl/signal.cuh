@@ -27,8 +27,11 @@ template <class Scope>
 TSHMEMI_DEVICE void put_signal_bytes(void *dest, const void *src, size_t nbytes, uint64_t *sig_addr, uint64_t signal,
                                      int sig_op, int pe, const char *call, const tshmemi_device_state &st) {
   // Both addresses are translated (and the PE checked) before anything is written.
-  uint64_t *remote_sig = remote_ptr(sig_addr, pe, call, st);
-  void *remote = remote_ptr(dest, pe, call, st);
+  const uint64_t peer = peer_slot(pe, call, st);
+  if (__builtin_expect(peer == 0, 0))
+    return proxy::put_signal<Scope>(dest, src, nbytes, sig_addr, signal, sig_op, pe, call, st);
+  uint64_t *remote_sig = rebase_to(sig_addr, peer, st);
+  void *remote = rebase_to(dest, peer, st);
   copy_bytes<Scope>(remote, src, nbytes);
   group<Scope>::sync();
   if (group<Scope>::rank() == 0) signal_release(remote_sig, signal, sig_op, call, st);
@@ -76,8 +79,14 @@ TSHMEMI_DEVICE void putmem_signal_nbi(void *dest, const void *src, size_t nbytes
 }
 
 TSHMEMI_DEVICE void signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe, const tshmemi_device_state &st) {
-  tshmemi::signal_release(tshmemi::remote_ptr_lane(sig_addr, pe, "tshmem_signal_op", st), signal, sig_op,
-                          "tshmem_signal_op", st);
+  const uint64_t peer = tshmemi::peer_slot_lane(pe, "tshmem_signal_op", st);
+  if (__builtin_expect(peer == 0, 0)) {
+    if (sig_op != TSHMEM_SIGNAL_SET && sig_op != TSHMEM_SIGNAL_ADD)
+      tshmemi::trap_bad_operator("tshmem_signal_op", sig_op, st.my_pe);
+    tshmemi::proxy::signal(sig_addr, signal, sig_op, pe, "tshmem_signal_op", st);
+    return;
+  }
+  tshmemi::signal_release(tshmemi::rebase_to(sig_addr, peer, st), signal, sig_op, "tshmem_signal_op", st);
 }
 
 TSHMEMI_DEVICE uint64_t signal_wait_until(const uint64_t *sig_addr, int cmp, uint64_t cmp_value,

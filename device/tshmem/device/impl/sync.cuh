@@ -35,8 +35,16 @@ TSHMEMI_DEVICE void sync_pes(const char *call, const tshmemi_device_state &st) {
   const int n = st.n_pes, me = st.my_pe;
   const int rank = static_cast<int>(G::rank()), size = static_cast<int>(G::size());
   // Peer j = (me + 1 + i) % n for i = rank, rank + size, ... < n - 1: every thread of the group takes its own.
-  for (int i = rank; i < n - 1; i += size)
-    store_release_sys(remote_ptr_lane(arrival + me, (me + 1 + i) % n, call, st), epoch);
+  for (int i = rank; i < n - 1; i += size) {
+    const int pe = (me + 1 + i) % n;
+    const uint64_t peer = peer_slot_lane(pe, call, st);
+    // Another node: the arrival goes through the proxy after everything posted before it (ticket order, then
+    // MPI's pair order), so it also carries quiet's meaning for those.
+    if (__builtin_expect(peer == 0, 0))
+      proxy::arrive(arrival + me, epoch, pe, call, st);
+    else
+      store_release_sys(rebase_to(arrival + me, peer, st), epoch);
+  }
   for (int i = rank; i < n - 1; i += size)
     spin_until<uint64_t>(arrival + (me + 1 + i) % n, TSHMEM_CMP_GE, epoch, call, st);
   G::sync();
@@ -74,7 +82,11 @@ namespace tshmem {
 
 TSHMEMI_DEVICE void fence() { __threadfence_system(); }
 
-TSHMEMI_DEVICE void quiet() { __threadfence_system(); }
+TSHMEMI_DEVICE void quiet(const tshmemi_device_state &st) {
+  __threadfence_system();
+  // In a job that spans nodes: also everything posted to the proxy channel is complete at its target.
+  if (__builtin_expect(st.reserved[TSHMEMI_STATE_PROXY_CHANNEL] != 0, 0)) tshmemi::proxy::quiet(st);
+}
 
 template <class Scope>
 TSHMEMI_DEVICE void sync_all(const tshmemi_device_state &st) {

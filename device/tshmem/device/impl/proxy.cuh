@@ -1,0 +1,216 @@
+// Device operations to PEs of other nodes: requests posted to this PE's proxy channel (proxy_types.h), drained
+// by the host proxy thread. Every entry point is __noinline__ cold code: an on-node operation only carries the
+// test of its peer slot and a call it never takes.
+#ifndef TSHMEM_DEVICE_IMPL_PROXY_CUH
+#define TSHMEM_DEVICE_IMPL_PROXY_CUH
+
+#include "tshmem/device/impl/group.cuh"
+#include "tshmem/device/impl/remote_ptr.cuh"
+#include "tshmem/device/impl/trap.cuh"
+#include "tshmem/device/proxy_types.h"
+#include "tshmem/device/state.cuh"
+
+#ifdef TSHMEM_DEVICE_COMPILE
+namespace tshmemi {
+namespace proxy {
+
+TSHMEMI_DEVICE tshmemi_proxy_channel *channel(const tshmemi_device_state &st) {
+  return reinterpret_cast<tshmemi_proxy_channel *>(st.reserved[TSHMEMI_STATE_PROXY_CHANNEL]);
+}
+
+template <class T>
+TSHMEMI_DEVICE T load_volatile(const T *p) {
+  return *static_cast<const volatile T *>(p);
+}
+
+TSHMEMI_DEVICE_COLD void trap_no_channel(const char *call, int pe, const tshmemi_device_state &st) {
+  if (is_print_leader())
+    printf(
+        "tshmem: %s: PE %d is on another node and not reachable from PE %d: %s (block (%u,%u,%u), thread (%u,%u,%u))\n",
+        call, pe, st.my_pe,
+        (st.flags & TSHMEMI_STATE_PROXY_UNAVAILABLE)
+            ? "the off-node proxy is not running: MPI was initialised without MPI_THREAD_MULTIPLE (see the "
+              "warning at init)"
+            : "this PE has no off-node proxy channel (its state was not published by tshmem_init)",
+        blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+  __trap();
+}
+
+/// Posts `r` and returns its ticket: takes a ticket, waits while the ring is full (back-pressure), writes the
+/// slot and stores its seq last. With TSHMEMI_PROXY_FLAG_RESULT_SLOT, `local` becomes the ticket's result slot.
+TSHMEMI_DEVICE_COLD unsigned long long post(tshmemi_proxy_request r, const char *call, const tshmemi_device_state &st) {
+  tshmemi_proxy_channel *ch = channel(st);
+  if (ch == nullptr) trap_no_channel(call, r.pe, st);
+  const uint32_t capacity = load_volatile(&ch->capacity);
+  auto *head = reinterpret_cast<unsigned long long *>(load_volatile(&ch->head_ptr));
+  const unsigned long long ticket = atomicAdd(head, 1ull);
+  while (ticket - load_volatile(&ch->tail) >= capacity) __nanosleep(256);
+  const uint32_t index = static_cast<uint32_t>(ticket & (capacity - 1));
+  if (r.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT)
+    r.local = reinterpret_cast<uint64_t>(&tshmemi_proxy_results(ch, capacity)[index].value);
+  const uint64_t *from = reinterpret_cast<const uint64_t *>(&r);
+  volatile uint64_t *to = reinterpret_cast<volatile uint64_t *>(tshmemi_proxy_slots(ch) + index);
+  for (int i = 1; i < 8; ++i) to[i] = from[i];
+  __threadfence_system();  // the whole request before its seq
+  to[0] = ticket + 1;
+  return ticket;
+}
+
+/// Waits until the proxy has taken `ticket` (a put's source may be reused).
+TSHMEMI_DEVICE_COLD void wait_taken(unsigned long long ticket, const tshmemi_device_state &st) {
+  const tshmemi_proxy_channel *ch = channel(st);
+  while (load_volatile(&ch->tail) <= ticket) __nanosleep(256);
+}
+
+/// Every request this PE posted before is complete at its target (and every get's destination filled).
+TSHMEMI_DEVICE_COLD void quiet(const tshmemi_device_state &st) {
+  tshmemi_proxy_request r = {};
+  r.op = TSHMEMI_PROXY_QUIET;
+  r.pe = st.my_pe;
+  const unsigned long long ticket = post(r, "tshmem_quiet", st);
+  const tshmemi_proxy_channel *ch = channel(st);
+  while (load_volatile(&ch->done) <= ticket) __nanosleep(256);
+  __threadfence_system();
+}
+
+/// Posts a GET of at most 8 bytes or a fetching atomic and returns the value (one round trip, no QUIET).
+TSHMEMI_DEVICE_COLD uint64_t fetch(tshmemi_proxy_request r, const char *call, const tshmemi_device_state &st) {
+  r.flags |= TSHMEMI_PROXY_FLAG_RESULT_SLOT;
+  const unsigned long long ticket = post(r, call, st);
+  tshmemi_proxy_channel *ch = channel(st);
+  const uint32_t capacity = load_volatile(&ch->capacity);
+  const tshmemi_proxy_result *slot = tshmemi_proxy_results(ch, capacity) + (ticket & (capacity - 1));
+  while (load_volatile(&slot->tag) != ticket + 1) __nanosleep(128);
+  __threadfence_system();
+  return load_volatile(&slot->value);
+}
+
+TSHMEMI_DEVICE uint64_t heap_offset(const void *symmetric, const tshmemi_device_state &st) {
+  return heap_offset_of(symmetric, st);
+}
+
+/// put / put_nbi of any scope: the group's leader posts one request for the whole range.
+template <class Scope>
+TSHMEMI_DEVICE_COLD void put(void *dest, const void *src, size_t nbytes, int pe, bool blocking, const char *call,
+                             const tshmemi_device_state &st) {
+  __threadfence();  // this thread's writes to src reach memory the copy engine reads
+  group<Scope>::sync();
+  if (group<Scope>::rank() == 0) {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_PUT;
+    r.pe = pe;
+    r.remote = heap_offset(dest, st);
+    r.local = reinterpret_cast<uint64_t>(src);
+    r.bytes = nbytes;
+    const unsigned long long ticket = post(r, call, st);
+    if (blocking) wait_taken(ticket, st);
+  }
+  group<Scope>::sync();
+}
+
+/// get / get_nbi of any scope: complete on return (an nbi get is allowed to be).
+template <class Scope>
+TSHMEMI_DEVICE_COLD void get(void *dest, const void *src, size_t nbytes, int pe, const char *call,
+                             const tshmemi_device_state &st) {
+  group<Scope>::sync();
+  if (group<Scope>::rank() == 0) {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_GET;
+    r.pe = pe;
+    r.remote = heap_offset(src, st);
+    r.local = reinterpret_cast<uint64_t>(dest);
+    r.bytes = nbytes;
+    post(r, call, st);
+    quiet(st);
+  }
+  group<Scope>::sync();
+}
+
+/// p: the value travels in the request.
+TSHMEMI_DEVICE_COLD void put_value(void *dest, uint64_t bits, unsigned bytes, int pe, const char *call,
+                                   const tshmemi_device_state &st) {
+  tshmemi_proxy_request r = {};
+  r.op = TSHMEMI_PROXY_PUT;
+  r.flags = TSHMEMI_PROXY_FLAG_INLINE;
+  r.pe = pe;
+  r.remote = heap_offset(dest, st);
+  r.bytes = bytes;
+  r.value = bits;
+  post(r, call, st);
+}
+
+/// g: one round trip into the ticket's result slot.
+TSHMEMI_DEVICE_COLD uint64_t get_value(const void *src, unsigned bytes, int pe, const char *call,
+                                       const tshmemi_device_state &st) {
+  tshmemi_proxy_request r = {};
+  r.op = TSHMEMI_PROXY_GET;
+  r.pe = pe;
+  r.remote = heap_offset(src, st);
+  r.bytes = bytes;
+  return fetch(r, call, st);
+}
+
+/// signal_op; returns the ticket.
+TSHMEMI_DEVICE_COLD unsigned long long signal(uint64_t *sig_addr, uint64_t value, int sig_op, int pe, const char *call,
+                                              const tshmemi_device_state &st) {
+  tshmemi_proxy_request r = {};
+  r.op = TSHMEMI_PROXY_SIGNAL;
+  r.amo = static_cast<uint8_t>(sig_op);
+  r.pe = pe;
+  r.remote = heap_offset(sig_addr, st);
+  r.value = value;
+  return post(r, call, st);
+}
+
+/// A barrier's arrival at a PE of another node: a SET signal, returned from once the proxy has taken it, so
+/// every request this PE posted before it (an nbi put's source, say) has been read before the barrier ends.
+TSHMEMI_DEVICE_COLD void arrive(uint64_t *slot, uint64_t epoch, int pe, const char *call,
+                                const tshmemi_device_state &st) {
+  wait_taken(signal(slot, epoch, TSHMEM_SIGNAL_SET, pe, call, st), st);
+}
+
+/// put_signal of any scope: the data, then the signal after it (the target applies them in that order).
+template <class Scope>
+TSHMEMI_DEVICE_COLD void put_signal(void *dest, const void *src, size_t nbytes, uint64_t *sig_addr, uint64_t value,
+                                    int sig_op, int pe, const char *call, const tshmemi_device_state &st) {
+  if (sig_op != TSHMEM_SIGNAL_SET && sig_op != TSHMEM_SIGNAL_ADD) trap_bad_operator(call, sig_op, st.my_pe);
+  __threadfence();
+  group<Scope>::sync();
+  if (group<Scope>::rank() == 0) {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_PUT_SIGNAL;
+    r.amo = static_cast<uint8_t>(sig_op);
+    r.pe = pe;
+    r.remote = heap_offset(dest, st);
+    r.local = reinterpret_cast<uint64_t>(src);
+    r.bytes = nbytes;
+    r.signal = heap_offset(sig_addr, st);
+    r.value = value;
+    wait_taken(post(r, call, st), st);
+  }
+  group<Scope>::sync();
+}
+
+/// An atomic of `width` bytes; the old value for the fetching kinds (tshmemi_proxy_amo), else 0.
+TSHMEMI_DEVICE_COLD uint64_t amo(void *dest, unsigned kind, unsigned width, uint64_t value, uint64_t compare, int pe,
+                                 const char *call, const tshmemi_device_state &st) {
+  tshmemi_proxy_request r = {};
+  r.op = TSHMEMI_PROXY_AMO;
+  r.amo = static_cast<uint8_t>(kind);
+  r.width = static_cast<uint8_t>(width);
+  r.pe = pe;
+  r.remote = heap_offset(dest, st);
+  r.value = value;
+  r.compare = compare;
+  if (!(kind & TSHMEMI_AMO_FETCH)) {
+    post(r, call, st);
+    return 0;
+  }
+  return fetch(r, call, st);
+}
+
+}  // namespace proxy
+}  // namespace tshmemi
+#endif  // TSHMEM_DEVICE_COMPILE
+
+#endif  // TSHMEM_DEVICE_IMPL_PROXY_CUH

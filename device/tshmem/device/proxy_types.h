@@ -1,0 +1,185 @@
+/*
+ * The proxy channel: the one definition of a request to reach a PE of another node, shared by the device
+ * API (kernels post), the host API and the tests (CPU producers post the same bytes), and the proxy thread
+ * that drains it (src/transport/proxy.cc). Plain C so that host code builds it without CUDA.
+ *
+ * A channel is a ring of fixed-size requests. A producer takes a ticket (an atomic add on the head
+ * counter), waits until the ring has room for it (ticket - tail < capacity: back-pressure), writes the slot
+ * and stores `seq = ticket + 1` last, with release order. The proxy takes slots in ticket order, waits for
+ * their `seq`, and advances `tail` once a request's local part is done (a put's source may then be reused).
+ * A QUIET request completes when every request before it is complete at its target; the proxy then stores
+ * `done = ticket + 1`. Fetching requests (get, fetching atomics) are complete, with their result written,
+ * when a later QUIET is done.
+ */
+#ifndef TSHMEM_DEVICE_PROXY_TYPES_H
+#define TSHMEM_DEVICE_PROXY_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** Bump when the request or channel layout changes. */
+#define TSHMEMI_PROXY_LAYOUT 1u
+
+enum tshmemi_proxy_op {
+  TSHMEMI_PROXY_PUT = 1,        /**< bytes from `local` (this PE) to heap offset `remote` of `pe`. */
+  TSHMEMI_PROXY_GET = 2,        /**< bytes at heap offset `remote` of `pe` into `local`. */
+  TSHMEMI_PROXY_PUT_SIGNAL = 3, /**< a put, then `signal_op` of `value` on the word at heap offset `signal`. */
+  TSHMEMI_PROXY_SIGNAL = 4,     /**< `signal_op` of `value` on the 64-bit word at heap offset `remote`. */
+  TSHMEMI_PROXY_AMO = 5,        /**< atomic `amo` of `width` bytes at heap offset `remote`; old value to `local`. */
+  TSHMEMI_PROXY_FENCE = 6,      /**< orders the requests before it to each PE before those after it. */
+  TSHMEMI_PROXY_QUIET = 7,      /**< completes every request before it; then done = ticket + 1. */
+};
+
+/** Request flags. */
+enum tshmemi_proxy_flags {
+  /** PUT of at most 8 bytes: the data is `value` itself, not at `local` (a kernel's register). */
+  TSHMEMI_PROXY_FLAG_INLINE = 1u << 0,
+  /** GET of at most 8 bytes or fetching AMO into this channel's result slot of the ticket: the proxy
+   *  writes the value, then the slot's tag = ticket + 1 (a kernel waits for the tag, not for a QUIET). */
+  TSHMEMI_PROXY_FLAG_RESULT_SLOT = 1u << 1,
+};
+
+/** Signal operations (the values of TSHMEM_SIGNAL_SET / TSHMEM_SIGNAL_ADD). */
+enum tshmemi_proxy_signal_op { TSHMEMI_PROXY_SIGNAL_SET = 0, TSHMEMI_PROXY_SIGNAL_ADD = 1 };
+
+/** Atomic kinds. The fetching ones write the old value to `local` (width bytes). */
+enum tshmemi_proxy_amo {
+  TSHMEMI_AMO_SET = 1,
+  TSHMEMI_AMO_ADD = 2,
+  TSHMEMI_AMO_INC = 3,
+  TSHMEMI_AMO_AND = 4,
+  TSHMEMI_AMO_OR = 5,
+  TSHMEMI_AMO_XOR = 6,
+  TSHMEMI_AMO_FETCH = 16, /**< the non-fetching kinds plus this bit fetch; FETCH itself reads. */
+  TSHMEMI_AMO_FETCH_ADD = 16 | 2,
+  TSHMEMI_AMO_FETCH_INC = 16 | 3,
+  TSHMEMI_AMO_FETCH_AND = 16 | 4,
+  TSHMEMI_AMO_FETCH_OR = 16 | 5,
+  TSHMEMI_AMO_FETCH_XOR = 16 | 6,
+  TSHMEMI_AMO_SWAP = 16 | 7,
+  TSHMEMI_AMO_CSWAP = 16 | 8, /**< compare `compare`, swap in `value`. */
+};
+
+/** One request: 64 bytes, trivially copyable. */
+typedef struct tshmemi_proxy_request {
+  uint64_t seq;     /**< ticket + 1, stored last by the producer (release); the slot is valid when it matches. */
+  uint8_t op;       /**< tshmemi_proxy_op. */
+  uint8_t amo;      /**< AMO: tshmemi_proxy_amo; PUT_SIGNAL and SIGNAL: tshmemi_proxy_signal_op. */
+  uint8_t width;    /**< AMO: operand bytes, 4 or 8. */
+  uint8_t flags;    /**< tshmemi_proxy_flags. */
+  int32_t pe;       /**< target PE, in [0, n_pes). */
+  uint64_t remote;  /**< heap offset at the target. */
+  uint64_t local;   /**< address at this PE: put source, get destination, fetched value's destination. */
+  uint64_t bytes;   /**< PUT, GET, PUT_SIGNAL: bytes to move. */
+  uint64_t value;   /**< AMO operand; signal value. */
+  uint64_t compare; /**< CSWAP: the value compared. */
+  uint64_t signal;  /**< PUT_SIGNAL: heap offset of the 64-bit signal word at the target. */
+} tshmemi_proxy_request;
+
+/** The ring's header; `capacity` requests follow it (tshmemi_proxy_slots). Counters on cache lines of their own. */
+typedef struct tshmemi_proxy_channel {
+  uint64_t head; /**< next ticket, for host producers (device producers count in `head_ptr`). */
+  uint64_t pad0[7];
+  uint64_t tail; /**< tickets the proxy has taken: their slots are free, a put's source reusable. */
+  uint64_t pad1[7];
+  uint64_t done; /**< every request with ticket < done is complete (stored when a QUIET completes). */
+  uint64_t pad2[7];
+  uint32_t layout;    /**< TSHMEMI_PROXY_LAYOUT. */
+  uint32_t capacity;  /**< requests in the ring: a power of two, >= 2. */
+  uint64_t *head_ptr; /**< where producers count tickets: &head, or a device-memory word for kernels. */
+  uint64_t pad3[6];
+} tshmemi_proxy_channel;
+
+#ifdef __cplusplus
+static_assert(sizeof(tshmemi_proxy_request) == 64, "request layout: bump TSHMEMI_PROXY_LAYOUT");
+static_assert(sizeof(tshmemi_proxy_channel) == 256, "channel layout: bump TSHMEMI_PROXY_LAYOUT");
+#endif
+
+/** A fetched value for a kernel, by ticket (`capacity` of them follow the requests). */
+typedef struct tshmemi_proxy_result {
+  uint64_t value;
+  uint64_t tag; /**< ticket + 1 of the request whose value this is. */
+} tshmemi_proxy_result;
+
+/** Bytes of a channel of `capacity` requests: header, requests, result slots. */
+#define TSHMEMI_PROXY_CHANNEL_BYTES(capacity) \
+  (sizeof(tshmemi_proxy_channel) + (size_t)(capacity) * (sizeof(tshmemi_proxy_request) + sizeof(tshmemi_proxy_result)))
+
+#ifdef __CUDACC__
+#define TSHMEMI_PROXY_HD __host__ __device__
+#else
+#define TSHMEMI_PROXY_HD
+#endif
+
+/** The slots of a channel. */
+TSHMEMI_PROXY_HD static inline tshmemi_proxy_request *tshmemi_proxy_slots(tshmemi_proxy_channel *channel) {
+  return (tshmemi_proxy_request *)(channel + 1);
+}
+
+/** The result slots of a channel of `capacity` requests. */
+TSHMEMI_PROXY_HD static inline tshmemi_proxy_result *tshmemi_proxy_results(tshmemi_proxy_channel *channel,
+                                                                           uint32_t capacity) {
+  return (tshmemi_proxy_result *)(tshmemi_proxy_slots(channel) + capacity);
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * This PE's channel for device-initiated requests while tshmem is initialised and the off-node transport is up,
+ * else NULL. On the shm heap its memory is plain host memory, so a CPU thread may post to it as a kernel would
+ * (the tests' producer); on a GPU heap it is pinned host memory mapped into the device.
+ */
+__attribute__((visibility("default"))) tshmemi_proxy_channel *tshmemi_proxy_device_channel(void);
+
+/** How many requests this PE's proxy has refused since init, and the message of the last one (into `text`). */
+__attribute__((visibility("default"))) uint64_t tshmemi_proxy_refused(char *text, size_t text_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#if defined(__cplusplus) && !defined(__CUDA_ARCH__)
+/* Host producers: any number of threads may post to one channel at once. */
+#include <sched.h>
+
+/** Posts `request` (its seq is ignored) and returns its ticket. Waits while the ring is full. */
+static inline uint64_t tshmemi_proxy_post(tshmemi_proxy_channel *channel, const tshmemi_proxy_request *request) {
+  const uint64_t ticket = __atomic_fetch_add(channel->head_ptr, 1, __ATOMIC_RELAXED);
+  for (unsigned spins = 0; ticket - __atomic_load_n(&channel->tail, __ATOMIC_ACQUIRE) >= channel->capacity; ++spins)
+    if (spins > 64) sched_yield(); /* the proxy may need this core */
+  tshmemi_proxy_request *slot = tshmemi_proxy_slots(channel) + (ticket & (channel->capacity - 1));
+  tshmemi_proxy_request copy = *request;
+  copy.seq = 0;
+  if (copy.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT)
+    copy.local = reinterpret_cast<uint64_t>(
+        &tshmemi_proxy_results(channel, channel->capacity)[ticket & (channel->capacity - 1)].value);
+  // Every field but seq first, then seq with release order: the proxy sees a whole request or none.
+  __builtin_memcpy(reinterpret_cast<char *>(slot) + sizeof(uint64_t),
+                   reinterpret_cast<const char *>(&copy) + sizeof(uint64_t), sizeof(copy) - sizeof(uint64_t));
+  __atomic_store_n(&slot->seq, ticket + 1, __ATOMIC_RELEASE);
+  return ticket;
+}
+
+/** True once the request with `ticket` has been taken by the proxy (its source may be reused). */
+static inline bool tshmemi_proxy_taken(const tshmemi_proxy_channel *channel, uint64_t ticket) {
+  return __atomic_load_n(&channel->tail, __ATOMIC_ACQUIRE) > ticket;
+}
+
+/** Waits for the value of a request posted with TSHMEMI_PROXY_FLAG_RESULT_SLOT as `ticket`. */
+static inline uint64_t tshmemi_proxy_result_wait(tshmemi_proxy_channel *channel, uint64_t ticket) {
+  const tshmemi_proxy_result *slot =
+      tshmemi_proxy_results(channel, channel->capacity) + (ticket & (channel->capacity - 1));
+  for (unsigned spins = 0; __atomic_load_n(&slot->tag, __ATOMIC_ACQUIRE) != ticket + 1; ++spins)
+    if (spins > 64) sched_yield();
+  return slot->value;
+}
+
+/** True once a QUIET posted with `ticket` is done. */
+static inline bool tshmemi_proxy_done(const tshmemi_proxy_channel *channel, uint64_t ticket) {
+  return __atomic_load_n(&channel->done, __ATOMIC_ACQUIRE) > ticket;
+}
+#endif
+
+#endif /* TSHMEM_DEVICE_PROXY_TYPES_H */

@@ -1,0 +1,111 @@
+// The messenger over MPI point-to-point calls, on the proxy's own duplicate of the job communicator (its
+// traffic never matches the bootstrap's or the application's). One tag: MPI's non-overtaking rule between
+// a pair of PEs is the ordering the proxy builds on.
+#include <mpi.h>
+
+#include <climits>
+
+#include "bootstrap/messenger.h"
+#include "bootstrap/mpi_status.h"
+
+namespace tshmemi {
+namespace {
+
+constexpr int kTag = 0x7511;
+static_assert(sizeof(MPI_Request) <= sizeof(Messenger::Request::handle), "room for MPI_Request");
+
+MPI_Request *handle_of(Messenger::Request *request) { return reinterpret_cast<MPI_Request *>(request->handle); }
+
+const char *thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  }
+  return "an unknown thread level";
+}
+
+class MpiMessenger final : public Messenger {
+ public:
+  explicit MpiMessenger(MPI_Comm comm) : comm_(comm) {}
+  ~MpiMessenger() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+
+  Status isend(const void *data, size_t bytes, int pe, Request *request) override {
+    if (bytes > static_cast<size_t>(INT_MAX))
+      return set_error(TSHMEM_ERR_INTERNAL, "proxy message of %zu bytes exceeds INT_MAX", bytes);
+    TSHMEMI_MPI_CHECK(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, pe, kTag, comm_, handle_of(request)));
+    request->active = true;
+    return TSHMEM_SUCCESS;
+  }
+
+  Status irecv(void *data, size_t capacity, Request *request) override {
+    TSHMEMI_MPI_CHECK(
+        MPI_Irecv(data, static_cast<int>(capacity), MPI_BYTE, MPI_ANY_SOURCE, kTag, comm_, handle_of(request)));
+    request->active = true;
+    return TSHMEM_SUCCESS;
+  }
+
+  Status test(Request *request, bool *done, int *source, size_t *bytes) override {
+    *done = false;
+    if (!request->active) {
+      *done = true;
+      return TSHMEM_SUCCESS;
+    }
+    int flag = 0;
+    MPI_Status status;
+    TSHMEMI_MPI_CHECK(MPI_Test(handle_of(request), &flag, &status));
+    if (!flag) return TSHMEM_SUCCESS;
+    request->active = false;
+    *done = true;
+    if (source != nullptr) *source = status.MPI_SOURCE;
+    if (bytes != nullptr) {
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      *bytes = static_cast<size_t>(count);
+    }
+    return TSHMEM_SUCCESS;
+  }
+
+  void cancel(Request *request) override {
+    if (!request->active) return;
+    MPI_Cancel(handle_of(request));
+    MPI_Wait(handle_of(request), MPI_STATUS_IGNORE);
+    request->active = false;
+  }
+
+ private:
+  MPI_Comm comm_;
+};
+
+}  // namespace
+
+Status make_mpi_messenger(Bootstrap &boot, std::unique_ptr<Messenger> *out, std::string *unavailable) {
+  out->reset();
+  unavailable->clear();
+  int provided = MPI_THREAD_SINGLE;
+  TSHMEMI_MPI_CHECK(MPI_Query_thread(&provided));
+  // Agreed, so that every PE starts a proxy or none does.
+  const int64_t mine = provided == MPI_THREAD_MULTIPLE ? 1 : 0;
+  int64_t all = 0;
+  TSHMEM_CHECK(boot.allreduce(&mine, &all, 1, ReduceOp::kMin));
+  if (all == 0) {
+    *unavailable = format(
+        "MPI was initialised with %s on %s; the off-node proxy needs MPI_THREAD_MULTIPLE (initialise MPI with "
+        "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...), or let tshmem_init do it)",
+        thread_level_name(provided), mine == 0 ? "this PE" : "another PE");
+    return TSHMEM_SUCCESS;
+  }
+  const MPI_Comm parent = *static_cast<const MPI_Comm *>(boot.native_comm());
+  MPI_Comm comm = MPI_COMM_NULL;
+  TSHMEMI_MPI_CHECK(MPI_Comm_dup(parent, &comm));  // collective: every PE is here
+  TSHMEMI_MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+  *out = std::make_unique<MpiMessenger>(comm);
+  return TSHMEM_SUCCESS;
+}
+
+}  // namespace tshmemi

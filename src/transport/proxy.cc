@@ -1,0 +1,661 @@
+// The off-node proxy: one thread per PE that drains this PE's channels (requests from kernels and from host
+// calls) into two-sided messages to other PEs' proxies, and applies what they send to this PE's heap.
+//
+// Origin: a put is cut into chunks of at most `chunk` bytes, each read (device->host for a GPU) into one of a
+// few send buffers and sent with its header; the next chunk is read while the previous one is in flight.
+// A get is sent as one small request per chunk; the data come back as replies. A QUIET sends one FLUSH to
+// every PE written since the last one and completes when every awaited reply has come back.
+// Target: receives land in a FIFO of pre-posted buffers and are handled in the order MPI matched them, so
+// the messages of one origin apply in the order it sent them (MPI's non-overtaking rule): puts in order, a
+// signal after its data, a FLUSH acknowledged only after everything before it is in the heap. Replies go
+// through a queue, so handling a request never waits for a send buffer (two proxies that both wait to send
+// would otherwise deadlock).
+#include "transport/host_rma.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/agree.h"
+#include "bootstrap/messenger.h"
+#include "transport/proxy_memory.h"
+
+namespace tshmemi {
+namespace {
+
+enum WireKind : uint32_t { kPut = 1, kSignal, kAmo, kGet, kFlush, kGetReply, kAmoReply, kFlushAck };
+
+/// The header of every proxy message; payload bytes follow it.
+struct Wire {
+  uint32_t kind = 0;
+  uint8_t amo = 0, width = 0, pad[2] = {};
+  uint64_t offset = 0;  ///< heap offset at the target
+  uint64_t bytes = 0;   ///< payload bytes (kPut, kGetReply) or bytes asked for (kGet)
+  uint64_t value = 0, compare = 0;
+  uint64_t token = 0;  ///< origin address the reply's data or value goes to (0: no reply wanted)
+  uint64_t tag = 0;    ///< echoed in the reply: nonzero = store it at token + 8 after the value (result slots)
+};
+static_assert(sizeof(Wire) == 56, "wire header");
+constexpr size_t kHeader = sizeof(Wire);
+
+struct Buffer {
+  char *memory = nullptr;
+  Messenger::Request request;
+};
+
+struct Reply {
+  int pe;
+  Wire wire;
+};
+
+const char *op_name(unsigned op) {
+  switch (op) {
+    case TSHMEMI_PROXY_PUT: return "PUT";
+    case TSHMEMI_PROXY_GET: return "GET";
+    case TSHMEMI_PROXY_PUT_SIGNAL: return "PUT_SIGNAL";
+    case TSHMEMI_PROXY_SIGNAL: return "SIGNAL";
+    case TSHMEMI_PROXY_AMO: return "AMO";
+    case TSHMEMI_PROXY_FENCE: return "FENCE";
+    case TSHMEMI_PROXY_QUIET: return "QUIET";
+  }
+  return "unknown";
+}
+
+bool within(uint64_t offset, uint64_t bytes, uint64_t heap) { return offset <= heap && bytes <= heap - offset; }
+
+class Proxy final : public HostRma {
+ public:
+  Proxy(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const ProxyConfig &config)
+      : boot_(boot),
+        heap_(static_cast<char *>(mem.local_base())),
+        heap_bytes_(heap_bytes),
+        config_(config),
+        my_pe_(boot.rank()),
+        n_pes_(boot.size()),
+        dirty_(static_cast<size_t>(boot.size()), 0) {}
+
+  ~Proxy() override {
+    stop_thread();
+    if (!memory_) return;
+    // After destroy() nothing is active; after a failed start, nothing was sent.
+    for (Buffer &b : recv_) msg_->cancel(&b.request);
+    for (Buffer &b : send_) msg_->cancel(&b.request);
+    for (Buffer &b : send_) memory_->free_staging(b.memory);
+    for (Buffer &b : recv_) memory_->free_staging(b.memory);
+    for (tshmemi_proxy_channel *ring : rings_)
+      if (ring != nullptr) memory_->free_staging(ring);
+  }
+
+  Status create(std::unique_ptr<Messenger> messenger, std::unique_ptr<ProxyMemory> memory) {
+    msg_ = std::move(messenger);
+    memory_ = std::move(memory);
+    const size_t buffer_bytes = kHeader + config_.chunk_bytes;
+    send_.resize(kProxySendBuffers);
+    recv_.resize(kProxyRecvBuffers);
+    for (Buffer &b : send_) TSHMEM_CHECK(memory_->alloc_staging(buffer_bytes, reinterpret_cast<void **>(&b.memory)));
+    for (Buffer &b : recv_) TSHMEM_CHECK(memory_->alloc_staging(buffer_bytes, reinterpret_cast<void **>(&b.memory)));
+    for (tshmemi_proxy_channel *&ring : rings_) {
+      const size_t bytes = TSHMEMI_PROXY_CHANNEL_BYTES(config_.ring_entries);
+      TSHMEM_CHECK(memory_->alloc_staging(bytes, reinterpret_cast<void **>(&ring)));
+      std::memset(static_cast<void *>(ring), 0, bytes);
+      ring->layout = TSHMEMI_PROXY_LAYOUT;
+      ring->capacity = config_.ring_entries;
+      ring->head_ptr = &ring->head;
+    }
+    // Kernels count tickets in device memory (a GPU's atomics on host memory are not atomic with the CPU's).
+    uint64_t *device_head = nullptr;
+    TSHMEM_CHECK(memory_->alloc_device_counter(&device_head));
+    if (device_head != nullptr) rings_[kDeviceRing]->head_ptr = device_head;
+    for (int i = 0; i < kProxyRecvBuffers; ++i) {
+      TSHMEM_CHECK(
+          msg_->irecv(recv_[static_cast<size_t>(i)].memory, buffer_bytes, &recv_[static_cast<size_t>(i)].request));
+      posted_.push_back(i);
+    }
+    thread_ = std::thread([this] { run(); });
+    return TSHMEM_SUCCESS;
+  }
+
+  // --- host calls (any application thread) ---
+
+  Status put(uint64_t heap_offset, const void *src, size_t bytes, int pe) override {
+    tshmemi_proxy_request request = {};
+    request.op = TSHMEMI_PROXY_PUT;
+    request.pe = pe;
+    request.remote = heap_offset;
+    request.local = reinterpret_cast<uint64_t>(src);
+    request.bytes = bytes;
+    const uint64_t ticket = tshmemi_proxy_post(host_ring(), &request);
+    return wait_for("tshmem_putmem", [&] { return tshmemi_proxy_taken(host_ring(), ticket); });
+  }
+
+  Status get(void *dst, uint64_t heap_offset, size_t bytes, int pe) override {
+    tshmemi_proxy_request request = {};
+    request.op = TSHMEMI_PROXY_GET;
+    request.pe = pe;
+    request.remote = heap_offset;
+    request.local = reinterpret_cast<uint64_t>(dst);
+    request.bytes = bytes;
+    tshmemi_proxy_post(host_ring(), &request);
+    return quiet_ring("tshmem_getmem");
+  }
+
+  Status quiet() override { return quiet_ring("tshmem_quiet"); }
+  Status sync() override { return TSHMEM_SUCCESS; }  // the target's proxy applied and settled before acking
+
+  Status destroy() override {
+    if (!thread_.joinable()) return TSHMEM_SUCCESS;
+    // Everything posted here completes at its target; then no PE sends any more once all are past the
+    // barrier, and each proxy may stop.
+    command_.store(kDrain, std::memory_order_release);
+    Status drained = wait_for("tshmem_finalize", [&] { return drained_.load(std::memory_order_acquire); });
+    const Status barrier = boot_.barrier();
+    stop_thread();
+    for (Buffer &b : recv_) msg_->cancel(&b.request);
+    if (drained != TSHMEM_SUCCESS) return drained;
+    return barrier;
+  }
+
+  tshmemi_proxy_channel *device_channel() override { return rings_[kDeviceRing]; }
+
+  uint64_t refused(std::string *last) override {
+    std::lock_guard<std::mutex> lock(refusal_mutex_);
+    if (last != nullptr) *last = last_refusal_;
+    return refused_;
+  }
+
+ private:
+  enum Command { kRun, kDrain, kStop };
+  static constexpr int kDeviceRing = 0, kHostRing = 1, kInternal = -1;
+
+  tshmemi_proxy_channel *host_ring() { return rings_[kHostRing]; }
+
+  Status quiet_ring(const char *call) {
+    tshmemi_proxy_request request = {};
+    request.op = TSHMEMI_PROXY_QUIET;
+    const uint64_t ticket = tshmemi_proxy_post(host_ring(), &request);
+    return wait_for(call, [&] { return tshmemi_proxy_done(host_ring(), ticket); });
+  }
+
+  template <class Ready>
+  Status wait_for(const char *call, Ready ready) {
+    for (unsigned spins = 0; !ready(); ++spins) {
+      if (failed_.load(std::memory_order_acquire)) {
+        std::lock_guard<std::mutex> lock(refusal_mutex_);
+        return set_error(TSHMEM_ERR_MPI, "%s: the off-node proxy of PE %d stopped: %s", call, my_pe_, failure_.c_str());
+      }
+      if (spins > 256) std::this_thread::yield();
+    }
+    return TSHMEM_SUCCESS;
+  }
+
+  void stop_thread() {
+    if (!thread_.joinable()) return;
+    command_.store(kStop, std::memory_order_release);
+    thread_.join();
+  }
+
+  // --- the proxy thread ---
+
+  void run() {
+    Status status = memory_->bind_thread();
+    unsigned idle = 0;
+    while (status == TSHMEM_SUCCESS) {
+      bool worked = false;
+      status = poll_receives(&worked);
+      if (status == TSHMEM_SUCCESS) status = serve_replies(&worked);
+      if (status == TSHMEM_SUCCESS) status = advance(&worked);
+      if (status != TSHMEM_SUCCESS) break;
+      const int command = command_.load(std::memory_order_acquire);
+      if (command == kStop) return;
+      if (command == kDrain && !busy_ && !drained_.load(std::memory_order_relaxed) && !visible(kDeviceRing) &&
+          !visible(kHostRing)) {
+        start(kInternal, 0, quiet_request());  // completes everything posted, then sets drained_
+        worked = true;
+      }
+      // Busy polling keeps latency low; an idle proxy sleeps briefly so it does not take a core from the PEs.
+      idle = worked ? 0 : idle + 1;
+      if (idle > 2048) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    std::lock_guard<std::mutex> lock(refusal_mutex_);
+    failure_ = last_error_message();
+    TSHMEMI_LOG(kWarn, kLogInit, "off-node proxy stopped: %s", failure_.c_str());
+    failed_.store(true, std::memory_order_release);
+  }
+
+  static tshmemi_proxy_request quiet_request() {
+    tshmemi_proxy_request request = {};
+    request.op = TSHMEMI_PROXY_QUIET;
+    return request;
+  }
+
+  bool visible(int ring) const {
+    const tshmemi_proxy_channel *channel = rings_[ring];
+    const uint64_t tail = channel->tail;  // only this thread writes it
+    const tshmemi_proxy_request *slot =
+        tshmemi_proxy_slots(const_cast<tshmemi_proxy_channel *>(channel)) + (tail & (channel->capacity - 1));
+    return __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) == tail + 1;
+  }
+
+  void start(int ring, uint64_t ticket, const tshmemi_proxy_request &request) {
+    busy_ = true;
+    ring_ = ring;
+    ticket_ = ticket;
+    request_ = request;
+    progress_ = 0;
+  }
+
+  // Takes the next request: the rings alternate, except that a host QUIET waits for the device ring to
+  // empty (the host's quiet covers what kernels posted before it, as the kernels have finished by then).
+  bool take() {
+    const bool device = visible(kDeviceRing), host = visible(kHostRing);
+    if (!device && !host) return false;
+    int ring =
+        device && host ? (last_ring_ == kDeviceRing ? kHostRing : kDeviceRing) : (device ? kDeviceRing : kHostRing);
+    tshmemi_proxy_channel *channel = rings_[ring];
+    tshmemi_proxy_request *slot = tshmemi_proxy_slots(channel) + (channel->tail & (channel->capacity - 1));
+    if (ring == kHostRing && device && slot->op == TSHMEMI_PROXY_QUIET) {
+      ring = kDeviceRing;
+      channel = rings_[ring];
+      slot = tshmemi_proxy_slots(channel) + (channel->tail & (channel->capacity - 1));
+    }
+    last_ring_ = ring;
+    start(ring, channel->tail, *slot);
+    return true;
+  }
+
+  // The request's local part is done: its slot is free (and a put's source reusable).
+  void finish() {
+    busy_ = false;
+    if (ring_ == kInternal) return;
+    __atomic_store_n(&rings_[ring_]->tail, ticket_ + 1, __ATOMIC_RELEASE);
+  }
+
+  void refuse(const char *rule) {
+    const std::string message =
+        format("off-node proxy of PE %d: request %llu refused: %s (op %u = %s, pe %d, remote %llu, bytes %llu)", my_pe_,
+               static_cast<unsigned long long>(ticket_), rule, request_.op, op_name(request_.op), request_.pe,
+               static_cast<unsigned long long>(request_.remote), static_cast<unsigned long long>(request_.bytes));
+    TSHMEMI_LOG(kWarn, kLogInit, "%s", message.c_str());
+    std::lock_guard<std::mutex> lock(refusal_mutex_);
+    last_refusal_ = message;
+    ++refused_;
+  }
+
+  // Checks a request against the rules of its op; nullptr when it may go.
+  const char *malformed(const tshmemi_proxy_request &r) const {
+    if (r.op < TSHMEMI_PROXY_PUT || r.op > TSHMEMI_PROXY_QUIET) return "unknown op";
+    if (r.op == TSHMEMI_PROXY_FENCE || r.op == TSHMEMI_PROXY_QUIET) return nullptr;
+    if (r.pe < 0 || r.pe >= n_pes_) return "PE out of range";
+    switch (r.op) {
+      case TSHMEMI_PROXY_PUT_SIGNAL:
+        if (!within(r.signal, 8, heap_bytes_) || r.signal % 8 != 0)
+          return "signal word outside the heap or not 8-byte aligned";
+        if (r.amo != TSHMEMI_PROXY_SIGNAL_SET && r.amo != TSHMEMI_PROXY_SIGNAL_ADD) return "unknown signal op";
+        [[fallthrough]];
+      case TSHMEMI_PROXY_PUT:
+      case TSHMEMI_PROXY_GET:
+        if (!within(r.remote, r.bytes, heap_bytes_)) return "remote range outside the symmetric heap";
+        if ((r.flags & (TSHMEMI_PROXY_FLAG_INLINE | TSHMEMI_PROXY_FLAG_RESULT_SLOT)) && r.bytes > 8)
+          return "inline or result-slot transfer of more than 8 bytes";
+        if (r.bytes > 0 && r.local == 0 && !(r.flags & TSHMEMI_PROXY_FLAG_INLINE)) return "local address is NULL";
+        return nullptr;
+      case TSHMEMI_PROXY_SIGNAL:
+        if (!within(r.remote, 8, heap_bytes_) || r.remote % 8 != 0)
+          return "signal word outside the heap or not 8-byte aligned";
+        if (r.amo != TSHMEMI_PROXY_SIGNAL_SET && r.amo != TSHMEMI_PROXY_SIGNAL_ADD) return "unknown signal op";
+        return nullptr;
+      case TSHMEMI_PROXY_AMO:
+        if (r.width != 4 && r.width != 8) return "atomic width is not 4 or 8";
+        if (!amo_known(r.amo)) return "unknown atomic kind";
+        if (!within(r.remote, r.width, heap_bytes_) || r.remote % r.width != 0)
+          return "atomic word outside the heap or not aligned to its width";
+        if ((r.amo & TSHMEMI_AMO_FETCH) && r.local == 0) return "fetching atomic without a result address";
+        return nullptr;
+    }
+    return "unknown op";
+  }
+
+  int free_send_buffer(Status *status) {
+    for (size_t i = 0; i < send_.size(); ++i) {
+      bool done = false;
+      *status = msg_->test(&send_[i].request, &done);
+      if (*status != TSHMEM_SUCCESS) return -1;
+      if (done) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  Status send(int buffer, int pe, const Wire &wire, size_t payload) {
+    Buffer &b = send_[static_cast<size_t>(buffer)];
+    std::memcpy(b.memory, &wire, kHeader);
+    return msg_->isend(b.memory, kHeader + payload, pe, &b.request);
+  }
+
+  void mark_dirty(int pe) {
+    if (!dirty_[static_cast<size_t>(pe)]) {
+      dirty_[static_cast<size_t>(pe)] = 1;
+      dirty_list_.push_back(pe);
+    }
+  }
+
+  // Moves the current request as far as buffers and the reply limit allow.
+  Status advance(bool *worked) {
+    if (!busy_) {
+      if (!take()) return TSHMEM_SUCCESS;
+      *worked = true;
+      if (const char *rule = malformed(request_)) {
+        refuse(rule);
+        finish();
+        return TSHMEM_SUCCESS;
+      }
+    }
+    const tshmemi_proxy_request &r = request_;
+    Status status = TSHMEM_SUCCESS;
+    switch (r.op) {
+      case TSHMEMI_PROXY_PUT:
+      case TSHMEMI_PROXY_PUT_SIGNAL:
+        while (progress_ < r.bytes) {
+          const int b = free_send_buffer(&status);
+          if (b < 0) return status;
+          const uint64_t piece = std::min<uint64_t>(config_.chunk_bytes, r.bytes - progress_);
+          if (r.flags & TSHMEMI_PROXY_FLAG_INLINE)
+            std::memcpy(send_[static_cast<size_t>(b)].memory + kHeader, &r.value, piece);
+          else
+            TSHMEM_CHECK(memory_->read(send_[static_cast<size_t>(b)].memory + kHeader,
+                                       reinterpret_cast<const void *>(r.local + progress_), piece));
+          Wire wire;
+          wire.kind = kPut;
+          wire.offset = r.remote + progress_;
+          wire.bytes = piece;
+          TSHMEM_CHECK(send(b, r.pe, wire, piece));
+          progress_ += piece;
+          mark_dirty(r.pe);
+          *worked = true;
+        }
+        if (r.op == TSHMEMI_PROXY_PUT) break;
+        [[fallthrough]];
+      case TSHMEMI_PROXY_SIGNAL: {
+        const int b = free_send_buffer(&status);
+        if (b < 0) return status;
+        Wire wire;
+        wire.kind = kSignal;
+        wire.amo = r.amo;
+        wire.offset = r.op == TSHMEMI_PROXY_SIGNAL ? r.remote : r.signal;
+        wire.value = r.value;
+        TSHMEM_CHECK(send(b, r.pe, wire, 0));
+        mark_dirty(r.pe);
+        *worked = true;
+        break;
+      }
+      case TSHMEMI_PROXY_AMO: {
+        const bool fetching = (r.amo & TSHMEMI_AMO_FETCH) != 0;
+        if (fetching && pending_ >= kProxyMaxPending) return TSHMEM_SUCCESS;
+        const int b = free_send_buffer(&status);
+        if (b < 0) return status;
+        Wire wire;
+        wire.kind = kAmo;
+        wire.amo = r.amo;
+        wire.width = r.width;
+        wire.offset = r.remote;
+        wire.value = r.value;
+        wire.compare = r.compare;
+        wire.token = fetching ? r.local : 0;
+        wire.tag = fetching && (r.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) ? ticket_ + 1 : 0;
+        TSHMEM_CHECK(send(b, r.pe, wire, 0));
+        pending_ += fetching ? 1 : 0;
+        mark_dirty(r.pe);
+        *worked = true;
+        break;
+      }
+      case TSHMEMI_PROXY_GET:
+        while (progress_ < r.bytes) {
+          if (pending_ >= kProxyMaxPending) return TSHMEM_SUCCESS;
+          const int b = free_send_buffer(&status);
+          if (b < 0) return status;
+          const uint64_t piece = std::min<uint64_t>(config_.chunk_bytes, r.bytes - progress_);
+          Wire wire;
+          wire.kind = kGet;
+          wire.offset = r.remote + progress_;
+          wire.bytes = piece;
+          wire.token = r.local + progress_;
+          wire.tag = (r.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) ? ticket_ + 1 : 0;
+          TSHMEM_CHECK(send(b, r.pe, wire, 0));
+          ++pending_;
+          progress_ += piece;
+          *worked = true;
+        }
+        break;
+      case TSHMEMI_PROXY_FENCE: break;  // messages to one PE apply in the order sent: every put is already fenced
+      case TSHMEMI_PROXY_QUIET:
+        while (!dirty_list_.empty()) {
+          if (pending_ >= kProxyMaxPending) return TSHMEM_SUCCESS;
+          const int b = free_send_buffer(&status);
+          if (b < 0) return status;
+          const int pe = dirty_list_.back();
+          Wire wire;
+          wire.kind = kFlush;
+          TSHMEM_CHECK(send(b, pe, wire, 0));
+          dirty_list_.pop_back();
+          dirty_[static_cast<size_t>(pe)] = 0;
+          ++pending_;
+          *worked = true;
+        }
+        if (pending_ > 0) return TSHMEM_SUCCESS;
+        if (ring_ == kInternal)
+          drained_.store(true, std::memory_order_release);
+        else
+          __atomic_store_n(&rings_[ring_]->done, ticket_ + 1, __ATOMIC_RELEASE);
+        break;
+    }
+    finish();
+    return TSHMEM_SUCCESS;
+  }
+
+  // Handles arrived messages in the order MPI matched them; buffers go back to MPI once what was applied
+  // from them has settled.
+  Status poll_receives(bool *worked) {
+    int handled = 0;
+    bool applied = false;
+    while (!posted_.empty() && handled < kProxyRecvBuffers) {
+      Buffer &b = recv_[static_cast<size_t>(posted_.front())];
+      bool done = false;
+      int source = -1;
+      size_t bytes = 0;
+      TSHMEM_CHECK(msg_->test(&b.request, &done, &source, &bytes));
+      if (!done) break;
+      TSHMEM_CHECK(handle(source, b.memory, bytes, &applied));
+      ready_.push_back(posted_.front());
+      posted_.pop_front();
+      ++handled;
+    }
+    if (ready_.empty()) return TSHMEM_SUCCESS;
+    *worked = true;
+    if (applied) TSHMEM_CHECK(memory_->settle());
+    const size_t capacity = kHeader + config_.chunk_bytes;
+    for (int i : ready_) {
+      TSHMEM_CHECK(msg_->irecv(recv_[static_cast<size_t>(i)].memory, capacity, &recv_[static_cast<size_t>(i)].request));
+      posted_.push_back(i);
+    }
+    ready_.clear();
+    return TSHMEM_SUCCESS;
+  }
+
+  void refuse_message(int source, const Wire &wire, const char *rule) {
+    const std::string message = format(
+        "off-node proxy of PE %d: message from PE %d refused: %s (kind %u, offset %llu, bytes %llu)", my_pe_, source,
+        rule, wire.kind, static_cast<unsigned long long>(wire.offset), static_cast<unsigned long long>(wire.bytes));
+    TSHMEMI_LOG(kWarn, kLogInit, "%s", message.c_str());
+    std::lock_guard<std::mutex> lock(refusal_mutex_);
+    last_refusal_ = message;
+    ++refused_;
+  }
+
+  Status handle(int source, const char *message, size_t bytes, bool *applied) {
+    Wire wire;
+    if (bytes < kHeader) {
+      refuse_message(source, wire, "shorter than a header");
+      return TSHMEM_SUCCESS;
+    }
+    std::memcpy(&wire, message, kHeader);
+    const char *payload = message + kHeader;
+    Reply reply{source, Wire()};
+    switch (wire.kind) {
+      case kPut:
+        if (wire.bytes != bytes - kHeader || !within(wire.offset, wire.bytes, heap_bytes_)) {
+          refuse_message(source, wire, "put outside the heap or of the wrong length");
+          return TSHMEM_SUCCESS;
+        }
+        TSHMEM_CHECK(memory_->apply_put(heap_ + wire.offset, payload, wire.bytes));
+        *applied = true;
+        return TSHMEM_SUCCESS;
+      case kSignal:
+      case kAmo: {
+        const unsigned width = wire.kind == kSignal ? 8u : wire.width;
+        const unsigned amo = wire.kind == kAmo ? wire.amo
+                                               : (wire.amo == TSHMEMI_PROXY_SIGNAL_ADD ? unsigned{TSHMEMI_AMO_ADD}
+                                                                                       : unsigned{TSHMEMI_AMO_SET});
+        uint64_t old = 0;
+        if ((width == 4 || width == 8) && amo_known(amo) && within(wire.offset, width, heap_bytes_) &&
+            wire.offset % width == 0)
+          TSHMEM_CHECK(memory_->apply_amo(heap_ + wire.offset, amo, width, wire.value, wire.compare, &old));
+        else
+          refuse_message(source, wire, "atomic outside the heap, misaligned or of an unknown kind");
+        if (wire.token == 0) return TSHMEM_SUCCESS;
+        reply.wire.kind = kAmoReply;
+        reply.wire.width = static_cast<uint8_t>(width);
+        reply.wire.value = old;
+        reply.wire.token = wire.token;
+        reply.wire.tag = wire.tag;
+        break;
+      }
+      case kGet:
+        reply.wire.kind = kGetReply;
+        reply.wire.token = wire.token;
+        reply.wire.tag = wire.tag;
+        if (within(wire.offset, wire.bytes, heap_bytes_) && wire.bytes <= config_.chunk_bytes) {
+          reply.wire.offset = wire.offset;
+          reply.wire.bytes = wire.bytes;
+        } else {
+          refuse_message(source, wire, "get outside the heap or larger than a chunk");  // replied to, empty
+        }
+        break;
+      case kFlush: reply.wire.kind = kFlushAck; break;
+      case kGetReply:
+        if (wire.bytes == bytes - kHeader && wire.bytes > 0)
+          TSHMEM_CHECK(memory_->write(reinterpret_cast<void *>(wire.token), payload, wire.bytes));
+        tag_result(wire);
+        --pending_;
+        return TSHMEM_SUCCESS;
+      case kAmoReply:
+        TSHMEM_CHECK(memory_->write(reinterpret_cast<void *>(wire.token), &wire.value, wire.width == 4 ? 4 : 8));
+        tag_result(wire);
+        --pending_;
+        return TSHMEM_SUCCESS;
+      case kFlushAck: --pending_; return TSHMEM_SUCCESS;
+      default: refuse_message(source, wire, "unknown message kind"); return TSHMEM_SUCCESS;
+    }
+    replies_.push_back(reply);
+    return TSHMEM_SUCCESS;
+  }
+
+  // A result slot (host memory a kernel polls): the value is written; now its tag, with release order.
+  static void tag_result(const Wire &wire) {
+    if (wire.tag != 0) __atomic_store_n(reinterpret_cast<uint64_t *>(wire.token + 8), wire.tag, __ATOMIC_RELEASE);
+  }
+
+  Status serve_replies(bool *worked) {
+    Status status = TSHMEM_SUCCESS;
+    while (!replies_.empty()) {
+      const int b = free_send_buffer(&status);
+      if (b < 0) return status;
+      const Reply &reply = replies_.front();
+      // A get reads, and a flush is acknowledged, only after everything applied before it has settled.
+      if (reply.wire.kind != kAmoReply) TSHMEM_CHECK(memory_->settle());
+      if (reply.wire.kind == kGetReply && reply.wire.bytes > 0)
+        TSHMEM_CHECK(
+            memory_->read(send_[static_cast<size_t>(b)].memory + kHeader, heap_ + reply.wire.offset, reply.wire.bytes));
+      TSHMEM_CHECK(send(b, reply.pe, reply.wire, reply.wire.kind == kGetReply ? reply.wire.bytes : 0));
+      replies_.pop_front();
+      *worked = true;
+    }
+    return TSHMEM_SUCCESS;
+  }
+
+  Bootstrap &boot_;
+  char *heap_;
+  uint64_t heap_bytes_;
+  ProxyConfig config_;
+  int my_pe_, n_pes_;
+  std::unique_ptr<Messenger> msg_;
+  std::unique_ptr<ProxyMemory> memory_;
+  tshmemi_proxy_channel *rings_[2] = {nullptr, nullptr};
+  std::vector<Buffer> send_, recv_;
+  std::deque<int> posted_;  ///< receive buffers in the order they were posted (= the order MPI fills them)
+  std::vector<int> ready_;  ///< handled, to be posted again
+  std::deque<Reply> replies_;
+  std::vector<uint8_t> dirty_;  ///< PEs written since the last QUIET
+  std::vector<int> dirty_list_;
+  int pending_ = 0;  ///< replies this PE awaits
+
+  // The request in progress (the proxy thread's only).
+  bool busy_ = false;
+  int ring_ = 0, last_ring_ = kHostRing;
+  uint64_t ticket_ = 0, progress_ = 0;
+  tshmemi_proxy_request request_ = {};
+
+  std::thread thread_;
+  std::atomic<int> command_{kRun};
+  std::atomic<bool> drained_{false};
+  std::atomic<bool> failed_{false};
+  std::mutex refusal_mutex_;
+  std::string last_refusal_, failure_;
+  uint64_t refused_ = 0;
+};
+
+}  // namespace
+
+uint64_t proxy_staging_bytes(const ProxyConfig &config) {
+  const uint64_t buffers = uint64_t{kProxySendBuffers + kProxyRecvBuffers} * (kHeader + config.chunk_bytes);
+  const uint64_t rings = 2 * uint64_t{TSHMEMI_PROXY_CHANNEL_BYTES(config.ring_entries)};
+  return buffers + rings;
+}
+
+uint64_t proxy_reply_queue_bytes(int n_pes) {
+  return uint64_t{static_cast<uint64_t>(n_pes)} * kProxyMaxPending * sizeof(Reply);
+}
+
+Status make_proxy_host_rma(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const ProxyConfig &config,
+                           int cuda_device, std::unique_ptr<HostRma> *out, std::string *unavailable) {
+  out->reset();
+  // Every PE sizes its receive buffers for the largest message any PE sends: the chunk size must agree.
+  const int64_t chunk = static_cast<int64_t>(config.chunk_bytes);
+  int64_t lowest = 0, highest = 0;
+  TSHMEM_CHECK(boot.allreduce(&chunk, &lowest, 1, ReduceOp::kMin));
+  TSHMEM_CHECK(boot.allreduce(&chunk, &highest, 1, ReduceOp::kMax));
+  if (lowest != highest)
+    return set_error(TSHMEM_ERR_CONFIG, "tshmem_init: TSHMEM_PROXY_CHUNK differs between PEs (%lld and %lld bytes)",
+                     static_cast<long long>(lowest), static_cast<long long>(highest));
+  std::unique_ptr<Messenger> messenger;
+  TSHMEM_CHECK(make_mpi_messenger(boot, &messenger, unavailable));
+  if (!messenger) return TSHMEM_SUCCESS;
+  std::unique_ptr<ProxyMemory> memory;
+  Status local = TSHMEM_SUCCESS;
+#if TSHMEM_HAVE_CUDA
+  if (cuda_device >= 0) local = make_gpu_proxy_memory(cuda_device, &memory);
+#else
+  (void)cuda_device;
+#endif
+  if (local == TSHMEM_SUCCESS && !memory) local = make_host_proxy_memory(&memory);
+  auto proxy = std::make_unique<Proxy>(boot, mem, heap_bytes, config);
+  if (local == TSHMEM_SUCCESS) local = proxy->create(std::move(messenger), std::move(memory));
+  const Status agreed = agree_on_status(boot, local, "tshmem_init: starting the off-node proxy");
+  if (agreed != TSHMEM_SUCCESS) return agreed;  // nothing was posted: each proxy stops on its own
+  *out = std::move(proxy);
+  return TSHMEM_SUCCESS;
+}
+
+}  // namespace tshmemi

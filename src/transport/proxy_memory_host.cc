@@ -1,0 +1,69 @@
+// The proxy on a host-memory heap (shm): copies are memcpy, atomics are the CPU's, on memory every PE of
+// the node maps — atomic with respect to their own atomics on the same words.
+#include <cstdlib>
+#include <cstring>
+
+#include "transport/proxy_memory.h"
+
+namespace tshmemi {
+namespace {
+
+template <class T>
+T host_amo(T *word, unsigned amo, T value, T compare) {
+  T old = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+  if ((amo & 15u) == 0) return old;  // FETCH
+  // One compare-exchange loop serves every kind; the kinds are defined once (amo_result).
+  while (!__atomic_compare_exchange_n(word, &old, amo_result<T>(amo, old, value, compare), false, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE)) {
+  }
+  return old;
+}
+
+class HostProxyMemory final : public ProxyMemory {
+ public:
+  Status bind_thread() override { return TSHMEM_SUCCESS; }
+  Status alloc_staging(size_t bytes, void **out) override {
+    *out = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (*out == nullptr) return set_error(TSHMEM_ERR_OUT_OF_MEMORY, "proxy staging: %zu bytes of host memory", bytes);
+    return TSHMEM_SUCCESS;
+  }
+  void free_staging(void *staging) override { std::free(staging); }
+  Status alloc_device_counter(uint64_t **out) override {
+    *out = nullptr;
+    return TSHMEM_SUCCESS;
+  }
+  Status read(void *staging, const void *src, size_t bytes) override {
+    std::memcpy(staging, src, bytes);
+    return TSHMEM_SUCCESS;
+  }
+  Status write(void *dst, const void *staging, size_t bytes) override {
+    std::memcpy(dst, staging, bytes);
+    return TSHMEM_SUCCESS;
+  }
+  Status apply_put(void *heap_dst, const void *staging, size_t bytes) override {
+    std::memcpy(heap_dst, staging, bytes);
+    return TSHMEM_SUCCESS;
+  }
+  Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare, uint64_t *old) override {
+    __atomic_thread_fence(__ATOMIC_RELEASE);  // earlier puts before the atomic (a signal after its data)
+    if (width == 4)
+      *old = host_amo<uint32_t>(static_cast<uint32_t *>(word), amo, static_cast<uint32_t>(value),
+                                static_cast<uint32_t>(compare));
+    else
+      *old = host_amo<uint64_t>(static_cast<uint64_t *>(word), amo, value, compare);
+    return TSHMEM_SUCCESS;
+  }
+  Status settle() override {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return TSHMEM_SUCCESS;
+  }
+};
+
+}  // namespace
+
+Status make_host_proxy_memory(std::unique_ptr<ProxyMemory> *out) {
+  *out = std::make_unique<HostProxyMemory>();
+  return TSHMEM_SUCCESS;
+}
+
+}  // namespace tshmemi

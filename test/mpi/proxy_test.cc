@@ -1,0 +1,484 @@
+// The off-node proxy driven by CPU producers that post to this PE's device channel exactly what a kernel
+// posts (proxy_types.h, the one request layout). The heap is shm (host memory), so each target reads what
+// arrived directly. Nodes come from TSHMEM_DEBUG_NODE_SIZE in the environment (1 when unset); the MPI
+// transport from OMPI_MCA_btl (the launcher's default is shared memory; the ctest entries also run tcp).
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mpi_test_env.h"
+#include "tshmem/device/proxy_types.h"
+#include "tshmem/tshmem.h"
+#include "tshmem/tshmemx.h"
+
+#include <gtest/gtest.h>
+
+namespace tshmem_test {
+namespace {
+
+uint8_t pattern(int pe, size_t i, size_t salt) { return static_cast<uint8_t>(pe * 31 + i * 7 + salt * 13 + 1); }
+
+class ProxyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (world_size() < 2) GTEST_SKIP() << "needs 2 PEs to make 2 nodes";
+    const char *size = std::getenv("TSHMEM_DEBUG_NODE_SIZE");
+    node_size_ = size != nullptr ? std::atoi(size) : 1;
+    if (node_size_ <= 0 || world_size() % node_size_ != 0 || node_size_ == world_size())
+      GTEST_SKIP() << "TSHMEM_DEBUG_NODE_SIZE=" << node_size_ << " makes no second node of " << world_size() << " PEs";
+  }
+  void TearDown() override {
+    if (initialised_) tshmem_finalize();
+  }
+
+  // Starts tshmem on shm with nodes of node_size_ PEs, and optionally a small ring and chunk.
+  void start(const char *ring = "1024", const char *chunk = "16K") {
+    ScopedEnv backend("TSHMEM_MEM_BACKEND", "shm");
+    ScopedEnv heap("TSHMEM_SYMMETRIC_SIZE", "32M");
+    ScopedEnv nodes("TSHMEM_DEBUG_NODE_SIZE", std::to_string(node_size_).c_str());
+    ScopedEnv ring_size("TSHMEM_PROXY_RING", ring);
+    ScopedEnv chunk_size("TSHMEM_PROXY_CHUNK", chunk);  // small: large puts take many chunks
+    const int rc = tshmem_init();
+    if (rc != 0) std::fprintf(stderr, "[PE %d] tshmem_init: %s\n", world_rank(), tshmemx_last_error());  // every PE
+    ASSERT_TRUE(all_pes(rc == 0)) << (rc == 0 ? "" : tshmemx_last_error());
+    initialised_ = true;
+    me_ = tshmem_my_pe();
+    n_ = tshmem_n_pes();
+    channel_ = tshmemi_proxy_device_channel();
+    ASSERT_NE(channel_, nullptr) << "the job spans nodes: the proxy must run";
+    EXPECT_EQ(channel_->layout, TSHMEMI_PROXY_LAYOUT);
+  }
+
+  int other_node(int step = 1) const { return (me_ + step * node_size_) % n_; }
+  bool same_node(int pe) const { return pe / node_size_ == me_ / node_size_; }
+  uint64_t offset_of(const void *symmetric) const {
+    return static_cast<uint64_t>(static_cast<const char *>(symmetric) - static_cast<const char *>(tshmemx_heap_base()));
+  }
+
+  uint64_t post(tshmemi_proxy_request request) { return tshmemi_proxy_post(channel_, &request); }
+  uint64_t put(void *dest, const void *src, size_t bytes, int pe) {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_PUT;
+    r.pe = pe;
+    r.remote = offset_of(dest);
+    r.local = reinterpret_cast<uint64_t>(src);
+    r.bytes = bytes;
+    return post(r);
+  }
+  uint64_t get(void *dst, const void *source, size_t bytes, int pe) {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_GET;
+    r.pe = pe;
+    r.remote = offset_of(source);
+    r.local = reinterpret_cast<uint64_t>(dst);
+    r.bytes = bytes;
+    return post(r);
+  }
+  uint64_t put_signal(void *dest, const void *src, size_t bytes, uint64_t *signal, uint64_t value, int op, int pe) {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_PUT_SIGNAL;
+    r.amo = static_cast<uint8_t>(op);
+    r.pe = pe;
+    r.remote = offset_of(dest);
+    r.local = reinterpret_cast<uint64_t>(src);
+    r.bytes = bytes;
+    r.signal = offset_of(signal);
+    r.value = value;
+    return post(r);
+  }
+  uint64_t amo(void *word, unsigned kind, unsigned width, uint64_t value, uint64_t compare, void *result, int pe) {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_AMO;
+    r.amo = static_cast<uint8_t>(kind);
+    r.width = static_cast<uint8_t>(width);
+    r.pe = pe;
+    r.remote = offset_of(word);
+    r.value = value;
+    r.compare = compare;
+    r.local = reinterpret_cast<uint64_t>(result);
+    return post(r);
+  }
+  void fence() {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_FENCE;
+    post(r);
+  }
+  // Posts a QUIET and waits for it, as a kernel's quiet does; fails the test instead of hanging.
+  void quiet() {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_QUIET;
+    const uint64_t ticket = post(r);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!tshmemi_proxy_done(channel_, ticket)) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "QUIET " << ticket << " never completed";
+      std::this_thread::yield();
+    }
+  }
+  // Waits until the 64-bit word in this PE's heap reaches `value` (it changes under the proxy's hands).
+  static bool wait_until(const uint64_t *word, uint64_t value) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) < value) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::yield();  // the proxy that applies it may share this core
+    }
+    return true;
+  }
+
+  int node_size_ = 1, me_ = -1, n_ = 0;
+  bool initialised_ = false;
+  tshmemi_proxy_channel *channel_ = nullptr;
+};
+
+TEST_F(ProxyTest, PutsToOneWordApplyInOrder) {
+  start();
+  auto *word = static_cast<uint64_t *>(tshmem_calloc(1, sizeof(uint64_t)));
+  ASSERT_NE(word, nullptr);
+  constexpr int kPuts = 500;
+  std::vector<uint64_t> values(kPuts);
+  for (int i = 0; i < kPuts; ++i) {
+    values[static_cast<size_t>(i)] = static_cast<uint64_t>(i + 1);
+    put(word, &values[static_cast<size_t>(i)], sizeof(uint64_t), other_node());
+  }
+  quiet();
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(*word, static_cast<uint64_t>(kPuts)) << "the last of " << kPuts << " puts to one word must win";
+  tshmem_barrier_all();
+  tshmem_free(word);
+}
+
+TEST_F(ProxyTest, SignalIsSeenOnlyAfterItsData) {
+  start();
+  const size_t bytes = (1 << 20) + 3;  // 65 chunks of 16 KiB
+  auto *block = static_cast<uint8_t *>(tshmem_calloc(bytes + 16, 1));
+  auto *signal = static_cast<uint64_t *>(tshmem_calloc(2, sizeof(uint64_t)));
+  ASSERT_NE(block, nullptr);
+  ASSERT_NE(signal, nullptr);
+  const int target = other_node(), source = (me_ - node_size_ + n_) % n_;
+  for (int round = 1; round <= 3; ++round) {
+    std::vector<uint8_t> data(bytes);
+    for (size_t i = 0; i < bytes; ++i) data[i] = pattern(me_, i, static_cast<size_t>(round));
+    // SET on the first word, ADD on the second: the data must be whole when either shows this round.
+    put_signal(block + 1, data.data(), bytes, signal, static_cast<uint64_t>(round), TSHMEMI_PROXY_SIGNAL_SET, target);
+    ASSERT_TRUE(wait_until(signal, static_cast<uint64_t>(round))) << "round " << round << ": no signal";
+    size_t bad = bytes;
+    for (size_t i = 0; i < bytes && bad == bytes; ++i)
+      if (block[1 + i] != pattern(source, i, static_cast<size_t>(round))) bad = i;
+    EXPECT_EQ(bad, bytes) << "round " << round << ": signal seen before byte " << bad << " of the data";
+    quiet();  // the data is read: the next round may overwrite it
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  std::vector<uint8_t> small(100, static_cast<uint8_t>(me_ + 1));
+  put_signal(block, small.data(), small.size(), signal + 1, 5, TSHMEMI_PROXY_SIGNAL_ADD, target);
+  put_signal(block, small.data(), small.size(), signal + 1, 7, TSHMEMI_PROXY_SIGNAL_ADD, target);
+  ASSERT_TRUE(wait_until(signal + 1, 12)) << "two ADD signals of 5 and 7";
+  EXPECT_EQ(block[99], static_cast<uint8_t>(source + 1));
+  quiet();
+  tshmem_barrier_all();
+  tshmem_free(signal);
+  tshmem_free(block);
+}
+
+TEST_F(ProxyTest, FenceOrdersABlockBeforeItsFlag) {
+  start();
+  const size_t bytes = 300 * 1024 + 5;
+  auto *block = static_cast<uint8_t *>(tshmem_calloc(bytes, 1));
+  auto *flag = static_cast<uint64_t *>(tshmem_calloc(1, sizeof(uint64_t)));
+  ASSERT_NE(block, nullptr);
+  ASSERT_NE(flag, nullptr);
+  std::vector<uint8_t> data(bytes);
+  for (size_t i = 0; i < bytes; ++i) data[i] = pattern(me_, i, 9);
+  const uint64_t up = 1;
+  put(block, data.data(), bytes, other_node());
+  fence();
+  put(flag, &up, sizeof(up), other_node());
+  ASSERT_TRUE(wait_until(flag, 1)) << "the flag never came";
+  const int source = (me_ - node_size_ + n_) % n_;
+  size_t bad = bytes;
+  for (size_t i = 0; i < bytes && bad == bytes; ++i)
+    if (block[i] != pattern(source, i, 9)) bad = i;
+  EXPECT_EQ(bad, bytes) << "flag up but the block from PE " << source << " is not whole: first wrong byte " << bad;
+  quiet();
+  tshmem_barrier_all();
+  tshmem_free(flag);
+  tshmem_free(block);
+}
+
+TEST_F(ProxyTest, QuietCompletesEveryPutAndGet) {
+  start();
+  const size_t sizes[] = {1, 7, 4096, 4097, 65536 + 3, (1 << 20) + 1};
+  const size_t slot = (1 << 20) + 64;
+  auto *inbox = static_cast<uint8_t *>(tshmem_calloc(slot * static_cast<size_t>(n_), 1));
+  ASSERT_NE(inbox, nullptr);
+  std::vector<std::vector<uint8_t>> sources;
+  for (size_t bytes : sizes) {
+    const size_t skew = 1 + bytes % 13;  // odd offsets at the target
+    sources.emplace_back(bytes);
+    for (size_t i = 0; i < bytes; ++i) sources.back()[i] = pattern(me_, i, bytes);
+    for (int pe = 0; pe < n_; ++pe)
+      put(inbox + static_cast<size_t>(me_) * slot + skew, sources.back().data(), bytes, pe);
+    quiet();
+    MPI_Barrier(MPI_COMM_WORLD);  // every PE's quiet is done: everything is in place
+    for (int from = 0; from < n_; ++from) {
+      const uint8_t *got = inbox + static_cast<size_t>(from) * slot + skew;
+      size_t bad = bytes;
+      for (size_t i = 0; i < bytes && bad == bytes; ++i)
+        if (got[i] != pattern(from, i, bytes)) bad = i;
+      EXPECT_EQ(bad, bytes) << bytes << " bytes from PE " << from
+                            << (same_node(from) ? " (same node)" : " (other node)") << ": first wrong byte " << bad;
+    }
+    // Get back what this PE put on every PE, into odd local offsets.
+    std::vector<uint8_t> back(static_cast<size_t>(n_) * (bytes + 3), 0);
+    for (int pe = 0; pe < n_; ++pe)
+      get(back.data() + static_cast<size_t>(pe) * (bytes + 3) + 1, inbox + static_cast<size_t>(me_) * slot + skew,
+          bytes, pe);
+    quiet();
+    for (int pe = 0; pe < n_; ++pe)
+      EXPECT_EQ(std::memcmp(back.data() + static_cast<size_t>(pe) * (bytes + 3) + 1, sources.back().data(), bytes), 0)
+          << "get of " << bytes << " bytes from PE " << pe;
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  tshmem_barrier_all();
+  tshmem_free(inbox);
+}
+
+TEST_F(ProxyTest, BackPressureOnATinyRingAcrossWrapAround) {
+  start("2", "64");  // two requests in the ring, 64-byte messages
+  constexpr int kThreads = 4, kPerThread = 100;
+  auto *slots = static_cast<uint64_t *>(tshmem_calloc(kThreads * kPerThread, sizeof(uint64_t)));
+  ASSERT_NE(slots, nullptr);
+  std::vector<uint64_t> values(kThreads * kPerThread);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 1000000ull * static_cast<uint64_t>(me_ + 1) + i;
+  const uint64_t head_before = __atomic_load_n(channel_->head_ptr, __ATOMIC_RELAXED);
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t)
+    producers.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const size_t k = static_cast<size_t>(t * kPerThread + i);
+        put(slots + k, &values[k], sizeof(uint64_t), other_node());
+      }
+    });
+  for (std::thread &p : producers) p.join();
+  quiet();
+  EXPECT_GE(*channel_->head_ptr - head_before, static_cast<uint64_t>(kThreads * kPerThread))
+      << "every post took a ticket: the ring of 2 wrapped " << kThreads * kPerThread / 2 << " times";
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int source = (me_ - node_size_ + n_) % n_;
+  int wrong = 0;
+  for (size_t k = 0; k < values.size(); ++k)
+    if (slots[k] != 1000000ull * static_cast<uint64_t>(source + 1) + k) ++wrong;
+  EXPECT_EQ(wrong, 0) << "requests lost or overwritten in the tiny ring";
+  tshmem_barrier_all();
+  tshmem_free(slots);
+}
+
+TEST_F(ProxyTest, AtomicsFromEveryPeToOneWordCountExactly) {
+  start();
+  auto *words = static_cast<uint64_t *>(tshmem_calloc(4, sizeof(uint64_t)));
+  ASSERT_NE(words, nullptr);
+  constexpr int kEach = 200;
+  std::vector<uint64_t> fetched(kEach, ~0ull);
+  std::vector<uint32_t> fetched32(kEach, ~0u);
+  auto *word32 = reinterpret_cast<uint32_t *>(words + 1);
+  for (int i = 0; i < kEach; ++i) {
+    amo(words, TSHMEMI_AMO_FETCH_ADD, 8, 1, 0, &fetched[static_cast<size_t>(i)], 0);
+    amo(word32, TSHMEMI_AMO_FETCH_INC, 4, 0, 0, &fetched32[static_cast<size_t>(i)], 0);
+    amo(words + 2, TSHMEMI_AMO_ADD, 8, 3, 0, nullptr, 0);
+  }
+  quiet();
+  MPI_Barrier(MPI_COMM_WORLD);
+  const uint64_t total = static_cast<uint64_t>(kEach) * static_cast<uint64_t>(n_);
+  if (me_ == 0) {
+    EXPECT_EQ(words[0], total) << "64-bit fetch-add from every PE";
+    EXPECT_EQ(*word32, static_cast<uint32_t>(total)) << "32-bit fetch-inc from every PE";
+    EXPECT_EQ(words[2], 3 * total) << "non-fetching add from every PE";
+  }
+  // Every old value was handed out exactly once.
+  std::vector<uint64_t> all(total);
+  MPI_Allgather(fetched.data(), kEach, MPI_UINT64_T, all.data(), kEach, MPI_UINT64_T, MPI_COMM_WORLD);
+  std::sort(all.begin(), all.end());
+  for (uint64_t i = 0; i < total; ++i) ASSERT_EQ(all[i], i) << "fetch-add results are not 0 .. " << total - 1;
+  std::vector<uint32_t> all32(total);
+  MPI_Allgather(fetched32.data(), kEach, MPI_UINT32_T, all32.data(), kEach, MPI_UINT32_T, MPI_COMM_WORLD);
+  std::sort(all32.begin(), all32.end());
+  for (uint64_t i = 0; i < total; ++i) ASSERT_EQ(all32[i], i) << "fetch-inc results are not 0 .. " << total - 1;
+  tshmem_barrier_all();
+  tshmem_free(words);
+}
+
+TEST_F(ProxyTest, EveryAtomicKindGivesItsResult) {
+  start();
+  auto *words = static_cast<uint64_t *>(tshmem_calloc(static_cast<size_t>(n_), sizeof(uint64_t)));
+  ASSERT_NE(words, nullptr);
+  uint64_t *mine = words + me_;  // on the target: each origin owns one word there
+  const int target = other_node();
+  struct Step {
+    unsigned kind;
+    uint64_t value, compare, old_expected, new_expected;
+  };
+  const Step steps[] = {
+      {TSHMEMI_AMO_SET, 0xF0F0, 0, 0, 0xF0F0},
+      {TSHMEMI_AMO_FETCH, 0, 0, 0xF0F0, 0xF0F0},
+      {TSHMEMI_AMO_FETCH_AND, 0xFF00, 0, 0xF0F0, 0xF000},
+      {TSHMEMI_AMO_FETCH_OR, 0x000F, 0, 0xF000, 0xF00F},
+      {TSHMEMI_AMO_FETCH_XOR, 0xFFFF, 0, 0xF00F, 0x0FF0},
+      {TSHMEMI_AMO_SWAP, 42, 0, 0x0FF0, 42},
+      {TSHMEMI_AMO_CSWAP, 7, 41, 42, 42},
+      {TSHMEMI_AMO_CSWAP, 7, 42, 42, 7},
+      {TSHMEMI_AMO_FETCH_INC, 0, 0, 7, 8},
+      {TSHMEMI_AMO_INC, 0, 0, 8, 9},
+      {TSHMEMI_AMO_AND, 1, 0, 9, 1},
+      {TSHMEMI_AMO_OR, 6, 0, 1, 7},
+      {TSHMEMI_AMO_XOR, 5, 0, 7, 2},
+      {TSHMEMI_AMO_FETCH_ADD, 40, 0, 2, 42},
+  };
+  for (const Step &s : steps) {
+    uint64_t old = ~0ull, now = ~0ull;
+    const bool fetching = (s.kind & TSHMEMI_AMO_FETCH) != 0;
+    amo(mine, s.kind, 8, s.value, s.compare, fetching ? &old : nullptr, target);
+    amo(mine, TSHMEMI_AMO_FETCH, 8, 0, 0, &now, target);
+    quiet();
+    if (fetching) {
+      EXPECT_EQ(old, s.old_expected) << "old value of kind " << s.kind;
+    }
+    EXPECT_EQ(now, s.new_expected) << "value after kind " << s.kind;
+  }
+  tshmem_barrier_all();
+  tshmem_free(words);
+}
+
+// What a kernel's p, g and fetching atomics post: the value inside the request, results in the channel's
+// result slots (waited for by tag, without a QUIET).
+TEST_F(ProxyTest, InlinePutsAndResultSlots) {
+  start();
+  auto *words = static_cast<uint64_t *>(tshmem_calloc(static_cast<size_t>(n_), sizeof(uint64_t)));
+  ASSERT_NE(words, nullptr);
+  const int target = other_node();
+  tshmemi_proxy_request p = {};
+  p.op = TSHMEMI_PROXY_PUT;
+  p.flags = TSHMEMI_PROXY_FLAG_INLINE;
+  p.pe = target;
+  p.remote = offset_of(words + me_);
+  p.bytes = 8;
+  p.value = 0x1234000 + static_cast<uint64_t>(me_);
+  post(p);
+  tshmemi_proxy_request g = {};
+  g.op = TSHMEMI_PROXY_GET;
+  g.flags = TSHMEMI_PROXY_FLAG_RESULT_SLOT;
+  g.pe = target;
+  g.remote = offset_of(words + me_);
+  g.bytes = 8;
+  EXPECT_EQ(tshmemi_proxy_result_wait(channel_, post(g)), 0x1234000 + static_cast<uint64_t>(me_))
+      << "g after p from the same PE sees the p";
+  tshmemi_proxy_request a = {};
+  a.op = TSHMEMI_PROXY_AMO;
+  a.flags = TSHMEMI_PROXY_FLAG_RESULT_SLOT;
+  a.amo = TSHMEMI_AMO_FETCH_ADD;
+  a.width = 8;
+  a.pe = target;
+  a.remote = offset_of(words + me_);
+  a.value = 1;
+  for (uint64_t i = 0; i < 3 * channel_->capacity; ++i)  // around the result slots more than once
+    ASSERT_EQ(tshmemi_proxy_result_wait(channel_, post(a)), 0x1234000 + static_cast<uint64_t>(me_) + i);
+  quiet();
+  tshmem_barrier_all();
+  tshmem_free(words);
+}
+
+TEST_F(ProxyTest, MalformedRequestsAreRefusedWithAMessage) {
+  start();
+  auto *p = static_cast<uint64_t *>(tshmem_calloc(1, sizeof(uint64_t)));
+  ASSERT_NE(p, nullptr);
+  char text[512] = {};
+  const uint64_t before = tshmemi_proxy_refused(text, sizeof(text));
+  struct Case {
+    tshmemi_proxy_request request;
+    const char *rule;
+  };
+  uint64_t result = 0;
+  std::vector<Case> cases(5);
+  cases[0].request.op = 99;
+  cases[0].rule = "unknown op";
+  cases[1].request.op = TSHMEMI_PROXY_PUT;
+  cases[1].request.pe = n_;
+  cases[1].request.bytes = 8;
+  cases[1].request.local = reinterpret_cast<uint64_t>(&result);
+  cases[1].rule = "PE out of range";
+  cases[2].request.op = TSHMEMI_PROXY_PUT;
+  cases[2].request.pe = other_node();
+  cases[2].request.remote = tshmemx_heap_size() - 4;
+  cases[2].request.bytes = 8;
+  cases[2].request.local = reinterpret_cast<uint64_t>(&result);
+  cases[2].rule = "remote range outside the symmetric heap";
+  cases[3].request.op = TSHMEMI_PROXY_AMO;
+  cases[3].request.pe = other_node();
+  cases[3].request.amo = TSHMEMI_AMO_ADD;
+  cases[3].request.width = 3;
+  cases[3].request.remote = offset_of(p);
+  cases[3].rule = "atomic width is not 4 or 8";
+  cases[4].request.op = TSHMEMI_PROXY_AMO;
+  cases[4].request.pe = other_node();
+  cases[4].request.amo = TSHMEMI_AMO_FETCH_ADD;
+  cases[4].request.width = 8;
+  cases[4].request.remote = offset_of(p);
+  cases[4].rule = "fetching atomic without a result address";
+  for (const Case &c : cases) {
+    post(c.request);
+    quiet();  // the proxy goes on after a refusal
+    tshmemi_proxy_refused(text, sizeof(text));
+    EXPECT_NE(std::string(text).find(std::string("refused: ") + c.rule), std::string::npos) << text;
+  }
+  EXPECT_EQ(tshmemi_proxy_refused(nullptr, 0) - before, cases.size());
+  // A good request after the bad ones still works.
+  const uint64_t value = 77;
+  put(p, &value, sizeof(value), other_node());
+  quiet();
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(*p, 77u);
+  tshmem_barrier_all();
+  tshmem_free(p);
+}
+
+TEST_F(ProxyTest, HostBarrierCompletesWhatWasPosted) {
+  start();
+  const size_t bytes = 200 * 1024 + 1;
+  auto *block = static_cast<uint8_t *>(tshmem_calloc(bytes, 1));
+  ASSERT_NE(block, nullptr);
+  std::vector<uint8_t> data(bytes);
+  for (size_t i = 0; i < bytes; ++i) data[i] = pattern(me_, i, 3);
+  put(block, data.data(), bytes, other_node());
+  tshmem_barrier_all();  // no QUIET posted: the host barrier's quiet covers the device channel
+  const int source = (me_ - node_size_ + n_) % n_;
+  size_t bad = bytes;
+  for (size_t i = 0; i < bytes && bad == bytes; ++i)
+    if (block[i] != pattern(source, i, 3)) bad = i;
+  EXPECT_EQ(bad, bytes) << "first wrong byte " << bad;
+  tshmem_barrier_all();
+  tshmem_free(block);
+}
+
+TEST_F(ProxyTest, FinalizeWithRequestsInFlight) {
+  start("8", "1K");
+  auto *block = static_cast<uint8_t *>(tshmem_malloc(16 * 1024));
+  ASSERT_NE(block, nullptr);
+  std::vector<uint8_t> data(16 * 1024, static_cast<uint8_t>(me_));
+  const int nodes = n_ / node_size_;
+  for (int i = 0; i < 20; ++i) put(block, data.data(), data.size(), other_node(1 + i % (nodes - 1)));
+  tshmem_finalize();  // drains: must return, on every PE
+  initialised_ = false;
+  EXPECT_EQ(tshmem_my_pe(), -1);
+  EXPECT_TRUE(all_pes(true));
+  start();  // and tshmem starts again cleanly
+  EXPECT_EQ(tshmem_n_pes(), world_size());
+}
+
+}  // namespace
+}  // namespace tshmem_test

@@ -1,0 +1,68 @@
+// The application initialised MPI without MPI_THREAD_MULTIPLE: tshmem_init still succeeds for a job that
+// spans nodes (TSHMEM_DEBUG_NODE_SIZE=1), PEs of the same node stay reachable, and every call to a PE of
+// another node fails with TSHMEM_ERR_UNREACHABLE_PE naming the thread level as the reason.
+#include <mpi.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tshmem/device/proxy_types.h"
+#include "tshmem/tshmem.h"
+#include "tshmem/tshmemx.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+TEST(ThreadLevel, WithoutThreadMultipleOtherNodesAreUnreachableWithTheReason) {
+  int n = 0, me = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  if (n < 2) GTEST_SKIP() << "needs 2 PEs to make 2 nodes";
+  setenv("TSHMEM_MEM_BACKEND", "shm", 1);
+  setenv("TSHMEM_SYMMETRIC_SIZE", "8M", 1);
+  setenv("TSHMEM_DEBUG_NODE_SIZE", "1", 1);
+  ASSERT_EQ(tshmem_init(), 0) << "a job that never talks across nodes must start: " << tshmemx_last_error();
+  EXPECT_EQ(tshmemi_proxy_device_channel(), nullptr) << "no proxy without MPI_THREAD_MULTIPLE";
+  auto *p = static_cast<long long *>(tshmem_calloc(1, sizeof(long long)));
+  ASSERT_NE(p, nullptr);
+  const int other = (me + 1) % n;
+  EXPECT_EQ(tshmem_pe_accessible(me), 1);
+  EXPECT_EQ(tshmem_pe_accessible(other), 0);
+  const long long value = 5;
+  EXPECT_EQ(tshmem_putmem(p, &value, sizeof(value), me), 0) << "the own PE is always reachable";
+  EXPECT_EQ(*p, 5);
+  for (int get = 0; get < 2; ++get) {
+    long long local = 0;
+    const int rc =
+        get ? tshmem_getmem(&local, p, sizeof(local), other) : tshmem_putmem(p, &value, sizeof(value), other);
+    EXPECT_EQ(rc, TSHMEM_ERR_UNREACHABLE_PE);
+    const std::string message = tshmemx_last_error();
+    EXPECT_NE(message.find("MPI_THREAD_FUNNELED"), std::string::npos) << message;
+    EXPECT_NE(message.find("needs MPI_THREAD_MULTIPLE"), std::string::npos) << message;
+  }
+  tshmem_barrier_all();
+  tshmem_free(p);
+  tshmem_finalize();
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int me = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  if (me != 0) {
+    auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int rc = provided == MPI_THREAD_FUNNELED ? RUN_ALL_TESTS() : 0;
+  if (provided != MPI_THREAD_FUNNELED && me == 0)
+    std::printf("MPI gave thread level %d for FUNNELED: skipped\n", provided);
+  int worst = 0;
+  MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return worst;
+}
