@@ -7,7 +7,8 @@
 # <nvshmem examples dir> is NVSHMEM's examples/ folder, fetched into an ignored folder (never committed).
 # --build: a configured and built tshmem build tree (default: build). Examples compile with nvcc, no -rdc,
 # -I include/nvshmem-compat, and link libtshmem (plus MPI for the MPI-initialised ones, libcuda for the one
-# that calls the driver itself). Runs use TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_DISABLE_NVLS=1. Every example
+# that calls the driver itself). Runs use TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_DISABLE_NVLS=1 and a 2 GiB heap
+# (NVSHMEM_SYMMETRIC_SIZE, read through the compat layer; NVSHMEM grows its heap, tshmem's is fixed). Every example
 # calls cudaSetDevice(its node-local PE number) after init; with fewer GPUs than PEs a preloaded shim maps
 # that to (number mod GPUs) so N PEs can share one GPU (say so in the table; with enough GPUs no shim).
 # A result is "checked" when the exit status is 0, the example's own success lines are all there and no
@@ -102,8 +103,11 @@ for src in "$examples"/*.cu "$examples"/*.cpp; do
   fi
   if [ "$build_only" = 1 ]; then rows+=("$name|yes|-|-|build only"); continue; fi
   run_log="$out/$name.run.log"
-  env TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_DISABLE_NVLS=1 timeout 300 "${launcher[@]}" \
-    -x TSHMEM_ALLOW_SHARED_GPU -x TSHMEM_DISABLE_NVLS ${preload:+-x LD_PRELOAD="$preload"} "$exe" > "$run_log" 2>&1
+  # NVSHMEM grows its heap on demand; tshmem's is fixed at init, so the examples get room for their largest
+  # allocations (ring-reduce takes 2 x 512 MiB) plus tshmem's own region: 2 GiB unless the caller set a size.
+  env TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_DISABLE_NVLS=1 NVSHMEM_SYMMETRIC_SIZE="${NVSHMEM_SYMMETRIC_SIZE:-2G}" \
+    timeout 300 "${launcher[@]}" -x TSHMEM_ALLOW_SHARED_GPU -x TSHMEM_DISABLE_NVLS -x NVSHMEM_SYMMETRIC_SIZE \
+    ${preload:+-x LD_PRELOAD="$preload"} "$exe" > "$run_log" 2>&1
   rc=$?
   if [ $rc -ne 0 ]; then
     rows+=("$name|yes|failed|-|exit status $rc: $(grep -m1 -E "$errors" "$run_log" | cut -c1-100)"); status=1; continue

@@ -173,7 +173,10 @@ inline bool DeviceBench::start(int argc, char **argv, const char *bench_name, in
   // Every kernel loaded at context creation: a lazy load during a timed launch would wait for the device to
   // go idle, which the held stream (see launch) never does on its own.
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);
-  MPI_Init(&argc, &argv);
+  // MPI_THREAD_MULTIPLE: across "nodes" (TSHMEM_DEBUG_NODE_SIZE) tshmem's off-node proxy thread needs it; with
+  // less, PEs of other nodes stay unreachable and the across-node rows trap.
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

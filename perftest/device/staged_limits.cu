@@ -64,7 +64,8 @@ double mpi_bw(char *buffer, size_t bytes, int iters, int me) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  int provided = 0;  // as the across-node benchmarks: the proxy's thread level
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int me = 0, n = 0, devices = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
