@@ -47,7 +47,7 @@ typedef enum tshmem_status {
   TSHMEM_ERR_CUDA = 7,            /**< A CUDA runtime or driver call failed. */
   TSHMEM_ERR_MPI = 8,             /**< An MPI call failed. */
   TSHMEM_ERR_SYSTEM = 9,          /**< An operating-system call failed (shm_open, mmap, sockets). */
-  TSHMEM_ERR_UNREACHABLE_PE = 10, /**< The PE is valid but has no load/store path from this PE. */
+  TSHMEM_ERR_UNREACHABLE_PE = 10, /**< The PE is valid but on another node, and no off-node proxy runs. */
   TSHMEM_ERR_INTERNAL = 11,       /**< A broken invariant inside tshmem: please report it. */
   TSHMEM_NUM_STATUS               /**< Number of codes; not a status. */
 } tshmem_status_t;
@@ -142,7 +142,7 @@ TSHMEM_API void tshmem_free(void *ptr);
  */
 TSHMEM_API void *TSHMEMI_HD_NAME(ptr)(const void *dest, int pe);
 
-/** 1 when host put/get reach `pe` (a PE of this node, or of another node over MPI on the shm backend), else
+/** 1 when host put/get reach `pe` (a PE of this node, or of another node through the off-node proxy), else
  *  0 — also for a PE out of range and before tshmem_init. A query: it sets no error. */
 TSHMEM_API int tshmem_pe_accessible(int pe);
 

@@ -1,5 +1,5 @@
-// fanout: what a warp pays to find its peers' heaps when its lanes name different PEs (design.md, "Constant
-// cache and divergent PEs"; the outcome is recorded in docs/design.md, "Peer-table read path").
+// fanout: what a warp pays to find its peers' heaps when its lanes name different PEs (the question and the
+// decision it settled: docs/design.md, "Peer-table read path").
 //
 //  1. Table reads alone: every lane reads entry ((lane mod d) + i) mod 32 of the peer table, d = 1 (the
 //     whole warp names one PE) ... 32 (every lane another), through the constant copy (LDC: the constant

@@ -61,7 +61,7 @@ TEST_F(Init, InitFinalizeAndInitAgain) {
     EXPECT_STREQ(tshmemx_backend_name(), "shm");
     void *p = tshmem_malloc(1024);
     EXPECT_NE(p, nullptr);
-    EXPECT_TRUE(shm_segments().empty()) << "segments are unlinked once every peer has mapped them";
+    EXPECT_TRUE(shm_segments().empty()) << "the heap has no name in /dev/shm";
     tshmem_free(p);
     tshmem_finalize();
     EXPECT_EQ(tshmem_my_pe(), -1);

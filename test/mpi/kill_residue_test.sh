@@ -5,9 +5,10 @@
 #         = <step>      every PE pauses at that init step (TSHMEM_DEBUG_FAIL=<step>:all:pause), then one
 #                       PE, chosen at random, is killed
 #         = random      one PE is killed at a random moment from 0 to 1.5 s after the launch
-# Residue: a segment in /dev/shm with the tshmem prefix, of this uid, that appeared during the test and
-# that no live process uses (segments of jobs running beside this one are theirs). A heap without any
-# name (memfd) cannot be residue once its processes are gone: the check only asks that they are gone.
+# The shm heap has no name (O_TMPFILE in /dev/shm, or memfd): the kernel frees it with its last process, so
+# the test asks that every PE process is gone. As a regression check it also fails on a name in /dev/shm
+# with the tshmem prefix, of this uid, that appeared during the test and that no live process uses (names of
+# jobs running beside this one are theirs).
 set -u
 launcher=$1 np=$2 helper=$3 point=$4
 uid=$(id -u)
