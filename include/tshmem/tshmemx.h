@@ -68,7 +68,9 @@ int tshmemx_local_n_pes(void) __attribute__((visibility("default")));
 /** The CUDA device this PE drives, or -1 on the shm backend. */
 int tshmemx_cuda_device(void) __attribute__((visibility("default")));
 
-/** Stream-ordered put/get (GPU backends): enqueued on `stream`, complete when the stream reaches them. */
+/** Stream-ordered put/get (GPU backends): enqueued on `stream`, complete when the stream reaches them. To a PE
+ *  of another node the call first waits for the work already queued on the device, then goes through the
+ *  off-node proxy as tshmem_putmem / tshmem_getmem do (the proxy is a host thread). */
 int tshmemx_putmem_on_stream(void *dest, const void *src, size_t nbytes, int pe, tshmemx_stream_t stream)
     __attribute__((visibility("default")));
 int tshmemx_getmem_on_stream(void *dest, const void *src, size_t nbytes, int pe, tshmemx_stream_t stream)

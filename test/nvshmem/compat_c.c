@@ -1,22 +1,23 @@
-/* The compat headers compile as C (no CUDA needed) and their constants are tshmem's. */
+/* The compat headers compile as C (no CUDA needed) and their constants are tshmem's. compat_cxx.cc compiles
+ * this same file as C++, so both languages check the same list. */
+#include <assert.h> /* static_assert in C11 */
 #include <stddef.h>
 
 #include "nvshmem.h"
 #include "nvshmemx.h"
 
-_Static_assert(NVSHMEMX_SUCCESS == TSHMEM_SUCCESS, "status");
-_Static_assert(NVSHMEM_TEAM_WORLD == TSHMEM_TEAM_WORLD && NVSHMEMX_TEAM_NODE == TSHMEMX_TEAM_NODE, "teams");
-_Static_assert(NVSHMEM_TEAM_INVALID == TSHMEM_TEAM_INVALID, "invalid team");
-_Static_assert(NVSHMEM_CMP_EQ == TSHMEM_CMP_EQ && NVSHMEM_CMP_NE == TSHMEM_CMP_NE && NVSHMEM_CMP_GT == TSHMEM_CMP_GT &&
-                   NVSHMEM_CMP_LE == TSHMEM_CMP_LE && NVSHMEM_CMP_LT == TSHMEM_CMP_LT &&
-                   NVSHMEM_CMP_GE == TSHMEM_CMP_GE,
-               "comparisons");
-_Static_assert(NVSHMEM_SIGNAL_SET == TSHMEM_SIGNAL_SET && NVSHMEM_SIGNAL_ADD == TSHMEM_SIGNAL_ADD, "signals");
-_Static_assert(sizeof(nvshmem_team_t) == sizeof(tshmem_team_t), "team type");
-_Static_assert(NVSHMEMX_INIT_WITH_MPI_COMM == TSHMEMX_INIT_WITH_MPI_COMM, "init flag");
+static_assert(NVSHMEMX_SUCCESS == TSHMEM_SUCCESS, "status");
+static_assert(NVSHMEM_TEAM_WORLD == TSHMEM_TEAM_WORLD && NVSHMEMX_TEAM_NODE == TSHMEMX_TEAM_NODE, "teams");
+static_assert(NVSHMEM_TEAM_INVALID == TSHMEM_TEAM_INVALID, "invalid team");
+static_assert(NVSHMEM_CMP_EQ == TSHMEM_CMP_EQ && NVSHMEM_CMP_NE == TSHMEM_CMP_NE && NVSHMEM_CMP_GT == TSHMEM_CMP_GT &&
+                  NVSHMEM_CMP_LE == TSHMEM_CMP_LE && NVSHMEM_CMP_LT == TSHMEM_CMP_LT && NVSHMEM_CMP_GE == TSHMEM_CMP_GE,
+              "comparisons");
+static_assert(NVSHMEM_SIGNAL_SET == TSHMEM_SIGNAL_SET && NVSHMEM_SIGNAL_ADD == TSHMEM_SIGNAL_ADD, "signals");
+static_assert(sizeof(nvshmem_team_t) == sizeof(tshmem_team_t), "team type");
+static_assert(NVSHMEMX_INIT_WITH_MPI_COMM == TSHMEMX_INIT_WITH_MPI_COMM, "init flag");
 
 /* Every host name an NVSHMEM host program uses, taken by address (a missing mapping fails to link or compile). */
-int nvshmem_compat_c_names(void *mpi_comm) {
+int nvshmem_compat_names(void *mpi_comm) {
   nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
   attr.mpi_comm = mpi_comm;
   const void *names[] = {(const void *)nvshmem_init,

@@ -24,17 +24,12 @@
 #include "tshmem/device/signal.cuh"
 #include "tshmem/device/sync.cuh"
 #include "tshmem/device/wait.cuh"
-#include "tshmem/tshmem.h"  // and, through it, the names shared with the host (host_device_names.cuh)
+#include "tshmem/tshmem.h"         // and, through it, the names shared with the host (host_device_names.cuh)
+#include "tshmem/tshmemx_typed.h"  // TSHMEMI_REPT_FOR_MOVE_TYPES
 
 // clang-format off
-/// OpenSHMEM standard RMA types: X(C type, name).
-#define TSHMEMI_REPT_FOR_RMA_TYPES(X)                                                        \
-  X(float, float) X(double, double) X(char, char) X(signed char, schar) X(short, short)      \
-  X(int, int) X(long, long) X(long long, longlong) X(unsigned char, uchar)                   \
-  X(unsigned short, ushort) X(unsigned int, uint) X(unsigned long, ulong)                    \
-  X(unsigned long long, ulonglong) X(int8_t, int8) X(int16_t, int16) X(int32_t, int32)       \
-  X(int64_t, int64) X(uint8_t, uint8) X(uint16_t, uint16) X(uint32_t, uint32)                \
-  X(uint64_t, uint64) X(size_t, size) X(ptrdiff_t, ptrdiff)
+/// OpenSHMEM standard RMA types: X(C type, name). The same list as the moving collectives' (tshmemx_typed.h).
+#define TSHMEMI_REPT_FOR_RMA_TYPES(X) TSHMEMI_REPT_FOR_MOVE_TYPES(X)
 
 /// 32/64-bit integer types: standard AMOs and point-to-point synchronisation.
 #define TSHMEMI_REPT_FOR_INT_TYPES(X)                                                        \
