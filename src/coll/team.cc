@@ -136,6 +136,9 @@ Status mirror_to_device(Context &ctx) {
 Status team_split_strided(Context &ctx, tshmem_team_t parent, int start, int stride, int size,
                           tshmem_team_t *new_team) {
   const char *call = "tshmem_team_split_strided";
+  // Two threads splitting at once (TSHMEM_THREAD_MULTIPLE) must not pick the same free handle.
+  static std::mutex split_mutex;
+  const std::lock_guard<std::mutex> lock(split_mutex);
   TeamInfo p;
   TSHMEM_CHECK(ctx.teams.lookup(parent, call, &p));
   // Only the parent's members call; the rendezvous is job-wide, so a smaller parent fails here, on each caller
