@@ -7,6 +7,7 @@
 #include <shared_mutex>
 
 #include "bootstrap/bootstrap.h"
+#include "coll/team.h"
 #include "env.h"
 #include "heap/heap.h"
 #include "mem/backend.h"
@@ -23,6 +24,7 @@ struct Context {
   std::unique_ptr<MemBackend> mem;
   std::unique_ptr<SymmetricHeap> heap;
   PeerTable peers;
+  TeamTable teams;                    ///< WORLD and NODE from init, split teams after
   std::unique_ptr<HostRma> host_rma;  ///< the off-node proxy; null on one node or when MPI cannot carry it
   std::string offnode_reason;         ///< why host_rma is null although the job spans nodes
   int cuda_device = -1;               ///< -1 on the shm backend

@@ -181,6 +181,7 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
   progress->backend_on_every_pe = true;
   TSHMEM_CHECK(ctx.mem->create(boot, ctx.env.symmetric_size));  // collective: heap-own, heap-exchange, heap-peers
   TSHMEM_CHECK(run_step(boot, InitStep::kPeerTable, [&] { return PeerTable::build(*ctx.mem, boot, &ctx.peers); }));
+  ctx.teams.init(boot);
   ctx.heap = std::make_unique<SymmetricHeap>(boot, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES);
   // tshmem's own region (device barrier counters) starts zeroed on every PE.
   TSHMEM_CHECK(run_step(boot, InitStep::kReservedRegion,

@@ -45,6 +45,8 @@ typedef tshmem_team_t nvshmem_team_t;
 #define NVSHMEM_TEAM_INVALID TSHMEM_TEAM_INVALID
 #define NVSHMEM_TEAM_WORLD TSHMEM_TEAM_WORLD
 #define NVSHMEMX_TEAM_NODE TSHMEMX_TEAM_NODE
+typedef tshmem_team_config_t nvshmem_team_config_t; /* num_contexts; accepted and ignored */
+#define NVSHMEM_TEAM_NUM_CONTEXTS TSHMEM_TEAM_NUM_CONTEXTS
 
 /* ---- Point-to-point synchronisation and signals ------------------------------------------------------ */
 #define NVSHMEM_CMP_EQ TSHMEM_CMP_EQ

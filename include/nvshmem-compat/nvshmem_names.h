@@ -571,8 +571,10 @@
 #define nvshmem_sync_all tshmem_sync_all
 #define nvshmemx_sync_all_block tshmem_sync_all_block
 #define nvshmemx_sync_all_warp tshmem_sync_all_warp
+#define nvshmem_team_destroy tshmem_team_destroy
 #define nvshmem_team_my_pe tshmem_team_my_pe
 #define nvshmem_team_n_pes tshmem_team_n_pes
+#define nvshmem_team_split_strided tshmem_team_split_strided
 #define nvshmem_team_translate_pe tshmem_team_translate_pe
 #define nvshmem_uchar_alltoall tshmem_uchar_alltoall
 #define nvshmemx_uchar_alltoall_block tshmem_uchar_alltoall_block

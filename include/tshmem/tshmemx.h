@@ -82,11 +82,37 @@ int tshmemx_cumodule_init(tshmemx_cumodule_t module) __attribute__((visibility("
 /* ==== Teams, NVLink multicast and collectives (src/nvls, src/coll; device side: tshmem/device/multimem.cuh,
  * tshmem/device/coll.cuh) ======================================================================== */
 
-/** A team of PEs. The predefined teams only, for now (NVSHMEM's numbering). */
+/** A team of PEs: the predefined ones (NVSHMEM's numbering) and those made by tshmem_team_split_strided. A
+ *  handle indexes this PE's team table; PEs may hold different handles for the same split team. */
 typedef int32_t tshmem_team_t;
 #define TSHMEM_TEAM_INVALID (-1)
 #define TSHMEM_TEAM_WORLD 0 /**< Every PE. */
 #define TSHMEMX_TEAM_NODE 2 /**< The PEs of this node (load/store reachable); equals WORLD on one node. */
+/** Most teams alive at once on one PE, the predefined ones and the unused handle 1 included (a split that would
+ *  exceed it fails on every PE, nothing created). */
+#define TSHMEM_MAX_TEAMS 32
+
+/** Options of a new team (OpenSHMEM's shmem_team_config_t). tshmem reads none of them: contexts do not exist. */
+typedef struct tshmem_team_config {
+  int num_contexts;
+} tshmem_team_config_t;
+#define TSHMEM_TEAM_NUM_CONTEXTS (1L << 0)
+
+/**
+ * A new team of the parent's members start, start + stride, ..., start + (size - 1) * stride (indices in the
+ * parent). Collective: every PE of the job calls it with the same arguments (the parent must span the job; the
+ * checked rendezvous is job-wide), so PEs that disagree are named. Members get the new handle, the others
+ * TSHMEM_TEAM_INVALID. 0 on success; otherwise -1 on every PE with the same error and no team: a bad argument
+ * (size < 1, stride < 1, start or the last member outside the parent, new_team NULL), an unknown or destroyed
+ * parent, a parent smaller than the job, or more than TSHMEM_MAX_TEAMS teams. config and config_mask are
+ * accepted and ignored. Host only.
+ */
+int tshmem_team_split_strided(tshmem_team_t parent, int start, int stride, int size, const tshmem_team_config_t *config,
+                              long config_mask, tshmem_team_t *new_team) __attribute__((visibility("default")));
+/** Frees this PE's handle of a split team (local: no rendezvous, nothing to synchronise). The predefined teams,
+ *  TSHMEM_TEAM_INVALID and a handle already destroyed are refused with an error; a destroyed handle is refused
+ *  everywhere afterwards until a split reuses it. */
+void tshmem_team_destroy(tshmem_team_t team) __attribute__((visibility("default")));
 
 /** This PE's index in `team` and the team's size; -1 for an unknown team or before init. Host and kernels
  *  (host_device_names.cuh). */

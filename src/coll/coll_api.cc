@@ -58,6 +58,13 @@ size_t ll_rows_wanted(size_t lines) {
 
 /// Checks common to every collective; fills the team.
 Status check_common(const Context &ctx, const char *call, tshmem_team_t team, TeamInfo *info) {
+  // A split team is refused before anything else, on every backend (its handle is valid but unsupported here).
+  TeamInfo probe;
+  if (team_info(ctx, team, call, &probe) == TSHMEM_SUCCESS && !probe.predefined)
+    return set_error(TSHMEM_ERR_INVALID_ARG,
+                     "%s: team %d is a split team; the collectives take TSHMEM_TEAM_WORLD and TSHMEMX_TEAM_NODE only "
+                     "(their synchronisation counters are per predefined team)",
+                     call, static_cast<int>(team));
   if (!ctx.mem->device_memory())
     return set_error(TSHMEM_ERR_CONFIG, "%s: collectives run on the GPU: the %s backend has no GPU heap", call,
                      ctx.mem->name());

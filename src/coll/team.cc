@@ -1,38 +1,201 @@
 #include "coll/team.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "bootstrap/agree.h"
 #include "context.h"
 
 namespace tshmemi {
 
+static_assert(TSHMEMI_TEAM_SLOTS == TSHMEM_MAX_TEAMS, "the device team table holds every team");
+static_assert(TSHMEM_TEAM_WORLD == 0 && TSHMEMX_TEAM_NODE == 2, "NVSHMEM's numbering: handle 1 stays unused");
+
+namespace {
+
+constexpr int kFirstSplitHandle = 3;
+
+bool valid_handle(tshmem_team_t team) { return team >= 0 && team < TSHMEMI_TEAM_SLOTS; }
+
+}  // namespace
+
+void TeamTable::init(const Bootstrap &boot) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  std::fill(std::begin(entries_), std::end(entries_), tshmemi_team_entry{0, 0, 0, -1});
+  std::fill(std::begin(node_local_), std::end(node_local_), false);
+  entries_[TSHMEM_TEAM_WORLD] = {0, 1, boot.size(), boot.rank()};
+  node_local_[TSHMEM_TEAM_WORLD] = boot.local_size() == boot.size();
+  // The node team: this node's PEs, which must be evenly strided to have a (start, stride) form.
+  const std::vector<int> &pes = boot.local_pes();
+  tshmemi_team_entry node{pes.front(), pes.size() > 1 ? pes[1] - pes[0] : 1, static_cast<int>(pes.size()),
+                          boot.local_rank()};
+  for (size_t k = 0; k < pes.size(); ++k)
+    if (pes[k] != node.start + static_cast<int>(k) * node.stride) node.size = -1;
+  entries_[TSHMEMX_TEAM_NODE] = node;
+  node_local_[TSHMEMX_TEAM_NODE] = true;
+  node_pes_ = pe_list(pes);
+}
+
+Status TeamTable::lookup(tshmem_team_t team, const char *call, TeamInfo *out) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (!valid_handle(team) || entries_[team].size == 0)
+    return set_error(TSHMEM_ERR_INVALID_ARG,
+                     "%s: unknown team %d (TSHMEM_TEAM_WORLD = 0, TSHMEMX_TEAM_NODE = 2, or a live handle from "
+                     "tshmem_team_split_strided; destroyed handles are refused)",
+                     call, static_cast<int>(team));
+  const tshmemi_team_entry &e = entries_[team];
+  if (e.size < 0)
+    return set_error(TSHMEM_ERR_CONFIG,
+                     "%s: TSHMEMX_TEAM_NODE: this node's PEs (%s) are not evenly strided; launch PEs in blocks or "
+                     "round-robin per node",
+                     call, node_pes_.c_str());
+  out->start = e.start;
+  out->stride = e.stride;
+  out->size = e.size;
+  out->my_index = e.my_index;
+  out->node_local = node_local_[team];
+  out->predefined = team == TSHMEM_TEAM_WORLD || team == TSHMEMX_TEAM_NODE;
+  return TSHMEM_SUCCESS;
+}
+
+Status TeamTable::free_handle(const char *call, tshmem_team_t *out) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  for (int h = kFirstSplitHandle; h < TSHMEMI_TEAM_SLOTS; ++h)
+    if (entries_[h].size == 0) {
+      *out = h;
+      return TSHMEM_SUCCESS;
+    }
+  return set_error(TSHMEM_ERR_INVALID_ARG,
+                   "%s: this PE already holds %d live split teams, the most TSHMEM_MAX_TEAMS (%d) allows; destroy one "
+                   "first",
+                   call, TSHMEMI_TEAM_SLOTS - kFirstSplitHandle, TSHMEM_MAX_TEAMS);
+}
+
+void TeamTable::set(tshmem_team_t handle, int start, int stride, int size, int my_index, bool node_local) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  entries_[handle] = {start, stride, size, my_index};
+  node_local_[handle] = node_local;
+}
+
+void TeamTable::clear(tshmem_team_t handle) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  entries_[handle] = {0, 0, 0, -1};
+  node_local_[handle] = false;
+}
+
+void TeamTable::snapshot(tshmemi_team_entry out[TSHMEMI_TEAM_SLOTS]) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  std::copy(std::begin(entries_), std::end(entries_), out);
+}
+
 Status team_info(const Context &ctx, tshmem_team_t team, const char *call, TeamInfo *out) {
-  const Bootstrap &boot = *ctx.boot;
+  return ctx.teams.lookup(team, call, out);
+}
+
+namespace {
+
+// The arguments as the symmetry check compares them (CollectiveKind::kTeamSplit): start, stride and size in
+// 16 bits each of `size`, the parent as the exponent of `alignment`. Only locally valid arguments (parent
+// below TSHMEM_MAX_TEAMS, the others below TSHMEM_MAX_PES) must encode exactly.
+void encode_split(tshmem_team_t parent, int start, int stride, int size, CollectiveRequest *r) {
+  auto field = [](int v) { return static_cast<int64_t>(static_cast<uint32_t>(v) & 0xffffu); };
+  r->kind = CollectiveKind::kTeamSplit;
+  r->size = field(start) | field(stride) << 16 | field(size) << 32;
+  r->alignment = valid_handle(parent) ? int64_t{1} << parent : 0;
+}
+
+Status check_split(const TeamInfo &parent_info, tshmem_team_t parent, int start, int stride, int size,
+                   const tshmem_team_t *new_team) {
+  const char *call = "tshmem_team_split_strided";
+  const int n = parent_info.size;
+  if (new_team == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: new_team is NULL", call);
+  if (size < 1) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: size %d: a team has at least 1 PE", call, size);
+  if (stride < 1) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: stride %d: must be at least 1", call, stride);
+  if (start < 0 || start >= n)
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: start %d: outside parent team %d's PE indices [0, %d)", call, start,
+                     static_cast<int>(parent), n);
+  const int64_t last = static_cast<int64_t>(start) + static_cast<int64_t>(size - 1) * stride;
+  if (last >= n)
+    return set_error(
+        TSHMEM_ERR_INVALID_ARG,
+        "%s: start %d, stride %d, size %d: the last member, start + (size - 1) * stride = %lld, is outside "
+        "parent team %d's PE indices [0, %d)",
+        call, start, stride, size, static_cast<long long>(last), static_cast<int>(parent), n);
+  return TSHMEM_SUCCESS;
+}
+
+Status mirror_to_device(Context &ctx) {
+  if (!ctx.device_state) return TSHMEM_SUCCESS;
+  tshmemi_team_entry entries[TSHMEMI_TEAM_SLOTS];
+  ctx.teams.snapshot(entries);
+  return ctx.device_state->upload_teams(entries);
+}
+
+}  // namespace
+
+Status team_split_strided(Context &ctx, tshmem_team_t parent, int start, int stride, int size,
+                          tshmem_team_t *new_team) {
+  const char *call = "tshmem_team_split_strided";
+  // Two threads splitting at once (TSHMEM_THREAD_MULTIPLE) must not pick the same free handle.
+  static std::mutex split_mutex;
+  const std::lock_guard<std::mutex> lock(split_mutex);
+  TeamInfo p;
+  TSHMEM_CHECK(ctx.teams.lookup(parent, call, &p));
+  // Only the parent's members call; the rendezvous is job-wide, so a smaller parent fails here, on each caller
+  // alike, before any PE waits for the others.
+  if (p.size != ctx.boot->size())
+    return set_error(TSHMEM_ERR_INVALID_ARG,
+                     "%s: parent team %d has %d of the job's %d PEs: tshmem splits only teams that span the job (its "
+                     "checked rendezvous is job-wide); split TSHMEM_TEAM_WORLD",
+                     call, static_cast<int>(parent), p.size, ctx.boot->size());
+
+  CollectiveRequest request;
+  encode_split(parent, start, stride, size, &request);
+  Status local = check_split(p, parent, start, stride, size, new_team);
+  const int offset = p.my_index - start;
+  const bool member = local == TSHMEM_SUCCESS && offset >= 0 && offset % stride == 0 && offset / stride < size;
+  tshmem_team_t handle = TSHMEM_TEAM_INVALID;
+  if (member) local = ctx.teams.free_handle(call, &handle);
+  if (local != TSHMEM_SUCCESS) {
+    request.local_status = local;
+    request.local_error = last_error_message();
+  }
+  TSHMEM_CHECK(ctx.heap->agree(request));  // every PE the same verdict, disagreeing PEs named
+
+  if (!member) {
+    *new_team = TSHMEM_TEAM_INVALID;
+    return TSHMEM_SUCCESS;
+  }
+  const int team_start = p.start + start * p.stride, team_stride = p.stride * stride;
+  const std::vector<int> &node = ctx.boot->local_pes();
+  bool node_local = true;
+  for (int k = 0; k < size; ++k)
+    node_local = node_local && std::find(node.begin(), node.end(), team_start + k * team_stride) != node.end();
+  ctx.teams.set(handle, team_start, team_stride, size, offset / stride, node_local);
+  const Status mirrored = mirror_to_device(ctx);
+  if (mirrored != TSHMEM_SUCCESS) {
+    ctx.teams.clear(handle);
+    return mirrored;
+  }
+  *new_team = handle;
+  return TSHMEM_SUCCESS;
+}
+
+Status team_destroy(Context &ctx, tshmem_team_t team) {
+  const char *call = "tshmem_team_destroy";
+  if (team == TSHMEM_TEAM_WORLD || team == TSHMEMX_TEAM_NODE)
+    return set_error(TSHMEM_ERR_INVALID_ARG,
+                     "%s: team %d is predefined (TSHMEM_TEAM_WORLD, TSHMEMX_TEAM_NODE): it "
+                     "lives until tshmem_finalize",
+                     call, static_cast<int>(team));
   TeamInfo info;
-  if (team == TSHMEM_TEAM_WORLD) {
-    info.start = 0;
-    info.stride = 1;
-    info.size = boot.size();
-    info.my_index = boot.rank();
-    info.node_local = boot.local_size() == boot.size();
-  } else if (team == TSHMEMX_TEAM_NODE) {
-    const std::vector<int> &pes = boot.local_pes();
-    info.start = pes.front();
-    info.stride = pes.size() > 1 ? pes[1] - pes[0] : 1;
-    info.size = static_cast<int>(pes.size());
-    info.my_index = boot.local_rank();
-    info.node_local = true;
-    for (size_t k = 0; k < pes.size(); ++k)
-      if (pes[k] != info.start + static_cast<int>(k) * info.stride)
-        return set_error(TSHMEM_ERR_CONFIG,
-                         "%s: TSHMEMX_TEAM_NODE: this node's PEs (%s) are not evenly strided; launch PEs in blocks or "
-                         "round-robin per node",
-                         call, pe_list(pes).c_str());
-  } else {
-    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: unknown team %d (TSHMEM_TEAM_WORLD = 0, TSHMEMX_TEAM_NODE = 2)", call,
+  if (team < kFirstSplitHandle) {
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: team %d is no handle from tshmem_team_split_strided", call,
                      static_cast<int>(team));
   }
-  *out = info;
-  return TSHMEM_SUCCESS;
+  TSHMEM_CHECK(ctx.teams.lookup(team, call, &info));
+  ctx.teams.clear(team);
+  return mirror_to_device(ctx);
 }
 
 }  // namespace tshmemi

@@ -1,8 +1,14 @@
-// The predefined teams on the host: TSHMEM_TEAM_WORLD and TSHMEMX_TEAM_NODE as (start, stride, size).
-// The device side (tshmem/device/impl/team.cuh) derives the same view from the device state.
+// The team table: every team this PE knows as (start, stride, size, my index), indexed by handle. WORLD (0) and
+// NODE (2) are filled at init from the bootstrap, split teams by tshmem_team_split_strided. The device reads a
+// mirror of the same entries (tshmem/device/impl/team.cuh), so the node team has one rule: the host's.
 #pragma once
 
+#include <mutex>
+#include <string>
+
+#include "bootstrap/bootstrap.h"
 #include "common/error.h"
+#include "tshmem/device/state_types.h"
 #include "tshmem/tshmemx.h"
 
 namespace tshmemi {
@@ -16,10 +22,37 @@ struct TeamInfo {
   int size = 0;
   int my_index = -1;
   bool node_local = false;  ///< every member is load/store reachable from this PE
+  bool predefined = false;  ///< WORLD or NODE (the collectives take only these)
 };
 
-/// TSHMEM_ERR_INVALID_ARG naming `call` for an unknown team; TSHMEM_ERR_CONFIG when the node's PEs are not
-/// evenly strided (the node team then has no (start, stride) form).
+class TeamTable {
+ public:
+  /// Fills WORLD and NODE from the bootstrap; every other handle free.
+  void init(const Bootstrap &boot);
+  /// TSHMEM_ERR_INVALID_ARG naming `call` for an unknown or destroyed team; TSHMEM_ERR_CONFIG for the node team
+  /// when the node's PEs are not evenly strided.
+  Status lookup(tshmem_team_t team, const char *call, TeamInfo *out) const;
+  /// The lowest free handle, or TSHMEM_ERR_INVALID_ARG naming `call` and the limit.
+  Status free_handle(const char *call, tshmem_team_t *out) const;
+  /// Records a split team under `handle` (from free_handle) / frees it.
+  void set(tshmem_team_t handle, int start, int stride, int size, int my_index, bool node_local);
+  void clear(tshmem_team_t handle);
+  /// A copy of the entries for the device mirror.
+  void snapshot(tshmemi_team_entry out[TSHMEMI_TEAM_SLOTS]) const;
+
+ private:
+  mutable std::mutex mutex_;  // split/destroy against queries under TSHMEM_THREAD_MULTIPLE
+  tshmemi_team_entry entries_[TSHMEMI_TEAM_SLOTS] = {};
+  bool node_local_[TSHMEMI_TEAM_SLOTS] = {};
+  std::string node_pes_;  ///< this node's PEs, for the message when they are not evenly strided
+};
+
+/// team_info(ctx, team): ctx's table lookup.
 Status team_info(const Context &ctx, tshmem_team_t team, const char *call, TeamInfo *out);
+
+/// The collective split (tshmem_team_split_strided's body); *new_team is set on success only.
+Status team_split_strided(Context &ctx, tshmem_team_t parent, int start, int stride, int size, tshmem_team_t *new_team);
+/// tshmem_team_destroy's body.
+Status team_destroy(Context &ctx, tshmem_team_t team);
 
 }  // namespace tshmemi

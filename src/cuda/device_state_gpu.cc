@@ -21,12 +21,12 @@ class GpuDeviceState final : public DeviceState {
   explicit GpuDeviceState(int device) : device_(device) {}
   ~GpuDeviceState() override {
     registry_withdraw();
-    if (mirror_ != nullptr) {
-      DeviceGuard guard;
-      if (guard.enter(device_) == TSHMEM_SUCCESS) {
-        const cudaError_t rc = cudaFree(mirror_);
-        if (rc != cudaSuccess) TSHMEMI_LOG(kWarn, kLogCuda, "cudaFree(peer table mirror): %s", cudaGetErrorString(rc));
-      }
+    DeviceGuard guard;
+    if (guard.enter(device_) != TSHMEM_SUCCESS) return;
+    for (void *mem : {static_cast<void *>(mirror_), static_cast<void *>(teams_)}) {
+      if (mem == nullptr) continue;
+      const cudaError_t rc = cudaFree(mem);
+      if (rc != cudaSuccess) TSHMEMI_LOG(kWarn, kLogCuda, "cudaFree(device state table): %s", cudaGetErrorString(rc));
     }
   }
 
@@ -38,9 +38,29 @@ class GpuDeviceState final : public DeviceState {
   }
   const uint64_t *mirror() const { return mirror_; }
 
+  /// Allocates the team table and fills it from `ctx`'s (WORLD and NODE at init).
+  Status create_teams(const Context &ctx) {
+    TSHMEM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&teams_), sizeof(tshmemi_team_entry) * TSHMEMI_TEAM_SLOTS));
+    tshmemi_team_entry entries[TSHMEMI_TEAM_SLOTS];
+    ctx.teams.snapshot(entries);
+    return upload_teams(entries);
+  }
+  const tshmemi_team_entry *teams() const { return teams_; }
+
+  // Kernels read the table only between collective calls that change it (split, destroy), so a synchronous copy
+  // on the legacy stream is ordered before any later launch.
+  Status upload_teams(const tshmemi_team_entry *entries) override {
+    DeviceGuard guard;
+    TSHMEM_CHECK(guard.enter(device_));
+    TSHMEM_CUDA_CHECK(
+        cudaMemcpy(teams_, entries, sizeof(tshmemi_team_entry) * TSHMEMI_TEAM_SLOTS, cudaMemcpyHostToDevice));
+    return TSHMEM_SUCCESS;
+  }
+
  private:
   int device_;
   uint64_t *mirror_ = nullptr;
+  tshmemi_team_entry *teams_ = nullptr;
 };
 
 uint64_t timeout_ns(int64_t ms) {
@@ -90,6 +110,8 @@ Status create_device_state(Context &ctx) {
   auto owned = std::make_unique<GpuDeviceState>(ctx.cuda_device);
   TSHMEM_CHECK(owned->upload(peers.bases()));
   state.peer_base_global = owned->mirror();
+  TSHMEM_CHECK(owned->create_teams(ctx));
+  state.reserved[TSHMEMI_STATE_TEAM_TABLE] = reinterpret_cast<uint64_t>(owned->teams());
   ctx.device_state = std::move(owned);  // from here on, teardown withdraws whatever was published
   TSHMEM_CHECK(registry_publish(ctx.cuda_device, state));
   return TSHMEM_SUCCESS;

@@ -123,6 +123,11 @@ Status SymmetricHeap::rendezvous(CollectiveKind kind) {
   return host_rma_ != nullptr ? host_rma_->sync() : TSHMEM_SUCCESS;
 }
 
+Status SymmetricHeap::agree(const CollectiveRequest &request) {
+  const std::lock_guard<std::mutex> collective(collective_mutex_);
+  return check_.agree(request);
+}
+
 Status SymmetricHeap::quiet_all() {
   TSHMEM_CHECK(backend_.quiet());
   return host_rma_ != nullptr ? host_rma_->quiet() : TSHMEM_SUCCESS;

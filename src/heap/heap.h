@@ -24,6 +24,9 @@ class SymmetricHeap {
   Status release(void *ptr);
   /// Collective rendezvous with no allocation (barrier_all, finalize): checked like the others.
   Status rendezvous(CollectiveKind kind);
+  /// Collective: the symmetry check alone for a call that is not the heap's (tshmem_team_split_strided), under
+  /// the same lock and call sequence, so PEs that disagree are named.
+  Status agree(const CollectiveRequest &request);
 
   /// From now on a rendezvous (barrier_all, finalize) and a free complete this PE's puts to other nodes
   /// first, and a rendezvous makes theirs visible here after.

@@ -26,6 +26,7 @@ const char *collective_call_name(CollectiveKind kind) {
     case CollectiveKind::kBarrier: return "tshmem_barrier_all";
     case CollectiveKind::kFinalize: return "tshmem_finalize";
     case CollectiveKind::kMulticast: return "tshmem_init (multicast region)";
+    case CollectiveKind::kTeamSplit: return "tshmem_team_split_strided";
   }
   return "a collective call";
 }
@@ -46,6 +47,12 @@ std::string CollectiveRequest::describe() const {
       return text;
     case CollectiveKind::kBarrier:
     case CollectiveKind::kFinalize: text += "()"; return text;
+    case CollectiveKind::kTeamSplit:
+      text += format("(parent=%d, start=%d, stride=%d, size=%d)",
+                     alignment > 0 ? __builtin_ctzll(static_cast<uint64_t>(alignment)) : -1,
+                     static_cast<int>(size & 0xffff), static_cast<int>(size >> 16 & 0xffff),
+                     static_cast<int>(size >> 32 & 0xffff));
+      return text;
   }
   if (offset >= 0) text += format(" -> offset %lld", static_cast<long long>(offset));
   return text;
@@ -57,7 +64,7 @@ namespace {
 // The request in two words, exact wherever a PE succeeded locally (the only case in which the words
 // decide: any local failure takes the explain path, which compares the full fields). Heaps are below
 // 2^48 bytes (checked at init), so size, offset + 1 and log2(alignment) + 1 fit:
-//   word 0 = size | kind << 48 | status << 51 | (log2(alignment) + 1) << 52     (alignment 0: 0)
+//   word 0 = size | kind << 48 | status << 52 | (log2(alignment) + 1) << 53     (alignment 0: 0; kind: 4 bits)
 //   word 1 = (offset + 1) | (sequence mod 2^15) << 48
 // Two words instead of six halve the allreduce that every collective call pays for.
 constexpr int kPackedWords = 2;
@@ -71,9 +78,10 @@ bool pack_request(uint64_t sequence, const CollectiveRequest &r, int64_t status,
     if ((alignment & (alignment - 1)) != 0) return false;
     align_code = static_cast<uint64_t>(__builtin_ctzll(alignment)) + 1;
   }
+  static_assert(static_cast<uint64_t>(CollectiveKind::kTeamSplit) < 16, "kind has 4 bits");
   if (size > kLow48 || offset_plus_1 > kLow48 || align_code > 63) return false;
-  words[0] = static_cast<int64_t>(size | static_cast<uint64_t>(r.kind) << 48 | static_cast<uint64_t>(status) << 51 |
-                                  align_code << 52);
+  words[0] = static_cast<int64_t>(size | static_cast<uint64_t>(r.kind) << 48 | static_cast<uint64_t>(status) << 52 |
+                                  align_code << 53);
   words[1] = static_cast<int64_t>(offset_plus_1 | (sequence & 0x7fff) << 48);
   return true;
 }
@@ -89,7 +97,7 @@ Status SymmetryCheck::agree(const CollectiveRequest &mine) {
   if (!pack_request(sequence_, mine, status, words)) {
     // Only a locally failed request can fall outside the packing range; make sure it takes the exact path.
     if (status == 0) return set_error(TSHMEM_ERR_INTERNAL, "symmetry check: request outside the packed range");
-    words[0] = static_cast<int64_t>(uint64_t{1} << 51);
+    words[0] = static_cast<int64_t>(uint64_t{1} << 52);
     words[1] = 0;
   }
   // min and max in one call: max(v) = ~min(~v).
@@ -101,7 +109,7 @@ Status SymmetryCheck::agree(const CollectiveRequest &mine) {
   TSHMEM_CHECK(boot_.allreduce(both, reduced, 2 * kPackedWords, ReduceOp::kMin));
   bool all_equal = true;
   for (int i = 0; i < kPackedWords; ++i) all_equal = all_equal && reduced[i] == ~reduced[kPackedWords + i];
-  const bool no_local_failure = (static_cast<uint64_t>(reduced[0]) >> 51 & 1) == 0;  // equal words: same status bit
+  const bool no_local_failure = (static_cast<uint64_t>(reduced[0]) >> 52 & 1) == 0;  // equal words: same status bit
   if (all_equal && no_local_failure) return TSHMEM_SUCCESS;
 #else
   int64_t any_failed = 0;

@@ -24,6 +24,7 @@ enum class CollectiveKind : int64_t {
   kFinalize = 6,
   kMulticast =
       7,  ///< binding the heap to the node's multicast object (src/nvls): size = bytes bound, alignment = granularity
+  kTeamSplit = 8,  ///< tshmem_team_split_strided: size = start | stride << 16 | size << 32, alignment = 1 << parent
 };
 
 const char *collective_call_name(CollectiveKind kind);  // "tshmem_malloc", ...

@@ -1,4 +1,4 @@
-// The exported multicast and team queries. Not collective.
+// The exported multicast and team calls: queries (not collective), split (collective) and destroy.
 #include "coll/team.h"
 #include "context.h"
 #include "tshmem/tshmem.h"
@@ -40,9 +40,23 @@ TSHMEM_API void *tshmemx_mc_ptr(tshmem_team_t team, const void *ptr) {
   TeamInfo info;
   if (!ctx || team_info(*ctx, team, "tshmemx_mc_ptr", &info) != TSHMEM_SUCCESS) return nullptr;
   // The multicast object spans this node's devices: a team reaching beyond the node has no multicast address.
-  if (!ctx->nvls || !info.node_local || info.size != ctx->boot->local_size()) return nullptr;
+  // A split team is no multicast group either: a store through the node's object would reach non-members.
+  if (!ctx->nvls || !info.predefined || !info.node_local || info.size != ctx->boot->local_size()) return nullptr;
   if (!ctx->heap->contains(ptr, 1)) return nullptr;
   return reinterpret_cast<void *>(ctx->nvls->mc_base() + ctx->heap->offset_of(ptr));
+}
+
+TSHMEM_API int tshmem_team_split_strided(tshmem_team_t parent, int start, int stride, int size,
+                                         const tshmem_team_config_t * /*config*/, long /*config_mask*/,
+                                         tshmem_team_t *new_team) {
+  ContextRef ctx = require_context("tshmem_team_split_strided");
+  if (!ctx) return -1;
+  return team_split_strided(*ctx, parent, start, stride, size, new_team) == TSHMEM_SUCCESS ? 0 : -1;
+}
+
+TSHMEM_API void tshmem_team_destroy(tshmem_team_t team) {
+  ContextRef ctx = require_context("tshmem_team_destroy");
+  if (ctx) (void)team_destroy(*ctx, team);
 }
 
 TSHMEM_API const char *tshmemx_mc_status(void) {

@@ -3,11 +3,16 @@
 // destructor withdraws the state from every registered unit and frees the mirror.
 #pragma once
 
+#include "common/error.h"
+#include "tshmem/device/state_types.h"
+
 namespace tshmemi {
 
 class DeviceState {
  public:
   virtual ~DeviceState() = default;
+  /// Replaces the device mirror of the team table (TSHMEMI_STATE_TEAM_TABLE) with `entries`.
+  virtual Status upload_teams(const tshmemi_team_entry *entries) = 0;
 };
 
 }  // namespace tshmemi

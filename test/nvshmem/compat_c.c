@@ -14,6 +14,8 @@ static_assert(NVSHMEM_CMP_EQ == TSHMEM_CMP_EQ && NVSHMEM_CMP_NE == TSHMEM_CMP_NE
               "comparisons");
 static_assert(NVSHMEM_SIGNAL_SET == TSHMEM_SIGNAL_SET && NVSHMEM_SIGNAL_ADD == TSHMEM_SIGNAL_ADD, "signals");
 static_assert(sizeof(nvshmem_team_t) == sizeof(tshmem_team_t), "team type");
+static_assert(sizeof(nvshmem_team_config_t) == sizeof(tshmem_team_config_t) && NVSHMEM_TEAM_NUM_CONTEXTS == 1,
+              "team config");
 static_assert(NVSHMEMX_INIT_WITH_MPI_COMM == TSHMEMX_INIT_WITH_MPI_COMM, "init flag");
 
 /* Every host name an NVSHMEM host program uses, taken by address (a missing mapping fails to link or compile). */
@@ -35,6 +37,8 @@ int nvshmem_compat_names(void *mpi_comm) {
                          (const void *)nvshmem_barrier_all,
                          (const void *)nvshmem_sync_all,
                          (const void *)nvshmem_team_my_pe,
+                         (const void *)nvshmem_team_split_strided,
+                         (const void *)nvshmem_team_destroy,
                          (const void *)nvshmem_team_n_pes,
                          (const void *)nvshmem_global_exit,
                          (const void *)nvshmem_info_get_version,

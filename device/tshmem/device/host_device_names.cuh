@@ -97,8 +97,8 @@ TSHMEMI_HD void tshmem_sync_all(void) {
 
 TSHMEMI_HD int tshmem_team_my_pe(tshmem_team_t team) {
 #ifdef __CUDA_ARCH__
-  if (team != TSHMEM_TEAM_WORLD && team != TSHMEMX_TEAM_NODE) return -1;
-  return tshmem::team_of(team).my_index;
+  const tshmem::team_view v = tshmem::team_any_of(team);
+  return v.size > 0 ? v.my_index : -1;
 #else
   return tshmemi_host_team_my_pe(team);
 #endif
@@ -106,8 +106,8 @@ TSHMEMI_HD int tshmem_team_my_pe(tshmem_team_t team) {
 
 TSHMEMI_HD int tshmem_team_n_pes(tshmem_team_t team) {
 #ifdef __CUDA_ARCH__
-  if (team != TSHMEM_TEAM_WORLD && team != TSHMEMX_TEAM_NODE) return -1;
-  return tshmem::team_of(team).size;
+  const tshmem::team_view v = tshmem::team_any_of(team);
+  return v.size > 0 ? v.size : -1;
 #else
   return tshmemi_host_team_n_pes(team);
 #endif
@@ -115,11 +115,8 @@ TSHMEMI_HD int tshmem_team_n_pes(tshmem_team_t team) {
 
 TSHMEMI_HD int tshmem_team_translate_pe(tshmem_team_t src_team, int src_pe, tshmem_team_t dest_team) {
 #ifdef __CUDA_ARCH__
-  const bool known = (src_team == TSHMEM_TEAM_WORLD || src_team == TSHMEMX_TEAM_NODE) &&
-                     (dest_team == TSHMEM_TEAM_WORLD || dest_team == TSHMEMX_TEAM_NODE);
-  if (!known) return -1;
-  const tshmem::team_view src = tshmem::team_of(src_team), dest = tshmem::team_of(dest_team);
-  if (src_pe < 0 || src_pe >= src.size) return -1;
+  const tshmem::team_view src = tshmem::team_any_of(src_team), dest = tshmem::team_any_of(dest_team);
+  if (src.size <= 0 || dest.size <= 0 || src_pe < 0 || src_pe >= src.size) return -1;
   const int offset = src.pe(src_pe) - dest.start;
   if (offset < 0 || offset % dest.stride != 0 || offset / dest.stride >= dest.size) return -1;
   return offset / dest.stride;

@@ -47,7 +47,7 @@ typedef struct tshmemi_device_state {
   const uint64_t *peer_base_global;   /**< Device-global mirror of peer_base: per-lane PE lookups __ldg it. */
   uint64_t reserved[4];               /**< Room to grow without a layout change; [TSHMEMI_STATE_PROXY_CHANNEL]
                                            is this PE's off-node proxy channel (device address), 0 without;
-                                           the others zero. */
+                                           [TSHMEMI_STATE_TEAM_TABLE] its team table; the others zero. */
   uint64_t peer_base[TSHMEM_MAX_PES]; /**< Where this PE sees each PE's heap; 0 = no load/store path. */
 } tshmemi_device_state;
 
@@ -61,6 +61,19 @@ static_assert(sizeof(tshmemi_device_state) == 96 + 8 * TSHMEM_MAX_PES, "layout f
 
 /** Which reserved word holds the proxy channel (proxy_types.h). */
 #define TSHMEMI_STATE_PROXY_CHANNEL 0
+/** Which reserved word holds the device address of this PE's team table (TSHMEMI_TEAM_SLOTS entries), 0 without. */
+#define TSHMEMI_STATE_TEAM_TABLE 1
+/** Entries of the team table; equals TSHMEM_MAX_TEAMS (checked in src/coll/team.cc). */
+#define TSHMEMI_TEAM_SLOTS 32
+
+/** One team as this PE sees it: member k is PE start + k * stride; my_index -1 when this PE is no member.
+ *  size 0: a free handle; size -1: TSHMEMX_TEAM_NODE whose PEs are not evenly strided (no such form). */
+typedef struct tshmemi_team_entry {
+  int32_t start;
+  int32_t stride;
+  int32_t size;
+  int32_t my_index;
+} tshmemi_team_entry;
 
 #define TSHMEMI_DEVICE_STATE_VERSION \
   ((TSHMEM_DEVICE_STATE_LAYOUT << 16) | ((uint32_t)sizeof(tshmemi_device_state) & 0xffffu))

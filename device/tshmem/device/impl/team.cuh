@@ -1,6 +1,7 @@
-// The predefined teams on the device: member k of a team is PE start + k * stride (src/coll/team.cc is the
-// host twin). TSHMEM_TEAM_WORLD is every PE; TSHMEMX_TEAM_NODE the load/store-reachable PEs (peer_base != 0),
-// which must be evenly strided (the host refuses collectives otherwise).
+// Teams on the device: member k of a team is PE start + k * stride, read from this PE's team table (the host's
+// entries mirrored to device memory, src/coll/team.cc; its address in reserved[TSHMEMI_STATE_TEAM_TABLE]).
+// TSHMEM_TEAM_WORLD needs no table. team_of (the collectives) takes the predefined teams only; team_any_of (the
+// queries) every live team.
 #ifndef TSHMEM_DEVICE_IMPL_TEAM_CUH
 #define TSHMEM_DEVICE_IMPL_TEAM_CUH
 
@@ -21,19 +22,33 @@ struct team_view {
   TSHMEMI_DEVICE int pe(int k) const { return start + k * stride; }
 };
 
-/// The view of a predefined team. World: O(1). Node on a multi-node job: scans the peer table once
-/// (O(n_pes) constant reads); call it once per kernel and pass the view on. An unknown team traps.
+/// The table entry of `team`, or nullptr for a handle outside the table or before init. One global load per field.
+TSHMEMI_DEVICE const tshmemi_team_entry *team_entry(tshmem_team_t team, const tshmemi_device_state &st) {
+  const auto *table = reinterpret_cast<const tshmemi_team_entry *>(st.reserved[TSHMEMI_STATE_TEAM_TABLE]);
+  if (table == nullptr || team < 0 || team >= TSHMEMI_TEAM_SLOTS) return nullptr;
+  return table + team;
+}
+
+/// The view of any live team; size 0 (and my_index -1) for an unknown or destroyed one, or a node team that has
+/// no (start, stride) form. World: O(1) from the state.
+TSHMEMI_DEVICE team_view team_any_of(tshmem_team_t team, const tshmemi_device_state &st = tshmemi::state()) {
+  if (team == TSHMEM_TEAM_WORLD) return team_view{0, 1, st.n_pes, st.my_pe};
+  const tshmemi_team_entry *e = team_entry(team, st);
+  if (e == nullptr) return team_view{0, 1, 0, -1};
+  team_view v{e->start, e->stride, e->size, e->my_index};
+  if (v.size < 0) v = team_view{0, 1, 0, -1};
+  return v;
+}
+
+/// The view of a predefined team, for the collectives (whose counters are per predefined team): a split,
+/// unknown or unusable team traps, naming it.
 TSHMEMI_DEVICE team_view team_of(tshmem_team_t team, const tshmemi_device_state &st = tshmemi::state()) {
-  team_view v{0, 1, st.n_pes, st.my_pe};
-  if (team == TSHMEM_TEAM_WORLD || (team == TSHMEMX_TEAM_NODE && st.local_n_pes == st.n_pes)) return v;
-  if (team != TSHMEMX_TEAM_NODE) tshmemi::trap_bad_operator("tshmem team (unknown team)", team, st.my_pe);
-  int first = -1, second = -1;
-  for (int pe = 0; pe < st.n_pes && second < 0; ++pe)
-    if (st.peer_base[pe] != 0) (first < 0 ? first : second) = pe;
-  v.start = first;
-  v.stride = second > first ? second - first : 1;
-  v.size = st.local_n_pes;
-  v.my_index = (st.my_pe - first) / v.stride;
+  if (team == TSHMEM_TEAM_WORLD || (team == TSHMEMX_TEAM_NODE && st.local_n_pes == st.n_pes))
+    return team_view{0, 1, st.n_pes, st.my_pe};
+  if (team != TSHMEMX_TEAM_NODE)
+    tshmemi::trap_bad_operator("tshmem collective team (TSHMEM_TEAM_WORLD or TSHMEMX_TEAM_NODE only)", team, st.my_pe);
+  const team_view v = team_any_of(team, st);
+  if (v.size <= 0) tshmemi::trap_bad_operator("tshmem collective team (node PEs not evenly strided)", team, st.my_pe);
   return v;
 }
 
