@@ -3,6 +3,7 @@
 // next PE, so with 2 PEs every transfer crosses NVLink and with 1 PE it is a local copy.
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "device_test_util.h"
@@ -68,12 +69,17 @@ struct Case {
   size_t dst_off;
 };
 
-std::vector<Case> cases() {
+/// Every size class with misaligned heads and tails; across nodes (job_spans_nodes) a subset of each class.
+std::vector<Case> cases(bool across_nodes) {
   std::vector<Case> out;
-  const size_t sizes[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 255, 256, 4097, 65537, (1u << 20) + 3};
-  const size_t offs[][2] = {{0, 0}, {1, 1}, {3, 0}, {8, 8}, {0, 5}, {4, 12}};
+  const std::vector<size_t> sizes =
+      across_nodes ? std::vector<size_t>{1, 3, 17, 4097, 65537, (1u << 20) + 3}
+                   : std::vector<size_t>{1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 255, 256, 4097, 65537, (1u << 20) + 3};
+  const std::vector<std::pair<size_t, size_t>> offs =
+      across_nodes ? std::vector<std::pair<size_t, size_t>>{{0, 0}, {1, 1}, {0, 5}}
+                   : std::vector<std::pair<size_t, size_t>>{{0, 0}, {1, 1}, {3, 0}, {8, 8}, {0, 5}, {4, 12}};
   for (size_t s : sizes)
-    for (auto &o : offs) out.push_back({s, o[0], o[1]});
+    for (auto &o : offs) out.push_back({s, o.first, o.second});
   out.push_back({64u << 20, 0, 0});
   out.push_back({(64u << 20) - 13, 5, 3});
   return out;
@@ -90,9 +96,11 @@ TEST_P(DeviceRma, AllSizesAlignmentsAndOps) {
   tshmem_device_test::SymBuffer src(kMaxBytes), dst(kMaxBytes);
   std::vector<unsigned char> host(kMaxBytes);
   const int scope = GetParam();
+  // Across nodes every thread's transfer is a proxy request: fewer threads keep the request count small.
+  const bool across_nodes = tshmem_device_test::job_spans_nodes();
   for (Op op : {Op::kPut, Op::kPutNbi, Op::kGet, Op::kGetNbi}) {
     const bool is_put = op == Op::kPut || op == Op::kPutNbi;
-    for (const Case &c : cases()) {
+    for (const Case &c : cases(across_nodes)) {
       const size_t span = std::min(kMaxBytes, c.dst_off + c.bytes + 64);  // what is written, and a margin
       TSHMEM_CUDA_EXPECT(cudaMemset(dst.get(), 0, span));
       fill_pattern<<<256, 256>>>(src.get<unsigned char>() + c.src_off, c.bytes, me);
@@ -103,8 +111,8 @@ TEST_P(DeviceRma, AllSizesAlignmentsAndOps) {
       unsigned char *d = dst.get<unsigned char>() + c.dst_off;
       const unsigned char *s = src.get<unsigned char>() + c.src_off;
       const int pe = is_put ? next : prev;
-      const unsigned blocks = c.bytes > (1u << 20) ? 32 : 2;
-      if (scope == 0) rma_thread<<<blocks, 128>>>(op, d, s, c.bytes, pe);
+      const unsigned blocks = across_nodes ? 1 : c.bytes > (1u << 20) ? 32 : 2;
+      if (scope == 0) rma_thread<<<blocks, across_nodes ? 32 : 128>>>(op, d, s, c.bytes, pe);
       if (scope == 1) rma_group<tshmem::warp_scope><<<blocks, 128>>>(op, d, s, c.bytes, pe);
       if (scope == 2) rma_group<tshmem::block_scope><<<blocks, 256>>>(op, d, s, c.bytes, pe);
       TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());

@@ -7,7 +7,8 @@
 namespace {
 
 constexpr int kRounds = 200;
-constexpr size_t kWords = 4099;  // odd: a tail after the vector body
+constexpr int kRoundsAcrossNodes = 12;  // see job_spans_nodes()
+constexpr size_t kWords = 4099;         // odd: a tail after the vector body
 
 __device__ unsigned word_of(size_t i, int round, int pe) {
   return static_cast<unsigned>(i * 2654435761u + round * 97 + pe);
@@ -17,13 +18,13 @@ __device__ unsigned word_of(size_t i, int round, int pe) {
 /// ack (an atomic add on the sender's ack word) lets the sender overwrite the data in the next round.
 template <class Scope>
 __global__ void ping_pong(unsigned *data, unsigned *staging, uint64_t *sig, uint64_t *ack, int sig_op, bool nbi,
-                          int next, int prev, int *errors) {
+                          int next, int prev, int round_count, int *errors) {
   const int me = tshmem::my_pe();
   const bool warp_only = std::is_same_v<Scope, tshmem::warp_scope>;
   const bool thread_only = std::is_same_v<Scope, tshmem::thread_scope>;
   if (blockIdx.x == 0) {
     if ((warp_only && threadIdx.x >= 32) || (thread_only && threadIdx.x != 0)) return;
-    for (int r = 1; r <= kRounds; ++r) {
+    for (int r = 1; r <= round_count; ++r) {
       if (r > 1) tshmem::signal_wait_until(ack, TSHMEM_CMP_GE, static_cast<uint64_t>(r - 1));
       if (std::is_same_v<Scope, tshmem::block_scope>) __syncthreads();
       const unsigned rank = thread_only ? 0 : threadIdx.x, size = thread_only ? 1 : (warp_only ? 32 : blockDim.x);
@@ -41,7 +42,7 @@ __global__ void ping_pong(unsigned *data, unsigned *staging, uint64_t *sig, uint
         tshmem::put_signal<Scope>(data, staging, kWords, sig, value, sig_op, next);
     }
   } else if (threadIdx.x == 0) {
-    for (int r = 1; r <= kRounds; ++r) {
+    for (int r = 1; r <= round_count; ++r) {
       tshmem::signal_wait_until(sig, TSHMEM_CMP_GE, static_cast<uint64_t>(r));
       int bad = 0;
       for (size_t i = 0; i < kWords; ++i) bad += data[i] != word_of(i, r, prev);
@@ -65,16 +66,17 @@ TEST_P(DeviceSignal, DataVisibleWithSignal) {
   auto *g = sig.get<uint64_t>();
   auto *a = ack.get<uint64_t>();
   auto *e = errors.get<int>();
-  if (scope == 0) ping_pong<tshmem::thread_scope><<<2, 128>>>(d, s, g, a, sig_op, nbi, next, prev, e);
-  if (scope == 1) ping_pong<tshmem::warp_scope><<<2, 128>>>(d, s, g, a, sig_op, nbi, next, prev, e);
-  if (scope == 2) ping_pong<tshmem::block_scope><<<2, 128>>>(d, s, g, a, sig_op, nbi, next, prev, e);
+  const int round_count = tshmem_device_test::job_spans_nodes() ? kRoundsAcrossNodes : kRounds;
+  if (scope == 0) ping_pong<tshmem::thread_scope><<<2, 128>>>(d, s, g, a, sig_op, nbi, next, prev, round_count, e);
+  if (scope == 1) ping_pong<tshmem::warp_scope><<<2, 128>>>(d, s, g, a, sig_op, nbi, next, prev, round_count, e);
+  if (scope == 2) ping_pong<tshmem::block_scope><<<2, 128>>>(d, s, g, a, sig_op, nbi, next, prev, round_count, e);
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
   int host_errors = -1;
   uint64_t host_sig = 0;
   TSHMEM_CUDA_EXPECT(cudaMemcpy(&host_errors, e, 4, cudaMemcpyDeviceToHost));
   TSHMEM_CUDA_EXPECT(cudaMemcpy(&host_sig, g, 8, cudaMemcpyDeviceToHost));
   EXPECT_EQ(host_errors, 0) << "words seen before their signal";
-  EXPECT_EQ(host_sig, static_cast<uint64_t>(kRounds));
+  EXPECT_EQ(host_sig, static_cast<uint64_t>(round_count));
   tshmem_barrier_all();
 }
 

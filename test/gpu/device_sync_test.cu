@@ -7,9 +7,10 @@
 namespace {
 
 constexpr int kRounds = 100;
+constexpr int kRoundsAcrossNodes = 10;  // see job_spans_nodes()
 
 /// variant 0 thread, 1 warp, 2 block (barrier_all), 3 block (sync_all after quiet), 4 grid.
-__global__ void rounds(int variant, int *slots, int *errors) {
+__global__ void rounds(int variant, int round_count, int *slots, int *errors) {
   const int n = tshmem::n_pes(), me = tshmem::my_pe();
   const bool grid = variant == 4;
   const bool active = grid || blockIdx.x == 0;
@@ -18,7 +19,7 @@ __global__ void rounds(int variant, int *slots, int *errors) {
   if (variant == 1 && threadIdx.x >= 32) return;
   const unsigned rank = variant == 0 ? 0 : variant == 1 ? threadIdx.x : blockIdx.x * blockDim.x + threadIdx.x;
   const unsigned size = variant == 0 ? 1 : variant == 1 ? 32 : (grid ? gridDim.x : 1) * blockDim.x;
-  for (int r = 1; r <= kRounds; ++r) {
+  for (int r = 1; r <= round_count; ++r) {
     for (int pe = static_cast<int>(rank); pe < n; pe += static_cast<int>(size)) tshmem::p(slots + me, r, pe);
     switch (variant) {
       case 0: tshmem::barrier_all<tshmem::thread_scope>(); break;
@@ -48,10 +49,11 @@ class DeviceBarrier : public ::testing::TestWithParam<int> {};
 TEST_P(DeviceBarrier, OrdersWrites) {
   TSHMEM_REQUIRE_GPU();
   tshmem_device_test::SymBuffer slots(4 * 1024), errors(4);
+  const int round_count = tshmem_device_test::job_spans_nodes() ? kRoundsAcrossNodes : kRounds;
   for (int launch = 0; launch < 3; ++launch) {  // epochs carry across kernels
     TSHMEM_CUDA_EXPECT(cudaMemset(slots.get(), 0, 4 * 1024));
     tshmem_barrier_all();
-    rounds<<<GetParam() == 4 ? 4 : 1, 128>>>(GetParam(), slots.get<int>(), errors.get<int>());
+    rounds<<<GetParam() == 4 ? 4 : 1, 128>>>(GetParam(), round_count, slots.get<int>(), errors.get<int>());
     TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
     tshmem_barrier_all();
   }

@@ -45,6 +45,9 @@ class TshmemEnvironment : public ::testing::Environment {
 
 const std::string &skip_reason() { return g_skip_reason; }
 
+// Every node team is smaller than the job exactly when the job spans nodes, so all PEs agree.
+bool job_spans_nodes() { return tshmem_team_n_pes(TSHMEMX_TEAM_NODE) != tshmem_n_pes(); }
+
 void install_environment(int *argc, char ***argv) {
   tshmem_test::install_mpi_environment(argc, argv);
   ::testing::AddGlobalTestEnvironment(new TshmemEnvironment);  // torn down before MPI

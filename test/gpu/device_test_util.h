@@ -19,6 +19,11 @@ const std::string &skip_reason();
 /// Installs MPI, then an environment that runs tshmem_init before the tests and tshmem_finalize after.
 void install_environment(int *argc, char ***argv);
 
+/// True when some PE is on another node (every operation to it goes through the off-node proxy); the same on
+/// every PE. Tests shrink their request counts then: with PEs sharing one GPU, every cross-process dependency
+/// waits for a GPU time slice (about 2 ms on the H200 test host), so the on-node sizes would run for hours.
+bool job_spans_nodes();
+
 /// A symmetric allocation of `bytes`, zeroed on every PE; freed (collectively) at scope exit.
 class SymBuffer {
  public:
