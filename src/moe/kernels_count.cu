@@ -34,6 +34,11 @@ __device__ __forceinline__ void count_entries(const int64_t *__restrict__ idx, i
   }
 }
 
+// The reference's fp32 aux_fi of one count: count * E / (T * num_aux_topk), 0 when the denominator is.
+__device__ __forceinline__ float aux_fi_value(int count, int E, float fi_den) {
+  return fi_den == 0.0f ? 0.0f : (static_cast<float>(count) * static_cast<float>(E)) / fi_den;
+}
+
 // Histogram of idx[0..n) into `counts` (entries -1 skipped, others outside [-1, G) reported) inside one
 // cooperative launch, with no workspace and no memset (a memset is a second launch per call): zero the
 // output, count (shared-memory bins when they fit), grid barrier, flush the bins with atomics (or count into
@@ -77,7 +82,39 @@ __global__ void __launch_bounds__(kThreads) aux_fi_kernel(const int64_t *__restr
   const int64_t gstride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = gtid; e < E; e += gstride) {
     const int c = __ldcg(counts + e);
-    fi[e] = fi_den == 0.0f ? 0.0f : (static_cast<float>(c) * static_cast<float>(E)) / fi_den;
+    fi[e] = aux_fi_value(c, E, fi_den);
+  }
+}
+
+// aux_fi with one grid barrier instead of two, for n < 2^23 entries and at most kArrivalMax blocks: each
+// 32-bit word of the output holds (arrivals << 23) | count while counting. After the barrier (which orders the
+// zeroing before every flush), every block adds (1 << 23) | its bin count to every bin, zero counts included;
+// the atomic's old value tells the last block to arrive at a bin (old >> 23 == grid - 1) the final count
+// (old + its own, low 23 bits; no count reaches 2^23), and that block writes fi in place. All the data are in
+// the atomic word itself, so no fence or second barrier is needed; the counts are integers, so the result is
+// the same as the two-barrier kernel's.
+constexpr int kArrivalShift = 23;
+constexpr int64_t kArrivalMaxCount = (int64_t{1} << kArrivalShift) - 1;
+constexpr unsigned kArrivalMax = 1u << (32 - kArrivalShift);  // 512 blocks
+
+__global__ void __launch_bounds__(kThreads) aux_fi_arrival_kernel(const int64_t *__restrict__ idx, int64_t n, int E,
+                                                                  float *fi, float fi_den, DeviceError *err) {
+  extern __shared__ int bins[];
+  cg::grid_group grid = cg::this_grid();
+  unsigned *words = reinterpret_cast<unsigned *>(fi);
+  const int64_t gtid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t gstride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = gtid; e < E; e += gstride) words[e] = 0u;
+  for (int i = threadIdx.x; i < E; i += blockDim.x) bins[i] = 0;
+  __syncthreads();
+  count_entries(idx, n, E, bins, err, kErrTopkIdxRange);
+  grid.sync();
+  const unsigned last = gridDim.x - 1;
+  for (int i = threadIdx.x; i < E; i += blockDim.x) {
+    const unsigned mine = static_cast<unsigned>(bins[i]);
+    const unsigned old = atomicAdd(words + i, (1u << kArrivalShift) | mine);
+    if ((old >> kArrivalShift) == last)
+      fi[i] = aux_fi_value(static_cast<int>((old & static_cast<unsigned>(kArrivalMaxCount)) + mine), E, fi_den);
   }
 }
 
@@ -231,7 +268,7 @@ Status launch_group_count(const GroupCountArgs &a, const LaunchCtx &c) {
 }
 
 Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
-  // One cooperative kernel: no allocation, no memset.
+  // One cooperative kernel: no allocation, no memset; one grid barrier where the arrival counts fit.
   int64_t n = a.T * a.K;
   int E = static_cast<int>(a.E);
   HistogramLaunch h = histogram_launch(n, a.E, c);
@@ -239,6 +276,12 @@ Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
   float den = static_cast<float>(a.T * a.num_aux_topk);
   const int64_t *idx = a.idx;
   DeviceError *err = c.err;
+  if (h.smem_bins && n <= kArrivalMaxCount && h.grid <= kArrivalMax) {
+    void *args[] = {&idx, &n, &E, &fi, &den, &err};
+    MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(aux_fi_arrival_kernel), dim3(h.grid), dim3(kThreads),
+                                         args, h.smem, c.stream));
+    return kSuccess;
+  }
   void *args[] = {&idx, &n, &E, &h.smem_bins, &fi, &den, &err};
   MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(aux_fi_kernel), dim3(h.grid), dim3(kThreads), args,
                                        h.smem, c.stream));

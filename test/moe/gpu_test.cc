@@ -366,6 +366,36 @@ TEST_F(MoeGpu, MaskAndNormalizeVectorPaths) {
     }
 }
 
+// aux_fi's one-barrier kernel (arrival counts packed above 23-bit counts: n < 2^23, here up to one bin short of
+// it, most entries in one bin) and its two-barrier fallback (n = 2^23 entries; E = 20000 bins, too many for
+// shared memory), over the SM-count overrides (one block: the first arrival is the last).
+TEST_F(MoeGpu, AuxFiBothKernels) {
+  struct Cfg {
+    int64_t T, K, E;
+  };
+  const Cfg cfgs[] = {{(int64_t{1} << 20) - 1, 8, 64}, {int64_t{1} << 20, 8, 64}, {3000, 8, 20000}};
+  std::mt19937 rng(91);
+  for (const Cfg &c : cfgs) {
+    std::vector<int64_t> idx(static_cast<size_t>(c.T * c.K));
+    for (int64_t &v : idx) {
+      const uint32_t r = static_cast<uint32_t>(rng());
+      v = r % 10 < 8 ? 5 : static_cast<int64_t>(r % static_cast<uint32_t>(c.E + 1)) - 1;
+    }
+    Tensor ih = view(idx, TSHMEM_MOE_INT64, {c.T, c.K});
+    Mirror id(ih, 0);
+    Out ref;
+    MOE_OK(tshmem_moe_aux_fi(&ih, c.E, 3, &ref, nullptr));
+    for (int sms : sms_list()) {
+      MOE_OK(tshmem_moe_set_num_sms(sms));
+      Out got;
+      MOE_OK(tshmem_moe_aux_fi(&id, c.E, 3, &got, nullptr));
+      expect_same(ref.t, got.t,
+                  "aux_fi T=" + std::to_string(c.T) + " E=" + std::to_string(c.E) + " sms=" + std::to_string(sms));
+    }
+    MOE_OK(tshmem_moe_set_num_sms(0));
+  }
+}
+
 void free_mapping(tshmem_moe_fused_mapping_t &m) {
   Tensor *all[] = {&m.pos_to_expert, &m.pos_to_token, &m.pos_to_token_topk,    &m.token_topk_to_pos,
                    &m.expert_start,  &m.expert_end,   &m.num_tokens_per_expert};
