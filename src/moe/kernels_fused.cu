@@ -8,10 +8,15 @@ namespace tshmem_moe {
 namespace {
 
 constexpr int kExpandThreads = 128;
-constexpr int kMaxSlots = 32;  // destinations held in shared memory per pass (more are done in passes)
+constexpr int kMaxSlots = 32;  // destinations per pass: one warp compacts them (more are done in passes)
 
-// Block b zeroes fused row b if it is padding, and (b < T) copies x[b] to each of its fused rows.
-// V is the access width (uint4 when rows and bases allow, else narrower).
+// Block b zeroes fused row b if it is padding, and (b < T) copies x[b] to each of its fused rows. V is the
+// access width (uint4 when rows and bases allow, else narrower). One memory round trip before the stores: each
+// thread issues the loads of its first kExpandLoads vectors of the row (and its first sf word) before the
+// positions are known, while warp 0 loads the token's K positions (one per lane, not one after another) and
+// compacts the valid ones into shared memory; after the barrier the row goes to every destination.
+constexpr int kExpandLoads = 8;
+
 template <class V>
 __global__ void __launch_bounds__(kExpandThreads) expand_kernel(const ExpandArgs a, DeviceError *err) {
   __shared__ int64_t dst[kMaxSlots];
@@ -19,40 +24,55 @@ __global__ void __launch_bounds__(kExpandThreads) expand_kernel(const ExpandArgs
   const int64_t b = blockIdx.x;
   const int64_t row_bytes = a.H * a.esize;
   const int64_t nv = row_bytes / static_cast<int64_t>(sizeof(V));
+  const int64_t bd = blockDim.x;
   if (b < a.P && __ldg(a.pos_to_expert + b) < 0) {
     V *o = reinterpret_cast<V *>(static_cast<char *>(a.out) + b * row_bytes);
     V z;
     memset(&z, 0, sizeof z);
-    for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) o[i] = z;
+    for (int64_t i = threadIdx.x; i < nv; i += bd) o[i] = z;
     if (a.sf_out)
-      for (int64_t j = threadIdx.x; j < a.hsf; j += blockDim.x)
-        a.sf_out[a.col_major ? j * a.P4 + b : b * a.hsf + j] = 0u;
+      for (int64_t j = threadIdx.x; j < a.hsf; j += bd) a.sf_out[a.col_major ? j * a.P4 + b : b * a.hsf + j] = 0u;
   }
   if (b >= a.T) return;
   const V *src = reinterpret_cast<const V *>(static_cast<const char *>(a.x) + b * row_bytes);
+  const int lane = static_cast<int>(threadIdx.x & 31);
   for (int64_t k0 = 0; k0 < a.K; k0 += kMaxSlots) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      int m = 0;
-      for (int64_t k = k0; k < a.K && k < k0 + kMaxSlots; ++k) {
-        const int64_t q = __ldg(a.pos + b * a.K + k);
-        if (q >= 0 && q < a.P)
-          dst[m++] = q;
-        else if (q != -1)
+    V r[kExpandLoads];
+#pragma unroll
+    for (int u = 0; u < kExpandLoads; ++u)
+      if (threadIdx.x + u * bd < nv) r[u] = src[threadIdx.x + u * bd];
+    const bool has_sf = a.sf_out && static_cast<int64_t>(threadIdx.x) < a.hsf;
+    const uint32_t s0 = has_sf ? __ldg(a.x_sf + b * a.hsf + threadIdx.x) : 0u;
+    __syncthreads();  // the previous pass's destinations are used
+    if (threadIdx.x < 32) {
+      const int64_t k = k0 + lane;
+      int64_t q = -1;
+      if (k < a.K) {
+        q = __ldg(a.pos + b * a.K + k);
+        if (q < -1 || q >= a.P) {
           record_value_error(err, kErrPosRange, q, b * a.K + k, a.P);
+          q = -1;
+        }
       }
-      ndst = m;
+      const unsigned valid = __ballot_sync(kFullMask, q >= 0);
+      if (q >= 0) dst[__popc(valid & ((1u << lane) - 1u))] = q;
+      if (lane == 0) ndst = __popc(valid);
     }
     __syncthreads();
     const int m = ndst;
-    for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) {
+#pragma unroll
+    for (int u = 0; u < kExpandLoads; ++u)
+      if (threadIdx.x + u * bd < nv)
+        for (int d = 0; d < m; ++d)
+          reinterpret_cast<V *>(static_cast<char *>(a.out) + dst[d] * row_bytes)[threadIdx.x + u * bd] = r[u];
+    for (int64_t i = threadIdx.x + kExpandLoads * bd; i < nv; i += bd) {  // rows beyond the first loads
       const V v = src[i];
       for (int d = 0; d < m; ++d) reinterpret_cast<V *>(static_cast<char *>(a.out) + dst[d] * row_bytes)[i] = v;
     }
     if (a.sf_out)
-      for (int64_t j = threadIdx.x; j < a.hsf; j += blockDim.x) {
-        const uint32_t s = __ldg(a.x_sf + b * a.hsf + j);
-        for (int d = 0; d < m; ++d) a.sf_out[a.col_major ? j * a.P4 + dst[d] : dst[d] * a.hsf + j] = s;
+      for (int64_t j = threadIdx.x; j < a.hsf; j += bd) {
+        const uint32_t sv = j == static_cast<int64_t>(threadIdx.x) ? s0 : __ldg(a.x_sf + b * a.hsf + j);
+        for (int d = 0; d < m; ++d) a.sf_out[a.col_major ? j * a.P4 + dst[d] : dst[d] * a.hsf + j] = sv;
       }
   }
 }

@@ -587,6 +587,56 @@ TEST_F(MoeGpu, ExpandToFused) {
   }
 }
 
+// expand_to_fused's kernel paths: K = 40 (two passes of 32 destinations), rows longer than the 8 vectors per
+// thread loaded before the positions (H = 8200 bf16: 1025 vectors of 16 bytes), 4-byte and 1-byte vectors
+// (H = 6 bf16, H = 7 fp8), and sf rows wider than a block (H = 8200, npc 32: 257 sf words).
+TEST_F(MoeGpu, ExpandToFusedPaths) {
+  struct Cfg {
+    int64_t K, local, H;
+    tshmem_moe_dtype_t dtype;
+  };
+  const Cfg cfgs[] = {{40, 64, 8200, TSHMEM_MOE_BFLOAT16},
+                      {6, 32, 8200, TSHMEM_MOE_BFLOAT16},
+                      {6, 32, 6, TSHMEM_MOE_BFLOAT16},
+                      {40, 64, 7, TSHMEM_MOE_FLOAT8_E4M3},
+                      {6, 32, 8200, TSHMEM_MOE_FLOAT8_E4M3}};
+  uint32_t seed = 500;
+  for (const Cfg &c : cfgs) {
+    int64_t T = 0;
+    std::vector<int64_t> idx = generate_topk_idx(300, c.K, c.local, 2, seed++, &T);
+    Mapping m = host_mapping(idx, T, c.K, c.local, 16);
+    Tensor ph = view(m.pos, TSHMEM_MOE_INT32, {T, c.K}), eh = view(m.pte, TSHMEM_MOE_INT32, {m.P});
+    Mirror pd(ph, 0), ed(eh, 0);
+    const std::string tag = "expand K=" + std::to_string(c.K) + " H=" + std::to_string(c.H);
+    std::mt19937 rng(seed);
+    if (c.dtype == TSHMEM_MOE_BFLOAT16) {
+      std::vector<uint16_t> x(static_cast<size_t>(T * c.H));
+      for (uint16_t &v : x) v = static_cast<uint16_t>(rng());
+      Tensor xh = view(x, TSHMEM_MOE_BFLOAT16, {T, c.H});
+      Mirror xd(xh, 0);
+      Out r, g;
+      MOE_OK(tshmem_moe_expand_to_fused(&xh, &ph, &eh, &r, nullptr));
+      MOE_OK(tshmem_moe_expand_to_fused(&xd, &pd, &ed, &g, nullptr));
+      expect_same(r.t, g.t, tag);
+      continue;
+    }
+    std::vector<uint8_t> x8(static_cast<size_t>(T * c.H));
+    for (uint8_t &v : x8) v = static_cast<uint8_t>(rng());
+    Tensor x8h = view(x8, TSHMEM_MOE_FLOAT8_E4M3, {T, c.H});
+    Mirror x8d(x8h, 0);
+    const int64_t npc = 32, hsf = (c.H + npc - 1) / npc;
+    std::vector<float> sf(static_cast<size_t>(T * hsf));
+    for (float &v : sf) v = std::ldexp(1.0f, static_cast<int>(rng() % 20) - 10);
+    Tensor sfh = view(sf, TSHMEM_MOE_FLOAT32, {T, hsf});
+    Mirror sfd(sfh, 0);
+    Out r1, s1, g1, t1;
+    MOE_OK(tshmem_moe_expand_to_fused_with_sf(&x8h, &sfh, npc, &ph, &eh, 0, &r1, &s1, nullptr));
+    MOE_OK(tshmem_moe_expand_to_fused_with_sf(&x8d, &sfd, npc, &pd, &ed, 0, &g1, &t1, nullptr));
+    expect_same(r1.t, g1.t, tag + " with_sf x");
+    expect_same(s1.t, t1.t, tag + " with_sf sf");
+  }
+}
+
 TEST_F(MoeGpu, ReduceFused) {
   struct Cfg {
     MoeParams mp;
