@@ -17,7 +17,10 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-all}
-case $mode in all | tests | table | diag) ;; *) echo "tilekernels-gpu: mode '$mode' is not all, tests, table or diag" >&2; exit 2 ;; esac
+case $mode in
+  all | tests | table | diag) ;;
+  *) echo "tilekernels-gpu: mode '$mode' is not all, tests, table or diag" >&2; exit 2 ;;
+esac
 carry=$(cd "${2:-$root/.carry}" && pwd) || exit 2
 logs=${OUT:-$root/build/tilekernels}
 mkdir -p "$logs" "$root/build"
@@ -36,7 +39,8 @@ build_only=0
 TSHMEM_PY_BUILD_ONLY=$build_only TSHMEM_PYTEST_ARGS="-rs ${TSHMEM_PYTEST_ARGS:-}" \
   bash "$root/scripts/python-test.sh" "$root/build" > "$logs/python-test.log" 2>&1 || rc=1
 tail -3 "$logs/python-test.log"
-note "== python package: $(grep -E '^[0-9]+ (passed|failed)|(passed|failed).* in [0-9.]+s' "$logs/python-test.log" | tail -1) ($(( $(date +%s) - start )) s, rc so far $rc)"
+counts=$(grep -E '(passed|failed|skipped).* in [0-9.]+s' "$logs/python-test.log" | tail -1)
+note "== python package: ${counts:-no pytest summary (see python-test.log)} ($(( $(date +%s) - start )) s, rc $rc)"
 site=$(bash "$root/scripts/tilekernels-env.sh" "$carry") || exit 1
 export PYTHONPATH="$site:$root/build/python-site:$carry/TileKernels:$root/perftest/moe${PYTHONPATH:+:$PYTHONPATH}"
 note "== carry unpacked: $(( $(date +%s) - t0 )) s since start"

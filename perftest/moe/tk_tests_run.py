@@ -106,12 +106,18 @@ def main():
         f, i, n = job
         print(f'# {f}{"" if n == 1 else f" slice {i + 1}/{n}"}: rc {rc}, {seconds[job]:.0f} s', flush=True)
 
+    t0, last_note = time.time(), time.time()
     while pending or running:
         while pending and len(running) < a.jobs and time.time() < deadline:
             start(pending.pop(0))
         if not running:
             break
         time.sleep(0.5)
+        if time.time() - last_note >= 30:  # progress: tests finished so far, all processes together
+            last_note = time.time()
+            done = sum(max(sum(1 for _ in open(f)) - 1, 0) for f in glob.glob(os.path.join(a.logs, '*.jsonl')))
+            print(f'# {time.time() - t0:.0f} s: {done} tests finished, {len(running)} processes running, '
+                  f'{len(pending)} waiting', flush=True)
         for p in list(running):
             rc = p.poll()
             if rc is not None:
