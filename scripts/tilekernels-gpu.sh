@@ -4,11 +4,12 @@
 # build/tilekernels).
 #   scripts/tilekernels-gpu.sh [all|tests|table|diag] [CARRY]
 #     all    python/tests, then TileKernels' tests/moe (scripts/tilekernels-tests.sh: parallel processes, one
-#            table file | passed | failed | skipped | reasons) while a background process fills tilelang's JIT
-#            cache for the table's TileKernels kernels, then the table (perftest/moe/side_by_side.py: both
+#            table file | passed | failed | skipped | reasons) while in the background the library's GPU tests
+#            of the MoE kernels build and run (ctest -L moe; TK_CTEST=0: not) and a process fills tilelang's
+#            JIT cache for the table's TileKernels kernels, then the table (perftest/moe/side_by_side.py: both
 #            implementations on the same tensors, TileKernels' CUPTI timer, L2 flushed, spec and TileKernels'
 #            benchmark shapes); summary.txt gathers the result lines
-#     tests  python/tests + TileKernels' tests/moe;  table  the package build + the table
+#     tests  python/tests + TileKernels' tests/moe (+ ctest -L moe);  table  the package build + the table
 #     diag   perftest/moe/tk_mapping_diag.py (which inputs make TileKernels' get_fused_mapping fault)
 #     CARRY  default .carry: tilelang-site.tar.xz and TileKernels/ (scripts/tilekernels-prepare.sh made them)
 # Budgets: TK_BUDGET_S (TileKernels' tests, default 240 s), TK_TABLE_BUDGET_S (start no table row after it,
@@ -45,6 +46,22 @@ site=$(bash "$root/scripts/tilekernels-env.sh" "$carry") || exit 1
 export PYTHONPATH="$site:$root/build/python-site:$carry/TileKernels:$root/perftest/moe${PYTHONPATH:+:$PYTHONPATH}"
 note "== carry unpacked: $(( $(date +%s) - t0 )) s since start"
 
+# The library's own GPU tests of the MoE kernels (ctest -L moe: bitwise against the CPU reference, every kernel
+# path), built and run in the background during TileKernels' tests; TK_CTEST=0 leaves them out.
+ctest_pid=
+if { [ "$mode" = all ] || [ "$mode" = tests ]; } && [ "${TK_CTEST:-1}" = 1 ]; then
+  mb="$root/build/moe-gpu"
+  (
+    export PATH=/usr/local/cuda/bin:$PATH
+    [ -x /opt/gcc/bin/g++ ] && export CUDAHOSTCXX=/opt/gcc/bin/g++
+    cmake -S "$root" -B "$mb" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DTSHMEM_ENABLE_CUDA=ON > "$logs/moe-ctest.log" 2>&1 &&
+      cmake --build "$mb" -j 8 --target tshmem_moe_gpu_test tshmem_moe_cpu_test >> "$logs/moe-ctest.log" 2>&1 &&
+      cd "$mb" && timeout $(( ${TK_BUDGET_S:-240} + 60 )) ctest -L moe -j 8 --output-on-failure \
+      >> "$logs/moe-ctest.log" 2>&1
+  ) &
+  ctest_pid=$!
+fi
 warm_pid=
 if [ "$mode" = all ]; then
   rm -rf "$table_cache"
@@ -59,6 +76,11 @@ if [ "$mode" = tests ] || [ "$mode" = all ]; then
   tar -C "$root/build" -czf "$logs/tk-tests-logs.tgz" tk-tests
   sed -n '/^TileKernels tests\/moe/,$p' "$logs/tk-tests.log" | tee -a "$summary"
   note "== TileKernels tests: $(( $(date +%s) - start )) s"
+fi
+if [ -n "$ctest_pid" ]; then
+  wait "$ctest_pid" || rc=1
+  note "== ctest -L moe: $(grep -E 'tests passed|tests failed' "$logs/moe-ctest.log" | tail -1)"
+  grep -E '\(Failed\)|\(Timeout\)|\*\*\*Failed|error:' "$logs/moe-ctest.log" | head -20 | tee -a "$summary"
 fi
 if [ -n "$warm_pid" ]; then
   # The table times kernels: nothing else may run on the GPU then.
