@@ -10,30 +10,54 @@ namespace {
 constexpr int kExpandThreads = 128;
 constexpr int kMaxSlots = 32;  // destinations per pass: one warp compacts them (more are done in passes)
 
-// Block b zeroes fused row b if it is padding, and (b < T) copies x[b] to each of its fused rows. V is the
-// access width (uint4 when rows and bases allow, else narrower). One memory round trip before the stores: each
-// thread issues the loads of its first kExpandLoads vectors of the row (and its first sf word) before the
-// positions are known, while warp 0 loads the token's K positions (one per lane, not one after another) and
-// compacts the valid ones into shared memory; after the barrier the row goes to every destination.
+// Blocks [0, T) copy token b's row x[b] to each of its fused rows; blocks [T, T + ceil(P / kExpandThreads))
+// zero the padding rows (pos_to_expert < 0) of kExpandThreads fused rows each: one coalesced load of their
+// pos_to_expert, then the padding rows among them. (One block per fused row, TileKernels' layout too, spends a
+// block launch and a dependent load on each of the P - T rows that are not padding: 41.5 k of 49.5 k blocks at
+// the spec's shape.) V is the access width (uint4 when rows and bases allow, else narrower).
+//
+// A copy makes one memory round trip before its stores: each thread issues the loads of its first
+// kExpandLoads vectors of the row (and its first sf word) before the positions are known, while warp 0 loads
+// the token's K positions (one per lane, not one after another) and compacts the valid ones into shared
+// memory; after the barrier the row goes to every destination.
 constexpr int kExpandLoads = 8;
+
+template <class V>
+__device__ __forceinline__ void expand_zero_padding(const ExpandArgs &a, int64_t r0) {
+  __shared__ int64_t rows[kExpandThreads];
+  __shared__ int nrows;
+  if (threadIdx.x == 0) nrows = 0;
+  __syncthreads();
+  const int64_t r = r0 + threadIdx.x;
+  if (r < a.P && __ldg(a.pos_to_expert + r) < 0) rows[atomicAdd(&nrows, 1)] = r;  // any order
+  __syncthreads();
+  const int n = nrows;
+  const int64_t row_bytes = a.H * a.esize;
+  const int64_t nv = row_bytes / static_cast<int64_t>(sizeof(V));
+  V z;
+  memset(&z, 0, sizeof z);
+  for (int i = 0; i < n; ++i) {
+    const int64_t b = rows[i];
+    V *o = reinterpret_cast<V *>(static_cast<char *>(a.out) + b * row_bytes);
+    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) o[v] = z;
+    if (a.sf_out)
+      for (int64_t j = threadIdx.x; j < a.hsf; j += blockDim.x)
+        a.sf_out[a.col_major ? j * a.P4 + b : b * a.hsf + j] = 0u;
+  }
+}
 
 template <class V>
 __global__ void __launch_bounds__(kExpandThreads) expand_kernel(const ExpandArgs a, DeviceError *err) {
   __shared__ int64_t dst[kMaxSlots];
   __shared__ int ndst;
   const int64_t b = blockIdx.x;
+  if (b >= a.T) {
+    expand_zero_padding<V>(a, (b - a.T) * kExpandThreads);
+    return;
+  }
   const int64_t row_bytes = a.H * a.esize;
   const int64_t nv = row_bytes / static_cast<int64_t>(sizeof(V));
   const int64_t bd = blockDim.x;
-  if (b < a.P && __ldg(a.pos_to_expert + b) < 0) {
-    V *o = reinterpret_cast<V *>(static_cast<char *>(a.out) + b * row_bytes);
-    V z;
-    memset(&z, 0, sizeof z);
-    for (int64_t i = threadIdx.x; i < nv; i += bd) o[i] = z;
-    if (a.sf_out)
-      for (int64_t j = threadIdx.x; j < a.hsf; j += bd) a.sf_out[a.col_major ? j * a.P4 + b : b * a.hsf + j] = 0u;
-  }
-  if (b >= a.T) return;
   const V *src = reinterpret_cast<const V *>(static_cast<const char *>(a.x) + b * row_bytes);
   const int lane = static_cast<int>(threadIdx.x & 31);
   for (int64_t k0 = 0; k0 < a.K; k0 += kMaxSlots) {
@@ -272,7 +296,7 @@ __global__ void __launch_bounds__(kReduceThreads, 7) reduce_kernel(const ReduceA
 
 template <class V>
 void launch_expand_v(const ExpandArgs &a, const LaunchCtx &c) {
-  const unsigned grid = static_cast<unsigned>(a.T > a.P ? a.T : a.P);
+  const unsigned grid = static_cast<unsigned>(a.T + (a.P + kExpandThreads - 1) / kExpandThreads);
   expand_kernel<V><<<grid, kExpandThreads, 0, c.stream>>>(a, c.err);
 }
 

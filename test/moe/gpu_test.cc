@@ -635,6 +635,16 @@ TEST_F(MoeGpu, ExpandToFusedPaths) {
     expect_same(r1.t, g1.t, tag + " with_sf x");
     expect_same(s1.t, t1.t, tag + " with_sf sf");
   }
+  // T == 0: only padding blocks run (P = 300 rows, all padding: three blocks of 128 rows, the last partial).
+  std::vector<uint16_t> x0;
+  std::vector<int32_t> pos0, pte0(300, -1);
+  Tensor xh = view(x0, TSHMEM_MOE_BFLOAT16, {0, 2048}), ph = view(pos0, TSHMEM_MOE_INT32, {0, 6});
+  Tensor eh = view(pte0, TSHMEM_MOE_INT32, {300});
+  Mirror xd(xh, 0), pd(ph, 0), ed(eh, 0);
+  Out r, g;
+  MOE_OK(tshmem_moe_expand_to_fused(&xh, &ph, &eh, &r, nullptr));
+  MOE_OK(tshmem_moe_expand_to_fused(&xd, &pd, &ed, &g, nullptr));
+  expect_same(r.t, g.t, "expand T=0");
 }
 
 TEST_F(MoeGpu, ReduceFused) {
