@@ -11,26 +11,45 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Grid-stride count of idx[0..n) into `target` (shared or global int bins) with 16-byte loads where aligned.
+// Grid-stride count of idx[0..n) into `target` (shared or global int bins). Each thread takes pairs of entries
+// f, f + stride, ... (stride = 2 x the grid's threads) kCountBatch pairs at a time, and issues all their loads
+// (16 bytes each where the base is aligned and the batch lies inside n, else predicated 8-byte loads) before it
+// counts any: the grid (<= one block per SM: a cooperative launch) covers 67.6 k entries per sweep on an H200,
+// so the 324 k entries of T = 36007 K = 9 were 5 dependent memory round trips one pair at a time, 1 now.
+constexpr int kCountBatch = 8;
+
 __device__ __forceinline__ void count_entries(const int64_t *__restrict__ idx, int64_t n, int G, int *target,
                                               DeviceError *err, int err_code) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * 2;
-  for (int64_t f = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 2; f < n; f += stride) {
-    int64_t v[2];
-    if (f + 1 < n && (reinterpret_cast<uintptr_t>(idx + f) & 15) == 0) {
-      const longlong2 q = __ldg(reinterpret_cast<const longlong2 *>(idx + f));
-      v[0] = q.x, v[1] = q.y;
+  const bool aligned = (reinterpret_cast<uintptr_t>(idx) & 15) == 0;  // then idx + f is, f even
+  for (int64_t f0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 2; f0 < n;
+       f0 += stride * kCountBatch) {
+    int64_t v[kCountBatch][2];
+    if (aligned && f0 + (kCountBatch - 1) * stride + 1 < n) {
+#pragma unroll
+      for (int u = 0; u < kCountBatch; ++u) {
+        const longlong2 q = __ldg(reinterpret_cast<const longlong2 *>(idx + f0 + u * stride));
+        v[u][0] = q.x, v[u][1] = q.y;
+      }
     } else {
-      v[0] = __ldg(idx + f);
-      v[1] = f + 1 < n ? __ldg(idx + f + 1) : -1;
+#pragma unroll
+      for (int u = 0; u < kCountBatch; ++u)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int64_t f = f0 + u * stride + e;
+          v[u][e] = f < n ? __ldg(idx + f) : -1;
+        }
     }
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      if (v[u] >= 0 && v[u] < G)
-        atomicAdd(target + v[u], 1);
-      else if (v[u] != -1)
-        record_value_error(err, err_code, v[u], f + u, G);
-    }
+    for (int u = 0; u < kCountBatch; ++u)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int64_t x = v[u][e];
+        if (x >= 0 && x < G)
+          atomicAdd(target + x, 1);
+        else if (x != -1)
+          record_value_error(err, err_code, x, f0 + u * stride + e, G);
+      }
   }
 }
 
