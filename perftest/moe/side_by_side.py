@@ -146,6 +146,16 @@ def tk_benchmark_rows():
         shape = f'TK T={idx.shape[0]} K={prm["num_topk"]} E={e}'
         rows.append(('get_fused_mapping', shape + ' align=128 P=0',
                      lambda m, idx=idx, e=e: lambda: m.get_fused_mapping(idx, e, 0, 128)))
+        if prm['num_topk'] == 2 and e == 9:  # the smallest of TileKernels' shapes for the small kernels
+            k, n, ranks = prm['num_topk'], e * prm['num_ep_ranks'], prm['num_ep_ranks']
+            w = torch.rand(idx.shape, device='cuda')
+            rows += [
+                ('group_count', shape, lambda m, idx=idx, e=e: lambda: m.group_count(idx, e)),
+                ('aux_fi', shape, lambda m, idx=idx, e=e, k=k: lambda: m.aux_fi(idx, e, k)),
+                ('normalize_weight', shape, lambda m, w=w: lambda: m.normalize_weight(w)),
+                ('mask_indices_by_tp', shape + f' n={n} ep={ranks} tp=2',
+                 lambda m, idx=idx, n=n, ranks=ranks: lambda: m.mask_indices_by_tp(idx, n, ranks, 1, 2)),
+            ]
         if prm['num_topk'] == 6:
             mp = compat_mapping(idx, e)
             x = torch.randn(idx.shape[0], 7168, device='cuda').to(torch.bfloat16)
