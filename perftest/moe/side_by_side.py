@@ -146,6 +146,16 @@ def tk_benchmark_rows():
         shape = f'TK T={idx.shape[0]} K={prm["num_topk"]} E={e}'
         rows.append(('get_fused_mapping', shape + ' align=128 P=0',
                      lambda m, idx=idx, e=e: lambda: m.get_fused_mapping(idx, e, 0, 128)))
+        if prm['num_topk'] == 2 and e == 9:  # the smallest of TileKernels' shapes for the small kernels
+            k, n, ranks = prm['num_topk'], e * prm['num_ep_ranks'], prm['num_ep_ranks']
+            w = torch.rand(idx.shape, device='cuda')
+            rows += [
+                ('group_count', shape, lambda m, idx=idx, e=e: lambda: m.group_count(idx, e)),
+                ('aux_fi', shape, lambda m, idx=idx, e=e, k=k: lambda: m.aux_fi(idx, e, k)),
+                ('normalize_weight', shape, lambda m, w=w: lambda: m.normalize_weight(w)),
+                ('mask_indices_by_tp', shape + f' n={n} ep={ranks} tp=2',
+                 lambda m, idx=idx, n=n, ranks=ranks: lambda: m.mask_indices_by_tp(idx, n, ranks, 1, 2)),
+            ]
         if prm['num_topk'] == 6:
             mp = compat_mapping(idx, e)
             x = torch.randn(idx.shape[0], 7168, device='cuda').to(torch.bfloat16)
@@ -172,27 +182,27 @@ def main():
     ap.add_argument('--no-tk-shapes', action='store_true')
     ap.add_argument('--json', default='')
     ap.add_argument('--budget-s', type=float, default=0, help='stop starting rows after this many seconds')
+    ap.add_argument('--warm-only', action='store_true',
+                    help="call TileKernels' function of each row once, untimed: fills tilelang's JIT cache "
+                         '(TILELANG_CACHE_DIR) for a later table run')
     a = ap.parse_args()
     t_start = time.time()
 
     tk = compat.import_tile_kernels()
     import tshmem_moe
     impls = {'tshmem': tshmem_moe, 'tk': tk.moe}
+    if a.warm_only:
+        return warm(tk, a, t_start)
     print(f'# device {torch.cuda.get_device_name()}; torch {torch.__version__}; tshmem_moe check mode '
           f'{tshmem_moe.get_check_mode()}; kernel_us: do_bench cupti rep={a.rep} (L2 flushed); host_us/b2b_us: '
           f'{a.iters} calls back to back')
-    rows = spec_rows() + ([] if a.no_tk_shapes else tk_benchmark_rows())
-    # TileKernels' get_fused_mapping faulted once at T=34300 K=9 E=4 (tk_mapping_diag.py): its rows go last,
-    # so that a lost CUDA context costs no other row.
-    rows.sort(key=lambda r: r[0] == 'get_fused_mapping')
+    rows = all_rows(a)
     hdr = ('| kernel | shape | tshmem kernel_us | TK kernel_us | ratio | tshmem host_us | TK host_us | ratio | '
            'tshmem b2b_us | TK b2b_us | ratio | timer |')
     print(hdr)
     print('|' + ' --- |' * 2 + ' ---: |' * 9 + ' --- |')
     out = []
     for kernel, shape, make in rows:
-        if a.only and a.only not in kernel:
-            continue
         if a.budget_s and time.time() - t_start > a.budget_s:
             print(f'# --budget-s {a.budget_s:.0f} spent: rows from {kernel} {shape} on not run')
             break
@@ -229,6 +239,31 @@ def main():
         with open(a.json, 'w') as f:
             for r in out:
                 f.write(json.dumps(r) + '\n')
+    return 0
+
+
+def all_rows(a):
+    rows = spec_rows() + ([] if a.no_tk_shapes else tk_benchmark_rows())
+    # TileKernels' get_fused_mapping faulted once at T=34300 K=9 E=4 (tk_mapping_diag.py): its rows go last,
+    # so that a lost CUDA context costs no other row.
+    rows.sort(key=lambda r: r[0] == 'get_fused_mapping')
+    return [r for r in rows if not a.only or a.only in r[0]]
+
+
+def warm(tk, a, t_start):
+    n = 0
+    for kernel, shape, make in all_rows(a):
+        if kernel == 'get_fused_mapping':
+            continue  # it faults at the spec's shape; the table run compiles its two variants itself
+        try:
+            make(tk.moe)()
+            torch.cuda.synchronize()
+            n += 1
+        except Exception as e:  # noqa: BLE001 - the table run reports it
+            print(f'# warm {kernel} {shape}: {type(e).__name__}: {str(e).splitlines()[0][:200]}')
+            if 'illegal memory access' in str(e) or 'CUDA error' in str(e):
+                break
+    print(f'# warmed {n} TileKernels rows in {time.time() - t_start:.0f} s')
     return 0
 
 

@@ -8,10 +8,27 @@ Two uses:
 * a module: ``import_tile_kernels()`` and ``MOE_NAMES`` for ``side_by_side.py``.
 
 TileKernels at its April 2026 head imports ``determine_target`` from ``tilelang.utils.target``, which tilelang
-0.1.15 moved to ``tilelang.backend.target``; ``scripts/tilekernels-tests.sh`` writes the one-line shim module
+0.1.15 moved to ``tilelang.backend.target``; ``scripts/tilekernels-env.sh`` writes the one-line shim module
 into the unpacked tilelang.
+
+What the plugin adds for ``tk_tests_run.py`` (which runs the files as parallel pytest processes):
+* ``TK_SHARD=i/n``: keep the i-th of n contiguous slices of the collected tests (parametrizations are
+  generated with the MoE parameters outermost, so a slice needs few of ``generate_topk_idx``'s compiles);
+* ``TK_RESULTS=FILE``: one JSON line per test as it finishes (outcome, skip reason, seconds), and one with
+  the number collected, so that a process cut off by its time budget still reports what it ran;
+* ``TK_TORCH_CAST=1`` (the runner's default): ``tile_kernels.quant.per_token_cast``, which
+  ``test_expand_to_fused.py`` uses only to make the inputs of ``expand_to_fused_with_sf``, is TileKernels'
+  torch reference ``tile_kernels.torch.cast`` with ``block_size=(1, num_per_channels)`` instead of its
+  tilelang kernel: the same tensors (TileKernels' own ``tests/quant/test_per_token_cast.py`` asserts both
+  equal, values and strides, except unused bytes of packed ue8m0 padding, which both expand implementations
+  copy alike), without 28 tilelang JIT compiles (one per hidden x num_per_channels x sf layout) per process;
+* ``TK_RESERVED_CAP_GB=N``: after a test, give cached GPU memory back when this process holds more than N
+  GiB, so that parallel processes share the one GPU.
 """
+import json
 import os
+import sys
+import time
 
 MOE_NAMES = (
     'topk_gate', 'top2_sum_gate', 'topk_sum_and_topk_group_idx', 'group_count', 'aux_fi', 'normalize_weight',
@@ -52,6 +69,8 @@ def _impl():
 
 # ---- pytest plugin ---------------------------------------------------------------------------------------
 
+_results = None  # TK_RESULTS file
+
 try:
     import pytest
     _last = pytest.hookimpl(trylast=True)
@@ -67,6 +86,74 @@ def pytest_configure(config):
     tk = import_tile_kernels()
     if _impl() == 'tshmem':
         use_tshmem_moe(tk)
+    if os.environ.get('TK_TORCH_CAST', '0') == '1':
+        use_torch_cast(tk)
+    global _results
+    path = os.environ.get('TK_RESULTS')
+    _results = open(path, 'a', buffering=1) if path else None  # noqa: SIM115 - line-buffered, lives as long as pytest
+
+
+def use_torch_cast(tk):
+    """per_token_cast by TileKernels' torch reference (same tensors, no tilelang JIT)."""
+    import tile_kernels.torch as tkt
+
+    def per_token_cast(x, fmt, num_per_channels, x_block_size=None, use_tma_aligned_col_major_sf=False,
+                       round_sf=False, use_packed_ue8m0=False):
+        return tkt.cast(x, fmt, (1, num_per_channels), x_block_size=x_block_size, round_sf=round_sf,
+                        use_tma_aligned_col_major_sf=use_tma_aligned_col_major_sf,
+                        use_packed_ue8m0=use_packed_ue8m0)
+
+    tk.quant.per_token_cast = per_token_cast
+
+
+def _shard():
+    spec = os.environ.get('TK_SHARD', '')
+    if not spec:
+        return None
+    i, n = (int(v) for v in spec.split('/'))
+    if not 0 <= i < n:
+        raise ValueError(f'TK_SHARD = {spec!r}; it must be i/n with 0 <= i < n')
+    return i, n
+
+
+@_last
+def pytest_collection_modifyitems(config, items):
+    shard = _shard()
+    if shard is not None:
+        i, n = shard
+        lo, hi = len(items) * i // n, len(items) * (i + 1) // n
+        drop = items[:lo] + items[hi:]
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+        items[:] = items[lo:hi]
+    if _results:
+        _results.write(json.dumps({'collected': len(items), 'time': time.time()}) + '\n')
+
+
+def pytest_runtest_logreport(report):
+    """One line per test: its call phase, or the setup phase when that did not pass, or a failed teardown."""
+    if _results is None:
+        return
+    if report.when == 'call' or (report.when == 'setup' and report.outcome != 'passed') or \
+            (report.when == 'teardown' and report.outcome == 'failed'):
+        outcome = report.outcome
+        if outcome == 'failed' and report.when != 'call':
+            outcome = 'error'
+        reason = ''
+        if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+            reason = str(report.longrepr[2])
+        elif report.failed:
+            crash = getattr(report.longrepr, 'reprcrash', None)
+            reason = (crash.message if crash else str(report.longrepr).strip().splitlines()[-1]).splitlines()[0][:300]
+        _results.write(json.dumps({'nodeid': report.nodeid, 'outcome': outcome, 'when': report.when,
+                              'reason': reason, 's': round(report.duration, 3)}) + '\n')
+
+
+def pytest_runtest_teardown(item):
+    cap = float(os.environ.get('TK_RESERVED_CAP_GB', '0') or 0)
+    torch = sys.modules.get('torch')  # only when the tests use torch
+    if cap > 0 and torch is not None and torch.cuda.is_available() and torch.cuda.memory_reserved() > cap * 2**30:
+        torch.cuda.empty_cache()
 
 
 def pytest_report_header(config):

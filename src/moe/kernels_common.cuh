@@ -54,6 +54,19 @@ struct FastDiv31 {
   }
 };
 
+// The three divisions of the 32-bit EP/TP transform (mask_by_tp_32 in ops.h) by launch constants, precomputed
+// for tp_fits_32(per_gpu, tp_rank, num_tp_ranks): every divisor, and every dividend there (v, v / per_gpu and
+// v - tp_rank * per_gpu <= v, for ids v < 2^31), is below 2^31.
+struct TpFastDivide {
+  FastDiv31 gpu, tp, dp;
+  static TpFastDivide make(uint32_t per_gpu, uint32_t num_tp_ranks) {
+    return {FastDiv31::make(per_gpu), FastDiv31::make(num_tp_ranks), FastDiv31::make(per_gpu * num_tp_ranks)};
+  }
+  __host__ __device__ uint32_t by_gpu(uint32_t n) const { return gpu.div(n); }
+  __host__ __device__ uint32_t by_tp(uint32_t n) const { return tp.div(n); }
+  __host__ __device__ uint32_t by_dp(uint32_t n) const { return dp.div(n); }
+};
+
 inline unsigned grid_for(int64_t work, int64_t per_block, int64_t cap) {
   int64_t g = (work + per_block - 1) / per_block;
   if (g > cap) g = cap;

@@ -11,27 +11,51 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Grid-stride count of idx[0..n) into `target` (shared or global int bins) with 16-byte loads where aligned.
+// Grid-stride count of idx[0..n) into `target` (shared or global int bins). Each thread takes pairs of entries
+// f, f + stride, ... (stride = 2 x the grid's threads) kCountBatch pairs at a time, and issues all their loads
+// (16 bytes each where the base is aligned and the batch lies inside n, else predicated 8-byte loads) before it
+// counts any: the grid (<= one block per SM: a cooperative launch) covers 67.6 k entries per sweep on an H200,
+// so the 324 k entries of T = 36007 K = 9 were 5 dependent memory round trips one pair at a time, 1 now.
+constexpr int kCountBatch = 8;
+
 __device__ __forceinline__ void count_entries(const int64_t *__restrict__ idx, int64_t n, int G, int *target,
                                               DeviceError *err, int err_code) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * 2;
-  for (int64_t f = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 2; f < n; f += stride) {
-    int64_t v[2];
-    if (f + 1 < n && (reinterpret_cast<uintptr_t>(idx + f) & 15) == 0) {
-      const longlong2 q = __ldg(reinterpret_cast<const longlong2 *>(idx + f));
-      v[0] = q.x, v[1] = q.y;
+  const bool aligned = (reinterpret_cast<uintptr_t>(idx) & 15) == 0;  // then idx + f is, f even
+  for (int64_t f0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 2; f0 < n;
+       f0 += stride * kCountBatch) {
+    int64_t v[kCountBatch][2];
+    if (aligned && f0 + (kCountBatch - 1) * stride + 1 < n) {
+#pragma unroll
+      for (int u = 0; u < kCountBatch; ++u) {
+        const longlong2 q = __ldg(reinterpret_cast<const longlong2 *>(idx + f0 + u * stride));
+        v[u][0] = q.x, v[u][1] = q.y;
+      }
     } else {
-      v[0] = __ldg(idx + f);
-      v[1] = f + 1 < n ? __ldg(idx + f + 1) : -1;
+#pragma unroll
+      for (int u = 0; u < kCountBatch; ++u)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int64_t f = f0 + u * stride + e;
+          v[u][e] = f < n ? __ldg(idx + f) : -1;
+        }
     }
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      if (v[u] >= 0 && v[u] < G)
-        atomicAdd(target + v[u], 1);
-      else if (v[u] != -1)
-        record_value_error(err, err_code, v[u], f + u, G);
-    }
+    for (int u = 0; u < kCountBatch; ++u)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int64_t x = v[u][e];
+        if (x >= 0 && x < G)
+          atomicAdd(target + x, 1);
+        else if (x != -1)
+          record_value_error(err, err_code, x, f0 + u * stride + e, G);
+      }
   }
+}
+
+// The reference's fp32 aux_fi of one count: count * E / (T * num_aux_topk), 0 when the denominator is.
+__device__ __forceinline__ float aux_fi_value(int count, int E, float fi_den) {
+  return fi_den == 0.0f ? 0.0f : (static_cast<float>(count) * static_cast<float>(E)) / fi_den;
 }
 
 // Histogram of idx[0..n) into `counts` (entries -1 skipped, others outside [-1, G) reported) inside one
@@ -77,7 +101,39 @@ __global__ void __launch_bounds__(kThreads) aux_fi_kernel(const int64_t *__restr
   const int64_t gstride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t e = gtid; e < E; e += gstride) {
     const int c = __ldcg(counts + e);
-    fi[e] = fi_den == 0.0f ? 0.0f : (static_cast<float>(c) * static_cast<float>(E)) / fi_den;
+    fi[e] = aux_fi_value(c, E, fi_den);
+  }
+}
+
+// aux_fi with one grid barrier instead of two, for n < 2^23 entries and at most kArrivalMax blocks: each
+// 32-bit word of the output holds (arrivals << 23) | count while counting. After the barrier (which orders the
+// zeroing before every flush), every block adds (1 << 23) | its bin count to every bin, zero counts included;
+// the atomic's old value tells the last block to arrive at a bin (old >> 23 == grid - 1) the final count
+// (old + its own, low 23 bits; no count reaches 2^23), and that block writes fi in place. All the data are in
+// the atomic word itself, so no fence or second barrier is needed; the counts are integers, so the result is
+// the same as the two-barrier kernel's.
+constexpr int kArrivalShift = 23;
+constexpr int64_t kArrivalMaxCount = (int64_t{1} << kArrivalShift) - 1;
+constexpr unsigned kArrivalMax = 1u << (32 - kArrivalShift);  // 512 blocks
+
+__global__ void __launch_bounds__(kThreads) aux_fi_arrival_kernel(const int64_t *__restrict__ idx, int64_t n, int E,
+                                                                  float *fi, float fi_den, DeviceError *err) {
+  extern __shared__ int bins[];
+  cg::grid_group grid = cg::this_grid();
+  unsigned *words = reinterpret_cast<unsigned *>(fi);
+  const int64_t gtid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t gstride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = gtid; e < E; e += gstride) words[e] = 0u;
+  for (int i = threadIdx.x; i < E; i += blockDim.x) bins[i] = 0;
+  __syncthreads();
+  count_entries(idx, n, E, bins, err, kErrTopkIdxRange);
+  grid.sync();
+  const unsigned last = gridDim.x - 1;
+  for (int i = threadIdx.x; i < E; i += blockDim.x) {
+    const unsigned mine = static_cast<unsigned>(bins[i]);
+    const unsigned old = atomicAdd(words + i, (1u << kArrivalShift) | mine);
+    if ((old >> kArrivalShift) == last)
+      fi[i] = aux_fi_value(static_cast<int>((old & static_cast<unsigned>(kArrivalMaxCount)) + mine), E, fi_den);
   }
 }
 
@@ -92,12 +148,87 @@ __global__ void __launch_bounds__(kThreads)
   for (int k = 0; k < K; ++k) out[t * K + k] = __ldg(row + k) / d;  // IEEE division, not a reciprocal
 }
 
+// normalize_weight for 16-byte aligned rows of K <= kNormalizeMaxK: a block stages the weights of its
+// kNormalizeTokens tokens (one contiguous span of tokens * K floats) in shared memory with 16-byte loads, all
+// issued before any use (one memory round trip per block, instead of K dependent loads per thread), each
+// thread normalises its token there (the same arithmetic: 1e-20f seed, sequential sum, IEEE division), and the
+// block writes the span back with 16-byte stores. A span starts at token * K floats, 16-byte aligned when the
+// base is (kNormalizeTokens * K * 4 is a multiple of 16).
+constexpr int kNormalizeTokens = 128;
+constexpr int kNormalizeMaxK = 64;  // 32 KiB of shared memory per block
+
+__global__ void __launch_bounds__(kNormalizeTokens)
+    normalize_tile_kernel(const float *__restrict__ w, int64_t T, int K, float *__restrict__ den,
+                          float *__restrict__ out) {
+  extern __shared__ float tile[];
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * kNormalizeTokens;
+  const int tokens = static_cast<int>(T - t0 < kNormalizeTokens ? T - t0 : kNormalizeTokens);
+  const int n = tokens * K, n4 = n / 4;
+  const float4 *src4 = reinterpret_cast<const float4 *>(w + t0 * K);
+  constexpr int U = 4;  // loads in flight per thread before the first shared-memory store (K = 9: 2.25 needed)
+  for (int i0 = threadIdx.x; i0 < n4; i0 += U * kNormalizeTokens) {
+    float4 r[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (i0 + u * kNormalizeTokens < n4) r[u] = __ldg(src4 + i0 + u * kNormalizeTokens);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (i0 + u * kNormalizeTokens < n4) reinterpret_cast<float4 *>(tile)[i0 + u * kNormalizeTokens] = r[u];
+  }
+  for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormalizeTokens) tile[i] = __ldg(w + t0 * K + i);
+  __syncthreads();
+  if (static_cast<int>(threadIdx.x) < tokens) {
+    float *row = tile + threadIdx.x * K;
+    float d = 1e-20f;
+    for (int k = 0; k < K; ++k) d = d + row[k];
+    den[t0 + threadIdx.x] = d;
+    for (int k = 0; k < K; ++k) row[k] = row[k] / d;  // IEEE division, not a reciprocal
+  }
+  __syncthreads();
+  float4 *dst4 = reinterpret_cast<float4 *>(out + t0 * K);
+  for (int i = threadIdx.x; i < n4; i += kNormalizeTokens) dst4[i] = reinterpret_cast<const float4 *>(tile)[i];
+  for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormalizeTokens) out[t0 * K + i] = tile[i];
+}
+
 template <class I>
 __global__ void __launch_bounds__(kThreads) mask_tp_kernel(const I *__restrict__ in, I *__restrict__ out, int64_t n,
                                                            int64_t per_gpu, int64_t tp_rank, int64_t num_tp) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     out[i] = static_cast<I>(mask_by_tp(static_cast<int64_t>(__ldg(in + i)), per_gpu, tp_rank, num_tp));
+}
+
+// mask_indices_by_tp for 16-byte aligned input and output, when 32 bits hold the transform (tp_fits_32): one
+// 16-byte load and store per thread (2 int64 or 4 int32 ids), a grid that covers the tensor once (no grid-stride
+// second round trip), divisions by multiply-high. Ids of 2^31 and above (int64 only) take the 64-bit transform.
+template <class I>
+__global__ void __launch_bounds__(kThreads)
+    mask_tp_vec_kernel(const I *__restrict__ in, I *__restrict__ out, int64_t n, int64_t per_gpu, int64_t tp_rank,
+                       int64_t num_tp, TpFastDivide div) {
+  constexpr int V = 16 / sizeof(I);
+  const int64_t i0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V;
+  if (i0 >= n) return;
+  I v[V];
+  if (i0 + V <= n) {
+    const uint4 q = __ldg(reinterpret_cast<const uint4 *>(in + i0));
+    memcpy(v, &q, sizeof q);
+  } else {
+    for (int u = 0; u < V; ++u) v[u] = i0 + u < n ? __ldg(in + i0 + u) : I(-1);
+  }
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const int64_t x = static_cast<int64_t>(v[u]);
+    v[u] = static_cast<I>(x < 0             ? -1
+                          : x <= 0x7fffffff ? mask_by_tp_32(x, per_gpu, tp_rank, num_tp, div)
+                                            : mask_by_tp(x, per_gpu, tp_rank, num_tp));
+  }
+  if (i0 + V <= n) {
+    uint4 q;
+    memcpy(&q, v, sizeof q);
+    *reinterpret_cast<uint4 *>(out + i0) = q;
+  } else {
+    for (int u = 0; u < V && i0 + u < n; ++u) out[i0 + u] = v[u];
+  }
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -156,7 +287,7 @@ Status launch_group_count(const GroupCountArgs &a, const LaunchCtx &c) {
 }
 
 Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
-  // One cooperative kernel: no allocation, no memset.
+  // One cooperative kernel: no allocation, no memset; one grid barrier where the arrival counts fit.
   int64_t n = a.T * a.K;
   int E = static_cast<int>(a.E);
   HistogramLaunch h = histogram_launch(n, a.E, c);
@@ -164,6 +295,12 @@ Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
   float den = static_cast<float>(a.T * a.num_aux_topk);
   const int64_t *idx = a.idx;
   DeviceError *err = c.err;
+  if (h.smem_bins && n <= kArrivalMaxCount && h.grid <= kArrivalMax) {
+    void *args[] = {&idx, &n, &E, &fi, &den, &err};
+    MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(aux_fi_arrival_kernel), dim3(h.grid), dim3(kThreads),
+                                         args, h.smem, c.stream));
+    return kSuccess;
+  }
   void *args[] = {&idx, &n, &E, &h.smem_bins, &fi, &den, &err};
   MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(aux_fi_kernel), dim3(h.grid), dim3(kThreads), args,
                                        h.smem, c.stream));
@@ -171,14 +308,36 @@ Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
 }
 
 Status launch_normalize_weight(const NormalizeArgs &a, const LaunchCtx &c) {
+  const bool aligned = (reinterpret_cast<uintptr_t>(a.w) | reinterpret_cast<uintptr_t>(a.out)) % 16 == 0;
+  if (aligned && a.K <= kNormalizeMaxK) {
+    const unsigned grid = grid_for(a.T, kNormalizeTokens, INT32_MAX);
+    const size_t smem = static_cast<size_t>(kNormalizeTokens) * static_cast<size_t>(a.K) * sizeof(float);
+    normalize_tile_kernel<<<grid, kNormalizeTokens, smem, c.stream>>>(a.w, a.T, static_cast<int>(a.K), a.den, a.out);
+    return kSuccess;
+  }
   const unsigned grid = grid_for(a.T, kThreads, INT32_MAX);
   normalize_kernel<<<grid, kThreads, 0, c.stream>>>(a.w, a.T, static_cast<int>(a.K), a.den, a.out);
   return kSuccess;
 }
 
 Status launch_mask_indices_by_tp(const MaskTpArgs &a, const LaunchCtx &c) {
-  const unsigned grid = grid_for(a.numel, kThreads * 4, 8 * static_cast<int64_t>(c.num_sms));
   const int64_t per_gpu = a.n / a.num_ep_ranks;
+  const bool aligned = (reinterpret_cast<uintptr_t>(a.in) | reinterpret_cast<uintptr_t>(a.out)) % 16 == 0;
+  if (aligned && tp_fits_32(per_gpu, a.tp_rank, a.num_tp_ranks)) {
+    const TpFastDivide div = TpFastDivide::make(static_cast<uint32_t>(per_gpu), static_cast<uint32_t>(a.num_tp_ranks));
+    const int64_t per_thread = a.is64 ? 2 : 4;
+    const unsigned grid = grid_for(a.numel, kThreads * per_thread, INT32_MAX);
+    if (a.is64)
+      mask_tp_vec_kernel<int64_t><<<grid, kThreads, 0, c.stream>>>(static_cast<const int64_t *>(a.in),
+                                                                   static_cast<int64_t *>(a.out), a.numel, per_gpu,
+                                                                   a.tp_rank, a.num_tp_ranks, div);
+    else
+      mask_tp_vec_kernel<int32_t><<<grid, kThreads, 0, c.stream>>>(static_cast<const int32_t *>(a.in),
+                                                                   static_cast<int32_t *>(a.out), a.numel, per_gpu,
+                                                                   a.tp_rank, a.num_tp_ranks, div);
+    return kSuccess;
+  }
+  const unsigned grid = grid_for(a.numel, kThreads * 4, 8 * static_cast<int64_t>(c.num_sms));
   if (a.is64)
     mask_tp_kernel<int64_t><<<grid, kThreads, 0, c.stream>>>(
         static_cast<const int64_t *>(a.in), static_cast<int64_t *>(a.out), a.numel, per_gpu, a.tp_rank, a.num_tp_ranks);

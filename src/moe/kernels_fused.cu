@@ -8,51 +8,95 @@ namespace tshmem_moe {
 namespace {
 
 constexpr int kExpandThreads = 128;
-constexpr int kMaxSlots = 32;  // destinations held in shared memory per pass (more are done in passes)
+constexpr int kMaxSlots = 32;  // destinations per pass: one warp compacts them (more are done in passes)
 
-// Block b zeroes fused row b if it is padding, and (b < T) copies x[b] to each of its fused rows.
-// V is the access width (uint4 when rows and bases allow, else narrower).
+// Blocks [0, T) copy token b's row x[b] to each of its fused rows; blocks [T, T + ceil(P / kExpandThreads))
+// zero the padding rows (pos_to_expert < 0) of kExpandThreads fused rows each: one coalesced load of their
+// pos_to_expert, then the padding rows among them. (One block per fused row, TileKernels' layout too, spends a
+// block launch and a dependent load on each of the P - T rows that are not padding: 41.5 k of 49.5 k blocks at
+// the spec's shape.) V is the access width (uint4 when rows and bases allow, else narrower).
+//
+// A copy makes one memory round trip before its stores: each thread issues the loads of its first
+// kExpandLoads vectors of the row (and its first sf word) before the positions are known, while warp 0 loads
+// the token's K positions (one per lane, not one after another) and compacts the valid ones into shared
+// memory; after the barrier the row goes to every destination.
+constexpr int kExpandLoads = 8;
+
+template <class V>
+__device__ __forceinline__ void expand_zero_padding(const ExpandArgs &a, int64_t r0) {
+  __shared__ int64_t rows[kExpandThreads];
+  __shared__ int nrows;
+  if (threadIdx.x == 0) nrows = 0;
+  __syncthreads();
+  const int64_t r = r0 + threadIdx.x;
+  if (r < a.P && __ldg(a.pos_to_expert + r) < 0) rows[atomicAdd(&nrows, 1)] = r;  // any order
+  __syncthreads();
+  const int n = nrows;
+  const int64_t row_bytes = a.H * a.esize;
+  const int64_t nv = row_bytes / static_cast<int64_t>(sizeof(V));
+  V z;
+  memset(&z, 0, sizeof z);
+  for (int i = 0; i < n; ++i) {
+    const int64_t b = rows[i];
+    V *o = reinterpret_cast<V *>(static_cast<char *>(a.out) + b * row_bytes);
+    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) o[v] = z;
+    if (a.sf_out)
+      for (int64_t j = threadIdx.x; j < a.hsf; j += blockDim.x)
+        a.sf_out[a.col_major ? j * a.P4 + b : b * a.hsf + j] = 0u;
+  }
+}
+
 template <class V>
 __global__ void __launch_bounds__(kExpandThreads) expand_kernel(const ExpandArgs a, DeviceError *err) {
   __shared__ int64_t dst[kMaxSlots];
   __shared__ int ndst;
   const int64_t b = blockIdx.x;
+  if (b >= a.T) {
+    expand_zero_padding<V>(a, (b - a.T) * kExpandThreads);
+    return;
+  }
   const int64_t row_bytes = a.H * a.esize;
   const int64_t nv = row_bytes / static_cast<int64_t>(sizeof(V));
-  if (b < a.P && __ldg(a.pos_to_expert + b) < 0) {
-    V *o = reinterpret_cast<V *>(static_cast<char *>(a.out) + b * row_bytes);
-    V z;
-    memset(&z, 0, sizeof z);
-    for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) o[i] = z;
-    if (a.sf_out)
-      for (int64_t j = threadIdx.x; j < a.hsf; j += blockDim.x)
-        a.sf_out[a.col_major ? j * a.P4 + b : b * a.hsf + j] = 0u;
-  }
-  if (b >= a.T) return;
+  const int64_t bd = blockDim.x;
   const V *src = reinterpret_cast<const V *>(static_cast<const char *>(a.x) + b * row_bytes);
+  const int lane = static_cast<int>(threadIdx.x & 31);
   for (int64_t k0 = 0; k0 < a.K; k0 += kMaxSlots) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      int m = 0;
-      for (int64_t k = k0; k < a.K && k < k0 + kMaxSlots; ++k) {
-        const int64_t q = __ldg(a.pos + b * a.K + k);
-        if (q >= 0 && q < a.P)
-          dst[m++] = q;
-        else if (q != -1)
+    V r[kExpandLoads];
+#pragma unroll
+    for (int u = 0; u < kExpandLoads; ++u)
+      if (threadIdx.x + u * bd < nv) r[u] = src[threadIdx.x + u * bd];
+    const bool has_sf = a.sf_out && static_cast<int64_t>(threadIdx.x) < a.hsf;
+    const uint32_t s0 = has_sf ? __ldg(a.x_sf + b * a.hsf + threadIdx.x) : 0u;
+    __syncthreads();  // the previous pass's destinations are used
+    if (threadIdx.x < 32) {
+      const int64_t k = k0 + lane;
+      int64_t q = -1;
+      if (k < a.K) {
+        q = __ldg(a.pos + b * a.K + k);
+        if (q < -1 || q >= a.P) {
           record_value_error(err, kErrPosRange, q, b * a.K + k, a.P);
+          q = -1;
+        }
       }
-      ndst = m;
+      const unsigned valid = __ballot_sync(kFullMask, q >= 0);
+      if (q >= 0) dst[__popc(valid & ((1u << lane) - 1u))] = q;
+      if (lane == 0) ndst = __popc(valid);
     }
     __syncthreads();
     const int m = ndst;
-    for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) {
+#pragma unroll
+    for (int u = 0; u < kExpandLoads; ++u)
+      if (threadIdx.x + u * bd < nv)
+        for (int d = 0; d < m; ++d)
+          reinterpret_cast<V *>(static_cast<char *>(a.out) + dst[d] * row_bytes)[threadIdx.x + u * bd] = r[u];
+    for (int64_t i = threadIdx.x + kExpandLoads * bd; i < nv; i += bd) {  // rows beyond the first loads
       const V v = src[i];
       for (int d = 0; d < m; ++d) reinterpret_cast<V *>(static_cast<char *>(a.out) + dst[d] * row_bytes)[i] = v;
     }
     if (a.sf_out)
-      for (int64_t j = threadIdx.x; j < a.hsf; j += blockDim.x) {
-        const uint32_t s = __ldg(a.x_sf + b * a.hsf + j);
-        for (int d = 0; d < m; ++d) a.sf_out[a.col_major ? j * a.P4 + dst[d] : dst[d] * a.hsf + j] = s;
+      for (int64_t j = threadIdx.x; j < a.hsf; j += bd) {
+        const uint32_t sv = j == static_cast<int64_t>(threadIdx.x) ? s0 : __ldg(a.x_sf + b * a.hsf + j);
+        for (int d = 0; d < m; ++d) a.sf_out[a.col_major ? j * a.P4 + dst[d] : dst[d] * a.hsf + j] = sv;
       }
   }
 }
@@ -119,52 +163,78 @@ __device__ __forceinline__ void store8(void *y, int64_t off, const float (&v)[8]
   }
 }
 
-// Rows of one chunk in flight at once: every load of a batch is issued before the first fmaf, so a thread
-// keeps up to 8 (bf16) or 4 (fp32, twice the bytes) 16-byte loads outstanding instead of 2. The fmaf order is
-// still slot order, so the result is unchanged bit for bit.
+// reduce_fused, one block per token. Warp 0 first compacts the token's valid slots (position >= 0) into shared
+// memory in slot order, with their scales (weight, times x_sf). The rows are then read in passes over the
+// thread's 8-element chunks, each pass issuing 8 loads of 16 bytes before the first fmaf, whatever the number of
+// valid slots m: B slots of G chunks at once with G * B = 8 (bf16; fp32 chunks are two loads: G * B = 4), by
+// m (block-uniform): (8, 1) for m <= 1, (2, 4) for m <= 4, (1, 8) above (fp32: (4, 1), (1, 4)); a pass of
+// (4, 2) would need 32 more accumulator registers than the others. A token with one valid slot (most tokens of an
+// expert-parallel rank: 1.1 of K = 6 on average at TileKernels' benchmark shapes) loads 8 chunks at once; one with m =
+// 6 loads 6 slots of one chunk. Results are bit-for-bit those of the slot-order loop: acc = fmaf(x, s, acc) from 0 over
+// the valid slots in slot order, then * sf, then the cast. (The earlier kernel kept only one chunk's valid slots in
+// flight, about 1.2 loads per thread at those shapes: bound by latency, 1.19-1.24x TileKernels' time there.)
 template <bool BF16>
-constexpr int kReduceBatch = BF16 ? 8 : 4;
+constexpr int kLoadsPerPass = BF16 ? 8 : 4;  // chunk loads (16 bytes bf16, 32 bytes fp32) in flight per thread
+constexpr int kReduceThreads = 128;
 
-// One block per token; each thread owns 8-element chunks and accumulates over the slots in slot order with
-// fmaf (bit-exact with the reference), then scales by sf and casts.
-template <bool BF16, int OUT>
-__global__ void __launch_bounds__(128) reduce_kernel(const ReduceArgs a, DeviceError *err) {
-  extern __shared__ char smem[];
-  int *pos = reinterpret_cast<int *>(smem);
-  float *scale = reinterpret_cast<float *>(smem + a.K * sizeof(int));
-  const int64_t t = blockIdx.x;
-  for (int64_t k = threadIdx.x; k < a.K; k += blockDim.x) {
-    int64_t p = __ldg(a.pos + t * a.K + k);
-    if (p < -1 || p >= a.P) {
-      record_value_error(err, kErrPosRange, p, t * a.K + k, a.P);
-      p = -1;
+// Chunks c0 + u * stride (u < G) of the token's output, m >= 1 valid slots, in batches of B slots.
+template <bool BF16, int OUT, int G, int B>
+__device__ __forceinline__ void reduce_chunks(const ReduceArgs &a, int64_t t, int64_t c0, int64_t stride,
+                                              int64_t chunks, const int *pos, const float *scale, int m, float gsf) {
+  float acc[G][8];
+#pragma unroll
+  for (int u = 0; u < G; ++u)
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[u][i] = 0.0f;
+  for (int j = 0; j < m; j += B) {
+    Raw8<BF16> r[B][G];
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      const int p = pos[j + b < m ? j + b : j];  // in the list; an unused slot loads nothing
+#pragma unroll
+      for (int u = 0; u < G; ++u)
+        if (j + b < m && c0 + u * stride < chunks) r[b][u] = load8<BF16>(a.x, p * a.H + (c0 + u * stride) * 8);
     }
-    float s = a.w ? __ldg(a.w + t * a.K + k) : 1.0f;
-    if (p >= 0 && a.x_sf) s = s * __ldg(a.x_sf + p);
-    pos[k] = static_cast<int>(p);
-    scale[k] = s;
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      if (j + b >= m) break;
+      const float s = scale[j + b];
+#pragma unroll
+      for (int u = 0; u < G; ++u)
+        if (c0 + u * stride < chunks) fma8<BF16>(r[b][u], s, acc[u]);
+    }
   }
-  __syncthreads();
-  const float gsf = a.sf ? __ldg(a.sf) : 1.0f;
-  const int64_t chunks = a.H / 8;
-  const int K = static_cast<int>(a.K);
-  constexpr int B = kReduceBatch<BF16>;
-  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+#pragma unroll
+  for (int u = 0; u < G; ++u) {
+    const int64_t c = c0 + u * stride;
+    if (c >= chunks) break;
+    if (a.sf) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[u][i] = acc[u][i] * gsf;
+    }
+    store8<OUT>(a.out, t * a.H + c * 8, acc[u]);
+  }
+}
+
+// The same for m <= 1: all G chunks' loads first, then each chunk is fmaf(x, s, 0), scaled and stored.
+template <bool BF16, int OUT, int G>
+__device__ __forceinline__ void reduce_chunks_single(const ReduceArgs &a, int64_t t, int64_t c0, int64_t stride,
+                                                     int64_t chunks, const int *pos, const float *scale, int m,
+                                                     float gsf) {
+  Raw8<BF16> r[G];
+  const int p = m > 0 ? pos[0] : 0;
+#pragma unroll
+  for (int u = 0; u < G; ++u)
+    if (m > 0 && c0 + u * stride < chunks) r[u] = load8<BF16>(a.x, p * a.H + (c0 + u * stride) * 8);
+  const float s = m > 0 ? scale[0] : 0.0f;
+#pragma unroll
+  for (int u = 0; u < G; ++u) {
+    const int64_t c = c0 + u * stride;
+    if (c >= chunks) break;
     float acc[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) acc[i] = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += B) {
-      Raw8<BF16> r[B];
-#pragma unroll
-      for (int j = 0; j < B; ++j) {
-        const int p = k0 + j < K ? pos[k0 + j] : -1;
-        if (p >= 0) r[j] = load8<BF16>(a.x, p * a.H + c * 8);
-      }
-#pragma unroll
-      for (int j = 0; j < B; ++j) {
-        if (k0 + j < K && pos[k0 + j] >= 0) fma8<BF16>(r[j], scale[k0 + j], acc);
-      }
-    }
+    if (m > 0) fma8<BF16>(r[u], s, acc);
     if (a.sf) {
 #pragma unroll
       for (int i = 0; i < 8; ++i) acc[i] = acc[i] * gsf;
@@ -173,16 +243,67 @@ __global__ void __launch_bounds__(128) reduce_kernel(const ReduceArgs a, DeviceE
   }
 }
 
+template <bool BF16, int OUT>
+__global__ void __launch_bounds__(kReduceThreads, 7) reduce_kernel(const ReduceArgs a, DeviceError *err) {
+  extern __shared__ char smem[];
+  int *pos = reinterpret_cast<int *>(smem);
+  float *scale = reinterpret_cast<float *>(smem + a.K * sizeof(int));
+  __shared__ int valid_slots;
+  const int64_t t = blockIdx.x;
+  if (threadIdx.x < 32) {  // blockDim.x >= 32: H % 256 == 0
+    const int lane = static_cast<int>(threadIdx.x);
+    int m = 0;
+    for (int64_t k0 = 0; k0 < a.K; k0 += 32) {
+      const int64_t k = k0 + lane;
+      int64_t p = -1;
+      float s = 1.0f;
+      if (k < a.K) {
+        p = __ldg(a.pos + t * a.K + k);
+        if (a.w) s = __ldg(a.w + t * a.K + k);  // issued with the position's load
+        if (p < -1 || p >= a.P) {
+          record_value_error(err, kErrPosRange, p, t * a.K + k, a.P);
+          p = -1;
+        }
+        if (p >= 0 && a.x_sf) s = s * __ldg(a.x_sf + p);
+      }
+      const unsigned valid = __ballot_sync(kFullMask, p >= 0);
+      if (p >= 0) {
+        const int at = m + __popc(valid & ((1u << lane) - 1u));
+        pos[at] = static_cast<int>(p);
+        scale[at] = s;
+      }
+      m += __popc(valid);
+    }
+    if (lane == 0) valid_slots = m;
+  }
+  __syncthreads();
+  const int m = valid_slots;
+  const float gsf = a.sf ? __ldg(a.sf) : 1.0f;
+  const int64_t chunks = a.H / 8;
+  const int64_t stride = blockDim.x;
+  constexpr int L = kLoadsPerPass<BF16>;
+  if (m <= 1) {
+    for (int64_t c0 = threadIdx.x; c0 < chunks; c0 += stride * L)
+      reduce_chunks_single<BF16, OUT, L>(a, t, c0, stride, chunks, pos, scale, m, gsf);
+  } else if (!BF16 || m <= 4) {
+    for (int64_t c0 = threadIdx.x; c0 < chunks; c0 += stride * (L / 4))
+      reduce_chunks<BF16, OUT, L / 4, 4>(a, t, c0, stride, chunks, pos, scale, m, gsf);
+  } else if constexpr (BF16) {
+    for (int64_t c0 = threadIdx.x; c0 < chunks; c0 += stride)
+      reduce_chunks<BF16, OUT, 1, 8>(a, t, c0, stride, chunks, pos, scale, m, gsf);
+  }
+}
+
 template <class V>
 void launch_expand_v(const ExpandArgs &a, const LaunchCtx &c) {
-  const unsigned grid = static_cast<unsigned>(a.T > a.P ? a.T : a.P);
+  const unsigned grid = static_cast<unsigned>(a.T + (a.P + kExpandThreads - 1) / kExpandThreads);
   expand_kernel<V><<<grid, kExpandThreads, 0, c.stream>>>(a, c.err);
 }
 
 template <bool BF16>
 void launch_reduce_in(const ReduceArgs &a, const LaunchCtx &c, size_t smem) {
   const unsigned grid = static_cast<unsigned>(a.T);
-  const int threads = a.H / 8 >= 128 ? 128 : static_cast<int>(a.H / 8);
+  const int threads = a.H / 8 >= kReduceThreads ? kReduceThreads : static_cast<int>(a.H / 8);  // H % 256 == 0
   switch (a.out_dtype) {
     case TSHMEM_MOE_FLOAT32: reduce_kernel<BF16, 0><<<grid, threads, smem, c.stream>>>(a, c.err); break;
     case TSHMEM_MOE_BFLOAT16: reduce_kernel<BF16, 1><<<grid, threads, smem, c.stream>>>(a, c.err); break;

@@ -148,15 +148,6 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (g < G && q == 0 && rank < ntg) out[t * ntg + rank] = g;
 }
 
-// The masking transform's three divisions by launch constants, precomputed (every dividend there is below
-// 2^31 in its 32-bit form: v, v / per_gpu, and v - tp_rank * per_gpu <= v).
-struct TpFastDivide {
-  FastDiv31 gpu, tp, dp;
-  __host__ __device__ uint32_t by_gpu(uint32_t n) const { return gpu.div(n); }
-  __host__ __device__ uint32_t by_tp(uint32_t n) const { return tp.div(n); }
-  __host__ __device__ uint32_t by_dp(uint32_t n) const { return dp.div(n); }
-};
-
 struct Top2Params {
   Top2GateArgs a;
   int64_t per_rank;
@@ -170,8 +161,7 @@ Top2Params make_top2_params(const Top2GateArgs &a) {
   prm.per_rank = (a.R + a.D - 1) / a.num_ep_ranks;
   prm.tp32 = tp_fits_32(prm.per_rank, a.tp_rank, a.num_tp_ranks);
   if (prm.tp32) {
-    const uint32_t per = static_cast<uint32_t>(prm.per_rank), ntp = static_cast<uint32_t>(a.num_tp_ranks);
-    prm.tp_div = {FastDiv31::make(per), FastDiv31::make(ntp), FastDiv31::make(per * ntp)};
+    prm.tp_div = TpFastDivide::make(static_cast<uint32_t>(prm.per_rank), static_cast<uint32_t>(a.num_tp_ranks));
   }
   return prm;
 }

@@ -294,6 +294,108 @@ TEST_F(MoeGpu, CountsUniqueMaskNormalize) {
   }
 }
 
+// A view of elements [1, 1 + n) of a mirrored buffer: 4 or 8 bytes off 16-byte alignment, so the kernels take
+// their element-wise fallbacks.
+Tensor shifted(const Tensor &whole, std::initializer_list<int64_t> shape) {
+  Tensor v = whole;
+  v.data = static_cast<char *>(whole.data) + tshmem_moe_dtype_size(whole.dtype);
+  v.ndim = static_cast<int>(shape.size());
+  int i = 0;
+  for (int64_t s : shape) v.shape[i++] = s;
+  for (int d = v.ndim - 1, st = 1; d >= 0; st *= static_cast<int>(v.shape[d]), --d) v.strides[d] = st;
+  return v;
+}
+
+// mask_indices_by_tp's 16-byte kernel (int64 and int32, a tail shorter than a vector, ids of 2^31 and above
+// with the 32-bit transform otherwise) and its element-wise fallback (a misaligned view); normalize_weight's
+// shared-memory tile kernel (K from 1 to its limit 64, a partial last block) and its fallback (K = 65, a
+// misaligned view).
+TEST_F(MoeGpu, MaskAndNormalizeVectorPaths) {
+  std::mt19937 rng(77);
+  for (int64_t count : {1, 3, 1001, 65539}) {
+    // n = 2^33 ids over 8192 EP ranks: per_gpu = 2^20 fits the 32-bit transform, ids reach 2^33.
+    for (int64_t n : {int64_t{256}, int64_t{1} << 33}) {
+      const int64_t ranks = n == 256 ? 64 : 8192;
+      std::vector<int64_t> v64(static_cast<size_t>(count + 1));
+      for (int64_t &v : v64) v = static_cast<int64_t>(rng() % 1000 == 0 ? -1 : (uint64_t{rng()} << 32 | rng()) % n);
+      std::vector<int32_t> v32(v64.size());
+      for (size_t i = 0; i < v64.size(); ++i) v32[i] = static_cast<int32_t>(v64[i] % 256);
+      Tensor h64 = view(v64, TSHMEM_MOE_INT64, {count + 1}), h32 = view(v32, TSHMEM_MOE_INT32, {count + 1});
+      Mirror d64(h64, 0), d32(h32, 0);
+      for (int64_t tpn : {1, 2, 8}) {
+        const int64_t tp = tpn - 1;
+        const std::string tag = "mask count=" + std::to_string(count) + " n=" + std::to_string(n);
+        for (int off : {0, 1}) {
+          Tensor a64 = off ? shifted(h64, {count}) : view(v64, TSHMEM_MOE_INT64, {count});
+          Tensor b64 = off ? shifted(d64.d, {count}) : d64.d;
+          b64.shape[0] = count;
+          Out r, g;
+          MOE_OK(tshmem_moe_mask_indices_by_tp(&a64, n, ranks, tp, tpn, &r, nullptr));
+          MOE_OK(tshmem_moe_mask_indices_by_tp(&b64, n, ranks, tp, tpn, &g, nullptr));
+          expect_same(r.t, g.t, tag + " int64 off=" + std::to_string(off));
+          if (n != 256) continue;
+          Tensor a32 = off ? shifted(h32, {count}) : view(v32, TSHMEM_MOE_INT32, {count});
+          Tensor b32 = off ? shifted(d32.d, {count}) : d32.d;
+          b32.shape[0] = count;
+          Out r2, g2;
+          MOE_OK(tshmem_moe_mask_indices_by_tp(&a32, n, ranks, tp, tpn, &r2, nullptr));
+          MOE_OK(tshmem_moe_mask_indices_by_tp(&b32, n, ranks, tp, tpn, &g2, nullptr));
+          expect_same(r2.t, g2.t, tag + " int32 off=" + std::to_string(off));
+        }
+      }
+    }
+  }
+  for (int64_t K : {1, 3, 9, 64, 65})
+    for (int64_t T : {1, 127, 129, 1000}) {
+      std::vector<float> w(static_cast<size_t>(T * K + 1));
+      for (float &x : w) x = static_cast<float>(rng() % 1000003) / 1000003.0f;
+      Tensor wh = view(w, TSHMEM_MOE_FLOAT32, {T * K + 1});
+      Mirror wd(wh, 0);
+      for (int off : {0, 1}) {
+        Tensor a = off ? shifted(wh, {T, K}) : view(w, TSHMEM_MOE_FLOAT32, {T, K});
+        Tensor b = shifted(wd.d, {T, K});
+        if (!off) b.data = wd.d.data;
+        Out rd, rn, gd, gn;
+        MOE_OK(tshmem_moe_normalize_weight(&a, &rd, &rn, nullptr));
+        MOE_OK(tshmem_moe_normalize_weight(&b, &gd, &gn, nullptr));
+        const std::string tag =
+            "normalize K=" + std::to_string(K) + " T=" + std::to_string(T) + " off=" + std::to_string(off);
+        expect_same(rd.t, gd.t, tag + " denominator");
+        expect_same(rn.t, gn.t, tag);
+      }
+    }
+}
+
+// aux_fi's one-barrier kernel (arrival counts packed above 23-bit counts: n < 2^23, here up to one bin short of
+// it, most entries in one bin) and its two-barrier fallback (n = 2^23 entries; E = 20000 bins, too many for
+// shared memory), over the SM-count overrides (one block: the first arrival is the last).
+TEST_F(MoeGpu, AuxFiBothKernels) {
+  struct Cfg {
+    int64_t T, K, E;
+  };
+  const Cfg cfgs[] = {{(int64_t{1} << 20) - 1, 8, 64}, {int64_t{1} << 20, 8, 64}, {3000, 8, 20000}};
+  std::mt19937 rng(91);
+  for (const Cfg &c : cfgs) {
+    std::vector<int64_t> idx(static_cast<size_t>(c.T * c.K));
+    for (int64_t &v : idx) {
+      const uint32_t r = static_cast<uint32_t>(rng());
+      v = r % 10 < 8 ? 5 : static_cast<int64_t>(r % static_cast<uint32_t>(c.E + 1)) - 1;
+    }
+    Tensor ih = view(idx, TSHMEM_MOE_INT64, {c.T, c.K});
+    Mirror id(ih, 0);
+    Out ref;
+    MOE_OK(tshmem_moe_aux_fi(&ih, c.E, 3, &ref, nullptr));
+    for (int sms : sms_list()) {
+      MOE_OK(tshmem_moe_set_num_sms(sms));
+      Out got;
+      MOE_OK(tshmem_moe_aux_fi(&id, c.E, 3, &got, nullptr));
+      expect_same(ref.t, got.t,
+                  "aux_fi T=" + std::to_string(c.T) + " E=" + std::to_string(c.E) + " sms=" + std::to_string(sms));
+    }
+    MOE_OK(tshmem_moe_set_num_sms(0));
+  }
+}
+
 void free_mapping(tshmem_moe_fused_mapping_t &m) {
   Tensor *all[] = {&m.pos_to_expert, &m.pos_to_token, &m.pos_to_token_topk,    &m.token_topk_to_pos,
                    &m.expert_start,  &m.expert_end,   &m.num_tokens_per_expert};
@@ -485,6 +587,66 @@ TEST_F(MoeGpu, ExpandToFused) {
   }
 }
 
+// expand_to_fused's kernel paths: K = 40 (two passes of 32 destinations), rows longer than the 8 vectors per
+// thread loaded before the positions (H = 8200 bf16: 1025 vectors of 16 bytes), 4-byte and 1-byte vectors
+// (H = 6 bf16, H = 7 fp8), and sf rows wider than a block (H = 8200, npc 32: 257 sf words).
+TEST_F(MoeGpu, ExpandToFusedPaths) {
+  struct Cfg {
+    int64_t K, local, H;
+    tshmem_moe_dtype_t dtype;
+  };
+  const Cfg cfgs[] = {{40, 64, 8200, TSHMEM_MOE_BFLOAT16},
+                      {6, 32, 8200, TSHMEM_MOE_BFLOAT16},
+                      {6, 32, 6, TSHMEM_MOE_BFLOAT16},
+                      {40, 64, 7, TSHMEM_MOE_FLOAT8_E4M3},
+                      {6, 32, 8200, TSHMEM_MOE_FLOAT8_E4M3}};
+  uint32_t seed = 500;
+  for (const Cfg &c : cfgs) {
+    int64_t T = 0;
+    std::vector<int64_t> idx = generate_topk_idx(300, c.K, c.local, 2, seed++, &T);
+    Mapping m = host_mapping(idx, T, c.K, c.local, 16);
+    Tensor ph = view(m.pos, TSHMEM_MOE_INT32, {T, c.K}), eh = view(m.pte, TSHMEM_MOE_INT32, {m.P});
+    Mirror pd(ph, 0), ed(eh, 0);
+    const std::string tag = "expand K=" + std::to_string(c.K) + " H=" + std::to_string(c.H);
+    std::mt19937 rng(seed);
+    if (c.dtype == TSHMEM_MOE_BFLOAT16) {
+      std::vector<uint16_t> x(static_cast<size_t>(T * c.H));
+      for (uint16_t &v : x) v = static_cast<uint16_t>(rng());
+      Tensor xh = view(x, TSHMEM_MOE_BFLOAT16, {T, c.H});
+      Mirror xd(xh, 0);
+      Out r, g;
+      MOE_OK(tshmem_moe_expand_to_fused(&xh, &ph, &eh, &r, nullptr));
+      MOE_OK(tshmem_moe_expand_to_fused(&xd, &pd, &ed, &g, nullptr));
+      expect_same(r.t, g.t, tag);
+      continue;
+    }
+    std::vector<uint8_t> x8(static_cast<size_t>(T * c.H));
+    for (uint8_t &v : x8) v = static_cast<uint8_t>(rng());
+    Tensor x8h = view(x8, TSHMEM_MOE_FLOAT8_E4M3, {T, c.H});
+    Mirror x8d(x8h, 0);
+    const int64_t npc = 32, hsf = (c.H + npc - 1) / npc;
+    std::vector<float> sf(static_cast<size_t>(T * hsf));
+    for (float &v : sf) v = std::ldexp(1.0f, static_cast<int>(rng() % 20) - 10);
+    Tensor sfh = view(sf, TSHMEM_MOE_FLOAT32, {T, hsf});
+    Mirror sfd(sfh, 0);
+    Out r1, s1, g1, t1;
+    MOE_OK(tshmem_moe_expand_to_fused_with_sf(&x8h, &sfh, npc, &ph, &eh, 0, &r1, &s1, nullptr));
+    MOE_OK(tshmem_moe_expand_to_fused_with_sf(&x8d, &sfd, npc, &pd, &ed, 0, &g1, &t1, nullptr));
+    expect_same(r1.t, g1.t, tag + " with_sf x");
+    expect_same(s1.t, t1.t, tag + " with_sf sf");
+  }
+  // T == 0: only padding blocks run (P = 300 rows, all padding: three blocks of 128 rows, the last partial).
+  std::vector<uint16_t> x0;
+  std::vector<int32_t> pos0, pte0(300, -1);
+  Tensor xh = view(x0, TSHMEM_MOE_BFLOAT16, {0, 2048}), ph = view(pos0, TSHMEM_MOE_INT32, {0, 6});
+  Tensor eh = view(pte0, TSHMEM_MOE_INT32, {300});
+  Mirror xd(xh, 0), pd(ph, 0), ed(eh, 0);
+  Out r, g;
+  MOE_OK(tshmem_moe_expand_to_fused(&xh, &ph, &eh, &r, nullptr));
+  MOE_OK(tshmem_moe_expand_to_fused(&xd, &pd, &ed, &g, nullptr));
+  expect_same(r.t, g.t, "expand T=0");
+}
+
 TEST_F(MoeGpu, ReduceFused) {
   struct Cfg {
     MoeParams mp;
@@ -527,6 +689,52 @@ TEST_F(MoeGpu, ReduceFused) {
                             std::to_string(fp8) + " w=" + std::to_string(with_w) + " xsf=" + std::to_string(with_sf));
           }
   }
+}
+
+// The reduce kernel picks its pass by the token's number of valid slots m (0, 1, 2-4, 5 and more; fp32: 0-1,
+// 2 and more) and compacts slots per 32: token t has m = t % (K + 1) valid slots at scattered slot indices,
+// for K = 9 and K = 40, and H whose chunk count is not a multiple of the pass width (288 chunks at H = 2304:
+// 2.25 per thread) or below a block (32 chunks at H = 256, one warp).
+TEST_F(MoeGpu, ReduceFusedEveryValidSlotCount) {
+  uint32_t seed = 400;
+  for (int64_t K : {9, 40})
+    for (int64_t H : {256, 2304, 7168}) {
+      if (K == 40 && H == 7168) continue;  // keeps the CPU reference time modest
+      const int64_t T = 3 * (K + 1) + 5, P = 97;
+      std::mt19937 rng(seed++);
+      std::vector<int32_t> pos(static_cast<size_t>(T * K), -1);
+      for (int64_t t = 0; t < T; ++t) {
+        std::vector<int64_t> slots(static_cast<size_t>(K));
+        for (int64_t k = 0; k < K; ++k) slots[static_cast<size_t>(k)] = k;
+        std::shuffle(slots.begin(), slots.end(), rng);
+        for (int64_t i = 0; i < t % (K + 1); ++i)
+          pos[static_cast<size_t>(t * K + slots[static_cast<size_t>(i)])] = static_cast<int32_t>(rng() % P);
+      }
+      std::vector<float> xf = randn(static_cast<size_t>(P * H), seed), w(static_cast<size_t>(T * K));
+      std::vector<float> xsf = randn(static_cast<size_t>(P), seed + 1), sf = {0.75f};
+      for (float &v : w) v = static_cast<float>(rng() % 65536) / 65536.0f;
+      std::vector<uint16_t> xb(xf.size());
+      for (size_t i = 0; i < xf.size(); ++i) {
+        uint32_t u;
+        std::memcpy(&u, &xf[i], 4);
+        xb[i] = static_cast<uint16_t>(u >> 16);
+      }
+      Tensor ph = view(pos, TSHMEM_MOE_INT32, {T, K}), xfh = view(xf, TSHMEM_MOE_FLOAT32, {P, H});
+      Tensor xbh = view(xb, TSHMEM_MOE_BFLOAT16, {P, H}), wh = view(w, TSHMEM_MOE_FLOAT32, {T, K});
+      Tensor xsfh = view(xsf, TSHMEM_MOE_FLOAT32, {P}), sfh = view(sf, TSHMEM_MOE_FLOAT32, {1});
+      Mirror pd(ph, 0), xfd(xfh, 0), xbd(xbh, 0), wd(wh, 0), xsfd(xsfh, 0), sfd(sfh, 0);
+      for (int bf : {0, 1})
+        for (int fp8 : {0, 1}) {
+          Out r, g;
+          MOE_OK(tshmem_moe_reduce_fused(bf ? &xbh : &xfh, &xsfh, &wh, &ph, fp8 ? "e4m3" : "", fp8 ? &sfh : nullptr, &r,
+                                         nullptr));
+          MOE_OK(tshmem_moe_reduce_fused(bf ? &xbd : &xfd, &xsfd, &wd, &pd, fp8 ? "e4m3" : "", fp8 ? &sfd : nullptr, &g,
+                                         nullptr));
+          expect_same(r.t, g.t,
+                      "reduce K=" + std::to_string(K) + " H=" + std::to_string(H) + " bf16=" + std::to_string(bf) +
+                          " fp8=" + std::to_string(fp8));
+        }
+    }
 }
 
 TEST_F(MoeGpu, ValueErrorsAreReportedNotUndefined) {
