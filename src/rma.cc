@@ -89,8 +89,8 @@ extern "C" {
 TSHMEM_API void *tshmem_ptr(const void *dest, int pe) {
   ContextRef ctx = require_context("tshmem_ptr");
   if (!ctx || check_pe(*ctx, "tshmem_ptr", pe) != TSHMEM_SUCCESS) return nullptr;
-  if (!ctx->heap->contains(dest, 0)) {
-    set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_ptr: %p is not in the symmetric heap", dest);
+  if (!ctx->heap->contains_symmetric(dest, 0)) {
+    set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_ptr: %p is not in the symmetric heap or a registered buffer", dest);
     return nullptr;
   }
   return peer_address(*ctx, pe, ctx->heap->offset_of(dest));  // NULL off-node: not an error (OpenSHMEM)
@@ -104,7 +104,7 @@ TSHMEM_API int tshmem_pe_accessible(int pe) {
 
 TSHMEM_API int tshmem_addr_accessible(const void *addr, int pe) {
   ContextRef ctx = context();
-  return ctx && ctx->heap->contains(addr, 1) && reachable(*ctx, pe) ? 1 : 0;
+  return ctx && ctx->heap->contains_symmetric(addr, 1) && reachable(*ctx, pe) ? 1 : 0;
 }
 
 TSHMEM_API int tshmem_putmem(void *dest, const void *src, size_t nbytes, int pe) {
