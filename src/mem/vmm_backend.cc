@@ -140,6 +140,8 @@ class VmmBackend final : public GpuMemBackend {
       : GpuMemBackend(cuda_device), init_timeout_ms_(init_timeout_ms) {}
   ~VmmBackend() override {
     // Normally destroy() ran; this only covers a context torn down without it (local unmaps, no barrier).
+    registrations_.clear();  // mapped inside the views' reservations: unmapped first
+    abandon_registration();
     peers_.clear();
     own_.reset();
   }

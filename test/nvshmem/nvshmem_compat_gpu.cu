@@ -274,6 +274,103 @@ void registered_buffers(int me, int n) {
   free_user_buffer(plain);
 }
 
+// ---- Every reduction name of the compat headers (nvshmem_<T>_<op>_reduce on the host, its thread, warp and
+// block forms in a kernel, nvshmemx_<T>_<op>_reduce_on_stream on the legacy stream after that kernel), generated from
+// tshmem's own type/operator lists: PE k contributes k + 2, and the result is checked against the operator applied in
+// team order.
+template <class T>
+__host__ __device__ T value_of(int pe) {
+  return T(static_cast<float>(pe + 2));
+}
+template <class T>
+double to_double(T x) {
+  return static_cast<double>(x);
+}
+template <>
+double to_double<__half>(__half x) {
+  return __half2float(x);
+}
+template <>
+double to_double<__nv_bfloat16>(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+
+double reference(tshmemx_redop_t op, int n) {
+  double acc = 2;
+  long long bits = 2;
+  for (int k = 1; k < n; ++k) {
+    const double v = k + 2;
+    if (op == TSHMEMX_OP_SUM) acc += v;
+    if (op == TSHMEMX_OP_PROD) acc *= v;
+    if (op == TSHMEMX_OP_MIN) acc = v < acc ? v : acc;
+    if (op == TSHMEMX_OP_MAX) acc = v > acc ? v : acc;
+    if (op == TSHMEMX_OP_AND) bits &= k + 2;
+    if (op == TSHMEMX_OP_OR) bits |= k + 2;
+    if (op == TSHMEMX_OP_XOR) bits ^= k + 2;
+  }
+  return op == TSHMEMX_OP_AND || op == TSHMEMX_OP_OR || op == TSHMEMX_OP_XOR ? static_cast<double>(bits) : acc;
+}
+
+#define TSHMEMI_REDUCE_X(T, N, DTYPE, OPNAME, OP)                                                   \
+  __global__ void every_##N##OPNAME(T *thread_dst, T *warp_dst, T *block_dst, const T *src) {       \
+    if (threadIdx.x == 0) nvshmem_##N##OPNAME##_reduce(NVSHMEM_TEAM_WORLD, thread_dst, src, 1);     \
+    __syncthreads();                                                                                \
+    if (threadIdx.x < 32) nvshmemx_##N##OPNAME##_reduce_warp(NVSHMEM_TEAM_WORLD, warp_dst, src, 1); \
+    __syncthreads();                                                                                \
+    nvshmemx_##N##OPNAME##_reduce_block(NVSHMEM_TEAM_WORLD, block_dst, src, 1);                     \
+  }
+TSHMEMI_REPT_FOR_REDUCTIONS
+TSHMEMI_REDUCE_ARITH_OPS(__half, half, TSHMEMX_DTYPE_HALF)
+TSHMEMI_REDUCE_ARITH_OPS(__nv_bfloat16, bfloat16, TSHMEMX_DTYPE_BFLOAT16)
+#undef TSHMEMI_REDUCE_X
+
+template <class T>
+void check_every(const char *name, tshmemx_redop_t op, int (*host)(nvshmem_team_t, T *, const T *, size_t),
+                 int (*on_stream)(nvshmem_team_t, T *, const T *, size_t, cudaStream_t),
+                 void (*kernel)(T *, T *, T *, const T *), char *scratch, int me, int n) {
+  T *src = reinterpret_cast<T *>(scratch), *dst[5];
+  for (int i = 0; i < 5; ++i) dst[i] = reinterpret_cast<T *>(scratch + 64 * (i + 1));
+  const T mine = value_of<T>(me);
+  CUDA_OK(cudaMemcpy(src, &mine, sizeof mine, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(dst[0], 0, 5 * 64));
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT(host(NVSHMEM_TEAM_WORLD, dst[0], src, 1) == 0, "%s on the host: %s", name, tshmemx_last_error());
+  kernel<<<1, 64>>>(dst[1], dst[2], dst[3], src);
+  EXPECT(on_stream(NVSHMEM_TEAM_WORLD, dst[4], src, 1, nullptr) == 0, "%s on stream: %s", name, tshmemx_last_error());
+  CUDA_OK(cudaDeviceSynchronize());
+  const double want = reference(op, n);
+  static const char *const form[5] = {"host", "thread", "warp", "block", "on-stream"};
+  for (int i = 0; i < 5; ++i) {
+    T got{};
+    CUDA_OK(cudaMemcpy(&got, dst[i], sizeof got, cudaMemcpyDeviceToHost));
+    EXPECT(to_double(got) == want, "%s (%s form) = %g, want %g", name, form[i], to_double(got), want);
+  }
+}
+
+/// Runs every reduction name; returns how many ran.
+int every_reduction(int me, int n) {
+  char *scratch = static_cast<char *>(nvshmem_calloc(6, 64));
+  EXPECT(scratch != nullptr, "scratch: %s", tshmemx_last_error());
+  if (scratch == nullptr) return 0;
+  int cases = 0;
+#define TSHMEMI_REDUCE_X(T, N, DTYPE, OPNAME, OP)                                                            \
+  check_every<T>(                                                                                            \
+      "nvshmem_" #N #OPNAME "_reduce", OP,                                                                   \
+      [](nvshmem_team_t t, T *d, const T *s, size_t k) { return nvshmem_##N##OPNAME##_reduce(t, d, s, k); }, \
+      [](nvshmem_team_t t, T *d, const T *s, size_t k, cudaStream_t st) {                                    \
+        return nvshmemx_##N##OPNAME##_reduce_on_stream(t, d, s, k, st);                                      \
+      },                                                                                                     \
+      every_##N##OPNAME, scratch, me, n);                                                                    \
+  ++cases;
+  TSHMEMI_REPT_FOR_REDUCTIONS
+  TSHMEMI_REDUCE_ARITH_OPS(__half, half, TSHMEMX_DTYPE_HALF)
+  TSHMEMI_REDUCE_ARITH_OPS(__nv_bfloat16, bfloat16, TSHMEMX_DTYPE_BFLOAT16)
+#undef TSHMEMI_REDUCE_X
+  nvshmem_barrier_all();
+  nvshmem_free(scratch);
+  return cases;
+}
+
 template <class T>
 std::vector<T> to_host(const T *dev, size_t n) {
   std::vector<T> h(n);
@@ -541,6 +638,10 @@ int main() {
 
   // ---- registered buffers ----------------------------------------------------------------------------------------
   registered_buffers(me, n);
+
+  // ---- every reduction name, host and device forms ----------------------------------------------------------------
+  const int reductions = every_reduction(me, n);
+  EXPECT(reductions == 97, "%d reduction names ran, 97 expected", reductions);
 
   // ---- host-blocking collectives by the shared names -----------------------------------------------------------
   nvshmem_barrier_all();
