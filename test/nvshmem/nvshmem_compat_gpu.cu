@@ -91,7 +91,8 @@ struct RedOut {
   long long llprod;
   uint64_t u64or;
   float fprod;
-  int part_sum;
+  int part_sum, part_max;
+  int part_fc[8];
 };
 __global__ void more_reduce_kernel(const double *dsrc, const unsigned *usrc, const int *isrc, const long long *llsrc,
                                    const uint64_t *u64src, const float *fsrc, RedOut *out, nvshmem_team_t part,
@@ -113,7 +114,16 @@ __global__ void more_reduce_kernel(const double *dsrc, const unsigned *usrc, con
   nvshmemx_int_or_reduce_block(NVSHMEM_TEAM_WORLD, &out->ior, isrc, 1);
   nvshmemx_longlong_prod_reduce_block(NVSHMEM_TEAM_WORLD, &out->llprod, llsrc, 1);
   nvshmemx_float_prod_reduce_block(NVSHMEM_TEAM_WORLD, &out->fprod, fsrc, 1);
-  if (part != NVSHMEM_TEAM_INVALID) nvshmemx_int_sum_reduce_block(part, &out->part_sum, part_src, 1);
+  if (part != NVSHMEM_TEAM_INVALID) {  // the split team in every form: its own block and thread rows
+    nvshmemx_int_sum_reduce_block(part, &out->part_sum, part_src, 1);
+    if (threadIdx.x == 0) {
+      nvshmem_int_max_reduce(part, &out->part_max, part_src, 1);
+      nvshmem_barrier(part);
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) nvshmemx_int_fcollect_warp(part, out->part_fc, part_src, 1);
+    __syncthreads();
+  }
   nvshmemx_barrier_block(NVSHMEM_TEAM_WORLD);
 }
 
@@ -593,7 +603,12 @@ int main() {
          static_cast<unsigned long long>(r.u64or), r.fprod);
   int part_ref = 0;
   for (int k = part_start; k < part_start + part_size; ++k) part_ref += 10 + k;
-  if (part != NVSHMEM_TEAM_INVALID) EXPECT(r.part_sum == part_ref, "split-team block sum %d", r.part_sum);
+  if (part != NVSHMEM_TEAM_INVALID) {
+    EXPECT(r.part_sum == part_ref, "split-team block sum %d", r.part_sum);
+    EXPECT(r.part_max == 10 + part_start + part_size - 1, "split-team thread max %d", r.part_max);
+    for (int k = 0; k < part_size; ++k)
+      EXPECT(r.part_fc[k] == 10 + part_start + k, "split-team warp fcollect [%d] = %d", k, r.part_fc[k]);
+  }
 
   // ---- on-stream: new operators, and split teams interleaved with the world team ------------------------------
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

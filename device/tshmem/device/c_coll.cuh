@@ -13,9 +13,9 @@
  * PE, blockIdx.x < TSHMEMI_COLL_MAX_ROWS) is tshmem::coll::*_block: it pairs with the block of the same
  * blockIdx.x on every member. The thread form is one thread per PE; the warp form is the thread form run by
  * lane 0 with the warp waiting (__syncwarp). Thread and warp forms synchronise through the device
- * barrier_all of every PE (sync.cuh): their team must hold every PE (TSHMEM_TEAM_WORLD, TSHMEMX_TEAM_NODE on one
- * node, or a split team of every PE); another team traps with a message. The block form takes any node-local team,
- * split teams included (their barrier words are their own). Reductions accumulate in team-index order like the block
+ * barrier_all of every PE (sync.cuh) when their team holds every PE, else through the team's own thread row of
+ * barrier words; the block form through the team's block rows. Every form takes any node-local team, split
+ * teams included (their barrier words are their own). Reductions accumulate in team-index order like the block
  * form (floats in f32, rounded once), so every member gets the same bits.
  * Element types: reductions as tshmem/tshmemx_typed.h; moves: every RMA type.
  * One name on host and device: in CUDA units the thread-form names (tshmem_<T>_<op>_reduce, tshmem_<T>_fcollect,
@@ -36,28 +36,24 @@
 namespace tshmemi {
 namespace c_coll {
 
-TSHMEMI_DEVICE_COLD void trap_team_not_world(const char *call, int team, int me) {
-  printf(
-      "tshmem: %s: team %d does not hold every PE: the thread and warp forms synchronise all PEs; use the "
-      "block form (PE %d, block (%u,%u,%u), thread (%u,%u,%u))\n",
-      call, team, me, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
-  __trap();
-}
-
-/// The team's view, checked to hold every PE (the thread-scope barrier is every PE's).
-TSHMEMI_DEVICE tshmem::team_view world_team(tshmem_team_t team, const char *call,
-                                            const tshmemi_device_state &st = state()) {
-  const tshmem::team_view t = tshmem::team_of(team, st);
-  if (t.size != st.n_pes) trap_team_not_world(call, team, st.my_pe);
-  return t;
+/// Synchronises one thread per member of `team`: the every-PE device barrier when the team holds every PE, else
+/// the team's own thread row (quiet first: this thread's puts are complete before the others pass).
+TSHMEMI_DEVICE void team_sync_thread(tshmem_team_t team, const tshmem::team_view &t, const char *call,
+                                     const tshmemi_device_state &st = state()) {
+  if (t.size == st.n_pes) {
+    tshmem::barrier_all<tshmem::thread_scope>();
+    return;
+  }
+  tshmem::quiet();
+  coll_detail::thread_barrier(team, t, call, st);
 }
 
 /// One thread: every member's dst[op over members k of src_k[i]] for i < n, in team-index order.
 template <class T>
 TSHMEMI_DEVICE void reduce_thread(tshmem_team_t team, T *dst, const T *src, size_t n, tshmem::redop op,
                                   const char *call) {
-  const tshmem::team_view t = world_team(team, call);
-  tshmem::barrier_all<tshmem::thread_scope>();  // every member's src is ready
+  const tshmem::team_view t = tshmem::team_of(team);
+  team_sync_thread(team, t, call);  // every member's src is ready
   for (size_t i = 0; i < n; ++i) {
     using acc_t = coll_detail::acc_t<T>;
     acc_t acc{};
@@ -67,7 +63,7 @@ TSHMEMI_DEVICE void reduce_thread(tshmem_team_t team, T *dst, const T *src, size
     }
     dst[i] = coll_detail::from_acc<T>(acc);
   }
-  tshmem::barrier_all<tshmem::thread_scope>();  // nobody overwrites a src that another member still reads
+  team_sync_thread(team, t, call);  // nobody overwrites a src that another member still reads
 }
 
 enum class move_kind { fcollect, alltoall, broadcast };
@@ -75,10 +71,10 @@ enum class move_kind { fcollect, alltoall, broadcast };
 /// One thread: the byte moves, pushed by stores (broadcast: pulled from the root).
 TSHMEMI_DEVICE void move_thread(move_kind kind, tshmem_team_t team, void *dst_v, const void *src_v, size_t nbytes,
                                 int root, const char *call) {
-  const tshmem::team_view t = world_team(team, call);
+  const tshmem::team_view t = tshmem::team_of(team);
   char *dst = static_cast<char *>(dst_v);
   const char *src = static_cast<const char *>(src_v);
-  tshmem::barrier_all<tshmem::thread_scope>();  // every member's dst is free and src ready
+  team_sync_thread(team, t, call);  // every member's dst is free and src ready
   if (kind == move_kind::broadcast) {
     if (root < 0 || root >= t.size) tshmemi::trap_bad_operator(call, root, t.my_index);
     tshmem::getmem<tshmem::thread_scope>(dst, src, nbytes, t.pe(root));
@@ -88,7 +84,7 @@ TSHMEMI_DEVICE void move_thread(move_kind kind, tshmem_team_t team, void *dst_v,
       tshmem::putmem_nbi<tshmem::thread_scope>(dst + static_cast<size_t>(t.my_index) * nbytes, from, nbytes, t.pe(k));
     }
   }
-  tshmem::barrier_all<tshmem::thread_scope>();  // quiet + sync: every member's dst is complete
+  team_sync_thread(team, t, call);  // quiet + sync: every member's dst is complete
 }
 
 /// tshmem::coll is instantiated for fixed-width element types only: long and friends run as their twin.
@@ -126,8 +122,7 @@ static_assert(static_cast<int>(tshmem::redop::bxor) == TSHMEMX_OP_XOR &&
 
 /// The thread form of tshmem_barrier(team).
 TSHMEMI_DEVICE void barrier_thread(tshmem_team_t team, const char *call) {
-  world_team(team, call);
-  tshmem::barrier_all<tshmem::thread_scope>();
+  team_sync_thread(team, tshmem::team_of(team), call);
 }
 
 #ifdef TSHMEMI_HOST_DEVICE_NAMES

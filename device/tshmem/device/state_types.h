@@ -23,7 +23,7 @@
 
 /** Bytes at the start of every heap that tshmem keeps for itself: device barrier and sync counters (first
  *  64 KiB), then the 2 MiB the collectives' flag-in-data (LL) one-shot all-reduce receives into. */
-#define TSHMEM_INTERNAL_HEAP_BYTES (64u * 1024u + 2048u * 1024u + 960u * 1024u)
+#define TSHMEM_INTERNAL_HEAP_BYTES (64u * 1024u + 2048u * 1024u + 1024u * 1024u)
 
 enum tshmemi_state_flags {
   TSHMEMI_STATE_INITIALIZED = 1u << 0, /**< Filled by a live tshmem_init. */

@@ -7,7 +7,9 @@
 //   16 KiB + 8 * ROWS         uint64 flag[ROWS][MAX_TEAM]     flag[r][k]: last epoch member k announced on row r
 //   after the flags           uint64 ll_calls[LL_ROWS]        LL all-reduces LL row r has completed on this PE
 //   64 KiB                    LL area, 2 MiB: [LL_ROWS][2 parities][n - 1 senders][lines] of 16-byte lines
-//   64 KiB + 2 MiB            per split team handle h >= 3: uint64 row_epoch[ROWS], flag[ROWS][MAX_TEAM]
+//   after the LL calls        uint64 thread_epoch, thread_flag[MAX_TEAM]   the thread forms' row (WORLD, NODE)
+//   64 KiB + 2 MiB            per split team handle h >= 3: uint64 row_epoch[ROWS], flag[ROWS][MAX_TEAM],
+//                             thread_epoch, thread_flag[MAX_TEAM]
 // WORLD and NODE share the first barrier words (they are the same PEs whenever both are node-local). A split team
 // has words of its own, so its collectives never mix with another team's: split handles are the same on every
 // member (tshmem_team_split_strided agrees on one), and a handle's words are zero while it is free (zeroed at
@@ -47,7 +49,8 @@
 #define TSHMEMI_COLL_LL_PARITY_BYTES (TSHMEMI_COLL_LL_BYTES / TSHMEMI_COLL_LL_MAX_ROWS / 2)
 /// Barrier words of split team handle h (>= TSHMEMI_COLL_FIRST_SPLIT_TEAM): offset in the internal region, bytes.
 #define TSHMEMI_COLL_FIRST_SPLIT_TEAM 3
-#define TSHMEMI_COLL_TEAM_SYNC_BYTES (8u * TSHMEMI_COLL_MAX_ROWS + 8u * TSHMEMI_COLL_MAX_ROWS * TSHMEMI_COLL_MAX_TEAM)
+#define TSHMEMI_COLL_TEAM_SYNC_BYTES \
+  (8u * TSHMEMI_COLL_MAX_ROWS + 8u * TSHMEMI_COLL_MAX_ROWS * TSHMEMI_COLL_MAX_TEAM + 8u + 8u * TSHMEMI_COLL_MAX_TEAM)
 #define TSHMEMI_COLL_TEAM_SYNC_OFFSET(h)            \
   (TSHMEMI_COLL_LL_OFFSET + TSHMEMI_COLL_LL_BYTES + \
    static_cast<size_t>((h)-TSHMEMI_COLL_FIRST_SPLIT_TEAM) * TSHMEMI_COLL_TEAM_SYNC_BYTES)
@@ -64,7 +67,8 @@ namespace coll_detail {
 constexpr size_t kRowEpochs = internal_heap::kDeviceBytes;
 constexpr size_t kFlags = kRowEpochs + 8 * TSHMEMI_COLL_MAX_ROWS;
 constexpr size_t kLlCalls = kFlags + 8 * TSHMEMI_COLL_MAX_ROWS * TSHMEMI_COLL_MAX_TEAM;
-static_assert(kLlCalls + 8 * TSHMEMI_COLL_LL_MAX_ROWS <= TSHMEMI_COLL_LL_OFFSET,
+constexpr size_t kThreadEpoch = kLlCalls + 8 * TSHMEMI_COLL_LL_MAX_ROWS;
+static_assert(kThreadEpoch + 8 + 8 * TSHMEMI_COLL_MAX_TEAM <= TSHMEMI_COLL_LL_OFFSET,
               "collective barrier words overflow into the LL area");
 static_assert(TSHMEMI_COLL_TEAM_SYNC_OFFSET(TSHMEMI_TEAM_SLOTS) <= TSHMEM_INTERNAL_HEAP_BYTES,
               "the split teams' barrier words do not fit the internal heap region");
@@ -77,6 +81,30 @@ using block = group<tshmem::block_scope>;
 /// Offset of `team`'s barrier words (row epochs; the flags follow them) in the internal region.
 TSHMEMI_DEVICE size_t sync_words(tshmem_team_t team) {
   return team < TSHMEMI_COLL_FIRST_SPLIT_TEAM ? kRowEpochs : TSHMEMI_COLL_TEAM_SYNC_OFFSET(team);
+}
+
+/// Offset of `team`'s thread-form row: its epoch, then its flags.
+TSHMEMI_DEVICE size_t thread_words(tshmem_team_t team) {
+  return team < TSHMEMI_COLL_FIRST_SPLIT_TEAM
+             ? kThreadEpoch
+             : sync_words(team) + 8 * TSHMEMI_COLL_MAX_ROWS + 8 * TSHMEMI_COLL_MAX_ROWS * TSHMEMI_COLL_MAX_TEAM;
+}
+
+/// Barrier of one thread per member of `team` (the thread and warp forms on a team without every PE), on the
+/// team's thread row, so it never mixes with the block rows. The calling thread's earlier writes are visible to
+/// every member after it; what members wrote before it is visible here.
+TSHMEMI_DEVICE void thread_barrier(tshmem_team_t team, const tshmem::team_view &t, const char *call,
+                                   const tshmemi_device_state &st) {
+  char *base = own_heap_base(st);
+  const size_t words = thread_words(team);
+  volatile uint64_t *epoch_word = reinterpret_cast<volatile uint64_t *>(base + words);
+  const uint64_t epoch = *epoch_word + 1;
+  uint64_t *flags = reinterpret_cast<uint64_t *>(base + words + 8);
+  for (int i = 1; i < t.size; ++i)
+    store_release_sys(remote_ptr_lane(flags + t.my_index, t.pe((t.my_index + i) % t.size), call, st), epoch);
+  for (int i = 1; i < t.size; ++i)
+    spin_until<uint64_t>(flags + (t.my_index + i) % t.size, TSHMEM_CMP_GE, epoch, call, st);
+  *epoch_word = epoch;
 }
 
 /// Rendezvous of block row `row` on every member of `team` (viewed as `t`): earlier writes of this block (local
