@@ -16,12 +16,14 @@ int unavailable(const char *call) {
 
 Status coll_allreduce(const char *call, tshmem_team_t, void *, const void *, size_t, tshmemx_dtype_t, tshmemx_redop_t,
                       tshmemx_stream_t, bool) {
-  return unavailable(call);
+  return static_cast<Status>(unavailable(call));
 }
 Status coll_move(CollKind, const char *call, tshmem_team_t, void *, const void *, size_t, int, tshmemx_stream_t, bool) {
-  return unavailable(call);
+  return static_cast<Status>(unavailable(call));
 }
-Status coll_run_blocking(const char *call, Status (*)(void *, tshmemx_stream_t), void *) { return unavailable(call); }
+Status coll_run_blocking(const char *call, Status (*)(void *, tshmemx_stream_t), void *) {
+  return static_cast<Status>(unavailable(call));
+}
 
 }  // namespace tshmemi
 
