@@ -285,7 +285,7 @@ void registered_buffers(int me, int n) {
 }
 
 // ---- Every reduction name of the compat headers (nvshmem_<T>_<op>_reduce on the host, its thread, warp and
-// block forms in a kernel, nvshmemx_<T>_<op>_reduce_on_stream on the legacy stream after that kernel), generated from
+// block forms in a kernel, nvshmemx_<T>_<op>_reduce_on_stream on the kernel's stream after it), generated from
 // tshmem's own type/operator lists: PE k contributes k + 2, and the result is checked against the operator applied in
 // team order.
 template <class T>
@@ -337,7 +337,7 @@ TSHMEMI_REDUCE_ARITH_OPS(__nv_bfloat16, bfloat16, TSHMEMX_DTYPE_BFLOAT16)
 template <class T>
 void check_every(const char *name, tshmemx_redop_t op, int (*host)(nvshmem_team_t, T *, const T *, size_t),
                  int (*on_stream)(nvshmem_team_t, T *, const T *, size_t, cudaStream_t),
-                 void (*kernel)(T *, T *, T *, const T *), char *scratch, int me, int n) {
+                 void (*kernel)(T *, T *, T *, const T *), char *scratch, cudaStream_t stream, int me, int n) {
   T *src = reinterpret_cast<T *>(scratch), *dst[5];
   for (int i = 0; i < 5; ++i) dst[i] = reinterpret_cast<T *>(scratch + 64 * (i + 1));
   const T mine = value_of<T>(me);
@@ -345,8 +345,8 @@ void check_every(const char *name, tshmemx_redop_t op, int (*host)(nvshmem_team_
   CUDA_OK(cudaMemset(dst[0], 0, 5 * 64));
   CUDA_OK(cudaDeviceSynchronize());
   EXPECT(host(NVSHMEM_TEAM_WORLD, dst[0], src, 1) == 0, "%s on the host: %s", name, tshmemx_last_error());
-  kernel<<<1, 64>>>(dst[1], dst[2], dst[3], src);
-  EXPECT(on_stream(NVSHMEM_TEAM_WORLD, dst[4], src, 1, nullptr) == 0, "%s on stream: %s", name, tshmemx_last_error());
+  kernel<<<1, 64, 0, stream>>>(dst[1], dst[2], dst[3], src);
+  EXPECT(on_stream(NVSHMEM_TEAM_WORLD, dst[4], src, 1, stream) == 0, "%s on stream: %s", name, tshmemx_last_error());
   CUDA_OK(cudaDeviceSynchronize());
   const double want = reference(op, n);
   static const char *const form[5] = {"host", "thread", "warp", "block", "on-stream"};
@@ -362,6 +362,8 @@ int every_reduction(int me, int n) {
   char *scratch = static_cast<char *>(nvshmem_calloc(6, 64));
   EXPECT(scratch != nullptr, "scratch: %s", tshmemx_last_error());
   if (scratch == nullptr) return 0;
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   int cases = 0;
 #define TSHMEMI_REDUCE_X(T, N, DTYPE, OPNAME, OP)                                                            \
   check_every<T>(                                                                                            \
@@ -370,12 +372,13 @@ int every_reduction(int me, int n) {
       [](nvshmem_team_t t, T *d, const T *s, size_t k, cudaStream_t st) {                                    \
         return nvshmemx_##N##OPNAME##_reduce_on_stream(t, d, s, k, st);                                      \
       },                                                                                                     \
-      every_##N##OPNAME, scratch, me, n);                                                                    \
+      every_##N##OPNAME, scratch, stream, me, n);                                                            \
   ++cases;
   TSHMEMI_REPT_FOR_REDUCTIONS
   TSHMEMI_REDUCE_ARITH_OPS(__half, half, TSHMEMX_DTYPE_HALF)
   TSHMEMI_REDUCE_ARITH_OPS(__nv_bfloat16, bfloat16, TSHMEMX_DTYPE_BFLOAT16)
 #undef TSHMEMI_REDUCE_X
+  CUDA_OK(cudaStreamDestroy(stream));
   nvshmem_barrier_all();
   nvshmem_free(scratch);
   return cases;
