@@ -2,6 +2,7 @@
 // collective's own checks, one checked rendezvous (the heap's symmetry check, so PEs whose calls differ are named
 // on every PE and nothing is launched anywhere), then the on-stream kernel on tshmem's internal stream, waited for.
 #include <exception>
+#include <mutex>
 #include <new>
 
 #include "coll/coll_launch.h"
@@ -64,6 +65,11 @@ CollectiveRequest encode(const Context &ctx, const HostCollective &c) {
 }
 
 Status host_collective(const HostCollective &c) {
+  // Under TSHMEM_THREAD_MULTIPLE one host-blocking collective of this PE runs at a time, from its rendezvous to
+  // the end of its kernel: two threads' kernels must not reach the device in the other order than their
+  // rendezvous (the kernels' call counters pair calls across PEs by order).
+  static std::mutex one_at_a_time;
+  const std::lock_guard<std::mutex> serial(one_at_a_time);
   {
     ContextRef ctx = require_context(c.call);
     if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
