@@ -39,6 +39,11 @@ Status resolve(Context &ctx, const char *call, const void *symmetric, const void
   target->heap_offset = ctx.heap->offset_of(symmetric);
   target->remote = peer_address(ctx, pe, target->heap_offset);
   if (target->remote != nullptr) return TSHMEM_SUCCESS;
+  if (!ctx.heap->contains(symmetric, bytes))  // a registered buffer: mapped on this node only
+    return set_error(TSHMEM_ERR_UNREACHABLE_PE,
+                     "%s: PE %d is on another node: a registered buffer (tshmemx_buffer_register_symmetric) is "
+                     "reachable from its own node only; the off-node proxy serves the heap",
+                     call, pe);
   if (ctx.host_rma == nullptr)
     return set_error(TSHMEM_ERR_UNREACHABLE_PE, "%s: PE %d is on another node and unreachable from PE %d: %s", call, pe,
                      ctx.peers.my_pe(),
