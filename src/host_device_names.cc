@@ -15,6 +15,7 @@ TSHMEM_API void tshmemi_host_sync_all(void);
 TSHMEM_API int tshmemi_host_team_my_pe(tshmem_team_t team);
 TSHMEM_API int tshmemi_host_team_n_pes(tshmem_team_t team);
 TSHMEM_API int tshmemi_host_team_translate_pe(tshmem_team_t src_team, int src_pe, tshmem_team_t dest_team);
+TSHMEM_API int tshmemi_host_barrier(tshmem_team_t team);
 
 TSHMEM_API int tshmemi_host_my_pe(void) { return tshmem_my_pe(); }
 TSHMEM_API int tshmemi_host_n_pes(void) { return tshmem_n_pes(); }
@@ -33,4 +34,5 @@ TSHMEM_API int tshmemi_host_team_n_pes(tshmem_team_t team) { return tshmem_team_
 TSHMEM_API int tshmemi_host_team_translate_pe(tshmem_team_t src_team, int src_pe, tshmem_team_t dest_team) {
   return tshmem_team_translate_pe(src_team, src_pe, dest_team);
 }
+TSHMEM_API int tshmemi_host_barrier(tshmem_team_t team) { return tshmem_barrier(team); }
 }

@@ -39,6 +39,11 @@ Status resolve(Context &ctx, const char *call, const void *symmetric, const void
   target->heap_offset = ctx.heap->offset_of(symmetric);
   target->remote = peer_address(ctx, pe, target->heap_offset);
   if (target->remote != nullptr) return TSHMEM_SUCCESS;
+  if (!ctx.heap->contains(symmetric, bytes))  // a registered buffer: mapped on this node only
+    return set_error(TSHMEM_ERR_UNREACHABLE_PE,
+                     "%s: PE %d is on another node: a registered buffer (tshmemx_buffer_register_symmetric) is "
+                     "reachable from its own node only; the off-node proxy serves the heap",
+                     call, pe);
   if (ctx.host_rma == nullptr)
     return set_error(TSHMEM_ERR_UNREACHABLE_PE, "%s: PE %d is on another node and unreachable from PE %d: %s", call, pe,
                      ctx.peers.my_pe(),
@@ -89,8 +94,8 @@ extern "C" {
 TSHMEM_API void *tshmem_ptr(const void *dest, int pe) {
   ContextRef ctx = require_context("tshmem_ptr");
   if (!ctx || check_pe(*ctx, "tshmem_ptr", pe) != TSHMEM_SUCCESS) return nullptr;
-  if (!ctx->heap->contains(dest, 0)) {
-    set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_ptr: %p is not in the symmetric heap", dest);
+  if (!ctx->heap->contains_symmetric(dest, 0)) {
+    set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_ptr: %p is not in the symmetric heap or a registered buffer", dest);
     return nullptr;
   }
   return peer_address(*ctx, pe, ctx->heap->offset_of(dest));  // NULL off-node: not an error (OpenSHMEM)
@@ -104,7 +109,7 @@ TSHMEM_API int tshmem_pe_accessible(int pe) {
 
 TSHMEM_API int tshmem_addr_accessible(const void *addr, int pe) {
   ContextRef ctx = context();
-  return ctx && ctx->heap->contains(addr, 1) && reachable(*ctx, pe) ? 1 : 0;
+  return ctx && ctx->heap->contains_symmetric(addr, 1) && reachable(*ctx, pe) ? 1 : 0;
 }
 
 TSHMEM_API int tshmem_putmem(void *dest, const void *src, size_t nbytes, int pe) {

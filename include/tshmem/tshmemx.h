@@ -123,6 +123,10 @@ int TSHMEMI_HD_NAME(team_n_pes)(tshmem_team_t team) __attribute__((visibility("d
  *  init (with an error on the host). Not collective. Host and kernels (host_device_names.cuh). */
 int TSHMEMI_HD_NAME(team_translate_pe)(tshmem_team_t src_team, int src_pe, tshmem_team_t dest_team)
     __attribute__((visibility("default")));
+/** Barrier over `team` (quiet, then every member waits for the others). Host: blocking, through the symmetry
+ *  check's rendezvous (see tshmemi_host_reduce below: the team must hold every PE of the job); 0 or an error.
+ *  Kernels (c_coll.cuh): the thread form. One name on host and device in CUDA units. */
+int TSHMEMI_HD_NAME(barrier)(tshmem_team_t team) __attribute__((visibility("default")));
 
 /**
  * The multicast address of the symmetric object at `ptr` for `team`: a store through it reaches every
@@ -135,6 +139,24 @@ void *tshmemx_mc_ptr(tshmem_team_t team, const void *ptr) __attribute__((visibil
 /** "on", or why multicast is off ("forbidden by TSHMEM_DISABLE_NVLS=1", ...); NULL before init. */
 const char *tshmemx_mc_status(void) __attribute__((visibility("default")));
 
+/**
+ * Makes an application's buffer symmetric (NVSHMEM's nvshmemx_buffer_register_symmetric). Collective: every PE
+ * calls with its own buffer of the same `size`. The buffer must be a CUDA VMM allocation of this PE's device
+ * (cuMemCreate with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR in requestedHandleTypes, mapped with cuMemMap), `buf`
+ * the start of its mapping, `size` and `buf` multiples of the allocation granularity; `flags` must be 0. Returns the
+ * buffer's symmetric address: the same offset from the heap base on every PE, in a registration range that follows
+ * the heap (as large as the heap), so device put/get/p/g/atomics, tshmem_ptr and host put/get reach every node
+ * PE's buffer through it (PEs of other nodes: not through the proxy). Checked like tshmem_malloc: a bad argument,
+ * memory that is not such an allocation, a buffer overlapping one already registered, a full registration range,
+ * another backend than vmm, or PEs whose calls differ (size, order) give NULL on every PE with the same error
+ * naming the PEs, and nothing registered anywhere.
+ */
+void *tshmemx_buffer_register_symmetric(void *buf, size_t size, int flags) __attribute__((visibility("default")));
+/** Collective: unmaps the buffer registered at symmetric address `addr` (as returned, with its `size`) from every
+ *  view on every PE; the application then frees its allocation. An address that is no registration, or a size
+ *  that differs, fails on every PE with the same error. 0 on success. */
+int tshmemx_buffer_unregister_symmetric(void *addr, size_t size) __attribute__((visibility("default")));
+
 /** Element types of the reducing collectives. */
 typedef enum tshmemx_dtype {
   TSHMEMX_DTYPE_FLOAT = 0,    /**< float (f32) */
@@ -142,6 +164,9 @@ typedef enum tshmemx_dtype {
   TSHMEMX_DTYPE_BFLOAT16 = 2, /**< bfloat16 */
   TSHMEMX_DTYPE_INT32 = 3,    /**< int32_t */
   TSHMEMX_DTYPE_INT64 = 4,    /**< int64_t */
+  TSHMEMX_DTYPE_DOUBLE = 5,   /**< double (f64) */
+  TSHMEMX_DTYPE_UINT32 = 6,   /**< uint32_t (min/max compare unsigned; sum/prod wrap like int32) */
+  TSHMEMX_DTYPE_UINT64 = 7,   /**< uint64_t */
   TSHMEMX_NUM_DTYPES          /**< Number of types; not a type. */
 } tshmemx_dtype_t;
 
@@ -150,6 +175,10 @@ typedef enum tshmemx_redop {
   TSHMEMX_OP_SUM = 0,
   TSHMEMX_OP_MIN = 1,
   TSHMEMX_OP_MAX = 2,
+  TSHMEMX_OP_PROD = 3,
+  TSHMEMX_OP_AND = 4, /**< bitwise; integer types only (and OR, XOR) */
+  TSHMEMX_OP_OR = 5,
+  TSHMEMX_OP_XOR = 6,
   TSHMEMX_NUM_OPS /**< Number of operators; not an operator. */
 } tshmemx_redop_t;
 
@@ -165,16 +194,15 @@ typedef enum tshmemx_redop {
  *    TSHMEM_ERR_INVALID_ARG with a message naming the call and the argument. The check is local: PEs that
  *    pass the same arguments fail alike and none launches; PEs that diverge (a usage error) make the others
  *    wait in the kernel, where TSHMEM_WAIT_TIMEOUT_MS turns the wait into a trap with a message;
- *  - reductions accumulate in team-index order (0, 1, ..., n-1): floats in f32, rounded once to the element
- *    type (f16/bf16 round to nearest even), integers with two's-complement wrap; min/max are exact. The
- *    result is therefore identical on every PE and from run to run. With multicast on, sums of more than two
- *    PEs may differ from this order in the last bit (the switch's order is not specified).
- * Sizes: all-reduce chooses the LL one-shot (every PE pushes its buffer, flag in data, into every peer's
- * internal area and reduces what arrives: no barrier) up to TSHMEMX_ALLREDUCE_ONESHOT_MAX bytes when it fits
- * that area, two-shot (reduce-scatter + all-gather over NVLink; at 2 PEs out of place by stores only) above.
- * Launches: on compute capability 9.0 and later, programmatic dependent launches (TSHMEM_COLL_PDL=0: ordinary
- * ones). The kernel waits for all earlier work on the stream before it touches memory, so the ordering is
- * exactly a plain launch's; only the launch latency overlaps the previous kernel.
+ *  - reductions accumulate in team-index order (0, 1, ..., n-1): floats in f32 (double in f64), rounded once to the
+ * element type (f16/bf16 round to nearest even), integers with two's-complement wrap; min/max are exact. The result is
+ * therefore identical on every PE and from run to run. With multicast on, sums of more than two PEs may differ from
+ * this order in the last bit (the switch's order is not specified). Sizes: all-reduce chooses the LL one-shot (every PE
+ * pushes its buffer, flag in data, into every peer's internal area and reduces what arrives: no barrier) up to
+ * TSHMEMX_ALLREDUCE_ONESHOT_MAX bytes when it fits that area, two-shot (reduce-scatter + all-gather over NVLink; at 2
+ * PEs out of place by stores only) above. Launches: on compute capability 9.0 and later, programmatic dependent
+ * launches (TSHMEM_COLL_PDL=0: ordinary ones). The kernel waits for all earlier work on the stream before it touches
+ * memory, so the ordering is exactly a plain launch's; only the launch latency overlaps the previous kernel.
  */
 #define TSHMEMX_ALLREDUCE_ONESHOT_MAX (512u * 1024u)
 
@@ -200,6 +228,25 @@ int tshmemx_barrier_on_stream(tshmem_team_t team, tshmemx_stream_t stream) __att
  *  device barrier always makes the callers' earlier writes visible). */
 int tshmemx_barrier_all_on_stream(tshmemx_stream_t stream) __attribute__((visibility("default")));
 int tshmemx_sync_all_on_stream(tshmemx_stream_t stream) __attribute__((visibility("default")));
+
+/**
+ * Host-blocking collectives: the on-stream collective above on an internal stream, waited for. Every member calls
+ * with the same arguments; the call goes through the heap's symmetry check first (one job-wide rendezvous, like
+ * tshmem_malloc), so members whose calls differ (collective, team, count, type, operator, root, dst offset) or
+ * whose arguments fail the on-stream checks get, on every PE, the same error naming the divergent PEs, and
+ * nothing is launched. The rendezvous is job-wide, so the team must hold every PE of the job (a smaller team is
+ * refused on each caller before any waiting). The device is synchronised first (src written by earlier kernels
+ * is complete). Typed names: tshmem_<T>_<op>_reduce, tshmem_<T>_fcollect/alltoall/broadcast (tshmemx_typed.h,
+ * and in CUDA units one name on host and device: tshmem/device/c_coll.cuh), tshmem_barrier(team) (tshmem.h).
+ */
+int tshmemi_host_reduce(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
+                        tshmemx_redop_t op) __attribute__((visibility("default")));
+int tshmemi_host_fcollect(tshmem_team_t team, void *dst, const void *src, size_t nbytes)
+    __attribute__((visibility("default")));
+int tshmemi_host_alltoall(tshmem_team_t team, void *dst, const void *src, size_t nbytes)
+    __attribute__((visibility("default")));
+int tshmemi_host_broadcast(tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root)
+    __attribute__((visibility("default")));
 
 #ifdef __cplusplus
 } /* extern "C" */

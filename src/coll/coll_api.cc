@@ -26,6 +26,9 @@ size_t dtype_size(tshmemx_dtype_t dtype) {
     case TSHMEMX_DTYPE_BFLOAT16: return 2;
     case TSHMEMX_DTYPE_INT32: return 4;
     case TSHMEMX_DTYPE_INT64: return 8;
+    case TSHMEMX_DTYPE_DOUBLE: return 8;
+    case TSHMEMX_DTYPE_UINT32: return 4;
+    case TSHMEMX_DTYPE_UINT64: return 8;
     case TSHMEMX_NUM_DTYPES: break;
   }
   return 0;
@@ -58,13 +61,6 @@ size_t ll_rows_wanted(size_t lines) {
 
 /// Checks common to every collective; fills the team.
 Status check_common(const Context &ctx, const char *call, tshmem_team_t team, TeamInfo *info) {
-  // A split team is refused before anything else, on every backend (its handle is valid but unsupported here).
-  TeamInfo probe;
-  if (team_info(ctx, team, call, &probe) == TSHMEM_SUCCESS && !probe.predefined)
-    return set_error(TSHMEM_ERR_INVALID_ARG,
-                     "%s: team %d is a split team; the collectives take TSHMEM_TEAM_WORLD and TSHMEMX_TEAM_NODE only "
-                     "(their synchronisation counters are per predefined team)",
-                     call, static_cast<int>(team));
   if (!ctx.mem->device_memory())
     return set_error(TSHMEM_ERR_CONFIG, "%s: collectives run on the GPU: the %s backend has no GPU heap", call,
                      ctx.mem->name());
@@ -93,16 +89,27 @@ Status check_buffer(const Context &ctx, const char *call, const char *name, cons
 Status check_reduction(const char *call, size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op) {
   if (count == 0) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: count is 0", call);
   if (static_cast<unsigned>(dtype) >= TSHMEMX_NUM_DTYPES)
-    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: unsupported dtype %d (float, half, bfloat16, int32, int64)", call,
+    return set_error(TSHMEM_ERR_INVALID_ARG,
+                     "%s: unsupported dtype %d (float, half, bfloat16, int32, int64, double, uint32, uint64)", call,
                      static_cast<int>(dtype));
   if (static_cast<unsigned>(op) >= TSHMEMX_NUM_OPS)
-    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: unsupported op %d (sum, min, max)", call, static_cast<int>(op));
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: unsupported op %d (sum, min, max, prod, and, or, xor)", call,
+                     static_cast<int>(op));
+  const bool bitwise = op == TSHMEMX_OP_AND || op == TSHMEMX_OP_OR || op == TSHMEMX_OP_XOR;
+  const bool integer = dtype == TSHMEMX_DTYPE_INT32 || dtype == TSHMEMX_DTYPE_INT64 || dtype == TSHMEMX_DTYPE_UINT32 ||
+                       dtype == TSHMEMX_DTYPE_UINT64;
+  if (bitwise && !integer)
+    return set_error(TSHMEM_ERR_INVALID_ARG,
+                     "%s: op %d (and, or, xor) is bitwise: it needs an integer dtype (int32, int64, uint32, uint64), "
+                     "not dtype %d",
+                     call, static_cast<int>(op), static_cast<int>(dtype));
   return TSHMEM_SUCCESS;
 }
 
-Status allreduce(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
-                 tshmemx_redop_t op, tshmemx_stream_t stream) {
-  const char *call = "tshmemx_allreduce_on_stream";
+}  // namespace
+
+Status coll_allreduce(const char *call, tshmem_team_t team, void *dst, const void *src, size_t count,
+                      tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream, bool check_only) {
   ContextRef ctx = require_context(call);
   if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
   TeamInfo team_view;
@@ -117,6 +124,7 @@ Status allreduce(tshmem_team_t team, void *dst, const void *src, size_t count, t
   if (dst != src && overlap(dst, bytes, src, bytes))
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst and src overlap without being equal (in place needs dst == src)",
                      call);
+  if (check_only) return TSHMEM_SUCCESS;
   CollLaunch launch;
   launch.kind = CollKind::kAllreduce;
   launch.dtype = dtype;
@@ -126,8 +134,9 @@ Status allreduce(tshmem_team_t team, void *dst, const void *src, size_t count, t
   launch.src = src;
   launch.count = count;
   // Up to TSHMEMX_ALLREDUCE_ONESHOT_MAX: the LL one-shot (no barrier; in place allowed) on enough block rows
-  // that each row's lines fit its LL slots and each thread has about one line; otherwise two-shot.
-  if (bytes <= TSHMEMX_ALLREDUCE_ONESHOT_MAX) {
+  // that each row's lines fit its LL slots and each thread has about one line; otherwise two-shot. Split teams
+  // have no LL slots of their own (impl/coll.cuh): always the barrier-bracketed form.
+  if (bytes <= TSHMEMX_ALLREDUCE_ONESHOT_MAX && team_view.predefined) {
     const size_t per_line = TSHMEMI_COLL_LL_LINE_BYTES(elem) / elem;
     const size_t lines = (count + per_line - 1) / per_line;
     const size_t cap = TSHMEMI_COLL_LL_ROW_LINES(team_view.size);
@@ -141,6 +150,8 @@ Status allreduce(tshmem_team_t team, void *dst, const void *src, size_t count, t
   return coll_launch(launch, blocks_for(bytes / static_cast<size_t>(team_view.size), 16 * 1024), kThreads,
                      ctx->coll_early_launch, stream);
 }
+
+namespace {
 
 Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
                       tshmemx_redop_t op, tshmemx_stream_t stream) {
@@ -169,8 +180,10 @@ Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t cou
   return coll_launch(launch, blocks_for(bytes, 16 * 1024), kThreads, ctx->coll_early_launch, stream);
 }
 
-Status move(CollKind kind, const char *call, tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root,
-            tshmemx_stream_t stream) {
+}  // namespace
+
+Status coll_move(CollKind kind, const char *call, tshmem_team_t team, void *dst, const void *src, size_t nbytes,
+                 int root, tshmemx_stream_t stream, bool check_only) {
   ContextRef ctx = require_context(call);
   if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
   TeamInfo team_view;
@@ -191,6 +204,7 @@ Status move(CollKind kind, const char *call, tshmem_team_t team, void *dst, cons
       return set_error(TSHMEM_ERR_INVALID_ARG, "%s: root %d outside the team [0, %d)", call, root, team_view.size);
     if (!(kind == CollKind::kBroadcast && dst == src) && overlap(dst, dst_bytes, src, src_bytes))
       return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst overlaps src", call);
+    if (check_only) return TSHMEM_SUCCESS;
     launch.dst = dst;
     launch.src = src;
     launch.count = nbytes;
@@ -198,8 +212,11 @@ Status move(CollKind kind, const char *call, tshmem_team_t team, void *dst, cons
     return coll_launch(launch, blocks_for(kind == CollKind::kBroadcast ? nbytes : nbytes * n), kThreads,
                        ctx->coll_early_launch, stream);
   }
+  if (check_only) return TSHMEM_SUCCESS;
   return coll_launch(launch, 1, 32, ctx->coll_early_launch, stream);
 }
+
+namespace {
 
 template <typename F>
 int guarded(const char *call, F &&body) {
@@ -223,7 +240,9 @@ extern "C" {
 
 TSHMEM_API int tshmemx_allreduce_on_stream(tshmem_team_t team, void *dst, const void *src, size_t count,
                                            tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream) {
-  return guarded("tshmemx_allreduce_on_stream", [&] { return allreduce(team, dst, src, count, dtype, op, stream); });
+  return guarded("tshmemx_allreduce_on_stream", [&] {
+    return coll_allreduce("tshmemx_allreduce_on_stream", team, dst, src, count, dtype, op, stream, false);
+  });
 }
 
 TSHMEM_API int tshmemx_reduce_scatter_on_stream(tshmem_team_t team, void *dst, const void *src, size_t count,
@@ -235,39 +254,41 @@ TSHMEM_API int tshmemx_reduce_scatter_on_stream(tshmem_team_t team, void *dst, c
 TSHMEM_API int tshmemx_allgather_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes,
                                            tshmemx_stream_t stream) {
   return guarded("tshmemx_allgather_on_stream", [&] {
-    return move(CollKind::kFcollect, "tshmemx_allgather_on_stream", team, dst, src, nbytes, 0, stream);
+    return coll_move(CollKind::kFcollect, "tshmemx_allgather_on_stream", team, dst, src, nbytes, 0, stream, false);
   });
 }
 
 TSHMEM_API int tshmemx_alltoall_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes,
                                           tshmemx_stream_t stream) {
   return guarded("tshmemx_alltoall_on_stream", [&] {
-    return move(CollKind::kAlltoall, "tshmemx_alltoall_on_stream", team, dst, src, nbytes, 0, stream);
+    return coll_move(CollKind::kAlltoall, "tshmemx_alltoall_on_stream", team, dst, src, nbytes, 0, stream, false);
   });
 }
 
 TSHMEM_API int tshmemx_broadcast_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root,
                                            tshmemx_stream_t stream) {
   return guarded("tshmemx_broadcast_on_stream", [&] {
-    return move(CollKind::kBroadcast, "tshmemx_broadcast_on_stream", team, dst, src, nbytes, root, stream);
+    return coll_move(CollKind::kBroadcast, "tshmemx_broadcast_on_stream", team, dst, src, nbytes, root, stream, false);
   });
 }
 
 TSHMEM_API int tshmemx_barrier_on_stream(tshmem_team_t team, tshmemx_stream_t stream) {
   return guarded("tshmemx_barrier_on_stream", [&] {
-    return move(CollKind::kBarrier, "tshmemx_barrier_on_stream", team, nullptr, nullptr, 0, 0, stream);
+    return coll_move(CollKind::kBarrier, "tshmemx_barrier_on_stream", team, nullptr, nullptr, 0, 0, stream, false);
   });
 }
 
 TSHMEM_API int tshmemx_barrier_all_on_stream(tshmemx_stream_t stream) {
   return guarded("tshmemx_barrier_all_on_stream", [&] {
-    return move(CollKind::kBarrier, "tshmemx_barrier_all_on_stream", TSHMEM_TEAM_WORLD, nullptr, nullptr, 0, 0, stream);
+    return coll_move(CollKind::kBarrier, "tshmemx_barrier_all_on_stream", TSHMEM_TEAM_WORLD, nullptr, nullptr, 0, 0,
+                     stream, false);
   });
 }
 
 TSHMEM_API int tshmemx_sync_all_on_stream(tshmemx_stream_t stream) {
   return guarded("tshmemx_sync_all_on_stream", [&] {
-    return move(CollKind::kBarrier, "tshmemx_sync_all_on_stream", TSHMEM_TEAM_WORLD, nullptr, nullptr, 0, 0, stream);
+    return coll_move(CollKind::kBarrier, "tshmemx_sync_all_on_stream", TSHMEM_TEAM_WORLD, nullptr, nullptr, 0, 0,
+                     stream, false);
   });
 }
 

@@ -1,6 +1,8 @@
 // The kernels behind tshmemx_*_on_stream: one template over the element type for the reducing
-// collectives (5 instantiations; the operator is a run-time argument) and one kernel for the byte moves and
-// the barrier. The bodies are the device API's grid forms (tshmem/device/coll.cuh).
+// collectives (8 instantiations; the operator is a run-time argument, so new operators add no kernel) and one kernel
+// for the byte moves and the barrier. The bodies are the device API's grid forms (tshmem/device/coll.cuh).
+#include <mutex>
+
 #include "coll/coll_launch.h"
 #include "cuda/driver.h"
 #include "tshmem/device/coll.cuh"
@@ -13,6 +15,10 @@ tshmem::redop to_redop(tshmemx_redop_t op) {
     case TSHMEMX_OP_SUM: return tshmem::redop::sum;
     case TSHMEMX_OP_MIN: return tshmem::redop::min;
     case TSHMEMX_OP_MAX: return tshmem::redop::max;
+    case TSHMEMX_OP_PROD: return tshmem::redop::prod;
+    case TSHMEMX_OP_AND: return tshmem::redop::band;
+    case TSHMEMX_OP_OR: return tshmem::redop::bor;
+    case TSHMEMX_OP_XOR: return tshmem::redop::bxor;
     case TSHMEMX_NUM_OPS: break;
   }
   return tshmem::redop::sum;  // unreachable: coll_api.cc checked the operator
@@ -85,12 +91,43 @@ Status coll_launch(const CollLaunch &a, int blocks, int threads, bool early_laun
       case TSHMEMX_DTYPE_BFLOAT16: rc = launch_reduce<__nv_bfloat16>(a, grid, block, early_launch, stream); break;
       case TSHMEMX_DTYPE_INT32: rc = launch_reduce<int32_t>(a, grid, block, early_launch, stream); break;
       case TSHMEMX_DTYPE_INT64: rc = launch_reduce<int64_t>(a, grid, block, early_launch, stream); break;
+      case TSHMEMX_DTYPE_DOUBLE: rc = launch_reduce<double>(a, grid, block, early_launch, stream); break;
+      case TSHMEMX_DTYPE_UINT32: rc = launch_reduce<uint32_t>(a, grid, block, early_launch, stream); break;
+      case TSHMEMX_DTYPE_UINT64: rc = launch_reduce<uint64_t>(a, grid, block, early_launch, stream); break;
       case TSHMEMX_NUM_DTYPES: return set_error(TSHMEM_ERR_INTERNAL, "coll_launch: unchecked dtype");
     }
   } else {
     rc = launch(move_kernel, grid, block, early_launch, stream, a);
   }
   if (rc != cudaSuccess) return cuda_error(rc, "collective kernel launch", __FILE__, __LINE__);
+  return TSHMEM_SUCCESS;
+}
+
+Status coll_run_blocking(const char *call, Status (*launch)(void *arg, tshmemx_stream_t stream), void *arg) {
+  int device = 0;
+  cudaError_t rc = cudaGetDevice(&device);
+  if (rc != cudaSuccess) return cuda_error(rc, call, __FILE__, __LINE__);
+  // One internal stream per device, made once and kept for the process (a stream is cheap; destroying it at
+  // finalize would race a host collective of another thread under TSHMEM_THREAD_MULTIPLE).
+  constexpr int kMaxDevices = 64;
+  static std::mutex streams_mutex;
+  static cudaStream_t streams[kMaxDevices] = {};
+  if (device < 0 || device >= kMaxDevices)
+    return set_error(TSHMEM_ERR_INTERNAL, "%s: device %d beyond the %d internal streams", call, device, kMaxDevices);
+  cudaStream_t stream = nullptr;
+  {
+    const std::lock_guard<std::mutex> lock(streams_mutex);
+    if (streams[device] == nullptr) {
+      rc = cudaStreamCreateWithFlags(&streams[device], cudaStreamNonBlocking);
+      if (rc != cudaSuccess) return cuda_error(rc, call, __FILE__, __LINE__);
+    }
+    stream = streams[device];
+  }
+  rc = cudaDeviceSynchronize();  // src written by earlier kernels on any stream is complete
+  if (rc != cudaSuccess) return cuda_error(rc, call, __FILE__, __LINE__);
+  TSHMEM_CHECK(launch(arg, reinterpret_cast<tshmemx_stream_t>(stream)));
+  rc = cudaStreamSynchronize(stream);
+  if (rc != cudaSuccess) return cuda_error(rc, call, __FILE__, __LINE__);
   return TSHMEM_SUCCESS;
 }
 

@@ -29,4 +29,16 @@ struct CollLaunch {
 /// before touching memory, so the launch latency overlaps the previous kernel instead of following it.
 Status coll_launch(const CollLaunch &launch, int blocks, int threads, bool early_launch, tshmemx_stream_t stream);
 
+/// The on-stream collectives' checks and launch (coll_api.cc), for the host-blocking forms (coll_host.cc): with
+/// `check_only`, every check of the on-stream call and nothing launched. `call` names the caller in messages.
+/// Builds without CUDA (coll_none.cc) fail every call alike.
+Status coll_allreduce(const char *call, tshmem_team_t team, void *dst, const void *src, size_t count,
+                      tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream, bool check_only);
+Status coll_move(CollKind kind, const char *call, tshmem_team_t team, void *dst, const void *src, size_t nbytes,
+                 int root, tshmemx_stream_t stream, bool check_only);
+
+/// Runs `launch` on tshmem's internal stream (one per device, made on first use) after synchronising the device
+/// (work that wrote src is complete), and waits for it.
+Status coll_run_blocking(const char *call, Status (*launch)(void *arg, tshmemx_stream_t stream), void *arg);
+
 }  // namespace tshmemi

@@ -1,5 +1,6 @@
 // The on-stream collectives of tshmemx.h for builds without CUDA: the symbols exist (a program links the
 // same way against either build) and every call fails clearly; the collectives are GPU kernels.
+#include "coll/coll_launch.h"
 #include "context.h"
 #include "tshmem/tshmemx.h"
 
@@ -12,6 +13,18 @@ int unavailable(const char *call) {
 }
 
 }  // namespace
+
+Status coll_allreduce(const char *call, tshmem_team_t, void *, const void *, size_t, tshmemx_dtype_t, tshmemx_redop_t,
+                      tshmemx_stream_t, bool) {
+  return static_cast<Status>(unavailable(call));
+}
+Status coll_move(CollKind, const char *call, tshmem_team_t, void *, const void *, size_t, int, tshmemx_stream_t, bool) {
+  return static_cast<Status>(unavailable(call));
+}
+Status coll_run_blocking(const char *call, Status (*)(void *, tshmemx_stream_t), void *) {
+  return static_cast<Status>(unavailable(call));
+}
+
 }  // namespace tshmemi
 
 using tshmemi::unavailable;

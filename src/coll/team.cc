@@ -5,6 +5,7 @@
 
 #include "bootstrap/agree.h"
 #include "context.h"
+#include "tshmem/device/impl/coll.cuh"  // the split teams' barrier words (host-safe macros)
 
 namespace tshmemi {
 
@@ -75,6 +76,11 @@ void TeamTable::set(tshmem_team_t handle, int start, int stride, int size, int m
   const std::lock_guard<std::mutex> lock(mutex_);
   entries_[handle] = {start, stride, size, my_index};
   node_local_[handle] = node_local;
+}
+
+bool TeamTable::is_free(tshmem_team_t handle) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return valid_handle(handle) && entries_[handle].size == 0;
 }
 
 void TeamTable::clear(tshmem_team_t handle) {
@@ -160,7 +166,20 @@ Status team_split_strided(Context &ctx, tshmem_team_t parent, int start, int str
     request.local_status = local;
     request.local_error = last_error_message();
   }
-  TSHMEM_CHECK(ctx.heap->agree(request));  // every PE the same verdict, disagreeing PEs named
+  // Every PE the same verdict, disagreeing PEs named; then the members agree on one handle, free on each of them
+  // (non-members offer every handle): a split team's collectives use barrier words indexed by handle, which must
+  // be the same words on every member (tshmem/device/impl/coll.cuh).
+  int64_t offered[TSHMEMI_TEAM_SLOTS], common[TSHMEMI_TEAM_SLOTS];
+  for (int h = 0; h < TSHMEMI_TEAM_SLOTS; ++h) offered[h] = member ? (ctx.teams.is_free(h) ? 1 : 0) : 1;
+  TSHMEM_CHECK(ctx.heap->agree_then_min(request, offered, common, TSHMEMI_TEAM_SLOTS));
+  handle = TSHMEM_TEAM_INVALID;
+  for (int h = kFirstSplitHandle; h < TSHMEMI_TEAM_SLOTS && handle == TSHMEM_TEAM_INVALID; ++h)
+    if (common[h] == 1) handle = h;
+  if (handle == TSHMEM_TEAM_INVALID)  // the same answer on every PE
+    return set_error(TSHMEM_ERR_INVALID_ARG,
+                     "%s: no team handle is free on every member of the new team (each holds at most %d split teams; "
+                     "the members' live teams together take every handle): destroy a team on the members first",
+                     call, TSHMEMI_TEAM_SLOTS - kFirstSplitHandle);
 
   if (!member) {
     *new_team = TSHMEM_TEAM_INVALID;
@@ -194,6 +213,11 @@ Status team_destroy(Context &ctx, tshmem_team_t team) {
                      static_cast<int>(team));
   }
   TSHMEM_CHECK(ctx.teams.lookup(team, call, &info));
+  // The handle's barrier words go back to zero, the state a later split that takes the handle starts from. No
+  // member writes them any more: each member's writes here belong to a collective this PE has completed.
+  TSHMEM_CHECK(ctx.mem->quiet());  // this PE's kernels (GPU backends) have finished
+  char *words = static_cast<char *>(ctx.mem->local_base()) + TSHMEMI_COLL_TEAM_SYNC_OFFSET(team);
+  TSHMEM_CHECK(ctx.mem->zero(words, TSHMEMI_COLL_TEAM_SYNC_BYTES));
   ctx.teams.clear(team);
   return mirror_to_device(ctx);
 }

@@ -22,7 +22,7 @@ struct TeamInfo {
   int size = 0;
   int my_index = -1;
   bool node_local = false;  ///< every member is load/store reachable from this PE
-  bool predefined = false;  ///< WORLD or NODE (the collectives take only these)
+  bool predefined = false;  ///< WORLD or NODE (their collectives share barrier words and use the LL area)
 };
 
 class TeamTable {
@@ -37,6 +37,7 @@ class TeamTable {
   /// Records a split team under `handle` (from free_handle) / frees it.
   void set(tshmem_team_t handle, int start, int stride, int size, int my_index, bool node_local);
   void clear(tshmem_team_t handle);
+  bool is_free(tshmem_team_t handle) const;
   /// A copy of the entries for the device mirror.
   void snapshot(tshmemi_team_entry out[TSHMEMI_TEAM_SLOTS]) const;
 

@@ -112,6 +112,8 @@ Status create_device_state(Context &ctx) {
   state.peer_base_global = owned->mirror();
   TSHMEM_CHECK(owned->create_teams(ctx));
   state.reserved[TSHMEMI_STATE_TEAM_TABLE] = reinterpret_cast<uint64_t>(owned->teams());
+  if (ctx.mem->registration_capacity() != 0)
+    state.reserved[TSHMEMI_STATE_SYMMETRIC_SPAN] = ctx.mem->registration_base() + ctx.mem->registration_capacity();
   ctx.device_state = std::move(owned);  // from here on, teardown withdraws whatever was published
   TSHMEM_CHECK(registry_publish(ctx.cuda_device, state));
   return TSHMEM_SUCCESS;

@@ -17,21 +17,23 @@
 
 // X(name, ABI version of the prototype): the version is the CUDA release that introduced the prototype
 // we call (PFN_<name>_v<version> in cudaTypedefs.h), so a newer driver still hands us that ABI.
-#define TSHMEMI_CU_ENTRY_POINTS(X)         \
-  X(cuGetErrorString, 6000)                \
-  X(cuGetErrorName, 6000)                  \
-  X(cuMemGetAllocationGranularity, 10020)  \
-  X(cuMemCreate, 10020)                    \
-  X(cuMemRelease, 10020)                   \
-  X(cuMemAddressReserve, 10020)            \
-  X(cuMemAddressFree, 10020)               \
-  X(cuMemMap, 10020)                       \
-  X(cuMemUnmap, 10020)                     \
-  X(cuMemSetAccess, 10020)                 \
-  X(cuMemExportToShareableHandle, 10020)   \
-  X(cuMemImportFromShareableHandle, 10020) \
-  X(cuModuleGetGlobal, 3020)               \
-  X(cuDeviceGet, 2000)                     \
+#define TSHMEMI_CU_ENTRY_POINTS(X)                 \
+  X(cuGetErrorString, 6000)                        \
+  X(cuGetErrorName, 6000)                          \
+  X(cuMemGetAllocationGranularity, 10020)          \
+  X(cuMemCreate, 10020)                            \
+  X(cuMemRelease, 10020)                           \
+  X(cuMemAddressReserve, 10020)                    \
+  X(cuMemAddressFree, 10020)                       \
+  X(cuMemMap, 10020)                               \
+  X(cuMemUnmap, 10020)                             \
+  X(cuMemSetAccess, 10020)                         \
+  X(cuMemExportToShareableHandle, 10020)           \
+  X(cuMemImportFromShareableHandle, 10020)         \
+  X(cuMemRetainAllocationHandle, 11000)            \
+  X(cuMemGetAllocationPropertiesFromHandle, 10020) \
+  X(cuModuleGetGlobal, 3020)                       \
+  X(cuDeviceGet, 2000)                             \
   X(cuDeviceGetAttribute, 2000)
 
 namespace tshmemi {

@@ -18,7 +18,38 @@ bool SymmetricHeap::contains(const void *ptr, uint64_t bytes) const {
   return address >= base_ && address - base_ <= size_ && bytes <= size_ - (address - base_);
 }
 
+bool SymmetricHeap::contains_symmetric(const void *ptr, uint64_t bytes) const {
+  if (contains(ptr, bytes)) return true;
+  const uintptr_t address = reinterpret_cast<uintptr_t>(ptr);
+  if (address < base_) return false;
+  const uint64_t offset = address - base_;
+  const std::lock_guard<std::mutex> lock(registered_mutex_);
+  for (const Registered &r : registered_)
+    if (offset >= r.offset && offset - r.offset <= r.bytes && bytes <= r.bytes - (offset - r.offset)) return true;
+  return false;
+}
+
+void SymmetricHeap::add_registered(const Registered &r) {
+  const std::lock_guard<std::mutex> lock(registered_mutex_);
+  registered_.push_back(r);
+}
+
+void SymmetricHeap::remove_registered(uint64_t offset) {
+  const std::lock_guard<std::mutex> lock(registered_mutex_);
+  for (auto it = registered_.begin(); it != registered_.end(); ++it)
+    if (it->offset == offset) {
+      registered_.erase(it);
+      return;
+    }
+}
+
+std::vector<SymmetricHeap::Registered> SymmetricHeap::registered() const {
+  const std::lock_guard<std::mutex> lock(registered_mutex_);
+  return registered_;
+}
+
 Status SymmetricHeap::check_user_range(const char *call, const char *what, const void *ptr, uint64_t bytes) const {
+  if (!contains(ptr, bytes) && contains_symmetric(ptr, bytes)) return TSHMEM_SUCCESS;  // a registered buffer
   if (!contains(ptr, bytes))
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: %s [%p, +%llu bytes) is not inside the symmetric heap [%p, +%llu)",
                      call, what, ptr, static_cast<unsigned long long>(bytes), reinterpret_cast<void *>(base_),
@@ -111,11 +142,15 @@ Status SymmetricHeap::release(void *ptr) {
 }
 
 Status SymmetricHeap::rendezvous(CollectiveKind kind) {
-  const std::lock_guard<std::mutex> collective(collective_mutex_);
   CollectiveRequest request;
   request.kind = kind;
+  return rendezvous(request);
+}
+
+Status SymmetricHeap::rendezvous(CollectiveRequest request) {
+  const std::lock_guard<std::mutex> collective(collective_mutex_);
   const Status quiet = quiet_all();
-  if (quiet != TSHMEM_SUCCESS) {
+  if (quiet != TSHMEM_SUCCESS && request.local_status == TSHMEM_SUCCESS) {
     request.local_status = quiet;
     request.local_error = last_error_message();
   }
@@ -126,6 +161,12 @@ Status SymmetricHeap::rendezvous(CollectiveKind kind) {
 Status SymmetricHeap::agree(const CollectiveRequest &request) {
   const std::lock_guard<std::mutex> collective(collective_mutex_);
   return check_.agree(request);
+}
+
+Status SymmetricHeap::agree_then_min(const CollectiveRequest &request, const int64_t *in, int64_t *out, int count) {
+  const std::lock_guard<std::mutex> collective(collective_mutex_);
+  TSHMEM_CHECK(check_.agree(request));
+  return boot_.allreduce(in, out, count, ReduceOp::kMin);
 }
 
 Status SymmetricHeap::quiet_all() {

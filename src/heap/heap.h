@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "heap/allocator.h"
 #include "heap/symmetry_check.h"
@@ -24,15 +25,32 @@ class SymmetricHeap {
   Status release(void *ptr);
   /// Collective rendezvous with no allocation (barrier_all, finalize): checked like the others.
   Status rendezvous(CollectiveKind kind);
+  /// The same for a request that carries arguments (tshmem_barrier(team)); its local status joins the quiet's.
+  Status rendezvous(CollectiveRequest request);
   /// Collective: the symmetry check alone for a call that is not the heap's (tshmem_team_split_strided), under
   /// the same lock and call sequence, so PEs that disagree are named.
   Status agree(const CollectiveRequest &request);
+  /// agree(), then (only when it succeeded) an element-wise minimum of `in` over every PE into `out`, under the
+  /// same lock, so no other collective of this PE's threads comes between them.
+  Status agree_then_min(const CollectiveRequest &request, const int64_t *in, int64_t *out, int count);
 
   /// From now on a rendezvous (barrier_all, finalize) and a free complete this PE's puts to other nodes
   /// first, and a rendezvous makes theirs visible here after.
   void attach_host_rma(HostRma *rma) { host_rma_ = rma; }
 
   bool contains(const void *ptr, uint64_t bytes) const;
+  /// contains(), or [ptr, +bytes) inside one registered buffer (tshmemx_buffer_register_symmetric).
+  bool contains_symmetric(const void *ptr, uint64_t bytes) const;
+
+  /// Registered buffers, by offset from the heap base (the backend's registration range): recorded once every
+  /// PE mapped one, forgotten when unregistered. `user` is the application's own address of the buffer.
+  struct Registered {
+    uint64_t offset, bytes;
+    const void *user;
+  };
+  void add_registered(const Registered &r);
+  void remove_registered(uint64_t offset);
+  std::vector<Registered> registered() const;
   /// Checks that [ptr, +bytes) lies where user blocks live: inside the heap and past tshmem's reserved
   /// region (its first `reserved` bytes, device barrier counters). Else TSHMEM_ERR_INVALID_ARG naming
   /// `call`, `what` and the range.
@@ -59,6 +77,8 @@ class SymmetricHeap {
   HeapAllocator allocator_;
   SymmetryCheck check_;
   HostRma *host_rma_ = nullptr;  ///< owned by the context; outlives the heap's use of it
+  mutable std::mutex registered_mutex_;
+  std::vector<Registered> registered_;
 };
 
 }  // namespace tshmemi

@@ -27,6 +27,13 @@ const char *collective_call_name(CollectiveKind kind) {
     case CollectiveKind::kFinalize: return "tshmem_finalize";
     case CollectiveKind::kMulticast: return "tshmem_init (multicast region)";
     case CollectiveKind::kTeamSplit: return "tshmem_team_split_strided";
+    case CollectiveKind::kReduce: return "tshmem_<T>_<op>_reduce";
+    case CollectiveKind::kFcollect: return "tshmem_<T>_fcollect";
+    case CollectiveKind::kAlltoall: return "tshmem_<T>_alltoall";
+    case CollectiveKind::kBroadcast: return "tshmem_<T>_broadcast";
+    case CollectiveKind::kTeamBarrier: return "tshmem_barrier";
+    case CollectiveKind::kRegister: return "tshmemx_buffer_register_symmetric";
+    case CollectiveKind::kUnregister: return "tshmemx_buffer_unregister_symmetric";
   }
   return "a collective call";
 }
@@ -53,6 +60,30 @@ std::string CollectiveRequest::describe() const {
                      static_cast<int>(size & 0xffff), static_cast<int>(size >> 16 & 0xffff),
                      static_cast<int>(size >> 32 & 0xffff));
       return text;
+    case CollectiveKind::kReduce:
+    case CollectiveKind::kFcollect:
+    case CollectiveKind::kAlltoall:
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kTeamBarrier: {
+      const int team = alignment > 0 ? __builtin_ctzll(static_cast<uint64_t>(alignment)) : -1;
+      const long long low = static_cast<long long>(size & ((int64_t{1} << 40) - 1));
+      if (kind == CollectiveKind::kReduce)
+        text += format("(team=%d, count=%lld, dtype=%d, op=%d)", team, low, static_cast<int>(size >> 40 & 0xf),
+                       static_cast<int>(size >> 44 & 0xf));
+      else if (kind == CollectiveKind::kBroadcast)
+        text += format("(team=%d, nbytes=%lld, root=%d)", team, low, static_cast<int>(size >> 40 & 0xff));
+      else if (kind == CollectiveKind::kTeamBarrier)
+        text += format("(team=%d)", team);
+      else
+        text += format("(team=%d, nbytes=%lld)", team, low);
+      if (offset >= 0) text += format(" with dst at heap offset %lld", static_cast<long long>(offset));
+      return text;
+    }
+    case CollectiveKind::kRegister:
+    case CollectiveKind::kUnregister:
+      text += format("(size=%lld)", static_cast<long long>(size));
+      if (offset >= 0) text += format(" at registration offset %lld", static_cast<long long>(offset));
+      return text;
   }
   if (offset >= 0) text += format(" -> offset %lld", static_cast<long long>(offset));
   return text;
@@ -78,7 +109,7 @@ bool pack_request(uint64_t sequence, const CollectiveRequest &r, int64_t status,
     if ((alignment & (alignment - 1)) != 0) return false;
     align_code = static_cast<uint64_t>(__builtin_ctzll(alignment)) + 1;
   }
-  static_assert(static_cast<uint64_t>(CollectiveKind::kTeamSplit) < 16, "kind has 4 bits");
+  static_assert(static_cast<uint64_t>(CollectiveKind::kUnregister) < 16, "kind has 4 bits");
   if (size > kLow48 || offset_plus_1 > kLow48 || align_code > 63) return false;
   words[0] = static_cast<int64_t>(size | static_cast<uint64_t>(r.kind) << 48 | static_cast<uint64_t>(status) << 52 |
                                   align_code << 53);
@@ -132,8 +163,11 @@ Status SymmetryCheck::explain_failure(const CollectiveRequest &mine) {
   auto same_request = [](const PeReport &a, const PeReport &b) {
     for (Field f : kRequestFields)
       if (a.fields[f] != b.fields[f]) return false;
-    // For free, the block *is* the request.
-    return a.fields[kKind] != static_cast<int64_t>(CollectiveKind::kFree) || a.fields[kOffset] == b.fields[kOffset];
+    // For free, the block *is* the request; for the collectives and registrations, the buffer's offset is part
+    // of the call (every PE must name the same symmetric object).
+    const bool offset_is_request = a.fields[kKind] == static_cast<int64_t>(CollectiveKind::kFree) ||
+                                   a.fields[kKind] >= static_cast<int64_t>(CollectiveKind::kReduce);
+    return !offset_is_request || a.fields[kOffset] == b.fields[kOffset];
   };
   // Group PEs by request; the largest group is the reference (ties: the one holding the lowest PE).
   std::vector<std::vector<int>> groups;

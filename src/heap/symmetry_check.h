@@ -25,6 +25,14 @@ enum class CollectiveKind : int64_t {
   kMulticast =
       7,  ///< binding the heap to the node's multicast object (src/nvls): size = bytes bound, alignment = granularity
   kTeamSplit = 8,  ///< tshmem_team_split_strided: size = start | stride << 16 | size << 32, alignment = 1 << parent
+  // Host-blocking collectives (src/coll/coll_host.cc): alignment = 1 << team, offset = dst's heap offset (-1: none).
+  kReduce = 9,      ///< size = count | dtype << 40 | op << 44
+  kFcollect = 10,   ///< size = bytes per PE
+  kAlltoall = 11,   ///< size = bytes per PE pair
+  kBroadcast = 12,  ///< size = bytes | root << 40
+  kTeamBarrier = 13,
+  kRegister = 14,    ///< tshmemx_buffer_register_symmetric: size = bytes, offset = offset in the registration range
+  kUnregister = 15,  ///< tshmemx_buffer_unregister_symmetric: size = bytes of the range (-1: none), offset as above
 };
 
 const char *collective_call_name(CollectiveKind kind);  // "tshmem_malloc", ...

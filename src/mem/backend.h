@@ -39,6 +39,40 @@ class MemBackend {
   /// Completes every transfer this PE has issued (host copies, and the device for GPU backends).
   virtual Status quiet() = 0;
 
+  // ---- Registered buffers (tshmemx_buffer_register_symmetric; src/mem/registration.cc) --------------------------
+  // A backend that can register keeps `registration_capacity()` bytes of VA after every heap view (its own and
+  // each node peer's), from offset `registration_base()` of the view, where applications' buffers are mapped at
+  // the same offset in every view; the device's one address formula then reaches them like heap memory.
+  // The others answer 0 and refuse.
+
+  /// Bytes of the registration range; 0: this backend cannot register.
+  virtual uint64_t registration_capacity() const { return 0; }
+  /// Offset of the registration range from the heap base (the heap's size rounded to the granularity).
+  virtual uint64_t registration_base() const { return 0; }
+  /// Size and alignment unit of registered buffers.
+  virtual uint64_t registration_granularity() const { return 0; }
+  /// Local: checks that [buf, +bytes) is one registrable allocation and readies it (retains and exports its
+  /// handle). Fails naming `call`, the value and the rule; then nothing is held.
+  virtual Status prepare_registration(const char *call, void *buf, uint64_t bytes) {
+    (void)buf, (void)bytes;
+    return set_error(TSHMEM_ERR_INTERNAL, "%s: the %s backend cannot register buffers", call, name());
+  }
+  /// Drops what prepare_registration holds (the collective decided not to register).
+  virtual void abandon_registration() {}
+  /// Collective over ALL PEs, after every PE prepared: maps every node-local PE's prepared buffer at
+  /// `offset` of the registration range in this PE's view of that PE. Fails on every PE when it fails on one,
+  /// with nothing mapped anywhere.
+  virtual Status map_registration(Bootstrap &boot, uint64_t offset, uint64_t bytes) {
+    (void)boot, (void)offset, (void)bytes;
+    return set_error(TSHMEM_ERR_INTERNAL, "map_registration: the %s backend cannot register buffers", name());
+  }
+  /// Local: unmaps the registration at `offset` from every view of this PE and releases its handles (the
+  /// device is synchronised first).
+  virtual Status unmap_registration(uint64_t offset) {
+    (void)offset;
+    return TSHMEM_SUCCESS;
+  }
+
   /// Collective teardown: every PE unmaps its peers, barrier, then each releases its own memory.
   /// Every PE calls it once create was called on every PE, whatever create returned and whatever this PE
   /// holds (nothing, part, all): it must run the same collectives on every PE and may run twice.

@@ -79,11 +79,11 @@ TEST_F(Init, SecondInitIsAnError) {
 
 TEST_F(Init, DifferentHeapSizeOnOnePeFailsInitEverywhere) {
   if (world_size() < 2) GTEST_SKIP() << "needs 2 PEs to differ";
-  ScopedEnv size("TSHMEM_SYMMETRIC_SIZE", world_rank() == 1 ? "6M" : "8M");
+  ScopedEnv size("TSHMEM_SYMMETRIC_SIZE", world_rank() == 1 ? "7M" : "8M");
   EXPECT_EQ(tshmem_init(), TSHMEM_ERR_CONFIG);
   const std::string message = last_error();
   EXPECT_NE(message.find("TSHMEM_SYMMETRIC_SIZE"), std::string::npos) << message;
-  EXPECT_NE(message.find("PE 1 = 6291456"), std::string::npos) << message;
+  EXPECT_NE(message.find("PE 1 = 7340032"), std::string::npos) << message;
   EXPECT_EQ(tshmem_my_pe(), -1) << "nothing stays initialised";
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_TRUE(shm_segments().empty()) << "a failed init leaves nothing behind";

@@ -53,7 +53,21 @@ int nvshmem_compat_names(void *mpi_comm) {
                          (const void *)nvshmemx_float_max_reduce_on_stream,
                          (const void *)nvshmemx_long_fcollect_on_stream,
                          (const void *)nvshmemx_double_alltoall_on_stream,
-                         (const void *)nvshmemx_char_broadcast_on_stream};
+                         (const void *)nvshmemx_char_broadcast_on_stream,
+                         (const void *)nvshmemx_double_prod_reduce_on_stream,
+                         (const void *)nvshmemx_uint64_xor_reduce_on_stream,
+                         (const void *)nvshmem_barrier,
+                         (const void *)nvshmem_int_sum_reduce,
+                         (const void *)nvshmem_double_min_reduce,
+                         (const void *)nvshmem_uint_max_reduce,
+                         (const void *)nvshmem_longlong_and_reduce,
+                         (const void *)nvshmem_size_or_reduce,
+                         (const void *)nvshmem_float_prod_reduce,
+                         (const void *)nvshmem_int_fcollect,
+                         (const void *)nvshmem_int64_alltoall,
+                         (const void *)nvshmem_uint8_broadcast,
+                         (const void *)nvshmemx_buffer_register_symmetric,
+                         (const void *)nvshmemx_buffer_unregister_symmetric};
   size_t present = 0;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) present += names[i] != NULL;
   return (int)present + (int)attr.version;

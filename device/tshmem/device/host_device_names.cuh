@@ -128,4 +128,7 @@ TSHMEMI_HD int tshmem_team_translate_pe(tshmem_team_t src_team, int src_pe, tshm
 #undef TSHMEMI_HD
 #endif  // TSHMEMI_HOST_DEVICE_NAMES
 
+// The typed collectives and tshmem_barrier(team), one name on host and device too.
+#include "tshmem/device/c_coll.cuh"
+
 #endif  // TSHMEM_DEVICE_HOST_DEVICE_NAMES_CUH

@@ -43,8 +43,9 @@
 
 namespace tshmem {
 
-/// Reduction operators of the multimem and collective API.
-enum class redop { sum = 0, min = 1, max = 2 };
+/// Reduction operators of the collective API; multimem (the ISA's ld_reduce/red) has sum, min and max only.
+/// band, bor, bxor are bitwise (integer types); C++ reserves and/or/xor.
+enum class redop { sum = 0, min = 1, max = 2, prod = 3, band = 4, bor = 5, bxor = 6 };
 
 /// N elements of T, aligned to their size (4, 8 or 16 bytes): one register operand group of a multimem op.
 template <class T, int N>

@@ -23,7 +23,7 @@
 
 /** Bytes at the start of every heap that tshmem keeps for itself: device barrier and sync counters (first
  *  64 KiB), then the 2 MiB the collectives' flag-in-data (LL) one-shot all-reduce receives into. */
-#define TSHMEM_INTERNAL_HEAP_BYTES (64u * 1024u + 2048u * 1024u)
+#define TSHMEM_INTERNAL_HEAP_BYTES (64u * 1024u + 2048u * 1024u + 1024u * 1024u)
 
 enum tshmemi_state_flags {
   TSHMEMI_STATE_INITIALIZED = 1u << 0, /**< Filled by a live tshmem_init. */
@@ -47,7 +47,8 @@ typedef struct tshmemi_device_state {
   const uint64_t *peer_base_global;   /**< Device-global mirror of peer_base: per-lane PE lookups __ldg it. */
   uint64_t reserved[4];               /**< Room to grow without a layout change; [TSHMEMI_STATE_PROXY_CHANNEL]
                                            is this PE's off-node proxy channel (device address), 0 without;
-                                           [TSHMEMI_STATE_TEAM_TABLE] its team table; the others zero. */
+                                           [TSHMEMI_STATE_TEAM_TABLE] its team table; [TSHMEMI_STATE_SYMMETRIC_SPAN]
+                                           the heap and registration range; the others zero. */
   uint64_t peer_base[TSHMEM_MAX_PES]; /**< Where this PE sees each PE's heap; 0 = no load/store path. */
 } tshmemi_device_state;
 
@@ -63,6 +64,9 @@ static_assert(sizeof(tshmemi_device_state) == 96 + 8 * TSHMEM_MAX_PES, "layout f
 #define TSHMEMI_STATE_PROXY_CHANNEL 0
 /** Which reserved word holds the device address of this PE's team table (TSHMEMI_TEAM_SLOTS entries), 0 without. */
 #define TSHMEMI_STATE_TEAM_TABLE 1
+/** Which reserved word holds the bytes from heap_base that are symmetric: the heap and, after it, the range where
+ *  registered buffers are mapped (tshmemx_buffer_register_symmetric); 0 means heap_size. */
+#define TSHMEMI_STATE_SYMMETRIC_SPAN 2
 /** Entries of the team table; equals TSHMEM_MAX_TEAMS (checked in src/coll/team.cc). */
 #define TSHMEMI_TEAM_SLOTS 32
 

@@ -7,6 +7,13 @@
 //   16 KiB + 8 * ROWS         uint64 flag[ROWS][MAX_TEAM]     flag[r][k]: last epoch member k announced on row r
 //   after the flags           uint64 ll_calls[LL_ROWS]        LL all-reduces LL row r has completed on this PE
 //   64 KiB                    LL area, 2 MiB: [LL_ROWS][2 parities][n - 1 senders][lines] of 16-byte lines
+//   after the LL calls        uint64 thread_epoch, thread_flag[MAX_TEAM]   the thread forms' row (WORLD, NODE)
+//   64 KiB + 2 MiB            per split team handle h >= 3: uint64 row_epoch[ROWS], flag[ROWS][MAX_TEAM],
+//                             thread_epoch, thread_flag[MAX_TEAM]
+// WORLD and NODE share the first barrier words (they are the same PEs whenever both are node-local). A split team
+// has words of its own, so its collectives never mix with another team's: split handles are the same on every
+// member (tshmem_team_split_strided agrees on one), and a handle's words are zero while it is free (zeroed at
+// init and by tshmem_team_destroy). Split teams do not use the LL area (their all-reduce is barrier-bracketed).
 // ROWS (32) bounds the barrier-bracketed forms; the LL all-reduce has its own, larger bound LL_ROWS (128), so a
 // small all-reduce can spread over most of the SMs (the LL area's capacity is the same however it is split).
 //
@@ -38,8 +45,15 @@
 #define TSHMEMI_COLL_LL_MAX_ROWS 128
 /// The LL area: offset in the internal region, size, bytes per row and parity.
 #define TSHMEMI_COLL_LL_OFFSET (64u * 1024u)
-#define TSHMEMI_COLL_LL_BYTES (TSHMEM_INTERNAL_HEAP_BYTES - TSHMEMI_COLL_LL_OFFSET)
+#define TSHMEMI_COLL_LL_BYTES (2048u * 1024u)
 #define TSHMEMI_COLL_LL_PARITY_BYTES (TSHMEMI_COLL_LL_BYTES / TSHMEMI_COLL_LL_MAX_ROWS / 2)
+/// Barrier words of split team handle h (>= TSHMEMI_COLL_FIRST_SPLIT_TEAM): offset in the internal region, bytes.
+#define TSHMEMI_COLL_FIRST_SPLIT_TEAM 3
+#define TSHMEMI_COLL_TEAM_SYNC_BYTES \
+  (8u * TSHMEMI_COLL_MAX_ROWS + 8u * TSHMEMI_COLL_MAX_ROWS * TSHMEMI_COLL_MAX_TEAM + 8u + 8u * TSHMEMI_COLL_MAX_TEAM)
+#define TSHMEMI_COLL_TEAM_SYNC_OFFSET(h)            \
+  (TSHMEMI_COLL_LL_OFFSET + TSHMEMI_COLL_LL_BYTES + \
+   static_cast<size_t>((h)-TSHMEMI_COLL_FIRST_SPLIT_TEAM) * TSHMEMI_COLL_TEAM_SYNC_BYTES)
 /// Data bytes per 16-byte LL line for elements of `elem_size` bytes (ll_format below says why).
 #define TSHMEMI_COLL_LL_LINE_BYTES(elem_size) ((elem_size) == 8 ? 8u : 12u)
 /// Lines one block row can take per LL call in a team of n: (n - 1) slots per parity.
@@ -53,22 +67,57 @@ namespace coll_detail {
 constexpr size_t kRowEpochs = internal_heap::kDeviceBytes;
 constexpr size_t kFlags = kRowEpochs + 8 * TSHMEMI_COLL_MAX_ROWS;
 constexpr size_t kLlCalls = kFlags + 8 * TSHMEMI_COLL_MAX_ROWS * TSHMEMI_COLL_MAX_TEAM;
-static_assert(kLlCalls + 8 * TSHMEMI_COLL_LL_MAX_ROWS <= TSHMEMI_COLL_LL_OFFSET,
+constexpr size_t kThreadEpoch = kLlCalls + 8 * TSHMEMI_COLL_LL_MAX_ROWS;
+static_assert(kThreadEpoch + 8 + 8 * TSHMEMI_COLL_MAX_TEAM <= TSHMEMI_COLL_LL_OFFSET,
               "collective barrier words overflow into the LL area");
+static_assert(TSHMEMI_COLL_TEAM_SYNC_OFFSET(TSHMEMI_TEAM_SLOTS) <= TSHMEM_INTERNAL_HEAP_BYTES,
+              "the split teams' barrier words do not fit the internal heap region");
 static_assert(TSHMEMI_COLL_LL_OFFSET < TSHMEM_INTERNAL_HEAP_BYTES && TSHMEMI_COLL_LL_PARITY_BYTES % 16 == 0 &&
                   TSHMEMI_COLL_LL_ROW_LINES(TSHMEMI_COLL_MAX_TEAM) >= 1,
               "the LL area does not fit the internal heap region");
 
 using block = group<tshmem::block_scope>;
 
-/// Rendezvous of block row `row` on every member: earlier writes of this block (local or remote) are
-/// visible to every member's block of that row after it. All threads of the block call.
-TSHMEMI_DEVICE void row_barrier(const tshmem::team_view &t, int row, const char *call, const tshmemi_device_state &st) {
+/// Offset of `team`'s barrier words (row epochs; the flags follow them) in the internal region.
+TSHMEMI_DEVICE size_t sync_words(tshmem_team_t team) {
+  return team < TSHMEMI_COLL_FIRST_SPLIT_TEAM ? kRowEpochs : TSHMEMI_COLL_TEAM_SYNC_OFFSET(team);
+}
+
+/// Offset of `team`'s thread-form row: its epoch, then its flags.
+TSHMEMI_DEVICE size_t thread_words(tshmem_team_t team) {
+  return team < TSHMEMI_COLL_FIRST_SPLIT_TEAM
+             ? kThreadEpoch
+             : sync_words(team) + 8 * TSHMEMI_COLL_MAX_ROWS + 8 * TSHMEMI_COLL_MAX_ROWS * TSHMEMI_COLL_MAX_TEAM;
+}
+
+/// Barrier of one thread per member of `team` (the thread and warp forms on a team without every PE), on the
+/// team's thread row, so it never mixes with the block rows. The calling thread's earlier writes are visible to
+/// every member after it; what members wrote before it is visible here.
+TSHMEMI_DEVICE void thread_barrier(tshmem_team_t team, const tshmem::team_view &t, const char *call,
+                                   const tshmemi_device_state &st) {
+  char *base = own_heap_base(st);
+  const size_t words = thread_words(team);
+  volatile uint64_t *epoch_word = reinterpret_cast<volatile uint64_t *>(base + words);
+  const uint64_t epoch = *epoch_word + 1;
+  uint64_t *flags = reinterpret_cast<uint64_t *>(base + words + 8);
+  for (int i = 1; i < t.size; ++i)
+    store_release_sys(remote_ptr_lane(flags + t.my_index, t.pe((t.my_index + i) % t.size), call, st), epoch);
+  for (int i = 1; i < t.size; ++i)
+    spin_until<uint64_t>(flags + (t.my_index + i) % t.size, TSHMEM_CMP_GE, epoch, call, st);
+  *epoch_word = epoch;
+}
+
+/// Rendezvous of block row `row` on every member of `team` (viewed as `t`): earlier writes of this block (local
+/// or remote) are visible to every member's block of that row after it. All threads of the block call.
+TSHMEMI_DEVICE void row_barrier(tshmem_team_t team, const tshmem::team_view &t, int row, const char *call,
+                                const tshmemi_device_state &st) {
   __syncthreads();
   char *base = own_heap_base(st);
-  volatile uint64_t *epoch_word = reinterpret_cast<volatile uint64_t *>(base + kRowEpochs + 8 * row);
+  const size_t words = sync_words(team);
+  volatile uint64_t *epoch_word = reinterpret_cast<volatile uint64_t *>(base + words + 8 * row);
   const uint64_t epoch = *epoch_word + 1;
-  uint64_t *flags = reinterpret_cast<uint64_t *>(base + kFlags) + static_cast<size_t>(row) * TSHMEMI_COLL_MAX_TEAM;
+  uint64_t *flags = reinterpret_cast<uint64_t *>(base + words + 8 * TSHMEMI_COLL_MAX_ROWS) +
+                    static_cast<size_t>(row) * TSHMEMI_COLL_MAX_TEAM;
   const int rank = static_cast<int>(block::rank()), size = static_cast<int>(block::size());
   // One st.release.sys per peer (the fence itself, cumulative over the block's earlier writes through the
   // __syncthreads) and one acquire spin per peer; the own slot is neither written nor read.
@@ -107,13 +156,14 @@ TSHMEMI_DEVICE span split_bytes(size_t nbytes, size_t parts, size_t p) {
   return s;
 }
 
-// ---- element arithmetic: f32 accumulation for the float types, wrap-around for integers ----------------
+// ---- element arithmetic: f32 accumulation for the 16/32-bit float types, f64 for double, wrap-around for
+// integers (unsigned types compare unsigned) ----------------------------------------------------------------
 template <class T>
-using acc_t = std::conditional_t<std::is_integral_v<T>, T, float>;
+using acc_t = std::conditional_t<std::is_integral_v<T> || std::is_same_v<T, double>, T, float>;
 
 template <class T>
 TSHMEMI_DEVICE acc_t<T> to_acc(T x) {
-  if constexpr (std::is_same_v<T, float> || std::is_integral_v<T>)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_integral_v<T>)
     return x;
   else if constexpr (std::is_same_v<T, __half>)
     return __half2float(x);
@@ -125,7 +175,7 @@ TSHMEMI_DEVICE acc_t<T> to_acc(T x) {
 
 template <class T>
 TSHMEMI_DEVICE T from_acc(acc_t<T> a) {
-  if constexpr (std::is_same_v<T, float> || std::is_integral_v<T>)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_integral_v<T>)
     return a;
   else if constexpr (std::is_same_v<T, __half>)
     return __float2half_rn(a);  // the one rounding
@@ -135,17 +185,39 @@ TSHMEMI_DEVICE T from_acc(acc_t<T> a) {
     static_assert(tshmem::dependent_false<T>, "collectives: float, __half, __nv_bfloat16, int32_t, int64_t");
 }
 
+/// One step of the reduction; the operator is a run-time value (one kernel per type). The host refuses the
+/// bitwise operators on float types; here they fall back to sum, never reached.
 template <class A>
 TSHMEMI_DEVICE A combine(tshmem::redop op, A acc, A x) {
+  using tshmem::redop;
   if constexpr (std::is_integral_v<A>) {
     using U = std::make_unsigned_t<A>;
-    if (op == tshmem::redop::sum) return static_cast<A>(static_cast<U>(acc) + static_cast<U>(x));
-    if (op == tshmem::redop::min) return x < acc ? x : acc;
-    return x > acc ? x : acc;
+    switch (op) {
+      case redop::min: return x < acc ? x : acc;
+      case redop::max: return x > acc ? x : acc;
+      case redop::prod: return static_cast<A>(static_cast<U>(acc) * static_cast<U>(x));
+      case redop::band: return static_cast<A>(acc & x);
+      case redop::bor: return static_cast<A>(acc | x);
+      case redop::bxor: return static_cast<A>(acc ^ x);
+      case redop::sum: break;
+    }
+    return static_cast<A>(static_cast<U>(acc) + static_cast<U>(x));
   } else {
-    if (op == tshmem::redop::sum) return acc + x;
-    if (op == tshmem::redop::min) return fminf(acc, x);
-    return fmaxf(acc, x);
+    switch (op) {
+      case redop::min:
+        if constexpr (std::is_same_v<A, double>)
+          return fmin(acc, x);
+        else
+          return fminf(acc, x);
+      case redop::max:
+        if constexpr (std::is_same_v<A, double>)
+          return fmax(acc, x);
+        else
+          return fmaxf(acc, x);
+      case redop::prod: return acc * x;
+      default: break;
+    }
+    return acc + x;
   }
 }
 
@@ -204,9 +276,14 @@ TSHMEMI_DEVICE void reduce_range(const tshmem::team_view &t, tshmem::redop op, T
   if (vec_n != n) reduce_elems<T, false>(t, op, dst, src, first + vec_n, n - vec_n, push, call, st);
 }
 
-/// True when multimem has an ld_reduce for (T, op): the ISA has no f32 min/max.
+/// Element types multimem reduces (no f64).
+template <class T>
+inline constexpr bool mc_type = !std::is_same_v<T, double>;
+
+/// True when multimem has an ld_reduce for (T, op): sum, min and max only, and no f32 min/max.
 template <class T>
 TSHMEMI_DEVICE bool mc_has_op(tshmem::redop op) {
+  if (!mc_type<T> || (op != tshmem::redop::sum && op != tshmem::redop::min && op != tshmem::redop::max)) return false;
   return !(std::is_same_v<T, float> && op != tshmem::redop::sum);
 }
 
@@ -446,8 +523,8 @@ TSHMEMI_DEVICE void allreduce_ll(const tshmem::team_view &t, tshmem::redop op, T
 ///      order, f32 for the float types), store to my dst and to the peer's dst.
 /// The caller brackets it with its entry and exit row barriers.
 template <class T>
-TSHMEMI_DEVICE void allreduce_pair_push(const tshmem::team_view &t, tshmem::redop op, T *dst, const T *src,
-                                        size_t units, int part, int parts, int row, const char *call,
+TSHMEMI_DEVICE void allreduce_pair_push(tshmem_team_t team, const tshmem::team_view &t, tshmem::redop op, T *dst,
+                                        const T *src, size_t units, int part, int parts, int row, const char *call,
                                         const tshmemi_device_state &st) {
   constexpr int E = 16 / sizeof(T);
   const int peer_index = 1 - t.my_index;
@@ -458,7 +535,7 @@ TSHMEMI_DEVICE void allreduce_pair_push(const tshmem::team_view &t, tshmem::redo
   const size_t their_first = their_half.begin + theirs.begin;
   copy_bytes<tshmem::block_scope>(remote_ptr(dst + their_first * E, peer, call, st), src + their_first * E,
                                   (theirs.end - theirs.begin) * 16);
-  row_barrier(t, row, call, st);
+  row_barrier(team, t, row, call, st);
   const span half = split(units, 2, static_cast<size_t>(t.my_index));
   const span mine = split(half.end - half.begin, ps, p);
   const uint4 *own = reinterpret_cast<const uint4 *>(src + (half.begin + mine.begin) * E);
@@ -496,7 +573,8 @@ TSHMEMI_DEVICE void allreduce(tshmem_team_t team, T *dst, const T *src, size_t c
                               int part, int parts, int row, const tshmemi_device_state &st) {
   const char *call = "tshmem::coll::allreduce";
   const tshmem::team_view t = tshmem::team_of(team, st);
-  if (!two_shot && parts <= TSHMEMI_COLL_LL_MAX_ROWS && ll_fits<T>(count, parts, t.size)) {
+  if (!two_shot && team < TSHMEMI_COLL_FIRST_SPLIT_TEAM && parts <= TSHMEMI_COLL_LL_MAX_ROWS &&
+      ll_fits<T>(count, parts, t.size)) {
     // The same choice on every member: no barrier at all, and LL rows of its own.
     if (row >= TSHMEMI_COLL_LL_MAX_ROWS) trap_bad_operator(call, row, st.my_pe);
     if (t.size > TSHMEMI_COLL_MAX_TEAM) trap_bad_operator(call, t.size, st.my_pe);
@@ -505,7 +583,7 @@ TSHMEMI_DEVICE void allreduce(tshmem_team_t team, T *dst, const T *src, size_t c
     return;
   }
   check_shape(t, row, parts, call, st);
-  row_barrier(t, row, call, st);  // every member's src is ready (and its dst free)
+  row_barrier(team, t, row, call, st);  // every member's src is ready (and its dst free)
   constexpr size_t E = 16 / sizeof(T);
   T *mc_dst = tshmem::mc_ptr(team, dst, st);
   const T *mc_src = tshmem::mc_ptr(team, src, st);
@@ -519,7 +597,7 @@ TSHMEMI_DEVICE void allreduce(tshmem_team_t team, T *dst, const T *src, size_t c
     reduce_elems<T, true>(t, op, dst, src, s.begin * E, (s.end - s.begin) * E, false, call, st);
     if (part == 0 && tail_n != 0) reduce_elems<T, false>(t, op, dst, src, tail_first, tail_n, false, call, st);
   } else if (t.size == 2 && dst != src && !mc) {  // stores only: see allreduce_pair_push
-    allreduce_pair_push<T>(t, op, dst, src, units, part, parts, row, call, st);
+    allreduce_pair_push<T>(team, t, op, dst, src, units, part, parts, row, call, st);
     if (t.my_index == 0 && part == 0 && tail_n != 0)
       reduce_elems<T, false>(t, op, dst, src, tail_first, tail_n, true, call, st);
   } else {
@@ -527,14 +605,14 @@ TSHMEMI_DEVICE void allreduce(tshmem_team_t team, T *dst, const T *src, size_t c
     // ld_reduce and one st per unit when the team has multicast addresses for both buffers).
     const size_t pieces = static_cast<size_t>(t.size) * static_cast<size_t>(parts);
     const span s = split(units, pieces, static_cast<size_t>(t.my_index) * static_cast<size_t>(parts) + part);
-    if (mc)
-      mc_allreduce<T>(op, mc_dst, mc_src, s.begin * E, (s.end - s.begin) * E);
-    else
-      reduce_elems<T, true>(t, op, dst, src, s.begin * E, (s.end - s.begin) * E, true, call, st);
+    if constexpr (mc_type<T>) {
+      if (mc) mc_allreduce<T>(op, mc_dst, mc_src, s.begin * E, (s.end - s.begin) * E);
+    }
+    if (!mc) reduce_elems<T, true>(t, op, dst, src, s.begin * E, (s.end - s.begin) * E, true, call, st);
     if (t.my_index == 0 && part == 0 && tail_n != 0)
       reduce_elems<T, false>(t, op, dst, src, tail_first, tail_n, true, call, st);
   }
-  row_barrier(t, row, call, st);  // every member's dst is complete; nobody reads src any more
+  row_barrier(team, t, row, call, st);  // every member's dst is complete; nobody reads src any more
 }
 
 template <class T>
@@ -543,12 +621,12 @@ TSHMEMI_DEVICE void reduce_scatter(tshmem_team_t team, T *dst, const T *src, siz
   const char *call = "tshmem::coll::reduce_scatter";
   const tshmem::team_view t = tshmem::team_of(team, st);
   check_shape(t, row, parts, call, st);
-  row_barrier(t, row, call, st);
+  row_barrier(team, t, row, call, st);
   // This PE's block of every member's src, reduced into its own dst (dst + k <- src + my_index * count + k).
   const T *mine = src + static_cast<size_t>(t.my_index) * count;
   const span s = split(count, static_cast<size_t>(parts), static_cast<size_t>(part));
   reduce_range<T>(t, op, dst, mine, s.begin, s.end - s.begin, false, call, st);
-  row_barrier(t, row, call, st);
+  row_barrier(team, t, row, call, st);
 }
 
 /// Byte moves: what each member copies where, one slice per part.
@@ -563,7 +641,7 @@ TSHMEMI_DEVICE void move(move_kind kind, tshmem_team_t team, void *dst_v, const 
   check_shape(t, row, parts, call, st);
   char *dst = static_cast<char *>(dst_v);
   const char *src = static_cast<const char *>(src_v);
-  row_barrier(t, row, call, st);
+  row_barrier(team, t, row, call, st);
   const span s = split_bytes(nbytes, static_cast<size_t>(parts), static_cast<size_t>(part));
   const size_t len = s.end - s.begin;
   const size_t mine = static_cast<size_t>(t.my_index) * nbytes;
@@ -581,7 +659,7 @@ TSHMEMI_DEVICE void move(move_kind kind, tshmem_team_t team, void *dst_v, const 
       copy_bytes<tshmem::block_scope>(remote_ptr(dst + mine + s.begin, t.pe(k), call, st), from, len);
     }
   }
-  row_barrier(t, row, call, st);
+  row_barrier(team, t, row, call, st);
 }
 
 }  // namespace coll_detail
@@ -633,14 +711,14 @@ TSHMEMI_COLL_MOVE(broadcast, tshmemi::coll_detail::move_kind::broadcast, TSHMEMI
 TSHMEMI_DEVICE void barrier_block(tshmem_team_t team, const tshmemi_device_state &st) {
   const team_view t = team_of(team, st);
   tshmemi::coll_detail::check_shape(t, static_cast<int>(blockIdx.x), 1, "tshmem::coll::barrier_block", st);
-  tshmemi::coll_detail::row_barrier(t, static_cast<int>(blockIdx.x), "tshmem::coll::barrier_block", st);
+  tshmemi::coll_detail::row_barrier(team, t, static_cast<int>(blockIdx.x), "tshmem::coll::barrier_block", st);
 }
 
 TSHMEMI_DEVICE void barrier_grid(tshmem_team_t team, const tshmemi_device_state &st) {
   const team_view t = team_of(team, st);
   tshmemi::coll_detail::check_shape(t, 0, 1, "tshmem::coll::barrier_grid", st);
   tshmemi::grid_barrier("tshmem::coll::barrier_grid", st);  // every block of this PE has arrived
-  if (tshmemi::is_first_block()) tshmemi::coll_detail::row_barrier(t, 0, "tshmem::coll::barrier_grid", st);
+  if (tshmemi::is_first_block()) tshmemi::coll_detail::row_barrier(team, t, 0, "tshmem::coll::barrier_grid", st);
   tshmemi::grid_barrier("tshmem::coll::barrier_grid", st);
 }
 

@@ -48,6 +48,8 @@ TSHMEMI_DEVICE constexpr void check_type_and_width() {
 template <tshmem::redop Op, class T, int N>
 TSHMEMI_DEVICE constexpr void check_reduction() {
   check_type_and_width<T, N>();
+  static_assert(Op == tshmem::redop::sum || Op == tshmem::redop::min || Op == tshmem::redop::max,
+                "multimem: the ISA reduces with sum, min and max only");
   static_assert(!(is_f32<T> && Op != tshmem::redop::sum),
                 "multimem: the ISA has no f32 min/max (ld_reduce, red); reduce f32 min/max with unicast loads");
 }

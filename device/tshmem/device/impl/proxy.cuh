@@ -85,8 +85,20 @@ TSHMEMI_DEVICE_COLD uint64_t fetch(tshmemi_proxy_request r, const char *call, co
   return load_volatile(&slot->value);
 }
 
+TSHMEMI_DEVICE_COLD void trap_registered_off_node(uint64_t offset, int me) {
+  if (is_print_leader())
+    printf(
+        "tshmem: a registered buffer (heap offset %llu, past the heap) is reachable from its own node only: the "
+        "off-node proxy serves the heap (PE %d, block (%u,%u,%u), thread (%u,%u,%u))\n",
+        static_cast<unsigned long long>(offset), me, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
+        threadIdx.z);
+  __trap();
+}
+
 TSHMEMI_DEVICE uint64_t heap_offset(const void *symmetric, const tshmemi_device_state &st) {
-  return heap_offset_of(symmetric, st);
+  const uint64_t offset = heap_offset_of(symmetric, st);
+  if (offset >= st.heap_size) trap_registered_off_node(offset, st.my_pe);  // never silently dropped by the proxy
+  return offset;
 }
 
 /// put / put_nbi of any scope: the group's leader posts one request for the whole range.

@@ -75,7 +75,9 @@ TSHMEMI_DEVICE T *rebase_to(T *local, uint64_t peer, const tshmemi_device_state 
 template <class T>
 TSHMEMI_DEVICE T *translate_or_null(T *local, int pe, const tshmemi_device_state &st) {
   if (static_cast<unsigned>(pe) >= static_cast<unsigned>(st.n_pes)) return nullptr;
-  if (reinterpret_cast<uint64_t>(local) - st.heap_base >= st.heap_size) return nullptr;
+  const uint64_t span = st.reserved[TSHMEMI_STATE_SYMMETRIC_SPAN] != 0 ? st.reserved[TSHMEMI_STATE_SYMMETRIC_SPAN]
+                                                                       : st.heap_size;  // + registered buffers
+  if (reinterpret_cast<uint64_t>(local) - st.heap_base >= span) return nullptr;
   const uint64_t peer = st.peer_base[pe];
   return peer == 0 ? nullptr : detail::rebase(local, peer, st);
 }

@@ -1,7 +1,7 @@
 // Teams on the device: member k of a team is PE start + k * stride, read from this PE's team table (the host's
 // entries mirrored to device memory, src/coll/team.cc; its address in reserved[TSHMEMI_STATE_TEAM_TABLE]).
-// TSHMEM_TEAM_WORLD needs no table. team_of (the collectives) takes the predefined teams only; team_any_of (the
-// queries) every live team.
+// TSHMEM_TEAM_WORLD needs no table. team_of (the collectives) traps on a handle that is not live; team_any_of
+// (the queries) answers size 0 for it.
 #ifndef TSHMEM_DEVICE_IMPL_TEAM_CUH
 #define TSHMEM_DEVICE_IMPL_TEAM_CUH
 
@@ -40,15 +40,16 @@ TSHMEMI_DEVICE team_view team_any_of(tshmem_team_t team, const tshmemi_device_st
   return v;
 }
 
-/// The view of a predefined team, for the collectives (whose counters are per predefined team): a split,
-/// unknown or unusable team traps, naming it.
+/// The view of a team for the collectives: WORLD, NODE (when its PEs are evenly strided) or a live split team
+/// (its barrier words are its own: impl/coll.cuh). An unknown, destroyed or unusable team traps, naming it.
 TSHMEMI_DEVICE team_view team_of(tshmem_team_t team, const tshmemi_device_state &st = tshmemi::state()) {
   if (team == TSHMEM_TEAM_WORLD || (team == TSHMEMX_TEAM_NODE && st.local_n_pes == st.n_pes))
     return team_view{0, 1, st.n_pes, st.my_pe};
-  if (team != TSHMEMX_TEAM_NODE)
-    tshmemi::trap_bad_operator("tshmem collective team (TSHMEM_TEAM_WORLD or TSHMEMX_TEAM_NODE only)", team, st.my_pe);
   const team_view v = team_any_of(team, st);
-  if (v.size <= 0) tshmemi::trap_bad_operator("tshmem collective team (node PEs not evenly strided)", team, st.my_pe);
+  if (v.size <= 0)
+    tshmemi::trap_bad_operator(team == TSHMEMX_TEAM_NODE ? "tshmem collective team (node PEs not evenly strided)"
+                                                         : "tshmem collective team (unknown or destroyed handle)",
+                               team, st.my_pe);
   return v;
 }
 

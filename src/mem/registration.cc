@@ -1,0 +1,175 @@
+// tshmemx_buffer_register_symmetric / tshmemx_buffer_unregister_symmetric: an application's buffer made symmetric.
+// Collective and checked like tshmem_malloc: every PE's local verdict (arguments, backend, allocation, room) and its
+// request (size, the offset it chose in the registration range) go through the heap's symmetry check, so PEs that
+// differ are named on every PE and nothing is mapped; then the backend maps every node PE's buffer at that offset
+// of the registration range in every view (src/mem/vmm_backend.cc), and the device's address formula reaches it
+// like heap memory. The offsets are chosen first fit by the same rule on every PE, like the heap's.
+#include <algorithm>
+#include <exception>
+#include <mutex>
+#include <new>
+
+#include "context.h"
+#include "tshmem/tshmem.h"
+
+namespace tshmemi {
+namespace {
+
+constexpr const char *kRegister = "tshmemx_buffer_register_symmetric";
+constexpr const char *kUnregister = "tshmemx_buffer_unregister_symmetric";
+
+/// Registrations of one PE run one at a time (the prepared handle is the backend's single pending slot).
+std::mutex &registration_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+/// The lowest offset of the registration range where `bytes` fit between the live registrations (first fit).
+bool first_fit(const std::vector<SymmetricHeap::Registered> &live, uint64_t base, uint64_t capacity, uint64_t bytes,
+               uint64_t *offset) {
+  std::vector<SymmetricHeap::Registered> sorted = live;
+  std::sort(sorted.begin(), sorted.end(), [](const auto &a, const auto &b) { return a.offset < b.offset; });
+  uint64_t at = 0;
+  for (const auto &r : sorted) {
+    const uint64_t begin = r.offset - base;
+    if (begin >= at && begin - at >= bytes) break;
+    at = std::max(at, begin + r.bytes);
+  }
+  if (at > capacity || capacity - at < bytes) return false;
+  *offset = at;
+  return true;
+}
+
+/// This PE's verdict on a registration and the offset it would use; nothing held on failure.
+Status check_register(Context &ctx, void *buf, size_t size, int flags, uint64_t *offset) {
+  if (buf == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: buf is NULL", kRegister);
+  if (size == 0) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: size is 0: a buffer has at least one byte", kRegister);
+  if (flags != 0)
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: flags = %d: no flag is defined; pass 0", kRegister, flags);
+  MemBackend &mem = *ctx.mem;
+  const uint64_t capacity = mem.registration_capacity(), granularity = mem.registration_granularity();
+  if (capacity == 0 || granularity == 0)
+    return set_error(TSHMEM_ERR_CONFIG,
+                     "%s: the %s backend cannot register buffers (only vmm maps a cuMemCreate allocation into the "
+                     "peers' views): run with TSHMEM_MEM_BACKEND=vmm",
+                     kRegister, mem.name());
+  if (size % granularity != 0)
+    return set_error(TSHMEM_ERR_INVALID_ARG,
+                     "%s: size %zu is not a multiple of the allocation granularity, %llu bytes "
+                     "(cuMemGetAllocationGranularity, recommended)",
+                     kRegister, size, static_cast<unsigned long long>(granularity));
+  if (reinterpret_cast<uintptr_t>(buf) % granularity != 0)
+    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: buf = %p is not aligned to the allocation granularity, %llu bytes",
+                     kRegister, buf, static_cast<unsigned long long>(granularity));
+  const std::vector<SymmetricHeap::Registered> live = ctx.heap->registered();
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(buf);
+  for (const auto &r : live) {
+    const uintptr_t other = reinterpret_cast<uintptr_t>(r.user);
+    if (begin < other + r.bytes && other < begin + size)
+      return set_error(TSHMEM_ERR_INVALID_ARG,
+                       "%s: buf [%p, +%zu) overlaps a buffer registered before, [%p, +%llu): unregister it first",
+                       kRegister, buf, size, r.user, static_cast<unsigned long long>(r.bytes));
+  }
+  if (!first_fit(live, mem.registration_base(), capacity, size, offset)) {
+    uint64_t used = 0;
+    for (const auto &r : live) used += r.bytes;
+    return set_error(TSHMEM_ERR_OUT_OF_MEMORY,
+                     "%s: size %zu does not fit the registration range (%llu bytes, the heap's size; %llu in use): "
+                     "unregister a buffer or raise TSHMEM_SYMMETRIC_SIZE",
+                     kRegister, size, static_cast<unsigned long long>(capacity), static_cast<unsigned long long>(used));
+  }
+  return mem.prepare_registration(kRegister, buf, size);
+}
+
+void *register_symmetric(void *buf, size_t size, int flags) {
+  ContextRef ctx = require_context(kRegister);
+  if (!ctx) return nullptr;
+  const std::lock_guard<std::mutex> lock(registration_mutex());
+  CollectiveRequest request;
+  request.kind = CollectiveKind::kRegister;
+  request.size = static_cast<int64_t>(std::min<uint64_t>(size, (uint64_t{1} << 47) - 1));
+  uint64_t offset = 0;
+  const Status local = check_register(*ctx, buf, size, flags, &offset);
+  if (local == TSHMEM_SUCCESS) {
+    request.offset = static_cast<int64_t>(offset);
+  } else {
+    request.local_status = local;
+    request.local_error = last_error_message();
+  }
+  const Status agreed = ctx->heap->agree(request);  // every PE the same verdict, disagreeing PEs named
+  if (agreed != TSHMEM_SUCCESS) {
+    ctx->mem->abandon_registration();
+    return nullptr;
+  }
+  const uint64_t at = ctx->mem->registration_base() + offset;
+  if (ctx->mem->map_registration(*ctx->boot, offset, size) != TSHMEM_SUCCESS) return nullptr;  // agreed inside
+  ctx->heap->add_registered({at, size, buf});
+  return static_cast<char *>(ctx->mem->local_base()) + at;
+}
+
+int unregister_symmetric(void *addr, size_t size) {
+  ContextRef ctx = require_context(kUnregister);
+  if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
+  const std::lock_guard<std::mutex> lock(registration_mutex());
+  CollectiveRequest request;
+  request.kind = CollectiveKind::kUnregister;
+  request.size = static_cast<int64_t>(std::min<uint64_t>(size, (uint64_t{1} << 47) - 1));
+  Status local = TSHMEM_SUCCESS;
+  const SymmetricHeap::Registered *found = nullptr;
+  const std::vector<SymmetricHeap::Registered> live = ctx->heap->registered();
+  const uintptr_t base = reinterpret_cast<uintptr_t>(ctx->mem->local_base());
+  for (const auto &r : live)
+    if (addr != nullptr && reinterpret_cast<uintptr_t>(addr) == base + r.offset) found = &r;
+  if (addr == nullptr) {
+    local = set_error(TSHMEM_ERR_INVALID_ARG, "%s: addr is NULL", kUnregister);
+  } else if (found == nullptr) {
+    local = set_error(TSHMEM_ERR_INVALID_ARG,
+                      "%s: addr = %p is no registered buffer (pass the address tshmemx_buffer_register_symmetric "
+                      "returned; %zu buffers are registered)",
+                      kUnregister, addr, live.size());
+  } else if (found->bytes != size) {
+    local = set_error(TSHMEM_ERR_INVALID_ARG, "%s: size %zu differs from the %llu bytes registered at %p", kUnregister,
+                      size, static_cast<unsigned long long>(found->bytes), addr);
+  } else {
+    request.offset = static_cast<int64_t>(found->offset - ctx->mem->registration_base());
+  }
+  if (local != TSHMEM_SUCCESS) {
+    request.local_status = local;
+    request.local_error = last_error_message();
+  }
+  TSHMEM_CHECK(ctx->heap->agree(request));
+  const uint64_t offset = found->offset;
+  ctx->heap->remove_registered(offset);
+  return ctx->mem->unmap_registration(offset - ctx->mem->registration_base());
+}
+
+template <typename T, typename F>
+T guarded(const char *call, T failed, F &&body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    set_error(TSHMEM_ERR_OUT_OF_MEMORY, "%s: host memory exhausted", call);
+  } catch (const std::exception &e) {
+    set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception: %s", call, e.what());
+  } catch (...) {
+    set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception", call);
+  }
+  return failed;
+}
+
+}  // namespace
+}  // namespace tshmemi
+
+extern "C" {
+
+TSHMEM_API void *tshmemx_buffer_register_symmetric(void *buf, size_t size, int flags) {
+  return tshmemi::guarded<void *>(tshmemi::kRegister, nullptr,
+                                  [&] { return tshmemi::register_symmetric(buf, size, flags); });
+}
+
+TSHMEM_API int tshmemx_buffer_unregister_symmetric(void *addr, size_t size) {
+  return tshmemi::guarded<int>(tshmemi::kUnregister, TSHMEM_ERR_INTERNAL,
+                               [&] { return tshmemi::unregister_symmetric(addr, size); });
+}
+
+}  // extern "C"
