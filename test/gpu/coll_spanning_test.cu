@@ -208,6 +208,17 @@ TEST(SpanReduce, TypedFormsRouteToTheSameCollective) {
       << tshmemx_last_error();
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
   EXPECT_SAME(download(dst.get<int64_t>(), count), reference<int64_t>(TSHMEMX_OP_MAX, n, 0, count), "int64_max");
+  // A typed move: 3 doubles from every PE.
+  SymBuffer gathered(3 * sizeof(double) * static_cast<size_t>(n));
+  const std::vector<double> mine = {me + 0.25, me + 0.5, -1.0 * me};
+  upload(src.get<double>(), mine);
+  EXPECT_EQ(tshmemx_double_fcollect_on_stream(TSHMEM_TEAM_WORLD, gathered.get<double>(), src.get<double>(), 3, nullptr),
+            0)
+      << tshmemx_last_error();
+  TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+  std::vector<double> want;
+  for (int pe = 0; pe < n; ++pe) want.insert(want.end(), {pe + 0.25, pe + 0.5, -1.0 * pe});
+  EXPECT_SAME(download(gathered.get<double>(), want.size()), want, "double_fcollect");
 }
 
 TEST(SpanLarge, Allreduce8MiBFloatSumAndBf16InPlace) {
