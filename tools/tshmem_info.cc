@@ -205,11 +205,13 @@ int main(int argc, char **argv) {
       "\nOff-node proxy (PEs of other nodes, every backend)\n"
       "  staging per PE      %llu bytes (%d send + %d receive buffers of TSHMEM_PROXY_CHUNK, 2 rings of "
       "TSHMEM_PROXY_RING requests): independent of the number of PEs and of message sizes\n"
-      "  reply queue         at most %d small entries per origin PE (%llu bytes at %d PEs)\n"
+      "  reply queue         at most %d small entries per origin PE (%llu bytes at %d PEs)\n",
+      proxy_staging, tshmemi::kProxySendBuffers, tshmemi::kProxyRecvBuffers, tshmemi::kProxyMaxPending, proxy_replies,
+      TSHMEM_MAX_PES);
+  std::printf(
       "  collectives         %u bytes at the end of every heap of a job over several nodes (the world team's "
       "barrier words and staging, 32 block rows)\n",
-      proxy_staging, tshmemi::kProxySendBuffers, tshmemi::kProxyRecvBuffers, tshmemi::kProxyMaxPending, proxy_replies,
-      TSHMEM_MAX_PES, TSHMEMI_COLL_SPAN_BYTES);
+      TSHMEMI_COLL_SPAN_BYTES);
   std::printf("\nBackends here: ");
   for (const auto &b : backends) std::printf("%s ", b.c_str());
   if (!gpu) std::printf("(no GPU: %s)", tshmemi::gpu_unavailable_reason().c_str());

@@ -172,14 +172,15 @@ typedef enum tshmemx_redop {
  * Sizes: all-reduce chooses the LL one-shot (every PE pushes its buffer, flag in data, into every peer's
  * internal area and reduces what arrives: no barrier) up to TSHMEMX_ALLREDUCE_ONESHOT_MAX bytes when it fits
  * that area, two-shot (reduce-scatter + all-gather over NVLink; at 2 PEs out of place by stores only) above.
- * Across nodes (TSHMEM_TEAM_WORLD of a job over several nodes): NVLink inside a node, the off-node proxy between
- * nodes, staged through the last 1.06 MiB of the heap (refused as a buffer); the same results in the same order.
- * Without the proxy (MPI below MPI_THREAD_MULTIPLE) they fail with TSHMEM_ERR_UNREACHABLE_PE and the reason.
  * Launches: on compute capability 9.0 and later, programmatic dependent launches (TSHMEM_COLL_PDL=0: ordinary
  * ones). The kernel waits for all earlier work on the stream before it touches memory, so the ordering is
  * exactly a plain launch's; only the launch latency overlaps the previous kernel.
  */
 #define TSHMEMX_ALLREDUCE_ONESHOT_MAX (512u * 1024u)
+/* Across nodes (TSHMEM_TEAM_WORLD of a job over several nodes) every collective below runs through NVLink inside a
+ * node and the off-node proxy between nodes, staged through the last 1.06 MiB of the heap (refused as a buffer),
+ * with the same results in the same order. Without the proxy (MPI below MPI_THREAD_MULTIPLE) they fail with
+ * TSHMEM_ERR_UNREACHABLE_PE and the reason. TSHMEMX_TEAM_NODE stays on the node. */
 
 /** dst[k] = op over team PEs of src[k], k < count. In place (dst == src) allowed. */
 int tshmemx_allreduce_on_stream(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,

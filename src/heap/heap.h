@@ -16,7 +16,7 @@ class SymmetricHeap {
  public:
   /// The heap spans [base, base + size); the first `reserved` bytes are tshmem's own (device sync), and so is
   /// everything from `reserved_end` on (the spanning collectives' area in a job over several nodes; `size`
-  /// when there is none).
+  /// when there is none; check_user_range refuses it like the start).
   SymmetricHeap(Bootstrap &boot, MemBackend &backend, uint64_t size, uint64_t reserved, uint64_t reserved_end);
 
   /// Collective malloc/calloc/align. Returns success and the block (NULL for size 0), or on every PE the
@@ -35,9 +35,9 @@ class SymmetricHeap {
   void attach_host_rma(HostRma *rma) { host_rma_ = rma; }
 
   bool contains(const void *ptr, uint64_t bytes) const;
-  /// Checks that [ptr, +bytes) lies where user blocks live: inside the heap, past tshmem's reserved region
-  /// (its first `reserved` bytes, device barrier counters) and before `reserved_end`. Else
-  /// TSHMEM_ERR_INVALID_ARG naming `call`, `what` and the range.
+  /// Checks that [ptr, +bytes) lies where user blocks live: inside the heap and past tshmem's reserved
+  /// region (its first `reserved` bytes, device barrier counters). Else TSHMEM_ERR_INVALID_ARG naming
+  /// `call`, `what` and the range.
   Status check_user_range(const char *call, const char *what, const void *ptr, uint64_t bytes) const;
   uint64_t offset_of(const void *ptr) const { return reinterpret_cast<uintptr_t>(ptr) - base_; }
   uint64_t size() const { return size_; }

@@ -593,12 +593,10 @@ TSHMEMI_DEVICE void move(move_kind kind, tshmem_team_t team, void *dst_v, const 
 // the forms without it, so not even a call the on-node path never takes is in those kernels.
 #include "tshmem/device/impl/coll_spanning.cuh"
 #ifdef TSHMEMI_COLL_NO_SPANNING
-#define TSHMEMI_COLL_SPANS(team, st) false
 #define TSHMEMI_COLL_SPAN(FORM, ...)
 #else
-#define TSHMEMI_COLL_SPANS(team, st) tshmemi::coll_spanning::spans_nodes(team, st)
 #define TSHMEMI_COLL_SPAN(FORM, ...) \
-  if (TSHMEMI_COLL_SPANS(team, st)) return tshmemi::coll_spanning::FORM(__VA_ARGS__)
+  if (tshmemi::coll_spanning::spans_nodes(team, st)) return tshmemi::coll_spanning::FORM(__VA_ARGS__)
 #endif
 
 namespace tshmem {
@@ -661,22 +659,17 @@ TSHMEMI_DEVICE void barrier_block(tshmem_team_t team, const tshmemi_device_state
 }
 
 TSHMEMI_DEVICE void barrier_grid(tshmem_team_t team, const tshmemi_device_state &st) {
+  TSHMEMI_COLL_SPAN(barrier_grid, team, "tshmem::coll::barrier_grid", st);
   const team_view t = team_of(team, st);
   tshmemi::coll_detail::check_shape(t, 0, 1, "tshmem::coll::barrier_grid", st);
   tshmemi::grid_barrier("tshmem::coll::barrier_grid", st);  // every block of this PE has arrived
-  if (tshmemi::is_first_block()) {
-    if (TSHMEMI_COLL_SPANS(team, st))
-      tshmemi::coll_spanning::barrier(team, 0, "tshmem::coll::barrier_grid", st);
-    else
-      tshmemi::coll_detail::row_barrier(t, 0, "tshmem::coll::barrier_grid", st);
-  }
+  if (tshmemi::is_first_block()) tshmemi::coll_detail::row_barrier(t, 0, "tshmem::coll::barrier_grid", st);
   tshmemi::grid_barrier("tshmem::coll::barrier_grid", st);
 }
 
 }  // namespace coll
 }  // namespace tshmem
 #undef TSHMEMI_COLL_SPAN
-#undef TSHMEMI_COLL_SPANS
 #endif  // TSHMEM_DEVICE_COMPILE
 
 #endif  // TSHMEM_DEVICE_IMPL_COLL_CUH

@@ -195,9 +195,17 @@ TSHMEMI_DEVICE_COLD void move(coll_detail::move_kind kind, tshmem_team_t team, v
   row_barrier(t, row, call, st);  // every put is complete at its target
 }
 
-/// barrier_block / barrier_grid's rendezvous of block row `row` (the grid form's first block, row 0).
+/// barrier_block's rendezvous of block row `row`.
 TSHMEMI_DEVICE_COLD void barrier(tshmem_team_t team, int row, const char *call, const tshmemi_device_state &st) {
   row_barrier(team_checked(team, row, 1, call, st), row, call, st);
+}
+
+/// barrier_grid: every block of this PE arrives, the first block meets the members on row 0, every block leaves.
+TSHMEMI_DEVICE_COLD void barrier_grid(tshmem_team_t team, const char *call, const tshmemi_device_state &st) {
+  const tshmem::team_view t = team_checked(team, 0, 1, call, st);
+  grid_barrier(call, st);
+  if (is_first_block()) row_barrier(t, 0, call, st);
+  grid_barrier(call, st);
 }
 
 /// A thread-form reduction's load of member `pe`'s element: a plain load on this node, a proxy round trip off it.
