@@ -13,6 +13,7 @@
 #include "cuda/gpu_runtime.h"
 #include "init_steps.h"
 #include "state/registry.h"
+#include "tshmem/device/coll_spanning_layout.h"
 #include "tshmem/device/state_types.h"
 
 namespace tshmemi {
@@ -182,10 +183,21 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
   TSHMEM_CHECK(ctx.mem->create(boot, ctx.env.symmetric_size));  // collective: heap-own, heap-exchange, heap-peers
   TSHMEM_CHECK(run_step(boot, InitStep::kPeerTable, [&] { return PeerTable::build(*ctx.mem, boot, &ctx.peers); }));
   ctx.teams.init(boot);
-  ctx.heap = std::make_unique<SymmetricHeap>(boot, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES);
-  // tshmem's own region (device barrier counters) starts zeroed on every PE.
-  TSHMEM_CHECK(run_step(boot, InitStep::kReservedRegion,
-                        [&] { return ctx.mem->zero(ctx.mem->local_base(), TSHMEM_INTERNAL_HEAP_BYTES); }));
+  // A job that spans nodes also keeps the end of the heap: the collectives' area for the world team
+  // (coll_spanning_layout.h; the same offset on every PE, as the heap size is).
+  static_assert(TSHMEM_INTERNAL_HEAP_BYTES + TSHMEMI_COLL_SPAN_BYTES + 4096 < 2 * TSHMEM_INTERNAL_HEAP_BYTES,
+                "the smallest heap (TSHMEM_SYMMETRIC_SIZE) leaves no room for user blocks");
+  const bool spans_nodes = boot.local_size() != boot.size();
+  const uint64_t reserved_end =
+      spans_nodes ? TSHMEMI_COLL_SPAN_OFFSET(ctx.env.symmetric_size) : uint64_t{ctx.env.symmetric_size};
+  ctx.heap =
+      std::make_unique<SymmetricHeap>(boot, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES, reserved_end);
+  // tshmem's own regions (device barrier counters) start zeroed on every PE.
+  TSHMEM_CHECK(run_step(boot, InitStep::kReservedRegion, [&] {
+    const Status internal = ctx.mem->zero(ctx.mem->local_base(), TSHMEM_INTERNAL_HEAP_BYTES);
+    if (internal != TSHMEM_SUCCESS || !spans_nodes) return internal;
+    return ctx.mem->zero(static_cast<char *>(ctx.mem->local_base()) + reserved_end, TSHMEMI_COLL_SPAN_HEADER_BYTES);
+  }));
   TSHMEM_CHECK(create_host_rma(ctx));  // agrees internally; ctx.host_rma is set on every PE or on none
   TSHMEM_CHECK(run_step(boot, InitStep::kHostRma, [] { return TSHMEM_SUCCESS; }));
   TSHMEM_CHECK(run_step(boot, InitStep::kDeviceState,

@@ -15,6 +15,7 @@
 #include "env.h"
 #include "init_steps.h"
 #include "transport/host_rma.h"
+#include "tshmem/device/coll_spanning_layout.h"
 #include "tshmem/device/state_types.h"
 #include "tshmem/tshmem.h"
 
@@ -179,8 +180,10 @@ int main(int argc, char **argv) {
     std::printf("],\n \"multicast_supported\": [");
     for (size_t d = 0; d < multicast.size(); ++d) std::printf("%s%d", d ? ", " : "", multicast[d]);
     std::printf("],\n \"multicast_policy\": %s,\n", json_string(nvls_policy).c_str());
-    std::printf(" \"offnode_proxy\": {\"staging_bytes_per_pe\": %llu, \"reply_queue_bytes_at_max_pes\": %llu}}\n",
-                proxy_staging, proxy_replies);
+    std::printf(
+        " \"offnode_proxy\": {\"staging_bytes_per_pe\": %llu, \"reply_queue_bytes_at_max_pes\": %llu, "
+        "\"collectives_heap_bytes_per_pe\": %u}}\n",
+        proxy_staging, proxy_replies, TSHMEMI_COLL_SPAN_BYTES);
     return 0;
   }
 
@@ -205,6 +208,10 @@ int main(int argc, char **argv) {
       "  reply queue         at most %d small entries per origin PE (%llu bytes at %d PEs)\n",
       proxy_staging, tshmemi::kProxySendBuffers, tshmemi::kProxyRecvBuffers, tshmemi::kProxyMaxPending, proxy_replies,
       TSHMEM_MAX_PES);
+  std::printf(
+      "  collectives         %u bytes at the end of every heap of a job over several nodes (the world team's "
+      "barrier words and staging, 32 block rows)\n",
+      TSHMEMI_COLL_SPAN_BYTES);
   std::printf("\nBackends here: ");
   for (const auto &b : backends) std::printf("%s ", b.c_str());
   if (!gpu) std::printf("(no GPU: %s)", tshmemi::gpu_unavailable_reason().c_str());

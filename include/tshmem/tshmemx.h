@@ -205,6 +205,10 @@ typedef enum tshmemx_redop {
  * memory, so the ordering is exactly a plain launch's; only the launch latency overlaps the previous kernel.
  */
 #define TSHMEMX_ALLREDUCE_ONESHOT_MAX (512u * 1024u)
+/* Across nodes (TSHMEM_TEAM_WORLD of a job over several nodes) every collective below runs through NVLink inside a
+ * node and the off-node proxy between nodes, staged through the last 1.06 MiB of the heap (refused as a buffer),
+ * with the same results in the same order. Without the proxy (MPI below MPI_THREAD_MULTIPLE) they fail with
+ * TSHMEM_ERR_UNREACHABLE_PE and the reason. TSHMEMX_TEAM_NODE stays on the node. */
 
 /** dst[k] = op over team PEs of src[k], k < count. In place (dst == src) allowed. */
 int tshmemx_allreduce_on_stream(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "coll/coll_launch.h"
+#include "coll/coll_spanning.h"
 #include "coll/team.h"
 #include "context.h"
 #include "tshmem/device/impl/coll.cuh"  // TSHMEMI_COLL_MAX_ROWS / TSHMEMI_COLL_MAX_TEAM (host-safe)
@@ -65,11 +66,8 @@ Status check_common(const Context &ctx, const char *call, tshmem_team_t team, Te
     return set_error(TSHMEM_ERR_CONFIG, "%s: collectives run on the GPU: the %s backend has no GPU heap", call,
                      ctx.mem->name());
   TSHMEM_CHECK(team_info(ctx, team, call, info));
-  if (!info->node_local)
-    return set_error(TSHMEM_ERR_INVALID_ARG,
-                     "%s: team %d spans more than this node; load/store collectives need every member on this node "
-                     "(use TSHMEMX_TEAM_NODE)",
-                     call, static_cast<int>(team));
+  // Across nodes: the spanning path (the world team, through the off-node proxy; coll_spanning.h).
+  if (!info->node_local) TSHMEM_CHECK(check_spanning_team(ctx, call, team));
   if (info->size > TSHMEMI_COLL_MAX_TEAM)
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: team of %d PEs exceeds the %d the collectives support", call,
                      info->size, TSHMEMI_COLL_MAX_TEAM);
@@ -130,9 +128,14 @@ Status coll_allreduce(const char *call, tshmem_team_t team, void *dst, const voi
   launch.dtype = dtype;
   launch.op = op;
   launch.team = team;
+  launch.spanning = !team_view.node_local;  // the kernels of coll_spanning_kernels.cuh
   launch.dst = dst;
   launch.src = src;
   launch.count = count;
+  // Across nodes the kernel takes the spanning path (impl/coll_spanning.cuh), which has no LL form: block rows
+  // as for the reducing kinds, within TSHMEMI_COLL_MAX_ROWS.
+  if (!team_view.node_local)
+    return coll_launch(launch, blocks_for(bytes, 64 * 1024), kThreads, ctx->coll_early_launch, stream);
   // Up to TSHMEMX_ALLREDUCE_ONESHOT_MAX: the LL one-shot (no barrier; in place allowed) on enough block rows
   // that each row's lines fit its LL slots and each thread has about one line; otherwise two-shot. Split teams
   // have no LL slots of their own (impl/coll.cuh): always the barrier-bracketed form.
@@ -174,6 +177,7 @@ Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t cou
   launch.dtype = dtype;
   launch.op = op;
   launch.team = team;
+  launch.spanning = !team_view.node_local;  // the kernels of coll_spanning_kernels.cuh
   launch.dst = dst;
   launch.src = src;
   launch.count = count;
@@ -191,6 +195,7 @@ Status coll_move(CollKind kind, const char *call, tshmem_team_t team, void *dst,
   CollLaunch launch;
   launch.kind = kind;
   launch.team = team;
+  launch.spanning = !team_view.node_local;  // the kernels of coll_spanning_kernels.cuh
   if (kind != CollKind::kBarrier) {
     if (nbytes == 0) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: nbytes is 0", call);
     const size_t n = static_cast<size_t>(team_view.size);

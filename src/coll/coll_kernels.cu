@@ -5,6 +5,7 @@
 
 #include "coll/coll_launch.h"
 #include "cuda/driver.h"
+#define TSHMEMI_COLL_NO_SPANNING 1  // the kernels below are on-node; across nodes: coll_spanning_kernels.cuh
 #include "tshmem/device/coll.cuh"
 
 namespace tshmemi {
@@ -57,6 +58,8 @@ __global__ void move_kernel(CollLaunch a) {
   }
 }
 
+#include "coll/coll_spanning_kernels.cuh"
+
 /// One launch, ordinary or programmatic-dependent (see coll_launch.h).
 template <class... Params, class... Args>
 cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, bool early_launch, cudaStream_t stream,
@@ -75,7 +78,8 @@ cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, bool early_
 
 template <class T>
 cudaError_t launch_reduce(const CollLaunch &a, dim3 grid, dim3 block, bool early_launch, cudaStream_t stream) {
-  return launch(reduce_kernel<T>, grid, block, early_launch, stream, a, to_redop(a.op));
+  return launch(a.spanning ? span_reduce_kernel<T> : reduce_kernel<T>, grid, block, early_launch, stream, a,
+                to_redop(a.op));
 }
 
 }  // namespace
@@ -97,7 +101,7 @@ Status coll_launch(const CollLaunch &a, int blocks, int threads, bool early_laun
       case TSHMEMX_NUM_DTYPES: return set_error(TSHMEM_ERR_INTERNAL, "coll_launch: unchecked dtype");
     }
   } else {
-    rc = launch(move_kernel, grid, block, early_launch, stream, a);
+    rc = launch(a.spanning ? span_move_kernel : move_kernel, grid, block, early_launch, stream, a);
   }
   if (rc != cudaSuccess) return cuda_error(rc, "collective kernel launch", __FILE__, __LINE__);
   return TSHMEM_SUCCESS;

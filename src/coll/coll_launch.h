@@ -21,6 +21,7 @@ struct CollLaunch {
   size_t count = 0;  ///< elements (reducing kinds) or bytes (moves)
   int root = 0;
   bool two_shot = false;
+  bool spanning = false;  ///< the team reaches other nodes: the kernels of coll_spanning_kernels.cuh
 };
 
 /// Launches one collective kernel of `blocks` x `threads` on `stream`; no host synchronisation. With

@@ -4,13 +4,15 @@
 
 namespace tshmemi {
 
-SymmetricHeap::SymmetricHeap(Bootstrap &boot, MemBackend &backend, uint64_t size, uint64_t reserved)
+SymmetricHeap::SymmetricHeap(Bootstrap &boot, MemBackend &backend, uint64_t size, uint64_t reserved,
+                             uint64_t reserved_end)
     : boot_(boot),
       backend_(backend),
       base_(reinterpret_cast<uintptr_t>(backend.local_base())),
       size_(size),
       reserved_(reserved),
-      allocator_(reserved, size, kMinAlignment),
+      reserved_end_(reserved_end),
+      allocator_(reserved, reserved_end, kMinAlignment),
       check_(boot) {}
 
 bool SymmetricHeap::contains(const void *ptr, uint64_t bytes) const {
@@ -60,6 +62,14 @@ Status SymmetricHeap::check_user_range(const char *call, const char *what, const
                      "(TSHMEM_INTERNAL_HEAP_BYTES): only memory from tshmem_malloc/calloc/align may be accessed",
                      call, what, ptr, static_cast<unsigned long long>(bytes), reinterpret_cast<void *>(base_),
                      static_cast<unsigned long long>(reserved_));
+  if (offset_of(ptr) + bytes > reserved_end_)
+    return set_error(TSHMEM_ERR_INVALID_ARG,
+                     "%s: %s [%p, +%llu bytes) overlaps tshmem's reserved region at the end of the heap [%p, +%llu) "
+                     "(the collectives' area of a job that spans nodes): only memory from tshmem_malloc/calloc/align "
+                     "may be accessed",
+                     call, what, ptr, static_cast<unsigned long long>(bytes),
+                     reinterpret_cast<void *>(base_ + reserved_end_),
+                     static_cast<unsigned long long>(size_ - reserved_end_));
   return TSHMEM_SUCCESS;
 }
 

@@ -15,8 +15,10 @@ class HostRma;  // transport/host_rma.h
 
 class SymmetricHeap {
  public:
-  /// The heap spans [base, base + size); the first `reserved` bytes are tshmem's own (device sync).
-  SymmetricHeap(Bootstrap &boot, MemBackend &backend, uint64_t size, uint64_t reserved);
+  /// The heap spans [base, base + size); the first `reserved` bytes are tshmem's own (device sync), and so is
+  /// everything from `reserved_end` on (the spanning collectives' area in a job over several nodes; `size`
+  /// when there is none; check_user_range refuses it like the start).
+  SymmetricHeap(Bootstrap &boot, MemBackend &backend, uint64_t size, uint64_t reserved, uint64_t reserved_end);
 
   /// Collective malloc/calloc/align. Returns success and the block (NULL for size 0), or on every PE the
   /// same failure (asymmetric, exhausted, bad argument) with nothing allocated anywhere.
@@ -74,6 +76,7 @@ class SymmetricHeap {
   uintptr_t base_;
   uint64_t size_;
   uint64_t reserved_;
+  uint64_t reserved_end_;
   HeapAllocator allocator_;
   SymmetryCheck check_;
   HostRma *host_rma_ = nullptr;  ///< owned by the context; outlives the heap's use of it

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "mpi_test_env.h"
+#include "tshmem/device/coll_spanning_layout.h"
+#include "tshmem/device/state_types.h"
 #include "tshmem/tshmem.h"
 #include "tshmem/tshmemx.h"
 
@@ -149,6 +151,33 @@ TEST_F(OffNode, BadCallsToOtherNodesAreStillRefused) {
   EXPECT_EQ(tshmem_putmem(p, nullptr, 8, other), TSHMEM_ERR_INVALID_ARG);
   tshmem_barrier_all();
   tshmem_free(p);
+}
+
+// A job that spans nodes keeps the end of the heap for the collectives across nodes (coll_spanning_layout.h):
+// the allocator never hands it out and host calls refuse it, naming the region; the rest is the user's.
+TEST_F(OffNode, TheEndOfTheHeapIsTheCollectivesArea) {
+  const size_t heap = tshmemx_heap_size();
+  const size_t area = TSHMEMI_COLL_SPAN_OFFSET(heap);
+  EXPECT_EQ(area % 4096, 0u);
+  EXPECT_LE(area + TSHMEMI_COLL_SPAN_BYTES, heap);
+  const size_t user = area - TSHMEM_INTERNAL_HEAP_BYTES;
+  void *all = tshmem_malloc(user);
+  ASSERT_NE(all, nullptr) << "everything below the area is the user's: " << tshmemx_last_error();
+  EXPECT_EQ(static_cast<char *>(all) + user, static_cast<char *>(tshmemx_heap_base()) + area);
+  tshmem_free(all);
+  EXPECT_EQ(tshmem_malloc(user + 256), nullptr) << "a block reaching into the area";
+  EXPECT_NE(std::string(tshmemx_last_error()).find("exhausted"), std::string::npos) << tshmemx_last_error();
+  const long long value = 1;
+  char *end = static_cast<char *>(tshmemx_heap_base()) + area;
+  for (int pe : {me_, (me_ + node_size_) % n_}) {
+    EXPECT_EQ(tshmem_putmem(end - 4, &value, sizeof(value), pe), TSHMEM_ERR_INVALID_ARG) << "PE " << pe;
+    EXPECT_NE(std::string(tshmemx_last_error()).find("reserved region at the end of the heap"), std::string::npos)
+        << tshmemx_last_error();
+  }
+  long long got = 0;
+  EXPECT_EQ(tshmem_getmem(&got, end + 64, sizeof(got), me_), TSHMEM_ERR_INVALID_ARG);
+  EXPECT_EQ(tshmem_putmem(end - 8, &value, sizeof(value), me_), 0) << "the last user bytes: " << tshmemx_last_error();
+  tshmem_barrier_all();
 }
 
 // One tshmem job on `comm` (PEs on nodes of one): every PE puts its value into its slot on every PE.

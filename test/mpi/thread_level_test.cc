@@ -46,6 +46,33 @@ TEST(ThreadLevel, WithoutThreadMultipleOtherNodesAreUnreachableWithTheReason) {
   tshmem_finalize();
 }
 
+// The collectives across nodes need the same proxy: on a GPU heap, an on-stream collective on the world team
+// fails with the reason; the node team still works without it. Skips where no PE can map a GPU heap.
+TEST(ThreadLevel, WithoutThreadMultipleCollectivesAcrossNodesNameTheReason) {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (n < 2) GTEST_SKIP() << "needs 2 PEs to make 2 nodes";
+  setenv("TSHMEM_MEM_BACKEND", "vmm", 1);
+  setenv("TSHMEM_SYMMETRIC_SIZE", "64M", 1);
+  setenv("TSHMEM_DEBUG_NODE_SIZE", "1", 1);
+  setenv("TSHMEM_ALLOW_SHARED_GPU", "1", 1);
+  if (tshmem_init() != 0) GTEST_SKIP() << "no GPU heap here: " << tshmemx_last_error();
+  void *buf = tshmem_malloc(4096);
+  ASSERT_NE(buf, nullptr);
+  EXPECT_EQ(tshmemx_allreduce_on_stream(TSHMEM_TEAM_WORLD, buf, buf, 4, TSHMEMX_DTYPE_FLOAT, TSHMEMX_OP_SUM, nullptr),
+            TSHMEM_ERR_UNREACHABLE_PE);
+  std::string message = tshmemx_last_error();
+  EXPECT_NE(message.find("tshmemx_allreduce_on_stream: team 0 spans nodes"), std::string::npos) << message;
+  EXPECT_NE(message.find("needs MPI_THREAD_MULTIPLE"), std::string::npos) << message;
+  EXPECT_EQ(tshmemx_barrier_all_on_stream(nullptr), TSHMEM_ERR_UNREACHABLE_PE);
+  message = tshmemx_last_error();
+  EXPECT_NE(message.find("needs MPI_THREAD_MULTIPLE"), std::string::npos) << message;
+  EXPECT_EQ(tshmemx_barrier_on_stream(TSHMEMX_TEAM_NODE, nullptr), 0) << tshmemx_last_error();
+  tshmem_barrier_all();
+  tshmem_free(buf);
+  tshmem_finalize();
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {

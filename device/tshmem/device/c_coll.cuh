@@ -58,7 +58,8 @@ TSHMEMI_DEVICE void reduce_thread(tshmem_team_t team, T *dst, const T *src, size
     using acc_t = coll_detail::acc_t<T>;
     acc_t acc{};
     for (int k = 0; k < t.size; ++k) {
-      const T x = *remote_ptr(src + i, t.pe(k), call);  // after the barrier: plain loads see the data
+      // After the barrier: a plain load on this node, a proxy round trip to another (coll_spanning.cuh).
+      const T x = coll_spanning::load_elem(src + i, t.pe(k), call, state());
       acc = k == 0 ? coll_detail::to_acc<T>(x) : coll_detail::combine(op, acc, coll_detail::to_acc<T>(x));
     }
     dst[i] = coll_detail::from_acc<T>(acc);

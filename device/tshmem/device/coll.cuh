@@ -31,6 +31,10 @@
  * on-stream forms choose by size (LL up to TSHMEMX_ALLREDUCE_ONESHOT_MAX when it fits, else two-shot).
  *
  * Flags: row r's barrier words live in tshmem's internal heap region (impl/coll.cuh lays them out).
+ *
+ * Across nodes (TSHMEM_TEAM_WORLD of a job over several nodes; impl/coll_spanning.cuh): the same forms, rules and
+ * results, through NVLink inside a node and the off-node proxy between nodes, staged through the last 1.06 MiB
+ * of the heap; every form there needs blockIdx.x < TSHMEMI_COLL_MAX_ROWS, gridDim.x <= it (there is no LL form).
  */
 #ifndef TSHMEM_DEVICE_COLL_CUH
 #define TSHMEM_DEVICE_COLL_CUH

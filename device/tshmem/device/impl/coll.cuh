@@ -665,28 +665,46 @@ TSHMEMI_DEVICE void move(move_kind kind, tshmem_team_t team, void *dst_v, const 
 }  // namespace coll_detail
 }  // namespace tshmemi
 
+// The world team over several nodes takes the path of impl/coll_spanning.cuh (NVLink inside a node, the proxy
+// between nodes): one test per form below (SPAN), the on-node bodies unchanged. A unit that defines
+// TSHMEMI_COLL_NO_SPANNING (the on-stream kernels, which launch the spanning path as kernels of its own) compiles
+// the forms without it, so not even a call the on-node path never takes is in those kernels.
+#include "tshmem/device/impl/coll_spanning.cuh"
+#ifdef TSHMEMI_COLL_NO_SPANNING
+#define TSHMEMI_COLL_SPAN(FORM, ...)
+#else
+#define TSHMEMI_COLL_SPAN(FORM, ...) \
+  if (tshmemi::coll_spanning::spans_nodes(team, st)) return tshmemi::coll_spanning::FORM(__VA_ARGS__)
+#endif
+
 namespace tshmem {
 namespace coll {
 
 template <class T>
 TSHMEMI_DEVICE void allreduce_block(tshmem_team_t team, T *dst, const T *src, size_t count, redop op, bool two_shot,
                                     const tshmemi_device_state &st) {
+  TSHMEMI_COLL_SPAN(allreduce<T>, team, dst, src, count, op, 0, 1, static_cast<int>(blockIdx.x), st);
   tshmemi::coll_detail::allreduce<T>(team, dst, src, count, op, two_shot, 0, 1, static_cast<int>(blockIdx.x), st);
 }
 template <class T>
 TSHMEMI_DEVICE void allreduce_grid(tshmem_team_t team, T *dst, const T *src, size_t count, redop op, bool two_shot,
                                    const tshmemi_device_state &st) {
+  TSHMEMI_COLL_SPAN(allreduce<T>, team, dst, src, count, op, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x),
+                    static_cast<int>(blockIdx.x), st);
   tshmemi::coll_detail::allreduce<T>(team, dst, src, count, op, two_shot, static_cast<int>(blockIdx.x),
                                      static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), st);
 }
 template <class T>
 TSHMEMI_DEVICE void reduce_scatter_block(tshmem_team_t team, T *dst, const T *src, size_t count, redop op,
                                          const tshmemi_device_state &st) {
+  TSHMEMI_COLL_SPAN(reduce_scatter<T>, team, dst, src, count, op, 0, 1, static_cast<int>(blockIdx.x), st);
   tshmemi::coll_detail::reduce_scatter<T>(team, dst, src, count, op, 0, 1, static_cast<int>(blockIdx.x), st);
 }
 template <class T>
 TSHMEMI_DEVICE void reduce_scatter_grid(tshmem_team_t team, T *dst, const T *src, size_t count, redop op,
                                         const tshmemi_device_state &st) {
+  TSHMEMI_COLL_SPAN(reduce_scatter<T>, team, dst, src, count, op, static_cast<int>(blockIdx.x),
+                    static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), st);
   tshmemi::coll_detail::reduce_scatter<T>(team, dst, src, count, op, static_cast<int>(blockIdx.x),
                                           static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), st);
 }
@@ -694,10 +712,13 @@ TSHMEMI_DEVICE void reduce_scatter_grid(tshmem_team_t team, T *dst, const T *src
 #define TSHMEMI_COLL_MOVE(NAME, KIND, ROOT_PARAM, ROOT)                                                      \
   TSHMEMI_DEVICE void NAME##_block(tshmem_team_t team, void *dst, const void *src, size_t nbytes ROOT_PARAM, \
                                    const tshmemi_device_state &st) {                                         \
+    TSHMEMI_COLL_SPAN(move, KIND, team, dst, src, nbytes, ROOT, 0, 1, static_cast<int>(blockIdx.x), st);     \
     tshmemi::coll_detail::move(KIND, team, dst, src, nbytes, ROOT, 0, 1, static_cast<int>(blockIdx.x), st);  \
   }                                                                                                          \
   TSHMEMI_DEVICE void NAME##_grid(tshmem_team_t team, void *dst, const void *src, size_t nbytes ROOT_PARAM,  \
                                   const tshmemi_device_state &st) {                                          \
+    TSHMEMI_COLL_SPAN(move, KIND, team, dst, src, nbytes, ROOT, static_cast<int>(blockIdx.x),                \
+                      static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), st);                        \
     tshmemi::coll_detail::move(KIND, team, dst, src, nbytes, ROOT, static_cast<int>(blockIdx.x),             \
                                static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), st);               \
   }
@@ -709,12 +730,14 @@ TSHMEMI_COLL_MOVE(broadcast, tshmemi::coll_detail::move_kind::broadcast, TSHMEMI
 #undef TSHMEMI_COLL_MOVE
 
 TSHMEMI_DEVICE void barrier_block(tshmem_team_t team, const tshmemi_device_state &st) {
+  TSHMEMI_COLL_SPAN(barrier, team, static_cast<int>(blockIdx.x), "tshmem::coll::barrier_block", st);
   const team_view t = team_of(team, st);
   tshmemi::coll_detail::check_shape(t, static_cast<int>(blockIdx.x), 1, "tshmem::coll::barrier_block", st);
   tshmemi::coll_detail::row_barrier(team, t, static_cast<int>(blockIdx.x), "tshmem::coll::barrier_block", st);
 }
 
 TSHMEMI_DEVICE void barrier_grid(tshmem_team_t team, const tshmemi_device_state &st) {
+  TSHMEMI_COLL_SPAN(barrier_grid, team, "tshmem::coll::barrier_grid", st);
   const team_view t = team_of(team, st);
   tshmemi::coll_detail::check_shape(t, 0, 1, "tshmem::coll::barrier_grid", st);
   tshmemi::grid_barrier("tshmem::coll::barrier_grid", st);  // every block of this PE has arrived
@@ -724,6 +747,7 @@ TSHMEMI_DEVICE void barrier_grid(tshmem_team_t team, const tshmemi_device_state 
 
 }  // namespace coll
 }  // namespace tshmem
+#undef TSHMEMI_COLL_SPAN
 #endif  // TSHMEM_DEVICE_COMPILE
 
 #endif  // TSHMEM_DEVICE_IMPL_COLL_CUH
