@@ -231,24 +231,35 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// One thread per token; the row's ids are loaded kUniqueBatch at a time, all before any is examined (the loop
+// with a store in it loaded them one round trip each), then later duplicates become -1 in slot order.
+constexpr int kUniqueBatch = 16;
+
 __global__ void __launch_bounds__(kThreads)
     unique_kernel(int64_t *idx, int64_t T, int K, int64_t bound, DeviceError *err) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= T) return;
   int64_t *row = idx + t * K;
   unsigned long long seen[2] = {0ull, 0ull};  // bound <= 128
-  for (int k = 0; k < K; ++k) {
-    const int64_t g = row[k];
-    if (g < 0) continue;
-    if (g >= bound) {
-      record_value_error(err, kErrUniqueRange, g, t * K + k, bound);
-      continue;
+  for (int k0 = 0; k0 < K; k0 += kUniqueBatch) {
+    int64_t g[kUniqueBatch];
+#pragma unroll
+    for (int u = 0; u < kUniqueBatch; ++u) g[u] = k0 + u < K ? row[k0 + u] : -1;
+#pragma unroll
+    for (int u = 0; u < kUniqueBatch; ++u) {
+      const int k = k0 + u;
+      if (k >= K) break;
+      if (g[u] < 0) continue;
+      if (g[u] >= bound) {
+        record_value_error(err, kErrUniqueRange, g[u], t * K + k, bound);
+        continue;
+      }
+      const unsigned long long bit = 1ull << (g[u] & 63);
+      if (seen[g[u] >> 6] & bit)
+        row[k] = -1;
+      else
+        seen[g[u] >> 6] |= bit;
     }
-    const unsigned long long bit = 1ull << (g & 63);
-    if (seen[g >> 6] & bit)
-      row[k] = -1;
-    else
-      seen[g >> 6] |= bit;
   }
 }
 

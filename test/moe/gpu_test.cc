@@ -366,6 +366,21 @@ TEST_F(MoeGpu, MaskAndNormalizeVectorPaths) {
     }
 }
 
+// inplace_unique_group_indices over rows longer than its 16-id load batch (K = 40: three batches), many
+// duplicates (128 groups) and -1 entries.
+TEST_F(MoeGpu, InplaceUniqueLongRows) {
+  std::mt19937 rng(55);
+  const int64_t T = 1001, K = 40;
+  std::vector<int64_t> g(static_cast<size_t>(T * K));
+  for (int64_t &v : g) v = static_cast<int64_t>(rng() % 129) - 1;
+  std::vector<int64_t> gd_host = g;
+  Tensor gh = view(g, TSHMEM_MOE_INT64, {T, K}), gdh = view(gd_host, TSHMEM_MOE_INT64, {T, K});
+  Mirror gd(gdh, 0);
+  MOE_OK(tshmem_moe_inplace_unique_group_indices(&gh, 128, nullptr));
+  MOE_OK(tshmem_moe_inplace_unique_group_indices(gd.ptr(), 128, nullptr));
+  expect_same(gh, gd.d, "inplace_unique K=40");
+}
+
 // aux_fi's one-barrier kernel (arrival counts packed above 23-bit counts: n < 2^23, here up to one bin short of
 // it, most entries in one bin) and its two-barrier fallback (n = 2^23 entries; E = 20000 bins, too many for
 // shared memory), over the SM-count overrides (one block: the first arrival is the last).
