@@ -62,7 +62,7 @@ def main():
     a = ap.parse_args()
     deadline = time.time() + a.budget_s
     os.makedirs(a.logs, exist_ok=True)
-    for old in glob.glob(os.path.join(a.logs, 'test_*')):
+    for old in glob.glob(os.path.join(a.logs, 'test_*')) + glob.glob(os.path.join(a.logs, 'retry.*')):
         os.remove(old)
     files = sorted(os.path.basename(f)[:-3] for f in glob.glob(os.path.join(a.tk, 'tests', 'moe', 'test_*.py')))
     if a.files:
