@@ -148,8 +148,31 @@ __global__ void __launch_bounds__(kThreads)
   for (int k = 0; k < K; ++k) out[t * K + k] = __ldg(row + k) / d;  // IEEE division, not a reciprocal
 }
 
-// normalize_weight for 16-byte aligned rows of K <= kNormalizeMaxK: a block stages the weights of its
-// kNormalizeTokens tokens (one contiguous span of tokens * K floats) in shared memory with 16-byte loads, all
+// normalize_weight for K <= kNormalizeDirectK: one thread per token, its K loads issued together, no shared
+// memory and no barrier (the tile kernel below paid 1.88 µs against TileKernels' 1.42 at T = 8131 K = 2).
+constexpr int kNormalizeDirectK = 4;
+constexpr int kNormalizeDirectThreads = 128;
+
+__global__ void __launch_bounds__(kNormalizeDirectThreads)
+    normalize_direct_kernel(const float *__restrict__ w, int64_t T, int K, float *__restrict__ den,
+                            float *__restrict__ out) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= T) return;
+  float x[kNormalizeDirectK];
+#pragma unroll
+  for (int k = 0; k < kNormalizeDirectK; ++k) x[k] = k < K ? __ldg(w + t * K + k) : 0.0f;
+  float d = 1e-20f;
+#pragma unroll
+  for (int k = 0; k < kNormalizeDirectK; ++k)
+    if (k < K) d = d + x[k];
+  den[t] = d;
+#pragma unroll
+  for (int k = 0; k < kNormalizeDirectK; ++k)
+    if (k < K) out[t * K + k] = x[k] / d;  // IEEE division, not a reciprocal
+}
+
+// normalize_weight for 16-byte aligned rows of kNormalizeDirectK < K <= kNormalizeMaxK: a block stages the weights of
+// its kNormalizeTokens tokens (one contiguous span of tokens * K floats) in shared memory with 16-byte loads, all
 // issued before any use (one memory round trip per block, instead of K dependent loads per thread), each
 // thread normalises its token there (the same arithmetic: 1e-20f seed, sequential sum, IEEE division), and the
 // block writes the span back with 16-byte stores. A span starts at token * K floats, 16-byte aligned when the
@@ -319,6 +342,12 @@ Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
 }
 
 Status launch_normalize_weight(const NormalizeArgs &a, const LaunchCtx &c) {
+  if (a.K <= kNormalizeDirectK) {
+    const unsigned grid = grid_for(a.T, kNormalizeDirectThreads, INT32_MAX);
+    normalize_direct_kernel<<<grid, kNormalizeDirectThreads, 0, c.stream>>>(a.w, a.T, static_cast<int>(a.K), a.den,
+                                                                            a.out);
+    return kSuccess;
+  }
   const bool aligned = (reinterpret_cast<uintptr_t>(a.w) | reinterpret_cast<uintptr_t>(a.out)) % 16 == 0;
   if (aligned && a.K <= kNormalizeMaxK) {
     const unsigned grid = grid_for(a.T, kNormalizeTokens, INT32_MAX);
