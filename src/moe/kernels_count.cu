@@ -81,6 +81,41 @@ __device__ void grid_histogram(cg::grid_group &grid, const int64_t *__restrict__
   }
 }
 
+// group_count and aux_fi for up to kClusterMaxEntries entries with shared-memory bins (the 16 k entries of
+// T = 8131 K = 2 at TileKernels' smallest shape): one thread block cluster of kClusterBlocks blocks (sm_90).
+// Each block counts its share into its own shared bins (one batch of loads per thread); after a cluster
+// barrier block 0 sums the blocks' bins through distributed shared memory and writes every output element: no
+// zeroing, no global atomics, no grid barrier (the cooperative kernels' barrier made group_count 3.28 µs and
+// aux_fi 3.80 against TileKernels' 2.52 and 2.50 there). Integer counts: the same results.
+constexpr int kClusterBlocks = 8;
+constexpr int64_t kClusterMaxEntries = int64_t{kClusterBlocks} * kThreads * 2 * kCountBatch;  // 32768
+
+template <bool AUX_FI>
+__global__ void __launch_bounds__(kThreads)
+    histogram_cluster_kernel(const int64_t *__restrict__ idx, int64_t n, int G, void *out, float fi_den,
+                             DeviceError *err, int err_code) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ int bins[];
+  cg::cluster_group cluster = cg::this_cluster();
+  for (int i = threadIdx.x; i < G; i += blockDim.x) bins[i] = 0;
+  __syncthreads();
+  count_entries(idx, n, G, bins, err, err_code);  // the grid is the cluster
+  cluster.sync();
+  if (cluster.block_rank() == 0) {
+    for (int e = threadIdx.x; e < G; e += blockDim.x) {
+      int total = 0;
+#pragma unroll
+      for (int r = 0; r < kClusterBlocks; ++r) total += cluster.map_shared_rank(bins, r)[e];
+      if constexpr (AUX_FI)
+        static_cast<float *>(out)[e] = aux_fi_value(total, G, fi_den);
+      else
+        static_cast<int32_t *>(out)[e] = total;
+    }
+  }
+  cluster.sync();  // every block's bins stay alive until block 0 has read them
+#endif
+}
+
 __global__ void __launch_bounds__(kThreads) group_count_kernel(const int64_t *__restrict__ idx, int64_t n, int G,
                                                                int smem_bins, int32_t *counts, DeviceError *err) {
   extern __shared__ int bins[];
@@ -306,11 +341,37 @@ HistogramLaunch histogram_launch(int64_t n, int64_t bins, const LaunchCtx &c) {
 
 }  // namespace
 
+// One cluster of kClusterBlocks blocks (histogram_cluster_kernel), for small inputs on sm_90 and later; sets
+// *launched when it took the call.
+template <bool AUX_FI>
+Status launch_histogram_cluster(const int64_t *idx, int64_t n, int G, void *out, float fi_den, int err_code,
+                                const HistogramLaunch &h, const LaunchCtx &c, bool *launched) {
+  *launched = c.cc_major >= 9 && h.smem_bins && n <= kClusterMaxEntries;
+  if (!*launched) return kSuccess;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(kClusterBlocks);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = h.smem;
+  cfg.stream = c.stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = kClusterBlocks;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  MOE_CUDA(cudaLaunchKernelEx(&cfg, histogram_cluster_kernel<AUX_FI>, idx, n, G, out, fi_den, c.err, err_code));
+  return kSuccess;
+}
+
 Status launch_group_count(const GroupCountArgs &a, const LaunchCtx &c) {
-  // One cooperative kernel: zeroes and counts, no memset.
+  // One cooperative kernel: zeroes and counts, no memset; small inputs: one thread block cluster.
   int64_t n = a.n;
   int G = static_cast<int>(a.G);
   HistogramLaunch h = histogram_launch(n, a.G, c);
+  bool launched = false;
+  MOE_TRY(launch_histogram_cluster<false>(a.idx, n, G, a.counts, 0.0f, kErrGroupIdxRange, h, c, &launched));
+  if (launched) return kSuccess;
   const int64_t *idx = a.idx;
   int32_t *counts = a.counts;
   DeviceError *err = c.err;
@@ -329,6 +390,9 @@ Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
   float den = static_cast<float>(a.T * a.num_aux_topk);
   const int64_t *idx = a.idx;
   DeviceError *err = c.err;
+  bool launched = false;
+  MOE_TRY(launch_histogram_cluster<true>(idx, n, E, fi, den, kErrTopkIdxRange, h, c, &launched));
+  if (launched) return kSuccess;
   if (h.smem_bins && n <= kArrivalMaxCount && h.grid <= kArrivalMax) {
     void *args[] = {&idx, &n, &E, &fi, &den, &err};
     MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(aux_fi_arrival_kernel), dim3(h.grid), dim3(kThreads),

@@ -381,14 +381,22 @@ TEST_F(MoeGpu, InplaceUniqueLongRows) {
   expect_same(gh, gd.d, "inplace_unique K=40");
 }
 
-// aux_fi's one-barrier kernel (arrival counts packed above 23-bit counts: n < 2^23, here up to one bin short of
-// it, most entries in one bin) and its two-barrier fallback (n = 2^23 entries; E = 20000 bins, too many for
-// shared memory), over the SM-count overrides (one block: the first arrival is the last).
-TEST_F(MoeGpu, AuxFiBothKernels) {
+// The histogram kernels of group_count and aux_fi: one thread block cluster for n <= 32768 entries (here n = 1
+// and n = 32768, 9 and 12000 bins), the cooperative kernels above that; aux_fi's one-barrier kernel (arrival
+// counts packed above 23-bit counts: n < 2^23, here up to one bin short of it, most entries in one bin) and
+// its two-barrier fallback (n = 2^23 entries; E = 20000 bins, too many for shared memory); over the SM-count
+// overrides (one block: the first arrival is the last).
+TEST_F(MoeGpu, CountKernels) {
   struct Cfg {
     int64_t T, K, E;
   };
-  const Cfg cfgs[] = {{(int64_t{1} << 20) - 1, 8, 64}, {int64_t{1} << 20, 8, 64}, {3000, 8, 20000}};
+  const Cfg cfgs[] = {{1, 1, 9},
+                      {4096, 8, 9},
+                      {4097, 8, 9},
+                      {4096, 8, 12000},
+                      {(int64_t{1} << 20) - 1, 8, 64},
+                      {int64_t{1} << 20, 8, 64},
+                      {3000, 8, 20000}};
   std::mt19937 rng(91);
   for (const Cfg &c : cfgs) {
     std::vector<int64_t> idx(static_cast<size_t>(c.T * c.K));
@@ -398,14 +406,18 @@ TEST_F(MoeGpu, AuxFiBothKernels) {
     }
     Tensor ih = view(idx, TSHMEM_MOE_INT64, {c.T, c.K});
     Mirror id(ih, 0);
-    Out ref;
+    Out ref, refc;
     MOE_OK(tshmem_moe_aux_fi(&ih, c.E, 3, &ref, nullptr));
+    MOE_OK(tshmem_moe_group_count(&ih, c.E, &refc, nullptr));
     for (int sms : sms_list()) {
       MOE_OK(tshmem_moe_set_num_sms(sms));
-      Out got;
+      Out got, gotc;
       MOE_OK(tshmem_moe_aux_fi(&id, c.E, 3, &got, nullptr));
-      expect_same(ref.t, got.t,
-                  "aux_fi T=" + std::to_string(c.T) + " E=" + std::to_string(c.E) + " sms=" + std::to_string(sms));
+      MOE_OK(tshmem_moe_group_count(&id, c.E, &gotc, nullptr));
+      const std::string tag = " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) + " E=" + std::to_string(c.E) +
+                              " sms=" + std::to_string(sms);
+      expect_same(ref.t, got.t, "aux_fi" + tag);
+      expect_same(refc.t, gotc.t, "group_count" + tag);
     }
     MOE_OK(tshmem_moe_set_num_sms(0));
   }
