@@ -113,6 +113,8 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   cluster.sync();  // every block's bins stay alive until block 0 has read them
+#else
+  __trap();  // never launched: cluster_kernels_built() is false for this code
 #endif
 }
 
@@ -343,10 +345,24 @@ HistogramLaunch histogram_launch(int64_t n, int64_t bins, const LaunchCtx &c) {
 
 // One cluster of kClusterBlocks blocks (histogram_cluster_kernel), for small inputs on sm_90 and later; sets
 // *launched when it took the call.
+// Whether the cluster kernel's code was built for sm_90 or later (a build for an older architecture alone runs
+// on an sm_90 device through its PTX, without cluster support); asked once, of the first device used.
+bool cluster_kernels_built() {
+  static const bool built = [] {
+    cudaFuncAttributes attr{};
+    if (cudaFuncGetAttributes(&attr, histogram_cluster_kernel<false>) != cudaSuccess) {
+      (void)cudaGetLastError();  // not the caller's error
+      return false;
+    }
+    return attr.binaryVersion >= 90;
+  }();
+  return built;
+}
+
 template <bool AUX_FI>
 Status launch_histogram_cluster(const int64_t *idx, int64_t n, int G, void *out, float fi_den, int err_code,
                                 const HistogramLaunch &h, const LaunchCtx &c, bool *launched) {
-  *launched = c.cc_major >= 9 && h.smem_bins && n <= kClusterMaxEntries;
+  *launched = c.cc_major >= 9 && h.smem_bins && n <= kClusterMaxEntries && cluster_kernels_built();
   if (!*launched) return kSuccess;
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(kClusterBlocks);
