@@ -9,8 +9,9 @@
 #              unpacked wheels; scripts/tilekernels-prepare.sh makes it)
 #     LOG_DIR  where the per-process logs and result lines go (default: build/tilekernels-tests)
 # Environment: TSHMEM_MOE_SITE (tshmem_moe installed there by scripts/python-test.sh; default build/python-site),
-# TK_BUDGET_S (wall seconds for all files, default 300), TK_TEST_JOBS (processes at once, default the CPU
-# count), TK_SHARDS (slices per file, e.g. test_reduce_fused=6), TK_FILES (only these files),
+# TK_BUDGET_S (wall seconds for all files, default 300), TK_TEST_JOBS (processes at once, default 12),
+# TK_SHARDS (slices per file, e.g. test_reduce_fused=6), TK_FILES (only these files, e.g.
+# test_reduce_fused,test_expand_to_fused), TK_STALL_S (a test without progress this long is stopped, 75),
 # TSHMEM_TK_IMPL=tilekernels (TileKernels' own kernels, to check the harness), TK_TEST_ARGS (more pytest
 # arguments; --run-benchmark runs the benchmark tests too), TK_TORCH_CAST=0 (expand_to_fused_with_sf's inputs
 # by TileKernels' tilelang per_token_cast, JIT-compiled, instead of its torch reference).
@@ -31,7 +32,8 @@ export TILELANG_CACHE_DIR=${TK_TESTS_TILELANG_CACHE:-/tmp/tk-tests-tilelang-cach
 rm -rf "$TILELANG_CACHE_DIR"
 # shellcheck disable=SC2086
 python3 "$root/perftest/moe/tk_tests_run.py" --tk "$tk" --logs "$logs" --budget-s "${TK_BUDGET_S:-300}" \
-  --jobs "${TK_TEST_JOBS:-$(nproc)}" --shards "${TK_SHARDS:-}" --files "${TK_FILES:-}" -- ${TK_TEST_ARGS:-}
+  --jobs "${TK_TEST_JOBS:-12}" --shards "${TK_SHARDS:-}" --files "${TK_FILES:-}" --stall-s "${TK_STALL_S:-75}" \
+  -- ${TK_TEST_ARGS:-}
 rc=$?
 n=$(find "$TILELANG_CACHE_DIR" -name device_kernel.cu 2>/dev/null | wc -l)
 echo "tilelang kernels JIT-compiled by the tests: $n"

@@ -12,10 +12,14 @@ TileKernels at its April 2026 head imports ``determine_target`` from ``tilelang.
 into the unpacked tilelang.
 
 What the plugin adds for ``tk_tests_run.py`` (which runs the files as parallel pytest processes):
-* ``TK_SHARD=i/n``: keep the i-th of n contiguous slices of the collected tests (parametrizations are
-  generated with the MoE parameters outermost, so a slice needs few of ``generate_topk_idx``'s compiles);
-* ``TK_RESULTS=FILE``: one JSON line per test as it finishes (outcome, skip reason, seconds), and one with
-  the number collected, so that a process cut off by its time budget still reports what it ran;
+* ``TK_SHARD=i/n``: keep the i-th of n contiguous slices of the collected tests that run, and of those that
+  skip (parametrizations are generated with the MoE parameters outermost, so a slice needs few of
+  ``generate_topk_idx``'s compiles); ``TK_SHARD=i/n/rr``: every n-th test from the i-th (round robin);
+* ``TK_DESELECT=FILE``: leave out the tests named there (node ids, one a line): a restarted slice's finished
+  ones;
+* ``TK_RESULTS=FILE``: one JSON line per test as it starts and as it finishes (outcome, skip reason, seconds),
+  and one with the number collected, so that a process cut off by its time budget still reports what it ran
+  and which test it was in; ``TK_STACKS=FILE``: SIGUSR1 writes every thread's Python stack there;
 * ``TK_TORCH_CAST=1`` (the runner's default): ``tile_kernels.quant.per_token_cast``, which
   ``test_expand_to_fused.py`` uses only to make the inputs of ``expand_to_fused_with_sf``, is TileKernels'
   torch reference ``tile_kernels.torch.cast`` with ``block_size=(1, num_per_channels)`` instead of its
@@ -25,8 +29,10 @@ What the plugin adds for ``tk_tests_run.py`` (which runs the files as parallel p
 * ``TK_RESERVED_CAP_GB=N``: after a test, give cached GPU memory back when this process holds more than N
   GiB, so that parallel processes share the one GPU.
 """
+import faulthandler
 import json
 import os
+import signal
 import sys
 import time
 
@@ -70,6 +76,7 @@ def _impl():
 # ---- pytest plugin ---------------------------------------------------------------------------------------
 
 _results = None  # TK_RESULTS file
+_stacks = None  # TK_STACKS file
 
 try:
     import pytest
@@ -91,6 +98,10 @@ def pytest_configure(config):
     global _results
     path = os.environ.get('TK_RESULTS')
     _results = open(path, 'a', buffering=1) if path else None  # noqa: SIM115 - line-buffered, lives as long as pytest
+    global _stacks
+    if os.environ.get('TK_STACKS'):  # SIGUSR1 writes every thread's Python stack: what a stalled test waits in
+        _stacks = open(os.environ['TK_STACKS'], 'a')  # noqa: SIM115 - faulthandler keeps writing to it
+        faulthandler.register(signal.SIGUSR1, file=_stacks, all_threads=True)
 
 
 def use_torch_cast(tk):
@@ -107,27 +118,49 @@ def use_torch_cast(tk):
 
 
 def _shard():
+    """TK_SHARD=i/n (contiguous slices) or i/n/rr (round robin)."""
     spec = os.environ.get('TK_SHARD', '')
     if not spec:
         return None
-    i, n = (int(v) for v in spec.split('/'))
-    if not 0 <= i < n:
-        raise ValueError(f'TK_SHARD = {spec!r}; it must be i/n with 0 <= i < n')
-    return i, n
+    parts = spec.split('/')
+    i, n = int(parts[0]), int(parts[1])
+    rr = len(parts) > 2 and parts[2] == 'rr'
+    if not 0 <= i < n or len(parts) > 3 or (len(parts) == 3 and not rr):
+        raise ValueError(f'TK_SHARD = {spec!r}; it must be i/n or i/n/rr with 0 <= i < n')
+    return i, n, rr
 
 
-@_last
+def _skipped(item):
+    return any(m.name == 'skip' for m in item.iter_markers())
+
+
+@_last  # after TileKernels' plugin has marked its benchmark tests skipped
 def pytest_collection_modifyitems(config, items):
     shard = _shard()
+    keep = items
     if shard is not None:
-        i, n = shard
-        lo, hi = len(items) * i // n, len(items) * (i + 1) // n
-        drop = items[:lo] + items[hi:]
-        if drop:
-            config.hook.pytest_deselected(items=drop)
-        items[:] = items[lo:hi]
-    if _results:
-        _results.write(json.dumps({'collected': len(items), 'time': time.time()}) + '\n')
+        i, n, rr = shard
+        keep = []
+        # Tests that run and tests that skip are sliced separately: a file lists its benchmarks (skipped)
+        # after its correctness tests, so plain contiguous slices would give one slice all the work.
+        for group in ([t for t in items if not _skipped(t)], [t for t in items if _skipped(t)]):
+            keep += group[i::n] if rr else group[len(group) * i // n:len(group) * (i + 1) // n]
+    if _results:  # the slice's size, before TK_DESELECT (tests an earlier process of this slice finished)
+        _results.write(json.dumps({'collected': len(keep), 'time': time.time()}) + '\n')
+    done = set()
+    if os.environ.get('TK_DESELECT'):
+        with open(os.environ['TK_DESELECT']) as f:
+            done = {line.strip() for line in f if line.strip()}
+    keep = [t for t in keep if t.nodeid not in done]
+    if len(keep) < len(items):
+        kept = set(id(t) for t in keep)
+        config.hook.pytest_deselected(items=[t for t in items if id(t) not in kept])
+        items[:] = keep
+
+
+def pytest_runtest_logstart(nodeid, location):
+    if _results is not None:  # the runner names a test that stops making progress
+        _results.write(json.dumps({'start': nodeid}) + '\n')
 
 
 def pytest_runtest_logreport(report):

@@ -23,7 +23,7 @@ namespace tshmem_moe {
 
 // Enters `device` (no-op for the CPU) and fills the launch context from the per-device cache.
 inline Status enter_device(DeviceGuard &guard, int device, cudaStream_t stream, LaunchCtx *ctx) {
-  *ctx = LaunchCtx{device, 0, 0, stream, nullptr};
+  *ctx = LaunchCtx{device, 0, 0, 0, stream, nullptr};
   if (device == TSHMEM_MOE_DEVICE_CPU) return kSuccess;
   MOE_TRY(guard.enter(device));
   (void)cudaGetLastError();  // a stale error of an earlier, unrelated runtime call must not be blamed on us
@@ -31,6 +31,7 @@ inline Status enter_device(DeviceGuard &guard, int device, cudaStream_t stream, 
   MOE_TRY(device_info(device, &info));
   MOE_TRY(grid_sms(device, &ctx->num_sms));
   ctx->max_smem_per_block = info->max_smem_per_block;
+  ctx->cc_major = info->cc_major;
   ctx->err = info->error;
   return kSuccess;
 }

@@ -78,6 +78,7 @@ Status device_info(int device, const DeviceInfo **info) {
     auto d = std::make_unique<DeviceInfo>();
     MOE_CUDA(cudaDeviceGetAttribute(&d->sm_count, cudaDevAttrMultiProcessorCount, device));
     MOE_CUDA(cudaDeviceGetAttribute(&d->max_smem_per_block, cudaDevAttrMaxSharedMemoryPerBlock, device));
+    MOE_CUDA(cudaDeviceGetAttribute(&d->cc_major, cudaDevAttrComputeCapabilityMajor, device));
     void *p = nullptr;
     MOE_CUDA(cudaMalloc(&p, sizeof(DeviceError)));  // current device == `device` (caller holds the guard)
     MOE_CUDA(cudaMemset(p, 0, sizeof(DeviceError)));

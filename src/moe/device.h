@@ -26,6 +26,7 @@ class DeviceGuard {
 struct DeviceInfo {
   int sm_count = 0;
   int max_smem_per_block = 0;
+  int cc_major = 0;              // compute capability: thread block clusters from 9
   DeviceError *error = nullptr;  // device memory, zero when no violation is pending
 };
 

@@ -79,13 +79,25 @@ __device__ __forceinline__ void fill_minus_one(int32_t *p, int b0, int b1) {
   if (head + vecs * 4 + tid < b1) p[head + vecs * 4 + tid] = -1;
 }
 
-// Block 0's warps whose slots hold the rows table: wait until every block has read it.
-__device__ __forceinline__ void wait_for_readers(const unsigned *done, unsigned blocks) {
+// Block 0's warps whose slots hold the rows table (or the counter after it): wait until every block has read
+// the table. Only warp 0 reads the global counter; it then opens a shared flag for the other waiting warps.
+// (When every such warp polled the counter, the warp whose slots hold the counter could see it complete and
+// overwrite it with a position before a slower warp of block 0 had read it; a position below the block count
+// left that warp spinning for ever: the rare hang of TileKernels' tests on a shared GPU.)
+__device__ __forceinline__ void wait_for_readers(const unsigned *done, unsigned blocks, volatile int *rows_free) {
   if ((threadIdx.x & 31) == 0) {
-    unsigned seen;
-    do {
-      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(done) : "memory");
-    } while (seen < blocks);
+    if (threadIdx.x == 0) {
+      unsigned seen;
+      do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(done) : "memory");
+      } while (seen < blocks);
+      __threadfence_block();
+      *rows_free = 1;
+    } else {
+      while (*rows_free == 0) {
+      }
+      __threadfence_block();
+    }
   }
   __syncwarp();
 }
@@ -93,6 +105,7 @@ __device__ __forceinline__ void wait_for_readers(const unsigned *done, unsigned 
 __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, MappingGeometry g, DeviceError *err) {
   extern __shared__ int smem[];  // [W][E] warp counts -> prefix over warps -> bases; [E] prefix of earlier
                                  // blocks; [E] global count
+  __shared__ int rows_free;      // block 0: every block has read the rows table (wait_for_readers)
   cg::grid_group grid = cg::this_grid();
   const int E = static_cast<int>(a.E), P = static_cast<int>(a.P);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, W = blockDim.x >> 5;
@@ -113,6 +126,7 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
   const bool kept = w1 - w0 <= kSteps * 32;  // the whole sub-chunk stays in v[] for step 4
 
   for (int i = tid; i < W * E + 2 * E; i += blockDim.x) smem[i] = 0;
+  if (tid == 0) rows_free = 0;
   __syncthreads();
 
   // ---- 1. counts ----
@@ -251,7 +265,7 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
       }
     }
     if (!may_write_rows) {  // the wait overlaps the scattered stores above
-      wait_for_readers(done, static_cast<unsigned>(nb));
+      wait_for_readers(done, static_cast<unsigned>(nb), &rows_free);
       may_write_rows = true;
     }
 #pragma unroll

@@ -16,6 +16,7 @@ struct LaunchCtx {
   int device;
   int num_sms;  // grid sizing only: results never depend on it
   int max_smem_per_block;
+  int cc_major;  // compute capability of the device
   cudaStream_t stream;
   DeviceError *err;
 };

@@ -308,8 +308,8 @@ Tensor shifted(const Tensor &whole, std::initializer_list<int64_t> shape) {
 
 // mask_indices_by_tp's 16-byte kernel (int64 and int32, a tail shorter than a vector, ids of 2^31 and above
 // with the 32-bit transform otherwise) and its element-wise fallback (a misaligned view); normalize_weight's
-// shared-memory tile kernel (K from 1 to its limit 64, a partial last block) and its fallback (K = 65, a
-// misaligned view).
+// one-thread-per-token kernel (K <= 4), its shared-memory tile kernel (K from 5 to its limit 64, a partial
+// last block) and its fallback (K = 65, a misaligned view).
 TEST_F(MoeGpu, MaskAndNormalizeVectorPaths) {
   std::mt19937 rng(77);
   for (int64_t count : {1, 3, 1001, 65539}) {
@@ -345,7 +345,7 @@ TEST_F(MoeGpu, MaskAndNormalizeVectorPaths) {
       }
     }
   }
-  for (int64_t K : {1, 3, 9, 64, 65})
+  for (int64_t K : {1, 3, 4, 5, 9, 64, 65})
     for (int64_t T : {1, 127, 129, 1000}) {
       std::vector<float> w(static_cast<size_t>(T * K + 1));
       for (float &x : w) x = static_cast<float>(rng() % 1000003) / 1000003.0f;
@@ -366,14 +366,37 @@ TEST_F(MoeGpu, MaskAndNormalizeVectorPaths) {
     }
 }
 
-// aux_fi's one-barrier kernel (arrival counts packed above 23-bit counts: n < 2^23, here up to one bin short of
-// it, most entries in one bin) and its two-barrier fallback (n = 2^23 entries; E = 20000 bins, too many for
-// shared memory), over the SM-count overrides (one block: the first arrival is the last).
-TEST_F(MoeGpu, AuxFiBothKernels) {
+// inplace_unique_group_indices over rows longer than its 16-id load batch (K = 40: three batches), many
+// duplicates (128 groups) and -1 entries.
+TEST_F(MoeGpu, InplaceUniqueLongRows) {
+  std::mt19937 rng(55);
+  const int64_t T = 1001, K = 40;
+  std::vector<int64_t> g(static_cast<size_t>(T * K));
+  for (int64_t &v : g) v = static_cast<int64_t>(rng() % 129) - 1;
+  std::vector<int64_t> gd_host = g;
+  Tensor gh = view(g, TSHMEM_MOE_INT64, {T, K}), gdh = view(gd_host, TSHMEM_MOE_INT64, {T, K});
+  Mirror gd(gdh, 0);
+  MOE_OK(tshmem_moe_inplace_unique_group_indices(&gh, 128, nullptr));
+  MOE_OK(tshmem_moe_inplace_unique_group_indices(gd.ptr(), 128, nullptr));
+  expect_same(gh, gd.d, "inplace_unique K=40");
+}
+
+// The histogram kernels of group_count and aux_fi: one thread block cluster for n <= 32768 entries (here n = 1
+// and n = 32768, 9 and 12000 bins), the cooperative kernels above that; aux_fi's one-barrier kernel (arrival
+// counts packed above 23-bit counts: n < 2^23, here up to one bin short of it, most entries in one bin) and
+// its two-barrier fallback (n = 2^23 entries; E = 20000 bins, too many for shared memory); over the SM-count
+// overrides (one block: the first arrival is the last).
+TEST_F(MoeGpu, CountKernels) {
   struct Cfg {
     int64_t T, K, E;
   };
-  const Cfg cfgs[] = {{(int64_t{1} << 20) - 1, 8, 64}, {int64_t{1} << 20, 8, 64}, {3000, 8, 20000}};
+  const Cfg cfgs[] = {{1, 1, 9},
+                      {4096, 8, 9},
+                      {4097, 8, 9},
+                      {4096, 8, 12000},
+                      {(int64_t{1} << 20) - 1, 8, 64},
+                      {int64_t{1} << 20, 8, 64},
+                      {3000, 8, 20000}};
   std::mt19937 rng(91);
   for (const Cfg &c : cfgs) {
     std::vector<int64_t> idx(static_cast<size_t>(c.T * c.K));
@@ -383,14 +406,18 @@ TEST_F(MoeGpu, AuxFiBothKernels) {
     }
     Tensor ih = view(idx, TSHMEM_MOE_INT64, {c.T, c.K});
     Mirror id(ih, 0);
-    Out ref;
+    Out ref, refc;
     MOE_OK(tshmem_moe_aux_fi(&ih, c.E, 3, &ref, nullptr));
+    MOE_OK(tshmem_moe_group_count(&ih, c.E, &refc, nullptr));
     for (int sms : sms_list()) {
       MOE_OK(tshmem_moe_set_num_sms(sms));
-      Out got;
+      Out got, gotc;
       MOE_OK(tshmem_moe_aux_fi(&id, c.E, 3, &got, nullptr));
-      expect_same(ref.t, got.t,
-                  "aux_fi T=" + std::to_string(c.T) + " E=" + std::to_string(c.E) + " sms=" + std::to_string(sms));
+      MOE_OK(tshmem_moe_group_count(&id, c.E, &gotc, nullptr));
+      const std::string tag = " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) + " E=" + std::to_string(c.E) +
+                              " sms=" + std::to_string(sms);
+      expect_same(ref.t, got.t, "aux_fi" + tag);
+      expect_same(refc.t, gotc.t, "group_count" + tag);
     }
     MOE_OK(tshmem_moe_set_num_sms(0));
   }
