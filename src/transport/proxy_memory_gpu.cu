@@ -1,6 +1,7 @@
-// The proxy on a GPU heap (vmm, ipc): staging is pinned host memory; every copy and atomic goes on the proxy's
-// own non-blocking stream (never the legacy default stream, which would wait for a kernel that is itself
-// waiting for the proxy). Atomics run as a one-thread kernel, so they are atomic with respect to the GPU's own.
+// The proxy on a GPU heap (vmm, ipc): staging is pinned host memory; every copy and atomic goes on one of the
+// proxy's own non-blocking streams, one per lane (never the legacy default stream, which would wait for a kernel
+// that is itself waiting for the proxy); events mark points on them. Atomics run as a one-thread kernel, so they
+// are atomic with respect to the GPU's own.
 #include <cuda_runtime.h>
 
 #include "transport/proxy_memory.h"
@@ -37,19 +38,37 @@ __global__ void amo_kernel(T *word, unsigned amo, T value, T compare, unsigned l
       return set_error(TSHMEM_ERR_CUDA, "off-node proxy: %s failed: %s", #call, cudaGetErrorString(proxy_rc_)); \
   } while (0)
 
+// One lane: a stream of the proxy's own and a ring of events that mark points on it. Points complete in
+// order (one stream), so `completed` only moves forward.
+struct Lane {
+  static constexpr uint64_t kEvents = 256;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t events[kEvents] = {};
+  uint64_t issued = 0, completed = 0;
+};
+
 class GpuProxyMemory final : public ProxyMemory {
  public:
   explicit GpuProxyMemory(int device) : device_(device) {}
   ~GpuProxyMemory() override {
     if (result_ != nullptr) cudaFreeHost(result_);
     if (counter_ != nullptr) cudaFree(counter_);
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    for (Lane &lane : lanes_) {
+      for (cudaEvent_t event : lane.events)
+        if (event != nullptr) cudaEventDestroy(event);
+      if (lane.stream != nullptr) cudaStreamDestroy(lane.stream);
+    }
   }
 
   Status create() {
     TSHMEMI_PROXY_CUDA(cudaSetDevice(device_));
-    TSHMEMI_PROXY_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    for (Lane &lane : lanes_) {
+      TSHMEMI_PROXY_CUDA(cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking));
+      for (cudaEvent_t &event : lane.events)
+        TSHMEMI_PROXY_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    }
     TSHMEMI_PROXY_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&result_), sizeof(*result_), cudaHostAllocMapped));
+    TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void **>(&result_device_), result_, 0));
     return TSHMEM_SUCCESS;
   }
 
@@ -69,44 +88,102 @@ class GpuProxyMemory final : public ProxyMemory {
     return TSHMEM_SUCCESS;
   }
 
-  Status read(void *staging, const void *src, size_t bytes) override {
-    TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(staging, src, bytes, cudaMemcpyDefault, stream_));
-    TSHMEMI_PROXY_CUDA(cudaStreamSynchronize(stream_));
+  Status copy(ProxyLane lane, void *dst, const void *src, size_t bytes) override {
+    if (lane == kTargetLane) TSHMEM_CHECK(flush_puts());
+    TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, lanes_[lane].stream));
     return TSHMEM_SUCCESS;
   }
-  Status write(void *dst, const void *staging, size_t bytes) override {
-    TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(dst, staging, bytes, cudaMemcpyDefault, stream_));
-    TSHMEMI_PROXY_CUDA(cudaStreamSynchronize(stream_));
-    return TSHMEM_SUCCESS;
-  }
+
+  // Puts are gathered and issued as one batch of copies (one driver call for many small puts) when
+  // something else is issued on the lane; a put that overlaps a gathered one issues the batch first, as the
+  // copies of a batch may run in any order.
   Status apply_put(void *heap_dst, const void *staging, size_t bytes) override {
-    TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(heap_dst, staging, bytes, cudaMemcpyHostToDevice, stream_));
+    char *begin = static_cast<char *>(heap_dst);
+    for (size_t i = 0; i < pending_; ++i) {
+      char *other = static_cast<char *>(dsts_[i]);
+      if (begin < other + sizes_[i] && other < begin + bytes) {
+        TSHMEM_CHECK(flush_puts());
+        break;
+      }
+    }
+    dsts_[pending_] = heap_dst;
+    srcs_[pending_] = staging;
+    sizes_[pending_] = bytes;
+    if (++pending_ == kBatch) TSHMEM_CHECK(flush_puts());
     return TSHMEM_SUCCESS;
   }
+
   Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare, uint64_t *old) override {
-    unsigned long long *result_device = nullptr;
-    TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void **>(&result_device), result_, 0));
+    TSHMEM_CHECK(flush_puts());
+    const cudaStream_t stream = lanes_[kTargetLane].stream;
     if (width == 4)
-      amo_kernel<unsigned><<<1, 1, 0, stream_>>>(static_cast<unsigned *>(word), amo, static_cast<unsigned>(value),
-                                                 static_cast<unsigned>(compare), result_device);
+      amo_kernel<unsigned><<<1, 1, 0, stream>>>(static_cast<unsigned *>(word), amo, static_cast<unsigned>(value),
+                                                static_cast<unsigned>(compare), result_device_);
     else
       amo_kernel<unsigned long long>
-          <<<1, 1, 0, stream_>>>(static_cast<unsigned long long *>(word), amo, value, compare, result_device);
+          <<<1, 1, 0, stream>>>(static_cast<unsigned long long *>(word), amo, value, compare, result_device_);
     TSHMEMI_PROXY_CUDA(cudaGetLastError());
-    TSHMEMI_PROXY_CUDA(cudaStreamSynchronize(stream_));
+    if (old == nullptr) return TSHMEM_SUCCESS;  // a signal or non-fetching atomic: nobody waits for it here
+    TSHMEMI_PROXY_CUDA(cudaStreamSynchronize(stream));
     *old = *result_;
     return TSHMEM_SUCCESS;
   }
-  Status settle() override {
-    TSHMEMI_PROXY_CUDA(cudaStreamSynchronize(stream_));
+
+  Status mark(ProxyLane which, uint64_t *point) override {
+    if (which == kTargetLane) TSHMEM_CHECK(flush_puts());
+    Lane &lane = lanes_[which];
+    if (lane.issued - lane.completed == Lane::kEvents) {  // every event in use: the oldest must complete first
+      TSHMEMI_PROXY_CUDA(cudaEventSynchronize(lane.events[lane.completed % Lane::kEvents]));
+      ++lane.completed;
+    }
+    TSHMEMI_PROXY_CUDA(cudaEventRecord(lane.events[lane.issued % Lane::kEvents], lane.stream));
+    *point = ++lane.issued;
+    return TSHMEM_SUCCESS;
+  }
+
+  Status passed(ProxyLane which, uint64_t point, bool *done) override {
+    Lane &lane = lanes_[which];
+    while (lane.completed < point) {
+      const cudaError_t rc = cudaEventQuery(lane.events[lane.completed % Lane::kEvents]);
+      if (rc == cudaErrorNotReady) break;
+      TSHMEMI_PROXY_CUDA(rc);
+      ++lane.completed;
+    }
+    *done = lane.completed >= point;
     return TSHMEM_SUCCESS;
   }
 
  private:
+  static constexpr size_t kBatch = 128;
+
+  Status flush_puts() {
+    if (pending_ == 0) return TSHMEM_SUCCESS;
+    const cudaStream_t stream = lanes_[kTargetLane].stream;
+    const size_t count = pending_;
+    pending_ = 0;
+    if (count > 1 && batch_copies_) {
+      cudaMemcpyAttributes attributes = {};
+      attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+      size_t first = 0;
+      const cudaError_t rc = cudaMemcpyBatchAsync(dsts_, srcs_, sizes_, count, &attributes, &first, 1, stream);
+      if (rc == cudaSuccess) return TSHMEM_SUCCESS;
+      (void)cudaGetLastError();  // not supported here: one copy each from now on
+      batch_copies_ = false;
+    }
+    for (size_t i = 0; i < count; ++i)
+      TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(dsts_[i], srcs_[i], sizes_[i], cudaMemcpyHostToDevice, stream));
+    return TSHMEM_SUCCESS;
+  }
+
   int device_;
-  cudaStream_t stream_ = nullptr;
-  unsigned long long *result_ = nullptr;
+  Lane lanes_[2];
+  unsigned long long *result_ = nullptr, *result_device_ = nullptr;
   uint64_t *counter_ = nullptr;
+  void *dsts_[kBatch] = {};
+  const void *srcs_[kBatch] = {};
+  size_t sizes_[kBatch] = {};
+  size_t pending_ = 0;
+  bool batch_copies_ = true;
 };
 
 }  // namespace
