@@ -520,9 +520,10 @@ class Proxy final : public HostRma {
           if (r.flags & TSHMEMI_PROXY_FLAG_INLINE) {
             std::memcpy(record + kHeader, &r.value, piece);
           } else {
+            bool queued = false;
             TSHMEM_CHECK(memory_->copy(kOriginLane, record + kHeader,
-                                       reinterpret_cast<const void *>(r.local + progress_), piece));
-            outbox_.back().copies[kOriginLane] = true;
+                                       reinterpret_cast<const void *>(r.local + progress_), piece, &queued));
+            outbox_.back().copies[kOriginLane] |= queued;
           }
           if (!small) TSHMEM_CHECK(seal(outbox_.back()));
           progress_ += piece;
@@ -701,24 +702,32 @@ class Proxy final : public HostRma {
         a->copies[kTargetLane] = true;
         return TSHMEM_SUCCESS;
       case kSignal:
+        if (!within(wire.offset, 8, heap_bytes_) || wire.offset % 8 != 0 ||
+            (wire.amo != TSHMEMI_PROXY_SIGNAL_SET && wire.amo != TSHMEMI_PROXY_SIGNAL_ADD)) {
+          refuse_message(source, wire, "signal outside the heap, misaligned or of an unknown kind");
+          return TSHMEM_SUCCESS;
+        }
+        // SET is a store (no kernel on a GPU); ADD is an atomic.
+        if (wire.amo == TSHMEMI_PROXY_SIGNAL_SET)
+          TSHMEM_CHECK(memory_->apply_store(heap_ + wire.offset, record + offsetof(Wire, value), 8));
+        else
+          TSHMEM_CHECK(memory_->apply_amo(heap_ + wire.offset, TSHMEMI_AMO_ADD, 8, wire.value, 0, nullptr));
+        a->copies[kTargetLane] = true;
+        return TSHMEM_SUCCESS;
       case kAmo: {
-        const unsigned width = wire.kind == kSignal ? 8u : wire.width;
-        const unsigned amo = wire.kind == kAmo ? wire.amo
-                                               : (wire.amo == TSHMEMI_PROXY_SIGNAL_ADD ? unsigned{TSHMEMI_AMO_ADD}
-                                                                                       : unsigned{TSHMEMI_AMO_SET});
         const bool fetching = wire.token != 0;
         uint64_t old = 0;
-        if ((width == 4 || width == 8) && amo_known(amo) && within(wire.offset, width, heap_bytes_) &&
-            wire.offset % width == 0) {
-          TSHMEM_CHECK(
-              memory_->apply_amo(heap_ + wire.offset, amo, width, wire.value, wire.compare, fetching ? &old : nullptr));
+        if ((wire.width == 4 || wire.width == 8) && amo_known(wire.amo) &&
+            within(wire.offset, wire.width, heap_bytes_) && wire.offset % wire.width == 0) {
+          TSHMEM_CHECK(memory_->apply_amo(heap_ + wire.offset, wire.amo, wire.width, wire.value, wire.compare,
+                                          fetching ? &old : nullptr));
           a->copies[kTargetLane] = true;
         } else {
           refuse_message(source, wire, "atomic outside the heap, misaligned or of an unknown kind");
         }
         if (!fetching) return TSHMEM_SUCCESS;
         reply.wire.kind = kAmoReply;
-        reply.wire.width = static_cast<uint8_t>(width);
+        reply.wire.width = wire.width;
         reply.wire.value = old;
         reply.wire.token = wire.token;
         reply.wire.tag = wire.tag;
@@ -741,18 +750,21 @@ class Proxy final : public HostRma {
         break;
       case kGetReply:
         if (wire.bytes > 0) {
-          TSHMEM_CHECK(memory_->copy(kOriginLane, reinterpret_cast<void *>(wire.token), payload, wire.bytes));
-          a->copies[kOriginLane] = true;
+          bool queued = false;
+          TSHMEM_CHECK(memory_->copy(kOriginLane, reinterpret_cast<void *>(wire.token), payload, wire.bytes, &queued));
+          a->copies[kOriginLane] |= queued;
         }
         a->results.push_back(wire);
         return TSHMEM_SUCCESS;
-      case kAmoReply:
+      case kAmoReply: {
         // From the message buffer itself: it stays put until the copy is complete.
+        bool queued = false;
         TSHMEM_CHECK(memory_->copy(kOriginLane, reinterpret_cast<void *>(wire.token), record + offsetof(Wire, value),
-                                   wire.width == 4 ? 4 : 8));
-        a->copies[kOriginLane] = true;
+                                   wire.width == 4 ? 4 : 8, &queued));
+        a->copies[kOriginLane] |= queued;
         a->results.push_back(wire);
         return TSHMEM_SUCCESS;
+      }
       case kFlushAck: --pending_; return TSHMEM_SUCCESS;
       default: refuse_message(source, wire, "unknown message kind"); return TSHMEM_SUCCESS;
     }
@@ -783,8 +795,9 @@ class Proxy final : public HostRma {
       if (record == nullptr) break;
       std::memcpy(record, &reply.wire, kHeader);
       if (payload > 0) {
-        TSHMEM_CHECK(memory_->copy(kTargetLane, record + kHeader, heap_ + reply.wire.offset, payload));
-        outbox_.back().copies[kTargetLane] = true;
+        bool queued = false;
+        TSHMEM_CHECK(memory_->copy(kTargetLane, record + kHeader, heap_ + reply.wire.offset, payload, &queued));
+        outbox_.back().copies[kTargetLane] |= queued;
       }
       if (!small) TSHMEM_CHECK(seal(outbox_.back()));
       replies_.pop_front();

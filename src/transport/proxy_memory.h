@@ -30,12 +30,18 @@ class ProxyMemory {
   virtual void free_staging(void *staging) = 0;
   /// A zeroed 64-bit counter kernels increment (device memory on a GPU); nullptr where there is no device.
   virtual Status alloc_device_counter(uint64_t **out) = 0;
-  /// Copies `bytes` between any two addresses of this process (heap, device or host memory) on `lane`;
-  /// complete once a later mark() on that lane has passed. The source stays untouched until then.
-  virtual Status copy(ProxyLane lane, void *dst, const void *src, size_t bytes) = 0;
+  /// Copies `bytes` between any two addresses of this process (heap, device or host memory). Between two
+  /// host addresses the CPU copies at once (*queued = false: no GPU engine involved, none to wait for);
+  /// otherwise the copy goes on `lane` (*queued = true) and is complete once a later mark() there has passed,
+  /// the source staying untouched until then.
+  virtual Status copy(ProxyLane lane, void *dst, const void *src, size_t bytes, bool *queued) = 0;
   /// Copies staging into the heap on the target lane, in order with the other apply_* calls (puts without
   /// an atomic between them may land in any order among themselves only where they do not overlap).
   virtual Status apply_put(void *heap_dst, const void *staging, size_t bytes) = 0;
+  /// An aligned store of `width` (4 or 8) bytes from staging into the heap, on the target lane after every
+  /// earlier apply (a signal SET: on a GPU a copy-engine write, which the GPU sees whole, so it needs no
+  /// kernel and no compute time slice).
+  virtual Status apply_store(void *word, const void *staging, unsigned width) = 0;
   /// Atomic `amo` (tshmemi_proxy_amo) of `width` bytes at `word` in the heap, on the target lane after every
   /// earlier apply. With `old`, waits and returns the old value; without, completes at a later mark().
   virtual Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare,

@@ -4,6 +4,8 @@
 // are atomic with respect to the GPU's own.
 #include <cuda_runtime.h>
 
+#include <cstring>
+
 #include "transport/proxy_memory.h"
 
 namespace tshmemi {
@@ -88,9 +90,24 @@ class GpuProxyMemory final : public ProxyMemory {
     return TSHMEM_SUCCESS;
   }
 
-  Status copy(ProxyLane lane, void *dst, const void *src, size_t bytes) override {
+  // Host to host (a kernel's result slot, a host call's buffer) is the CPU's: no copy engine, no stream, and
+  // nothing that waits for another process's time slice on a shared GPU.
+  Status copy(ProxyLane lane, void *dst, const void *src, size_t bytes, bool *queued) override {
+    if (host_memory(dst) && host_memory(src)) {
+      std::memcpy(dst, src, bytes);
+      *queued = false;
+      return TSHMEM_SUCCESS;
+    }
     if (lane == kTargetLane) TSHMEM_CHECK(flush_puts());
     TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, lanes_[lane].stream));
+    *queued = true;
+    return TSHMEM_SUCCESS;
+  }
+
+  // One copy after the gathered puts (never in their batch: it must land after them).
+  Status apply_store(void *word, const void *staging, unsigned width) override {
+    TSHMEM_CHECK(flush_puts());
+    TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(word, staging, width, cudaMemcpyHostToDevice, lanes_[kTargetLane].stream));
     return TSHMEM_SUCCESS;
   }
 
@@ -156,6 +173,15 @@ class GpuProxyMemory final : public ProxyMemory {
  private:
   static constexpr size_t kBatch = 128;
 
+  static bool host_memory(const void *p) {
+    cudaPointerAttributes attributes = {};
+    if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;  // let the copy engine sort it out (and report what is wrong)
+    }
+    return attributes.type == cudaMemoryTypeHost || attributes.type == cudaMemoryTypeUnregistered;
+  }
+
   Status flush_puts() {
     if (pending_ == 0) return TSHMEM_SUCCESS;
     const cudaStream_t stream = lanes_[kTargetLane].stream;
@@ -164,6 +190,7 @@ class GpuProxyMemory final : public ProxyMemory {
     if (count > 1 && batch_copies_) {
       cudaMemcpyAttributes attributes = {};
       attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+      attributes.flags = cudaMemcpyFlagPreferOverlapWithCompute;  // copy engines, not the SMs a kernel holds
       size_t first = 0;
       const cudaError_t rc = cudaMemcpyBatchAsync(dsts_, srcs_, sizes_, count, &attributes, &first, 1, stream);
       if (rc == cudaSuccess) return TSHMEM_SUCCESS;

@@ -32,8 +32,16 @@ class HostProxyMemory final : public ProxyMemory {
     *out = nullptr;
     return TSHMEM_SUCCESS;
   }
-  Status copy(ProxyLane, void *dst, const void *src, size_t bytes) override {
+  Status copy(ProxyLane, void *dst, const void *src, size_t bytes, bool *queued) override {
     std::memcpy(dst, src, bytes);
+    *queued = false;
+    return TSHMEM_SUCCESS;
+  }
+  Status apply_store(void *word, const void *staging, unsigned width) override {
+    if (width == 4)
+      __atomic_store_n(static_cast<uint32_t *>(word), *static_cast<const uint32_t *>(staging), __ATOMIC_RELEASE);
+    else
+      __atomic_store_n(static_cast<uint64_t *>(word), *static_cast<const uint64_t *>(staging), __ATOMIC_RELEASE);
     return TSHMEM_SUCCESS;
   }
   Status apply_put(void *heap_dst, const void *staging, size_t bytes) override {
