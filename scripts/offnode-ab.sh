@@ -89,8 +89,8 @@ build_side() {
 build_side old "$old_src" & old_pid=$!
 build_side new "$new_src" & new_pid=$!
 ok=1
-wait $old_pid || { echo "old tree: build failed:"; tail -20 "$out/configure-old.log" "$out/build-old.log"; ok=0; }
-wait $new_pid || { echo "new tree: build failed:"; tail -20 "$out/configure-new.log" "$out/build-new.log"; ok=0; }
+wait $old_pid || { echo "old tree: build failed:"; tail -n 20 "$out/configure-old.log" "$out/build-old.log"; ok=0; }
+wait $new_pid || { echo "new tree: build failed:"; tail -n 20 "$out/configure-new.log" "$out/build-new.log"; ok=0; }
 [ "$ok" = 1 ] || exit 1
 echo "built in $((SECONDS - start)) s"
 [ "$build_only" = 1 ] && exit 0

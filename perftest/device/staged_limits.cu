@@ -81,10 +81,10 @@ double mpi_bw(char *buffer, size_t bytes, int iters, int me) {
   return static_cast<double>(bytes) * iters / best / 1e9;
 }
 
-// TSHMEM_PROXY_CHUNK as the library reads it (a number with an optional K/M/G), 1 MiB when unset.
+// TSHMEM_PROXY_CHUNK as the library reads it (a number with an optional K/M/G), 512 KiB when unset (the default).
 size_t proxy_chunk() {
   const char *text = std::getenv("TSHMEM_PROXY_CHUNK");
-  if (text == nullptr || *text == '\0') return size_t{1} << 20;
+  if (text == nullptr || *text == '\0') return size_t{512} << 10;
   char *end = nullptr;
   size_t value = std::strtoull(text, &end, 0);
   if (*end == 'K' || *end == 'k') value <<= 10;
@@ -154,6 +154,8 @@ int main(int argc, char **argv) {
     const double floor = std::min({d2h, h2d, mpi_large});
     std::printf("smallest at 16 MiB: %.2f GB/s; issue 13's put_bw/get_bw target (70 %%): %.2f GB/s (chunk %zu B)\n",
                 floor, 0.7 * floor, chunk);
+    // One line for scripts (scripts/offnode-perf.sh): the three limits at 16 MiB and the smallest.
+    std::printf("limits_16MiB copy_out=%.3f copy_in=%.3f mpi=%.3f smallest=%.3f\n", d2h, h2d, mpi_large, floor);
   }
   if (gpu) {
     CHECK_CUDA(cudaFreeHost(pinned));
