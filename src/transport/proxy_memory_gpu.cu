@@ -71,6 +71,13 @@ class GpuProxyMemory final : public ProxyMemory {
     }
     TSHMEMI_PROXY_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&result_), sizeof(*result_), cudaHostAllocMapped));
     TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void **>(&result_device_), result_, 0));
+    // Load the atomic kernels now. With lazy module loading (CUDA's default) the first launch would load them
+    // then, and a load may wait for the kernels running in this context: a kernel spinning on a barrier or a
+    // fetch that this very launch is to satisfy would never finish (NVIDIA's lazy-loading notes: kernels that
+    // rely on running concurrently can deadlock).
+    cudaFuncAttributes attributes{};
+    TSHMEMI_PROXY_CUDA(cudaFuncGetAttributes(&attributes, amo_kernel<unsigned>));
+    TSHMEMI_PROXY_CUDA(cudaFuncGetAttributes(&attributes, amo_kernel<unsigned long long>));
     return TSHMEM_SUCCESS;
   }
 
