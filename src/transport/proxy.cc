@@ -49,6 +49,8 @@ struct Wire {
 };
 static_assert(sizeof(Wire) == 56, "wire header");
 constexpr size_t kHeader = sizeof(Wire);
+/// Fetched values (an atomic's old value) a target writes before it sends them, without waiting.
+constexpr uint64_t kAmoSlots = 1024;
 /// Records with at most this much payload join batches; larger puts travel as messages of their own.
 constexpr size_t kSmallPayload = 2048;
 /// Most bytes of a batch: below the eager limits of MPI's transports (Open MPI: 4 KiB shared memory, 64 KiB
@@ -91,7 +93,8 @@ struct Arrived {
 struct Reply {
   int pe;
   Wire wire;
-  Point ready;  ///< a FLUSH acknowledgement waits until what was applied before it is in the heap
+  Point ready;                         ///< sent once what was applied before it (and its atomic) is complete
+  const uint64_t *value_at = nullptr;  ///< a fetched value still being written there (an atomic's old value)
 };
 
 const char *op_name(unsigned op) {
@@ -132,6 +135,7 @@ class Proxy final : public HostRma {
     for (char *b : recv_) memory_->free_staging(b);
     for (tshmemi_proxy_channel *ring : rings_)
       if (ring != nullptr) memory_->free_staging(ring);
+    if (amo_slots_ != nullptr) memory_->free_staging(amo_slots_);
   }
 
   Status create(std::unique_ptr<Messenger> messenger, std::unique_ptr<ProxyMemory> memory) {
@@ -144,6 +148,7 @@ class Proxy final : public HostRma {
     for (char *&b : send_) TSHMEM_CHECK(memory_->alloc_staging(capacity_, reinterpret_cast<void **>(&b)));
     for (char *&b : recv_) TSHMEM_CHECK(memory_->alloc_staging(capacity_, reinterpret_cast<void **>(&b)));
     for (int i = 0; i < kProxySendBuffers; ++i) free_.push_back(i);
+    TSHMEM_CHECK(memory_->alloc_staging((kAmoSlots + 1) * sizeof(uint64_t), reinterpret_cast<void **>(&amo_slots_)));
     for (tshmemi_proxy_channel *&ring : rings_) {
       const size_t bytes = TSHMEMI_PROXY_CHANNEL_BYTES(config_.ring_entries);
       TSHMEM_CHECK(memory_->alloc_staging(bytes, reinterpret_cast<void **>(&ring)));
@@ -714,16 +719,27 @@ class Proxy final : public HostRma {
         if (wire.amo == TSHMEMI_PROXY_SIGNAL_SET)
           TSHMEM_CHECK(memory_->apply_store(heap_ + wire.offset, record + offsetof(Wire, value), 8));
         else
-          TSHMEM_CHECK(memory_->apply_amo(heap_ + wire.offset, TSHMEMI_AMO_ADD, 8, wire.value, 0, nullptr));
+          TSHMEM_CHECK(memory_->apply_amo(heap_ + wire.offset, TSHMEMI_AMO_ADD, 8, wire.value, 0, nullptr, false));
         a->copies[kTargetLane] = true;
         return TSHMEM_SUCCESS;
       case kAmo: {
         const bool fetching = wire.token != 0;
-        uint64_t old = 0;
         if ((wire.width == 4 || wire.width == 8) && amo_known(wire.amo) &&
             within(wire.offset, wire.width, heap_bytes_) && wire.offset % wire.width == 0) {
-          TSHMEM_CHECK(memory_->apply_amo(heap_ + wire.offset, wire.amo, wire.width, wire.value, wire.compare,
-                                          fetching ? &old : nullptr));
+          // A fetched value goes to a slot of its own and is sent once the atomic is done; with every slot
+          // taken (as many unserved fetches), the thread waits for this one, in the spare slot at the end.
+          uint64_t *old = nullptr;
+          bool wait = false;
+          if (fetching && amo_issued_ - amo_served_ < kAmoSlots) {
+            old = amo_slots_ + amo_issued_++ % kAmoSlots;
+            reply.value_at = old;
+          } else if (fetching) {
+            old = amo_slots_ + kAmoSlots;
+            wait = true;
+          }
+          TSHMEM_CHECK(
+              memory_->apply_amo(heap_ + wire.offset, wire.amo, wire.width, wire.value, wire.compare, old, wait));
+          if (wait) reply.wire.value = *old;
           a->copies[kTargetLane] = true;
         } else {
           refuse_message(source, wire, "atomic outside the heap, misaligned or of an unknown kind");
@@ -731,7 +747,6 @@ class Proxy final : public HostRma {
         if (!fetching) return TSHMEM_SUCCESS;
         reply.wire.kind = kAmoReply;
         reply.wire.width = wire.width;
-        reply.wire.value = old;
         reply.wire.token = wire.token;
         reply.wire.tag = wire.tag;
         break;
@@ -796,7 +811,12 @@ class Proxy final : public HostRma {
       char *record = nullptr;
       TSHMEM_CHECK(open_record(reply.pe, kHeader + padded(payload), small, &record));
       if (record == nullptr) break;
-      std::memcpy(record, &reply.wire, kHeader);
+      Wire wire = reply.wire;
+      if (reply.value_at != nullptr) {
+        wire.value = *reply.value_at;
+        ++amo_served_;  // slots are taken and served in this queue's order
+      }
+      std::memcpy(record, &wire, kHeader);
       if (payload > 0) {
         bool queued = false;
         TSHMEM_CHECK(memory_->copy(kTargetLane, record + kHeader, heap_ + reply.wire.offset, payload, &queued));
@@ -834,7 +854,9 @@ class Proxy final : public HostRma {
   std::vector<Reply> fresh_replies_;  ///< made by the message being handled
   std::vector<uint8_t> dirty_;        ///< PEs written since the last QUIET
   std::vector<int> dirty_list_;
-  int pending_ = 0;  ///< replies this PE awaits
+  int pending_ = 0;                ///< replies this PE awaits
+  uint64_t *amo_slots_ = nullptr;  ///< kAmoSlots fetched values being written, and a spare (staging memory)
+  uint64_t amo_issued_ = 0, amo_served_ = 0;
 
   // The request in progress (the proxy thread's only).
   bool busy_ = false, signalled_ = false;
@@ -856,7 +878,7 @@ class Proxy final : public HostRma {
 uint64_t proxy_staging_bytes(const ProxyConfig &config) {
   const uint64_t buffers = uint64_t{kProxySendBuffers + kProxyRecvBuffers} * (kHeader + padded(config.chunk_bytes));
   const uint64_t rings = 2 * uint64_t{TSHMEMI_PROXY_CHANNEL_BYTES(config.ring_entries)};
-  return buffers + rings;
+  return buffers + rings + (kAmoSlots + 1) * sizeof(uint64_t);
 }
 
 uint64_t proxy_reply_queue_bytes(int n_pes) {

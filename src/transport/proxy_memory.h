@@ -43,9 +43,10 @@ class ProxyMemory {
   /// kernel and no compute time slice).
   virtual Status apply_store(void *word, const void *staging, unsigned width) = 0;
   /// Atomic `amo` (tshmemi_proxy_amo) of `width` bytes at `word` in the heap, on the target lane after every
-  /// earlier apply. With `old`, waits and returns the old value; without, completes at a later mark().
-  virtual Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare,
-                           uint64_t *old) = 0;
+  /// earlier apply; complete at a later mark(). With `old` (staging memory), the old value is written there:
+  /// on return with `wait`, else once that mark has passed (the thread never waits for a GPU time slice).
+  virtual Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare, uint64_t *old,
+                           bool wait) = 0;
   /// A point on `lane`: everything issued there before it is complete (and in the heap, visible to this
   /// PE's loads and to later reads) once passed() says so.
   virtual Status mark(ProxyLane lane, uint64_t *point) = 0;

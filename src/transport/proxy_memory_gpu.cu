@@ -137,19 +137,20 @@ class GpuProxyMemory final : public ProxyMemory {
     return TSHMEM_SUCCESS;
   }
 
-  Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare, uint64_t *old) override {
+  Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare, uint64_t *old,
+                   bool wait) override {
     TSHMEM_CHECK(flush_puts());
     const cudaStream_t stream = lanes_[kTargetLane].stream;
+    unsigned long long *out = result_device_;  // a signal or non-fetching atomic: a word nobody reads
+    if (old != nullptr) TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void **>(&out), old, 0));
     if (width == 4)
       amo_kernel<unsigned><<<1, 1, 0, stream>>>(static_cast<unsigned *>(word), amo, static_cast<unsigned>(value),
-                                                static_cast<unsigned>(compare), result_device_);
+                                                static_cast<unsigned>(compare), out);
     else
       amo_kernel<unsigned long long>
-          <<<1, 1, 0, stream>>>(static_cast<unsigned long long *>(word), amo, value, compare, result_device_);
+          <<<1, 1, 0, stream>>>(static_cast<unsigned long long *>(word), amo, value, compare, out);
     TSHMEMI_PROXY_CUDA(cudaGetLastError());
-    if (old == nullptr) return TSHMEM_SUCCESS;  // a signal or non-fetching atomic: nobody waits for it here
-    TSHMEMI_PROXY_CUDA(cudaStreamSynchronize(stream));
-    *old = *result_;
+    if (wait) TSHMEMI_PROXY_CUDA(cudaStreamSynchronize(stream));
     return TSHMEM_SUCCESS;
   }
 
@@ -211,7 +212,7 @@ class GpuProxyMemory final : public ProxyMemory {
 
   int device_;
   Lane lanes_[2];
-  unsigned long long *result_ = nullptr, *result_device_ = nullptr;
+  unsigned long long *result_ = nullptr, *result_device_ = nullptr;  ///< where unread old values go
   uint64_t *counter_ = nullptr;
   void *dsts_[kBatch] = {};
   const void *srcs_[kBatch] = {};

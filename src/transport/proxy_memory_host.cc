@@ -48,7 +48,8 @@ class HostProxyMemory final : public ProxyMemory {
     std::memcpy(heap_dst, staging, bytes);
     return TSHMEM_SUCCESS;
   }
-  Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare, uint64_t *old) override {
+  Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare, uint64_t *old,
+                   bool) override {
     __atomic_thread_fence(__ATOMIC_RELEASE);  // earlier puts before the atomic (a signal after its data)
     const uint64_t was = width == 4 ? host_amo<uint32_t>(static_cast<uint32_t *>(word), amo,
                                                          static_cast<uint32_t>(value), static_cast<uint32_t>(compare))
