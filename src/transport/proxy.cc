@@ -438,14 +438,14 @@ class Proxy final : public HostRma {
     return true;
   }
 
-  // Hands sealed messages whose copies are complete to MPI, in order; frees the slots of requests whose
-  // messages have all gone.
-  Status pump(bool *worked) {
-    if (!outbox_.empty()) TSHMEM_CHECK(seal(outbox_.back()));  // what this pass assembled goes now
-    TSHMEM_CHECK(reap_sends());
+  // Hands sealed messages whose copies are complete to MPI, in order (up to one still being assembled).
+  // Called as soon as a chunk is sealed too: where copies are the CPU's (host memory) the chunk is in MPI
+  // before the next one is copied.
+  Status send_ready(bool *worked) {
     Status status = TSHMEM_SUCCESS;
     while (!outbox_.empty()) {
       Outgoing &o = outbox_.front();
+      if (o.open) break;
       if (!passed(o.ready, o.copies, &status)) {
         TSHMEM_CHECK(status);
         break;
@@ -457,6 +457,15 @@ class Proxy final : public HostRma {
       outbox_.pop_front();
       *worked = true;
     }
+    return TSHMEM_SUCCESS;
+  }
+
+  // Seals what this pass assembled, hands what is ready to MPI, and frees the slots of requests whose
+  // messages have all gone.
+  Status pump(bool *worked) {
+    if (!outbox_.empty()) TSHMEM_CHECK(seal(outbox_.back()));  // what this pass assembled goes now
+    TSHMEM_CHECK(reap_sends());
+    TSHMEM_CHECK(send_ready(worked));
     for (int ring : {kDeviceRing, kHostRing}) {
       std::deque<Taken> &taken = taken_[ring];
       if (taken.empty() || taken.front().seq > sent_seq_) continue;
@@ -533,7 +542,10 @@ class Proxy final : public HostRma {
                                        reinterpret_cast<const void *>(r.local + progress_), piece, &queued));
             outbox_.back().copies[kOriginLane] |= queued;
           }
-          if (!small) TSHMEM_CHECK(seal(outbox_.back()));
+          if (!small) {
+            TSHMEM_CHECK(seal(outbox_.back()));
+            TSHMEM_CHECK(send_ready(worked));
+          }
           progress_ += piece;
           mark_dirty(r.pe);
           *worked = true;
@@ -822,8 +834,11 @@ class Proxy final : public HostRma {
         TSHMEM_CHECK(memory_->copy(kTargetLane, record + kHeader, heap_ + reply.wire.offset, payload, &queued));
         outbox_.back().copies[kTargetLane] |= queued;
       }
-      if (!small) TSHMEM_CHECK(seal(outbox_.back()));
       replies_.pop_front();
+      if (!small) {
+        TSHMEM_CHECK(seal(outbox_.back()));
+        TSHMEM_CHECK(send_ready(worked));
+      }
       *worked = true;
     }
     return TSHMEM_SUCCESS;
