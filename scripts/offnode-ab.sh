@@ -49,7 +49,9 @@ tree() {
 old_src=$(tree old "$old") || exit 2
 new_src=$(tree new "$new") || exit 2
 for t in "$old_src" "$new_src"; do
-  [ -f "$t/CMakeLists.txt" ] && [ -d "$t/perftest/device" ] || { echo "offnode-ab.sh: $t is not a tshmem source tree" >&2; exit 2; }
+  if [ ! -f "$t/CMakeLists.txt" ] || [ ! -d "$t/perftest/device" ]; then
+    echo "offnode-ab.sh: $t is not a tshmem source tree" >&2; exit 2
+  fi
 done
 
 export TSHMEM_DISABLE_NVLS=1 NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0  # never multicast on the shared host
@@ -71,8 +73,8 @@ rows=(
   "put_bw $one -b 64K -e 64M -f 4 -n 50 -w 5 -t 1024"
   "p_latency $one -b 4 -e 64 -f 4 -n 1000 -w 100 -t 1024 -d int"
   "atomic_latency $one -n 1000 -w 100 -d long"
-  "put_signal_ping_pong_latency 2 -b 8 -e 4K -f 8 -n 500 -w 50 -t 1024"
-  "p_ping_pong_latency 2 -n 1000 -w 100"
+  "put_signal_ping_pong_latency 2 -b 8 -e 512 -f 8 -n 200 -w 20 -t 1024"
+  "p_ping_pong_latency 2 -n 300 -w 30"
 )
 targets=""
 for r in "${rows[@]}"; do targets="$targets tshmem_${r%% *}"; done
