@@ -86,7 +86,7 @@ for btl in $btls; do
     run "$btl" put_latency tshmem_put_latency -b 8 -e 8 -n 200 -w 20 -s thread --json "$json"
     run "$btl" proxy_rate tshmem_proxy_rate -c 16 -t 256 -n 32 -w 2 --json "$json"
   else
-    run "$btl" host_proxy tshmem_host_proxy -n 20000 -w 1000 -t 2 --json "$json"
+    run "$btl" host_proxy tshmem_host_proxy -n 50000 -w 2000 -t 2 --json "$json"
   fi
   run "$btl" host_bw tshmem_host_bw -b 1M -e 64M -f 4 -n 10 -w 2 --json "$json"
   run "$btl" host_latency tshmem_host_latency -b 8 -e 8 -n 500 -w 50 --json "$json"
