@@ -3,7 +3,9 @@
 # PEs), over both of Open MPI's transports (OMPI_MCA_btl=self,vader and self,tcp), with the limits of the
 # staged path measured in the same run, and one table: every row, its target, and bandwidth as % of the
 # smallest limit at 16 MiB.
-#   scripts/offnode-perf.sh [--out DIR] [--btl "vader tcp"] [--build DIR]
+#   scripts/offnode-perf.sh [--out DIR] [--btl "vader tcp"] [--build DIR] [--with-tests]
+#   --with-tests  first build and run `ctest -L offnode` (the proxy's CPU tests, the device suites across
+#                 nodes) in the same build: correctness and speed of the off-node path in one call
 # On a GPU host (the heap is vmm; 2 PEs share one GPU where there is one, TSHMEM_ALLOW_SHARED_GPU=1):
 # tshmem_staged_limits, device put_bw / get_bw (1 .. 64 MiB), p ping-pong, putmem + quiet (8 B), the proxy's
 # p request rate (tshmem_proxy_rate), host tshmem_putmem / getmem (1 .. 64 MiB) and host put + quiet.
@@ -18,12 +20,14 @@ out=${OUT:+$OUT/offnode-perf}
 out=${out:-$PWD/offnode-perf}
 btls="vader tcp"
 build=${TSHMEM_OFFNODE_BUILD:-/tmp/tshmem-offnode-build}
+with_tests=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --btl) btls=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --with-tests) with_tests=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "offnode-perf.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -48,13 +52,22 @@ else
   cuda=ON
 fi
 
+tests=OFF
+if [ "$with_tests" = 1 ]; then
+  tests=ON
+  targets="$targets tshmem_proxy_tests tshmem_thread_level_test"
+  [ "$gpus" -ge 1 ] && targets="$targets tshmem_host_proxy"  # the CI smoke of the CPU producers
+  [ "$gpus" -ge 1 ] && targets="$targets tshmem_device_rma_test tshmem_device_signal_test tshmem_device_amo_test
+                                 tshmem_device_sync_test"
+fi
 start=$SECONDS
 missing=""
 for t in $targets; do [ -x "$build/perftest/device/$t" ] || [ -x "$build/perftest/host/$t" ] || missing="$missing $t"; done
+[ "$with_tests" = 1 ] && missing=$targets  # test binaries live elsewhere in the tree: ninja decides
 if [ -n "$missing" ]; then
   echo "== build$missing in $build"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DTSHMEM_ENABLE_CUDA=$cuda -DTSHMEM_BUILD_TESTS=OFF -DTSHMEM_BUILD_MOE=OFF > "$out/configure.log" 2>&1 \
+    -DTSHMEM_ENABLE_CUDA=$cuda -DTSHMEM_BUILD_TESTS=$tests -DTSHMEM_BUILD_MOE=OFF > "$out/configure.log" 2>&1 \
     || { tail -20 "$out/configure.log"; exit 1; }
   # shellcheck disable=SC2086  # a list of targets
   cmake --build "$build" -j "$(nproc)" --target $missing > "$out/build.log" 2>&1 \
@@ -64,6 +77,11 @@ fi
 bin() { if [ -x "$build/perftest/device/$1" ]; then echo "$build/perftest/device/$1"; else echo "$build/perftest/host/$1"; fi; }
 
 status=0
+if [ "$with_tests" = 1 ]; then
+  echo "== ctest -L offnode (log: $out/ctest-offnode.log)"
+  (cd "$build" && ctest -L offnode -j 4 --output-on-failure) > "$out/ctest-offnode.log" 2>&1 || status=1
+  grep -E "tests passed|\*\*\*Failed|Timeout|Not Run" "$out/ctest-offnode.log" | sed 's/^/   /'
+fi
 # run <btl> <name> <binary> [args...]: 2 PEs, output kept; a hang is cut off after 90 s.
 run() {
   local btl=$1 name=$2 program=$3; shift 3
