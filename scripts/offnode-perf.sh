@@ -47,6 +47,9 @@ if [ "$gpus" -ge 1 ]; then
   cuda=ON
 else
   export TSHMEM_MEM_BACKEND=shm TSHMEM_SYMMETRIC_SIZE=${TSHMEM_SYMMETRIC_SIZE:-512M}
+  # Where cores are few (a development VM), two PEs, two proxies and MPI's polling in a waiting PE share
+  # them: MPI must yield when it has nothing to do, or a waiting PE takes a core from the path measured.
+  [ "$(nproc)" -lt 8 ] && export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
   targets="tshmem_host_bw tshmem_host_latency tshmem_host_proxy"
   command -v nvcc > /dev/null && targets="$targets tshmem_staged_limits"
   cuda=ON
