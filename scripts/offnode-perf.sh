@@ -21,6 +21,7 @@ out=${out:-$PWD/offnode-perf}
 btls="vader tcp"
 build=${TSHMEM_OFFNODE_BUILD:-/tmp/tshmem-offnode-build}
 with_tests=0
+few_cores_yield=${OMPI_MCA_mpi_yield_when_idle:-0}
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
@@ -48,8 +49,9 @@ if [ "$gpus" -ge 1 ]; then
 else
   export TSHMEM_MEM_BACKEND=shm TSHMEM_SYMMETRIC_SIZE=${TSHMEM_SYMMETRIC_SIZE:-512M}
   # Where cores are few (a development VM), two PEs, two proxies and MPI's polling in a waiting PE share
-  # them: MPI must yield when it has nothing to do, or a waiting PE takes a core from the path measured.
-  [ "$(nproc)" -lt 8 ] && export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
+  # them: for the latency and rate rows MPI yields when it has nothing to do, or a waiting PE takes a core
+  # from the path measured (not for the bandwidth rows and limits: yielding slows MPI's own copies there).
+  [ "$(nproc)" -lt 8 ] && few_cores_yield=${OMPI_MCA_mpi_yield_when_idle:-1}
   targets="tshmem_host_bw tshmem_host_latency tshmem_host_proxy"
   command -v nvcc > /dev/null && targets="$targets tshmem_staged_limits"
   cuda=ON
@@ -88,8 +90,9 @@ fi
 # run <btl> <name> <binary> [args...]: 2 PEs, output kept; a hang is cut off after 90 s.
 run() {
   local btl=$1 name=$2 program=$3; shift 3
-  local log="$out/$btl.$name.log" t0=$SECONDS
-  OMPI_MCA_btl=self,$btl timeout -k 5 90 "$root/scripts/tshmemrun" -np 2 -- "$(bin "$program")" "$@" \
+  local log="$out/$btl.$name.log" t0=$SECONDS yield=${OMPI_MCA_mpi_yield_when_idle:-0}
+  case "$name" in host_proxy|host_latency) yield=$few_cores_yield ;; esac
+  OMPI_MCA_mpi_yield_when_idle=$yield OMPI_MCA_btl=self,$btl timeout -k 5 90 "$root/scripts/tshmemrun" -np 2 -- "$(bin "$program")" "$@" \
     < /dev/null > "$log" 2>&1
   local rc=$?
   printf '   %-6s %-26s rc=%s %4ss\n' "$btl" "$name" "$rc" "$((SECONDS - t0))"
