@@ -3,8 +3,8 @@
 //
 // A message is a sequence of records (a 56-byte header, then payload for puts and get replies). Small
 // requests to one PE that are visible in the rings at once travel as one message (a batch): a kernel's many
-// `p`s cost one MPI message, not one each. A put larger than a small record is cut into chunks of at most
-// `chunk` bytes, one message each.
+// `p`s cost one MPI message, not one each. A larger put is cut into chunks of at most `chunk` bytes, one
+// message each.
 // Origin: messages are assembled in send buffers and handed to MPI strictly in the order they were
 // assembled (the outbox), each once the copies into it (device->host on a GPU) have completed. Copies are
 // asynchronous (ProxyMemory lanes), so the copy of one chunk overlaps the transfer of the ones before it and
@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <deque>
