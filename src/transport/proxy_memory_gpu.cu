@@ -70,7 +70,6 @@ class GpuProxyMemory final : public ProxyMemory {
         TSHMEMI_PROXY_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
     }
     TSHMEMI_PROXY_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&result_), sizeof(*result_), cudaHostAllocMapped));
-    TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void **>(&result_device_), result_, 0));
     // Load the atomic kernels now. With lazy module loading (CUDA's default) the first launch would load them
     // then, and a load may wait for the kernels running in this context: a kernel spinning on a barrier or a
     // fetch that this very launch is to satisfy would never finish (NVIDIA's lazy-loading notes: kernels that
@@ -141,8 +140,10 @@ class GpuProxyMemory final : public ProxyMemory {
                    bool wait) override {
     TSHMEM_CHECK(flush_puts());
     const cudaStream_t stream = lanes_[kTargetLane].stream;
-    unsigned long long *out = result_device_;  // a signal or non-fetching atomic: a word nobody reads
-    if (old != nullptr) TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void **>(&out), old, 0));
+    // The old value goes to `old`, or (a signal or non-fetching atomic) to a word nobody reads.
+    unsigned long long *out = nullptr;
+    void *host = old != nullptr ? static_cast<void *>(old) : static_cast<void *>(result_);
+    TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void **>(&out), host, 0));
     if (width == 4)
       amo_kernel<unsigned><<<1, 1, 0, stream>>>(static_cast<unsigned *>(word), amo, static_cast<unsigned>(value),
                                                 static_cast<unsigned>(compare), out);
@@ -212,7 +213,7 @@ class GpuProxyMemory final : public ProxyMemory {
 
   int device_;
   Lane lanes_[2];
-  unsigned long long *result_ = nullptr, *result_device_ = nullptr;  ///< where unread old values go
+  unsigned long long *result_ = nullptr;  ///< where unread old values go
   uint64_t *counter_ = nullptr;
   void *dsts_[kBatch] = {};
   const void *srcs_[kBatch] = {};
