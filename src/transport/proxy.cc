@@ -546,6 +546,7 @@ class Proxy final : public HostRma {
           if (!small) {
             TSHMEM_CHECK(seal(outbox_.back()));
             TSHMEM_CHECK(send_ready(worked));
+            TSHMEM_CHECK(reap_sends());  // MPI progresses the chunks in flight between two copies
           }
           progress_ += piece;
           mark_dirty(r.pe);
@@ -839,6 +840,7 @@ class Proxy final : public HostRma {
       if (!small) {
         TSHMEM_CHECK(seal(outbox_.back()));
         TSHMEM_CHECK(send_ready(worked));
+        TSHMEM_CHECK(reap_sends());
       }
       *worked = true;
     }
