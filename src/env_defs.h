@@ -17,7 +17,7 @@
   X(WAIT_TIMEOUT_MS, wait_timeout_ms, Int, "0", "device", "A device wait longer than this traps with a message; 0 waits forever.") \
   X(COLL_PDL, coll_pdl, Bool, "1", "coll", "On-stream collectives launch as programmatic dependent launches (Hopper and later): the kernel becomes resident while the previous one finishes. 0 = ordinary launches.") \
   X(PROXY_RING, proxy_ring, Int, "1024", "proxy", "Requests in each off-node proxy channel (a power of two, 2 .. 16777216); producers wait while it is full.") \
-  X(PROXY_CHUNK, proxy_chunk, Size, "256K", "proxy", "Most bytes the off-node proxy moves in one message (64 .. 256M); its staging memory is 12 such buffers. Must match on all PEs.") \
+  X(PROXY_CHUNK, proxy_chunk, Size, "512K", "proxy", "Most bytes the off-node proxy moves in one message (64 .. 256M); its staging memory is 16 such buffers. Must match on all PEs.") \
   X(DEBUG, debug, Choice, "warn", "debug", "Log level: none, warn, info, trace.")                                      \
   X(DEBUG_SUBSYS, debug_subsys, String, "ALL", "debug", "Comma list of INIT,BOOT,HEAP,MEM,CUDA,TOPO,NVLS or ALL.") \
   X(DEBUG_NODE_SIZE, debug_node_size, Int, "0", "debug", "Testing: treat each N consecutive PEs of a node as a node of their own (off-node paths on one host); 0 = off. Must match on all PEs.") \

@@ -204,7 +204,7 @@ int main(int argc, char **argv) {
   std::printf(
       "\nOff-node proxy (PEs of other nodes, every backend)\n"
       "  staging per PE      %llu bytes (%d send + %d receive buffers of TSHMEM_PROXY_CHUNK, 2 rings of "
-      "TSHMEM_PROXY_RING requests): independent of the number of PEs and of message sizes\n"
+      "TSHMEM_PROXY_RING requests, fetched-value slots): independent of the number of PEs and of message sizes\n"
       "  reply queue         at most %d small entries per origin PE (%llu bytes at %d PEs)\n",
       proxy_staging, tshmemi::kProxySendBuffers, tshmemi::kProxyRecvBuffers, tshmemi::kProxyMaxPending, proxy_replies,
       TSHMEM_MAX_PES);

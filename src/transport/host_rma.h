@@ -37,10 +37,10 @@ class HostRma {
 
 /// Sizes of the proxy, from the environment.
 struct ProxyConfig {
-  uint64_t chunk_bytes = 256 * 1024;  ///< TSHMEM_PROXY_CHUNK: most payload bytes in one message
+  uint64_t chunk_bytes = 512 * 1024;  ///< TSHMEM_PROXY_CHUNK: most payload bytes in one message
   uint32_t ring_entries = 1024;       ///< TSHMEM_PROXY_RING: requests in each channel
 };
-constexpr int kProxySendBuffers = 4;
+constexpr int kProxySendBuffers = 8;
 constexpr int kProxyRecvBuffers = 8;
 /// Most replies (get chunks, fetched values, flush acknowledgements) one PE awaits at once.
 constexpr int kProxyMaxPending = 64;

@@ -1,19 +1,28 @@
 // The off-node proxy: one thread per PE that drains this PE's channels (requests from kernels and from host
 // calls) into two-sided messages to other PEs' proxies, and applies what they send to this PE's heap.
 //
-// Origin: a put is cut into chunks of at most `chunk` bytes, each read (device->host for a GPU) into one of a
-// few send buffers and sent with its header; the next chunk is read while the previous one is in flight.
-// A get is sent as one small request per chunk; the data come back as replies. A QUIET sends one FLUSH to
-// every PE written since the last one and completes when every awaited reply has come back.
+// A message is a sequence of records (a 56-byte header, then payload for puts and get replies). Small
+// requests to one PE that are visible in the rings at once travel as one message (a batch): a kernel's many
+// `p`s cost one MPI message, not one each. A larger put is cut into chunks of at most `chunk` bytes, one
+// message each.
+// Origin: messages are assembled in send buffers and handed to MPI strictly in the order they were
+// assembled (the outbox), each once the copies into it (device->host on a GPU) have completed. Copies are
+// asynchronous (ProxyMemory lanes), so the copy of one chunk overlaps the transfer of the ones before it and
+// the thread keeps driving MPI. A ring slot is freed (tail advanced) once the message holding the last of
+// its data has been handed to MPI. A QUIET sends a FLUSH record to every PE written since the last one and
+// completes when every awaited reply has come back.
 // Target: receives land in a FIFO of pre-posted buffers and are handled in the order MPI matched them, so
-// the messages of one origin apply in the order it sent them (MPI's non-overtaking rule): puts in order, a
-// signal after its data, a FLUSH acknowledged only after everything before it is in the heap. Replies go
-// through a queue, so handling a request never waits for a send buffer (two proxies that both wait to send
-// would otherwise deadlock).
+// the messages of one origin apply in the order it sent them (MPI's non-overtaking rule), and the records
+// of a message in their order: puts in order, a signal after its data, a FLUSH acknowledged only after
+// everything before it is in the heap. A buffer goes back to MPI once the copies out of it have completed.
+// Replies go through a queue, so handling a message never waits for a send buffer (two proxies that both
+// wait to send would otherwise deadlock).
 #include "transport/host_rma.h"
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -29,7 +38,7 @@ namespace {
 
 enum WireKind : uint32_t { kPut = 1, kSignal, kAmo, kGet, kFlush, kGetReply, kAmoReply, kFlushAck };
 
-/// The header of every proxy message; payload bytes follow it.
+/// The header of every record; payload bytes follow it for kPut and kGetReply.
 struct Wire {
   uint32_t kind = 0;
   uint8_t amo = 0, width = 0, pad[2] = {};
@@ -41,15 +50,52 @@ struct Wire {
 };
 static_assert(sizeof(Wire) == 56, "wire header");
 constexpr size_t kHeader = sizeof(Wire);
+/// Fetched values (an atomic's old value) a target writes before it sends them, without waiting.
+constexpr uint64_t kAmoSlots = 1024;
+/// Records with at most this much payload join batches; larger puts travel as messages of their own.
+constexpr size_t kSmallPayload = 2048;
+/// Most bytes of a batch: below the eager limits of MPI's transports (Open MPI: 4 KiB shared memory, 64 KiB
+/// tcp), so a batch is one eager message.
+constexpr size_t kBatchBytes = 4032;
 
-struct Buffer {
-  char *memory = nullptr;
-  Messenger::Request request;
+size_t padded(size_t bytes) { return (bytes + 7) & ~size_t{7}; }
+bool carries_payload(uint32_t kind) { return kind == kPut || kind == kGetReply; }
+
+/// A point on both lanes of ProxyMemory (0: nothing to wait for).
+struct Point {
+  uint64_t lane[2] = {0, 0};
+};
+
+/// A message being assembled or waiting for its copies: records to one PE in one send buffer.
+struct Outgoing {
+  int buffer = -1;
+  int pe = -1;
+  size_t bytes = 0;
+  uint64_t seq = 0;     ///< messages are handed to MPI in this order
+  bool open = true;     ///< still being assembled
+  bool batch = false;   ///< small records may join it while open
+  bool copies[2] = {};  ///< copies into it were issued on a lane
+  Point ready;          ///< set when sealed: those copies are complete once it has passed
+};
+
+/// A request whose slot is freed once message `seq` has been handed to MPI.
+struct Taken {
+  uint64_t ticket, seq;
+};
+
+/// A handled receive buffer, back to MPI once the copies out of it have completed.
+struct Arrived {
+  int buffer = -1;
+  bool copies[2] = {};
+  Point ready;
+  std::vector<Wire> results;  ///< replies whose data or value were copied out: then tag, and one reply less
 };
 
 struct Reply {
   int pe;
   Wire wire;
+  Point ready;                         ///< sent once what was applied before it (and its atomic) is complete
+  const uint64_t *value_at = nullptr;  ///< a fetched value still being written there (an atomic's old value)
 };
 
 const char *op_name(unsigned op) {
@@ -74,6 +120,8 @@ class Proxy final : public HostRma {
         heap_(static_cast<char *>(mem.local_base())),
         heap_bytes_(heap_bytes),
         config_(config),
+        capacity_(kHeader + padded(config.chunk_bytes)),
+        batch_bytes_(std::min(capacity_, kBatchBytes)),
         my_pe_(boot.rank()),
         n_pes_(boot.size()),
         dirty_(static_cast<size_t>(boot.size()), 0) {}
@@ -82,22 +130,26 @@ class Proxy final : public HostRma {
     stop_thread();
     if (!memory_) return;
     // After destroy() nothing is active; after a failed start, nothing was sent.
-    for (Buffer &b : recv_) msg_->cancel(&b.request);
-    for (Buffer &b : send_) msg_->cancel(&b.request);
-    for (Buffer &b : send_) memory_->free_staging(b.memory);
-    for (Buffer &b : recv_) memory_->free_staging(b.memory);
+    for (Messenger::Request &r : recv_requests_) msg_->cancel(&r);
+    for (Messenger::Request &r : send_requests_) msg_->cancel(&r);
+    for (char *b : send_) memory_->free_staging(b);
+    for (char *b : recv_) memory_->free_staging(b);
     for (tshmemi_proxy_channel *ring : rings_)
       if (ring != nullptr) memory_->free_staging(ring);
+    if (amo_slots_ != nullptr) memory_->free_staging(amo_slots_);
   }
 
   Status create(std::unique_ptr<Messenger> messenger, std::unique_ptr<ProxyMemory> memory) {
     msg_ = std::move(messenger);
     memory_ = std::move(memory);
-    const size_t buffer_bytes = kHeader + config_.chunk_bytes;
-    send_.resize(kProxySendBuffers);
-    recv_.resize(kProxyRecvBuffers);
-    for (Buffer &b : send_) TSHMEM_CHECK(memory_->alloc_staging(buffer_bytes, reinterpret_cast<void **>(&b.memory)));
-    for (Buffer &b : recv_) TSHMEM_CHECK(memory_->alloc_staging(buffer_bytes, reinterpret_cast<void **>(&b.memory)));
+    send_.assign(kProxySendBuffers, nullptr);
+    recv_.assign(kProxyRecvBuffers, nullptr);
+    send_requests_.resize(kProxySendBuffers);
+    recv_requests_.resize(kProxyRecvBuffers);
+    for (char *&b : send_) TSHMEM_CHECK(memory_->alloc_staging(capacity_, reinterpret_cast<void **>(&b)));
+    for (char *&b : recv_) TSHMEM_CHECK(memory_->alloc_staging(capacity_, reinterpret_cast<void **>(&b)));
+    for (int i = 0; i < kProxySendBuffers; ++i) free_.push_back(i);
+    TSHMEM_CHECK(memory_->alloc_staging((kAmoSlots + 1) * sizeof(uint64_t), reinterpret_cast<void **>(&amo_slots_)));
     for (tshmemi_proxy_channel *&ring : rings_) {
       const size_t bytes = TSHMEMI_PROXY_CHANNEL_BYTES(config_.ring_entries);
       TSHMEM_CHECK(memory_->alloc_staging(bytes, reinterpret_cast<void **>(&ring)));
@@ -110,11 +162,7 @@ class Proxy final : public HostRma {
     uint64_t *device_head = nullptr;
     TSHMEM_CHECK(memory_->alloc_device_counter(&device_head));
     if (device_head != nullptr) rings_[kDeviceRing]->head_ptr = device_head;
-    for (int i = 0; i < kProxyRecvBuffers; ++i) {
-      TSHMEM_CHECK(
-          msg_->irecv(recv_[static_cast<size_t>(i)].memory, buffer_bytes, &recv_[static_cast<size_t>(i)].request));
-      posted_.push_back(i);
-    }
+    for (int i = 0; i < kProxyRecvBuffers; ++i) TSHMEM_CHECK(post_receive(i));
     thread_ = std::thread([this] { run(); });
     return TSHMEM_SUCCESS;
   }
@@ -154,7 +202,7 @@ class Proxy final : public HostRma {
     Status drained = wait_for("tshmem_finalize", [&] { return drained_.load(std::memory_order_acquire); });
     const Status barrier = boot_.barrier();
     stop_thread();
-    for (Buffer &b : recv_) msg_->cancel(&b.request);
+    for (Messenger::Request &r : recv_requests_) msg_->cancel(&r);
     if (drained != TSHMEM_SUCCESS) return drained;
     return barrier;
   }
@@ -170,6 +218,10 @@ class Proxy final : public HostRma {
  private:
   enum Command { kRun, kDrain, kStop };
   static constexpr int kDeviceRing = 0, kHostRing = 1, kInternal = -1;
+  /// Requests taken from the rings in one pass before the thread turns to MPI again.
+  static constexpr int kTakesPerPass = 256;
+  /// Idle passes (each polls MPI and both rings) before the thread starts to sleep between passes.
+  static constexpr unsigned kSpinsBeforeSleep = 2048;
 
   tshmemi_proxy_channel *host_ring() { return rings_[kHostRing]; }
 
@@ -208,6 +260,7 @@ class Proxy final : public HostRma {
       status = poll_receives(&worked);
       if (status == TSHMEM_SUCCESS) status = serve_replies(&worked);
       if (status == TSHMEM_SUCCESS) status = advance(&worked);
+      if (status == TSHMEM_SUCCESS) status = pump(&worked);
       if (status != TSHMEM_SUCCESS) break;
       const int command = command_.load(std::memory_order_acquire);
       if (command == kStop) return;
@@ -217,8 +270,9 @@ class Proxy final : public HostRma {
         worked = true;
       }
       // Busy polling keeps latency low; an idle proxy sleeps briefly so it does not take a core from the PEs.
+      // (Shorter sleeps measured worse where cores are few: the waking proxies take them from the PEs.)
       idle = worked ? 0 : idle + 1;
-      if (idle > 2048) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (idle > kSpinsBeforeSleep) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     std::lock_guard<std::mutex> lock(refusal_mutex_);
     failure_ = last_error_message();
@@ -232,12 +286,15 @@ class Proxy final : public HostRma {
     return request;
   }
 
+  // The next ticket to take from `ring`: the tail plus the requests taken whose slots are not freed yet.
+  uint64_t next_ticket(int ring) const { return next_[ring]; }
+
   bool visible(int ring) const {
     const tshmemi_proxy_channel *channel = rings_[ring];
-    const uint64_t tail = channel->tail;  // only this thread writes it
+    const uint64_t ticket = next_ticket(ring);
     const tshmemi_proxy_request *slot =
-        tshmemi_proxy_slots(const_cast<tshmemi_proxy_channel *>(channel)) + (tail & (channel->capacity - 1));
-    return __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) == tail + 1;
+        tshmemi_proxy_slots(const_cast<tshmemi_proxy_channel *>(channel)) + (ticket & (channel->capacity - 1));
+    return __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) == ticket + 1;
   }
 
   void start(int ring, uint64_t ticket, const tshmemi_proxy_request &request) {
@@ -246,6 +303,7 @@ class Proxy final : public HostRma {
     ticket_ = ticket;
     request_ = request;
     progress_ = 0;
+    signalled_ = false;
   }
 
   // Takes the next request: the rings alternate, except that a host QUIET waits for the device ring to
@@ -256,22 +314,22 @@ class Proxy final : public HostRma {
     int ring =
         device && host ? (last_ring_ == kDeviceRing ? kHostRing : kDeviceRing) : (device ? kDeviceRing : kHostRing);
     tshmemi_proxy_channel *channel = rings_[ring];
-    tshmemi_proxy_request *slot = tshmemi_proxy_slots(channel) + (channel->tail & (channel->capacity - 1));
+    tshmemi_proxy_request *slot = tshmemi_proxy_slots(channel) + (next_[ring] & (channel->capacity - 1));
     if (ring == kHostRing && device && slot->op == TSHMEMI_PROXY_QUIET) {
       ring = kDeviceRing;
       channel = rings_[ring];
-      slot = tshmemi_proxy_slots(channel) + (channel->tail & (channel->capacity - 1));
+      slot = tshmemi_proxy_slots(channel) + (next_[ring] & (channel->capacity - 1));
     }
     last_ring_ = ring;
-    start(ring, channel->tail, *slot);
+    start(ring, next_[ring]++, *slot);
     return true;
   }
 
-  // The request's local part is done: its slot is free (and a put's source reusable).
+  // The request's messages are assembled: its slot is freed once the last of them is handed to MPI (then
+  // a put's source has been read).
   void finish() {
     busy_ = false;
-    if (ring_ == kInternal) return;
-    __atomic_store_n(&rings_[ring_]->tail, ticket_ + 1, __ATOMIC_RELEASE);
+    if (ring_ != kInternal) taken_[ring_].push_back(Taken{ticket_, last_seq_});
   }
 
   void refuse(const char *rule) {
@@ -319,20 +377,108 @@ class Proxy final : public HostRma {
     return "unknown op";
   }
 
-  int free_send_buffer(Status *status) {
-    for (size_t i = 0; i < send_.size(); ++i) {
+  // --- the outbox: messages in the order they go to MPI ---
+
+  Status reap_sends() {
+    for (size_t i = 0; i < in_flight_.size();) {
       bool done = false;
-      *status = msg_->test(&send_[i].request, &done);
-      if (*status != TSHMEM_SUCCESS) return -1;
-      if (done) return static_cast<int>(i);
+      TSHMEM_CHECK(msg_->test(&send_requests_[static_cast<size_t>(in_flight_[i])], &done));
+      if (done) {
+        free_.push_back(in_flight_[i]);
+        in_flight_[i] = in_flight_.back();
+        in_flight_.pop_back();
+      } else {
+        ++i;
+      }
     }
-    return -1;
+    return TSHMEM_SUCCESS;
   }
 
-  Status send(int buffer, int pe, const Wire &wire, size_t payload) {
-    Buffer &b = send_[static_cast<size_t>(buffer)];
-    std::memcpy(b.memory, &wire, kHeader);
-    return msg_->isend(b.memory, kHeader + payload, pe, &b.request);
+  Status seal(Outgoing &o) {
+    if (!o.open) return TSHMEM_SUCCESS;
+    o.open = false;
+    for (int lane : {kOriginLane, kTargetLane})
+      if (o.copies[lane]) TSHMEM_CHECK(memory_->mark(static_cast<ProxyLane>(lane), &o.ready.lane[lane]));
+    return TSHMEM_SUCCESS;
+  }
+
+  // Room for a record of `bytes` to `pe`: in the open batch to `pe` when it may join one, else in a new
+  // message (nullptr while every send buffer is busy). The record then belongs to outbox_.back().
+  Status open_record(int pe, size_t bytes, bool small, char **out) {
+    *out = nullptr;
+    if (small && !outbox_.empty()) {
+      Outgoing &last = outbox_.back();
+      if (last.open && last.batch && last.pe == pe && last.bytes + bytes <= batch_bytes_) {
+        *out = send_[static_cast<size_t>(last.buffer)] + last.bytes;
+        last.bytes += bytes;
+        return TSHMEM_SUCCESS;
+      }
+    }
+    if (free_.empty()) TSHMEM_CHECK(reap_sends());
+    if (free_.empty()) return TSHMEM_SUCCESS;
+    if (!outbox_.empty()) TSHMEM_CHECK(seal(outbox_.back()));
+    Outgoing o;
+    o.buffer = free_.back();
+    free_.pop_back();
+    o.pe = pe;
+    o.bytes = bytes;
+    o.seq = ++last_seq_;
+    o.batch = small;
+    outbox_.push_back(o);
+    *out = send_[static_cast<size_t>(o.buffer)];
+    return TSHMEM_SUCCESS;
+  }
+
+  bool passed(const Point &point, const bool copies[2], Status *status) {
+    for (int lane : {kOriginLane, kTargetLane}) {
+      if (!copies[lane]) continue;
+      bool done = false;
+      *status = memory_->passed(static_cast<ProxyLane>(lane), point.lane[lane], &done);
+      if (*status != TSHMEM_SUCCESS || !done) return false;
+    }
+    return true;
+  }
+
+  // Hands sealed messages whose copies are complete to MPI, in order (up to one still being assembled).
+  // Called as soon as a chunk is sealed too: where copies are the CPU's (host memory) the chunk is in MPI
+  // before the next one is copied.
+  Status send_ready(bool *worked) {
+    Status status = TSHMEM_SUCCESS;
+    while (!outbox_.empty()) {
+      Outgoing &o = outbox_.front();
+      if (o.open) break;
+      if (!passed(o.ready, o.copies, &status)) {
+        TSHMEM_CHECK(status);
+        break;
+      }
+      TSHMEM_CHECK(msg_->isend(send_[static_cast<size_t>(o.buffer)], o.bytes, o.pe,
+                               &send_requests_[static_cast<size_t>(o.buffer)]));
+      in_flight_.push_back(o.buffer);
+      sent_seq_ = o.seq;
+      outbox_.pop_front();
+      *worked = true;
+    }
+    return TSHMEM_SUCCESS;
+  }
+
+  // Seals what this pass assembled, hands what is ready to MPI, and frees the slots of requests whose
+  // messages have all gone.
+  Status pump(bool *worked) {
+    if (!outbox_.empty()) TSHMEM_CHECK(seal(outbox_.back()));  // what this pass assembled goes now
+    TSHMEM_CHECK(reap_sends());
+    TSHMEM_CHECK(send_ready(worked));
+    for (int ring : {kDeviceRing, kHostRing}) {
+      std::deque<Taken> &taken = taken_[ring];
+      if (taken.empty() || taken.front().seq > sent_seq_) continue;
+      uint64_t tail = 0;
+      while (!taken.empty() && taken.front().seq <= sent_seq_) {
+        tail = taken.front().ticket + 1;
+        taken.pop_front();
+      }
+      __atomic_store_n(&rings_[ring]->tail, tail, __ATOMIC_RELEASE);
+      *worked = true;
+    }
+    return TSHMEM_SUCCESS;
   }
 
   void mark_dirty(int pe) {
@@ -342,51 +488,81 @@ class Proxy final : public HostRma {
     }
   }
 
-  // Moves the current request as far as buffers and the reply limit allow.
+  // A record without payload to `pe` (joins a batch); false while no send buffer is free.
+  Status small_record(int pe, const Wire &wire, bool *placed) {
+    char *record = nullptr;
+    TSHMEM_CHECK(open_record(pe, kHeader, true, &record));
+    *placed = record != nullptr;
+    if (record != nullptr) std::memcpy(record, &wire, kHeader);
+    return TSHMEM_SUCCESS;
+  }
+
+  // Takes requests and assembles their messages as far as send buffers and the reply limit allow.
   Status advance(bool *worked) {
-    if (!busy_) {
-      if (!take()) return TSHMEM_SUCCESS;
-      *worked = true;
-      if (const char *rule = malformed(request_)) {
-        refuse(rule);
-        finish();
-        return TSHMEM_SUCCESS;
+    for (int takes = 0; takes < kTakesPerPass; ++takes) {
+      if (!busy_) {
+        if (!take()) return TSHMEM_SUCCESS;
+        *worked = true;
+        if (const char *rule = malformed(request_)) {
+          refuse(rule);
+          finish();
+          continue;
+        }
       }
+      bool complete = false;
+      TSHMEM_CHECK(step(&complete, worked));
+      if (!complete) return TSHMEM_SUCCESS;
+      finish();
     }
+    return TSHMEM_SUCCESS;
+  }
+
+  // Moves the current request on; *complete once all its messages are assembled (a QUIET: once done).
+  Status step(bool *complete, bool *worked) {
     const tshmemi_proxy_request &r = request_;
-    Status status = TSHMEM_SUCCESS;
+    bool placed = false;
     switch (r.op) {
       case TSHMEMI_PROXY_PUT:
       case TSHMEMI_PROXY_PUT_SIGNAL:
         while (progress_ < r.bytes) {
-          const int b = free_send_buffer(&status);
-          if (b < 0) return status;
           const uint64_t piece = std::min<uint64_t>(config_.chunk_bytes, r.bytes - progress_);
-          if (r.flags & TSHMEMI_PROXY_FLAG_INLINE)
-            std::memcpy(send_[static_cast<size_t>(b)].memory + kHeader, &r.value, piece);
-          else
-            TSHMEM_CHECK(memory_->read(send_[static_cast<size_t>(b)].memory + kHeader,
-                                       reinterpret_cast<const void *>(r.local + progress_), piece));
+          const bool small = piece <= kSmallPayload;
+          char *record = nullptr;
+          TSHMEM_CHECK(open_record(r.pe, kHeader + padded(piece), small, &record));
+          if (record == nullptr) return TSHMEM_SUCCESS;
           Wire wire;
           wire.kind = kPut;
           wire.offset = r.remote + progress_;
           wire.bytes = piece;
-          TSHMEM_CHECK(send(b, r.pe, wire, piece));
+          std::memcpy(record, &wire, kHeader);
+          if (r.flags & TSHMEMI_PROXY_FLAG_INLINE) {
+            std::memcpy(record + kHeader, &r.value, piece);
+          } else {
+            bool queued = false;
+            TSHMEM_CHECK(memory_->copy(kOriginLane, record + kHeader,
+                                       reinterpret_cast<const void *>(r.local + progress_), piece, &queued));
+            outbox_.back().copies[kOriginLane] |= queued;
+          }
+          if (!small) {
+            TSHMEM_CHECK(seal(outbox_.back()));
+            TSHMEM_CHECK(send_ready(worked));
+            TSHMEM_CHECK(reap_sends());  // MPI progresses the chunks in flight between two copies
+          }
           progress_ += piece;
           mark_dirty(r.pe);
           *worked = true;
         }
-        if (r.op == TSHMEMI_PROXY_PUT) break;
+        if (r.op == TSHMEMI_PROXY_PUT || signalled_) break;
         [[fallthrough]];
       case TSHMEMI_PROXY_SIGNAL: {
-        const int b = free_send_buffer(&status);
-        if (b < 0) return status;
         Wire wire;
         wire.kind = kSignal;
         wire.amo = r.amo;
         wire.offset = r.op == TSHMEMI_PROXY_SIGNAL ? r.remote : r.signal;
         wire.value = r.value;
-        TSHMEM_CHECK(send(b, r.pe, wire, 0));
+        TSHMEM_CHECK(small_record(r.pe, wire, &placed));
+        if (!placed) return TSHMEM_SUCCESS;
+        signalled_ = true;
         mark_dirty(r.pe);
         *worked = true;
         break;
@@ -394,8 +570,6 @@ class Proxy final : public HostRma {
       case TSHMEMI_PROXY_AMO: {
         const bool fetching = (r.amo & TSHMEMI_AMO_FETCH) != 0;
         if (fetching && pending_ >= kProxyMaxPending) return TSHMEM_SUCCESS;
-        const int b = free_send_buffer(&status);
-        if (b < 0) return status;
         Wire wire;
         wire.kind = kAmo;
         wire.amo = r.amo;
@@ -405,7 +579,8 @@ class Proxy final : public HostRma {
         wire.compare = r.compare;
         wire.token = fetching ? r.local : 0;
         wire.tag = fetching && (r.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) ? ticket_ + 1 : 0;
-        TSHMEM_CHECK(send(b, r.pe, wire, 0));
+        TSHMEM_CHECK(small_record(r.pe, wire, &placed));
+        if (!placed) return TSHMEM_SUCCESS;
         pending_ += fetching ? 1 : 0;
         mark_dirty(r.pe);
         *worked = true;
@@ -414,8 +589,6 @@ class Proxy final : public HostRma {
       case TSHMEMI_PROXY_GET:
         while (progress_ < r.bytes) {
           if (pending_ >= kProxyMaxPending) return TSHMEM_SUCCESS;
-          const int b = free_send_buffer(&status);
-          if (b < 0) return status;
           const uint64_t piece = std::min<uint64_t>(config_.chunk_bytes, r.bytes - progress_);
           Wire wire;
           wire.kind = kGet;
@@ -423,7 +596,8 @@ class Proxy final : public HostRma {
           wire.bytes = piece;
           wire.token = r.local + progress_;
           wire.tag = (r.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) ? ticket_ + 1 : 0;
-          TSHMEM_CHECK(send(b, r.pe, wire, 0));
+          TSHMEM_CHECK(small_record(r.pe, wire, &placed));
+          if (!placed) return TSHMEM_SUCCESS;
           ++pending_;
           progress_ += piece;
           *worked = true;
@@ -433,12 +607,11 @@ class Proxy final : public HostRma {
       case TSHMEMI_PROXY_QUIET:
         while (!dirty_list_.empty()) {
           if (pending_ >= kProxyMaxPending) return TSHMEM_SUCCESS;
-          const int b = free_send_buffer(&status);
-          if (b < 0) return status;
           const int pe = dirty_list_.back();
           Wire wire;
           wire.kind = kFlush;
-          TSHMEM_CHECK(send(b, pe, wire, 0));
+          TSHMEM_CHECK(small_record(pe, wire, &placed));
+          if (!placed) return TSHMEM_SUCCESS;
           dirty_list_.pop_back();
           dirty_[static_cast<size_t>(pe)] = 0;
           ++pending_;
@@ -451,36 +624,59 @@ class Proxy final : public HostRma {
           __atomic_store_n(&rings_[ring_]->done, ticket_ + 1, __ATOMIC_RELEASE);
         break;
     }
-    finish();
+    *complete = true;
     return TSHMEM_SUCCESS;
   }
 
-  // Handles arrived messages in the order MPI matched them; buffers go back to MPI once what was applied
-  // from them has settled.
+  // --- arrivals ---
+
+  Status post_receive(int buffer) {
+    TSHMEM_CHECK(
+        msg_->irecv(recv_[static_cast<size_t>(buffer)], capacity_, &recv_requests_[static_cast<size_t>(buffer)]));
+    posted_.push_back(buffer);
+    return TSHMEM_SUCCESS;
+  }
+
+  // Handles arrived messages in the order MPI matched them; a buffer goes back to MPI once the copies out
+  // of it have completed (in arrival order: each lane completes in order).
   Status poll_receives(bool *worked) {
-    int handled = 0;
-    bool applied = false;
-    while (!posted_.empty() && handled < kProxyRecvBuffers) {
-      Buffer &b = recv_[static_cast<size_t>(posted_.front())];
+    for (int handled = 0; !posted_.empty() && handled < kProxyRecvBuffers; ++handled) {
+      const int buffer = posted_.front();
       bool done = false;
       int source = -1;
       size_t bytes = 0;
-      TSHMEM_CHECK(msg_->test(&b.request, &done, &source, &bytes));
+      TSHMEM_CHECK(msg_->test(&recv_requests_[static_cast<size_t>(buffer)], &done, &source, &bytes));
       if (!done) break;
-      TSHMEM_CHECK(handle(source, b.memory, bytes, &applied));
-      ready_.push_back(posted_.front());
       posted_.pop_front();
-      ++handled;
+      arrived_.emplace_back();
+      Arrived &a = arrived_.back();
+      a.buffer = buffer;
+      const size_t first_reply = fresh_replies_.size();
+      TSHMEM_CHECK(handle(source, recv_[static_cast<size_t>(buffer)], bytes, &a));
+      for (int lane : {kOriginLane, kTargetLane})
+        if (a.copies[lane]) TSHMEM_CHECK(memory_->mark(static_cast<ProxyLane>(lane), &a.ready.lane[lane]));
+      for (size_t i = first_reply; i < fresh_replies_.size(); ++i) {
+        fresh_replies_[i].ready = a.ready;
+        replies_.push_back(fresh_replies_[i]);
+      }
+      fresh_replies_.clear();
+      *worked = true;
     }
-    if (ready_.empty()) return TSHMEM_SUCCESS;
-    *worked = true;
-    if (applied) TSHMEM_CHECK(memory_->settle());
-    const size_t capacity = kHeader + config_.chunk_bytes;
-    for (int i : ready_) {
-      TSHMEM_CHECK(msg_->irecv(recv_[static_cast<size_t>(i)].memory, capacity, &recv_[static_cast<size_t>(i)].request));
-      posted_.push_back(i);
+    Status status = TSHMEM_SUCCESS;
+    while (!arrived_.empty()) {
+      Arrived &a = arrived_.front();
+      if (!passed(a.ready, a.copies, &status)) {
+        TSHMEM_CHECK(status);
+        break;
+      }
+      for (const Wire &wire : a.results) {
+        tag_result(wire);
+        --pending_;
+      }
+      TSHMEM_CHECK(post_receive(a.buffer));
+      arrived_.pop_front();
+      *worked = true;
     }
-    ready_.clear();
     return TSHMEM_SUCCESS;
   }
 
@@ -494,40 +690,77 @@ class Proxy final : public HostRma {
     ++refused_;
   }
 
-  Status handle(int source, const char *message, size_t bytes, bool *applied) {
-    Wire wire;
-    if (bytes < kHeader) {
-      refuse_message(source, wire, "shorter than a header");
-      return TSHMEM_SUCCESS;
+  // Applies the records of one message in order.
+  Status handle(int source, const char *message, size_t bytes, Arrived *a) {
+    size_t at = 0;
+    while (at < bytes) {
+      Wire wire;
+      if (bytes - at < kHeader) {
+        refuse_message(source, wire, "record shorter than a header");
+        return TSHMEM_SUCCESS;
+      }
+      std::memcpy(&wire, message + at, kHeader);
+      const uint64_t payload = carries_payload(wire.kind) ? wire.bytes : 0;
+      if (payload > bytes - at - kHeader) {
+        refuse_message(source, wire, "record longer than its message");
+        return TSHMEM_SUCCESS;
+      }
+      TSHMEM_CHECK(handle_record(source, wire, message + at, a));
+      at += std::min<size_t>(bytes - at, kHeader + padded(payload));
     }
-    std::memcpy(&wire, message, kHeader);
-    const char *payload = message + kHeader;
-    Reply reply{source, Wire()};
+    return TSHMEM_SUCCESS;
+  }
+
+  Status handle_record(int source, const Wire &wire, const char *record, Arrived *a) {
+    const char *payload = record + kHeader;
+    Reply reply{source, Wire(), Point()};
     switch (wire.kind) {
       case kPut:
-        if (wire.bytes != bytes - kHeader || !within(wire.offset, wire.bytes, heap_bytes_)) {
-          refuse_message(source, wire, "put outside the heap or of the wrong length");
+        if (!within(wire.offset, wire.bytes, heap_bytes_)) {
+          refuse_message(source, wire, "put outside the heap");
           return TSHMEM_SUCCESS;
         }
         TSHMEM_CHECK(memory_->apply_put(heap_ + wire.offset, payload, wire.bytes));
-        *applied = true;
+        a->copies[kTargetLane] = true;
         return TSHMEM_SUCCESS;
       case kSignal:
-      case kAmo: {
-        const unsigned width = wire.kind == kSignal ? 8u : wire.width;
-        const unsigned amo = wire.kind == kAmo ? wire.amo
-                                               : (wire.amo == TSHMEMI_PROXY_SIGNAL_ADD ? unsigned{TSHMEMI_AMO_ADD}
-                                                                                       : unsigned{TSHMEMI_AMO_SET});
-        uint64_t old = 0;
-        if ((width == 4 || width == 8) && amo_known(amo) && within(wire.offset, width, heap_bytes_) &&
-            wire.offset % width == 0)
-          TSHMEM_CHECK(memory_->apply_amo(heap_ + wire.offset, amo, width, wire.value, wire.compare, &old));
+        if (!within(wire.offset, 8, heap_bytes_) || wire.offset % 8 != 0 ||
+            (wire.amo != TSHMEMI_PROXY_SIGNAL_SET && wire.amo != TSHMEMI_PROXY_SIGNAL_ADD)) {
+          refuse_message(source, wire, "signal outside the heap, misaligned or of an unknown kind");
+          return TSHMEM_SUCCESS;
+        }
+        // SET is a store (no kernel on a GPU); ADD is an atomic.
+        if (wire.amo == TSHMEMI_PROXY_SIGNAL_SET)
+          TSHMEM_CHECK(memory_->apply_store(heap_ + wire.offset, record + offsetof(Wire, value), 8));
         else
+          TSHMEM_CHECK(memory_->apply_amo(heap_ + wire.offset, TSHMEMI_AMO_ADD, 8, wire.value, 0, nullptr, false));
+        a->copies[kTargetLane] = true;
+        return TSHMEM_SUCCESS;
+      case kAmo: {
+        const bool fetching = wire.token != 0;
+        if ((wire.width == 4 || wire.width == 8) && amo_known(wire.amo) &&
+            within(wire.offset, wire.width, heap_bytes_) && wire.offset % wire.width == 0) {
+          // A fetched value goes to a slot of its own and is sent once the atomic is done; with every slot
+          // taken (as many unserved fetches), the thread waits for this one, in the spare slot at the end.
+          uint64_t *old = nullptr;
+          bool wait = false;
+          if (fetching && amo_issued_ - amo_served_ < kAmoSlots) {
+            old = amo_slots_ + amo_issued_++ % kAmoSlots;
+            reply.value_at = old;
+          } else if (fetching) {
+            old = amo_slots_ + kAmoSlots;
+            wait = true;
+          }
+          TSHMEM_CHECK(
+              memory_->apply_amo(heap_ + wire.offset, wire.amo, wire.width, wire.value, wire.compare, old, wait));
+          if (wait) reply.wire.value = *old;
+          a->copies[kTargetLane] = true;
+        } else {
           refuse_message(source, wire, "atomic outside the heap, misaligned or of an unknown kind");
-        if (wire.token == 0) return TSHMEM_SUCCESS;
+        }
+        if (!fetching) return TSHMEM_SUCCESS;
         reply.wire.kind = kAmoReply;
-        reply.wire.width = static_cast<uint8_t>(width);
-        reply.wire.value = old;
+        reply.wire.width = wire.width;
         reply.wire.token = wire.token;
         reply.wire.tag = wire.tag;
         break;
@@ -543,22 +776,31 @@ class Proxy final : public HostRma {
           refuse_message(source, wire, "get outside the heap or larger than a chunk");  // replied to, empty
         }
         break;
-      case kFlush: reply.wire.kind = kFlushAck; break;
+      case kFlush:
+        reply.wire.kind = kFlushAck;
+        a->copies[kTargetLane] = true;  // acknowledged once everything applied before it is in the heap
+        break;
       case kGetReply:
-        if (wire.bytes == bytes - kHeader && wire.bytes > 0)
-          TSHMEM_CHECK(memory_->write(reinterpret_cast<void *>(wire.token), payload, wire.bytes));
-        tag_result(wire);
-        --pending_;
+        if (wire.bytes > 0) {
+          bool queued = false;
+          TSHMEM_CHECK(memory_->copy(kOriginLane, reinterpret_cast<void *>(wire.token), payload, wire.bytes, &queued));
+          a->copies[kOriginLane] |= queued;
+        }
+        a->results.push_back(wire);
         return TSHMEM_SUCCESS;
-      case kAmoReply:
-        TSHMEM_CHECK(memory_->write(reinterpret_cast<void *>(wire.token), &wire.value, wire.width == 4 ? 4 : 8));
-        tag_result(wire);
-        --pending_;
+      case kAmoReply: {
+        // From the message buffer itself: it stays put until the copy is complete.
+        bool queued = false;
+        TSHMEM_CHECK(memory_->copy(kOriginLane, reinterpret_cast<void *>(wire.token), record + offsetof(Wire, value),
+                                   wire.width == 4 ? 4 : 8, &queued));
+        a->copies[kOriginLane] |= queued;
+        a->results.push_back(wire);
         return TSHMEM_SUCCESS;
+      }
       case kFlushAck: --pending_; return TSHMEM_SUCCESS;
       default: refuse_message(source, wire, "unknown message kind"); return TSHMEM_SUCCESS;
     }
-    replies_.push_back(reply);
+    fresh_replies_.push_back(reply);
     return TSHMEM_SUCCESS;
   }
 
@@ -567,19 +809,39 @@ class Proxy final : public HostRma {
     if (wire.tag != 0) __atomic_store_n(reinterpret_cast<uint64_t *>(wire.token + 8), wire.tag, __ATOMIC_RELEASE);
   }
 
+  // Replies join the outbox once what they wait for is in the heap; a get's data is read on the target
+  // lane, after every put applied before it.
   Status serve_replies(bool *worked) {
     Status status = TSHMEM_SUCCESS;
+    const bool target_copy[2] = {false, true};
     while (!replies_.empty()) {
-      const int b = free_send_buffer(&status);
-      if (b < 0) return status;
       const Reply &reply = replies_.front();
-      // A get reads, and a flush is acknowledged, only after everything applied before it has settled.
-      if (reply.wire.kind != kAmoReply) TSHMEM_CHECK(memory_->settle());
-      if (reply.wire.kind == kGetReply && reply.wire.bytes > 0)
-        TSHMEM_CHECK(
-            memory_->read(send_[static_cast<size_t>(b)].memory + kHeader, heap_ + reply.wire.offset, reply.wire.bytes));
-      TSHMEM_CHECK(send(b, reply.pe, reply.wire, reply.wire.kind == kGetReply ? reply.wire.bytes : 0));
+      if (!passed(reply.ready, target_copy, &status)) {
+        TSHMEM_CHECK(status);
+        break;
+      }
+      const size_t payload = reply.wire.kind == kGetReply ? reply.wire.bytes : 0;
+      const bool small = payload <= kSmallPayload;
+      char *record = nullptr;
+      TSHMEM_CHECK(open_record(reply.pe, kHeader + padded(payload), small, &record));
+      if (record == nullptr) break;
+      Wire wire = reply.wire;
+      if (reply.value_at != nullptr) {
+        wire.value = *reply.value_at;
+        ++amo_served_;  // slots are taken and served in this queue's order
+      }
+      std::memcpy(record, &wire, kHeader);
+      if (payload > 0) {
+        bool queued = false;
+        TSHMEM_CHECK(memory_->copy(kTargetLane, record + kHeader, heap_ + reply.wire.offset, payload, &queued));
+        outbox_.back().copies[kTargetLane] |= queued;
+      }
       replies_.pop_front();
+      if (!small) {
+        TSHMEM_CHECK(seal(outbox_.back()));
+        TSHMEM_CHECK(send_ready(worked));
+        TSHMEM_CHECK(reap_sends());
+      }
       *worked = true;
     }
     return TSHMEM_SUCCESS;
@@ -589,20 +851,33 @@ class Proxy final : public HostRma {
   char *heap_;
   uint64_t heap_bytes_;
   ProxyConfig config_;
+  size_t capacity_;     ///< bytes of each send and receive buffer: a header and a chunk
+  size_t batch_bytes_;  ///< most bytes of a batch of small records
   int my_pe_, n_pes_;
   std::unique_ptr<Messenger> msg_;
   std::unique_ptr<ProxyMemory> memory_;
   tshmemi_proxy_channel *rings_[2] = {nullptr, nullptr};
-  std::vector<Buffer> send_, recv_;
+  uint64_t next_[2] = {0, 0};   ///< the next ticket to take from each ring
+  std::deque<Taken> taken_[2];  ///< taken tickets whose slots are not freed yet, per ring
+
+  std::vector<char *> send_, recv_;
+  std::vector<Messenger::Request> send_requests_, recv_requests_;
+  std::vector<int> free_;       ///< send buffers not in use
+  std::vector<int> in_flight_;  ///< send buffers handed to MPI
+  std::deque<Outgoing> outbox_;
+  uint64_t last_seq_ = 0, sent_seq_ = 0;
   std::deque<int> posted_;  ///< receive buffers in the order they were posted (= the order MPI fills them)
-  std::vector<int> ready_;  ///< handled, to be posted again
+  std::deque<Arrived> arrived_;
   std::deque<Reply> replies_;
-  std::vector<uint8_t> dirty_;  ///< PEs written since the last QUIET
+  std::vector<Reply> fresh_replies_;  ///< made by the message being handled
+  std::vector<uint8_t> dirty_;        ///< PEs written since the last QUIET
   std::vector<int> dirty_list_;
-  int pending_ = 0;  ///< replies this PE awaits
+  int pending_ = 0;                ///< replies this PE awaits
+  uint64_t *amo_slots_ = nullptr;  ///< kAmoSlots fetched values being written, and a spare (staging memory)
+  uint64_t amo_issued_ = 0, amo_served_ = 0;
 
   // The request in progress (the proxy thread's only).
-  bool busy_ = false;
+  bool busy_ = false, signalled_ = false;
   int ring_ = 0, last_ring_ = kHostRing;
   uint64_t ticket_ = 0, progress_ = 0;
   tshmemi_proxy_request request_ = {};
@@ -619,9 +894,9 @@ class Proxy final : public HostRma {
 }  // namespace
 
 uint64_t proxy_staging_bytes(const ProxyConfig &config) {
-  const uint64_t buffers = uint64_t{kProxySendBuffers + kProxyRecvBuffers} * (kHeader + config.chunk_bytes);
+  const uint64_t buffers = uint64_t{kProxySendBuffers + kProxyRecvBuffers} * (kHeader + padded(config.chunk_bytes));
   const uint64_t rings = 2 * uint64_t{TSHMEMI_PROXY_CHANNEL_BYTES(config.ring_entries)};
-  return buffers + rings;
+  return buffers + rings + (kAmoSlots + 1) * sizeof(uint64_t);
 }
 
 uint64_t proxy_reply_queue_bytes(int n_pes) {

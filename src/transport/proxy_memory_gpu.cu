@@ -1,7 +1,10 @@
-// The proxy on a GPU heap (vmm, ipc): staging is pinned host memory; every copy and atomic goes on the proxy's
-// own non-blocking stream (never the legacy default stream, which would wait for a kernel that is itself
-// waiting for the proxy). Atomics run as a one-thread kernel, so they are atomic with respect to the GPU's own.
+// The proxy on a GPU heap (vmm, ipc): staging is pinned host memory; every copy and atomic goes on one of the
+// proxy's own non-blocking streams, one per lane (never the legacy default stream, which would wait for a kernel
+// that is itself waiting for the proxy); events mark points on them. Atomics run as a one-thread kernel, so they
+// are atomic with respect to the GPU's own.
 #include <cuda_runtime.h>
+
+#include <cstring>
 
 #include "transport/proxy_memory.h"
 
@@ -37,18 +40,35 @@ __global__ void amo_kernel(T *word, unsigned amo, T value, T compare, unsigned l
       return set_error(TSHMEM_ERR_CUDA, "off-node proxy: %s failed: %s", #call, cudaGetErrorString(proxy_rc_)); \
   } while (0)
 
+// One lane: a stream of the proxy's own and a ring of events that mark points on it. Points complete in
+// order (one stream), so `completed` only moves forward.
+struct Lane {
+  static constexpr uint64_t kEvents = 256;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t events[kEvents] = {};
+  uint64_t issued = 0, completed = 0;
+};
+
 class GpuProxyMemory final : public ProxyMemory {
  public:
   explicit GpuProxyMemory(int device) : device_(device) {}
   ~GpuProxyMemory() override {
     if (result_ != nullptr) cudaFreeHost(result_);
     if (counter_ != nullptr) cudaFree(counter_);
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    for (Lane &lane : lanes_) {
+      for (cudaEvent_t event : lane.events)
+        if (event != nullptr) cudaEventDestroy(event);
+      if (lane.stream != nullptr) cudaStreamDestroy(lane.stream);
+    }
   }
 
   Status create() {
     TSHMEMI_PROXY_CUDA(cudaSetDevice(device_));
-    TSHMEMI_PROXY_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    for (Lane &lane : lanes_) {
+      TSHMEMI_PROXY_CUDA(cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking));
+      for (cudaEvent_t &event : lane.events)
+        TSHMEMI_PROXY_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    }
     TSHMEMI_PROXY_CUDA(cudaHostAlloc(reinterpret_cast<void **>(&result_), sizeof(*result_), cudaHostAllocMapped));
     // Load the atomic kernels now. With lazy module loading (CUDA's default) the first launch would load them
     // then, and a load may wait for the kernels running in this context: a kernel spinning on a barrier or a
@@ -76,44 +96,130 @@ class GpuProxyMemory final : public ProxyMemory {
     return TSHMEM_SUCCESS;
   }
 
-  Status read(void *staging, const void *src, size_t bytes) override {
-    TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(staging, src, bytes, cudaMemcpyDefault, stream_));
-    TSHMEMI_PROXY_CUDA(cudaStreamSynchronize(stream_));
+  // Host to host (a kernel's result slot, a host call's buffer) is the CPU's: no copy engine, no stream, and
+  // nothing that waits for another process's time slice on a shared GPU.
+  Status copy(ProxyLane lane, void *dst, const void *src, size_t bytes, bool *queued) override {
+    if (host_memory(dst) && host_memory(src)) {
+      std::memcpy(dst, src, bytes);
+      *queued = false;
+      return TSHMEM_SUCCESS;
+    }
+    if (lane == kTargetLane) TSHMEM_CHECK(flush_puts());
+    TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, lanes_[lane].stream));
+    *queued = true;
     return TSHMEM_SUCCESS;
   }
-  Status write(void *dst, const void *staging, size_t bytes) override {
-    TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(dst, staging, bytes, cudaMemcpyDefault, stream_));
-    TSHMEMI_PROXY_CUDA(cudaStreamSynchronize(stream_));
+
+  // One copy after the gathered puts (never in their batch: it must land after them).
+  Status apply_store(void *word, const void *staging, unsigned width) override {
+    TSHMEM_CHECK(flush_puts());
+    TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(word, staging, width, cudaMemcpyHostToDevice, lanes_[kTargetLane].stream));
     return TSHMEM_SUCCESS;
   }
+
+  // Puts are gathered and issued as one batch of copies (one driver call for many small puts) when
+  // something else is issued on the lane; a put that overlaps a gathered one issues the batch first, as the
+  // copies of a batch may run in any order.
   Status apply_put(void *heap_dst, const void *staging, size_t bytes) override {
-    TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(heap_dst, staging, bytes, cudaMemcpyHostToDevice, stream_));
+    char *begin = static_cast<char *>(heap_dst);
+    for (size_t i = 0; i < pending_; ++i) {
+      char *other = static_cast<char *>(dsts_[i]);
+      if (begin < other + sizes_[i] && other < begin + bytes) {
+        TSHMEM_CHECK(flush_puts());
+        break;
+      }
+    }
+    dsts_[pending_] = heap_dst;
+    srcs_[pending_] = staging;
+    sizes_[pending_] = bytes;
+    if (++pending_ == kBatch) TSHMEM_CHECK(flush_puts());
     return TSHMEM_SUCCESS;
   }
-  Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare, uint64_t *old) override {
-    unsigned long long *result_device = nullptr;
-    TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void **>(&result_device), result_, 0));
+
+  Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare, uint64_t *old,
+                   bool wait) override {
+    TSHMEM_CHECK(flush_puts());
+    const cudaStream_t stream = lanes_[kTargetLane].stream;
+    // The old value goes to `old`, or (a signal or non-fetching atomic) to a word nobody reads.
+    unsigned long long *out = nullptr;
+    void *host = old != nullptr ? static_cast<void *>(old) : static_cast<void *>(result_);
+    TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void **>(&out), host, 0));
     if (width == 4)
-      amo_kernel<unsigned><<<1, 1, 0, stream_>>>(static_cast<unsigned *>(word), amo, static_cast<unsigned>(value),
-                                                 static_cast<unsigned>(compare), result_device);
+      amo_kernel<unsigned><<<1, 1, 0, stream>>>(static_cast<unsigned *>(word), amo, static_cast<unsigned>(value),
+                                                static_cast<unsigned>(compare), out);
     else
       amo_kernel<unsigned long long>
-          <<<1, 1, 0, stream_>>>(static_cast<unsigned long long *>(word), amo, value, compare, result_device);
+          <<<1, 1, 0, stream>>>(static_cast<unsigned long long *>(word), amo, value, compare, out);
     TSHMEMI_PROXY_CUDA(cudaGetLastError());
-    TSHMEMI_PROXY_CUDA(cudaStreamSynchronize(stream_));
-    *old = *result_;
+    if (wait) TSHMEMI_PROXY_CUDA(cudaStreamSynchronize(stream));
     return TSHMEM_SUCCESS;
   }
-  Status settle() override {
-    TSHMEMI_PROXY_CUDA(cudaStreamSynchronize(stream_));
+
+  Status mark(ProxyLane which, uint64_t *point) override {
+    if (which == kTargetLane) TSHMEM_CHECK(flush_puts());
+    Lane &lane = lanes_[which];
+    if (lane.issued - lane.completed == Lane::kEvents) {  // every event in use: the oldest must complete first
+      TSHMEMI_PROXY_CUDA(cudaEventSynchronize(lane.events[lane.completed % Lane::kEvents]));
+      ++lane.completed;
+    }
+    TSHMEMI_PROXY_CUDA(cudaEventRecord(lane.events[lane.issued % Lane::kEvents], lane.stream));
+    *point = ++lane.issued;
+    return TSHMEM_SUCCESS;
+  }
+
+  Status passed(ProxyLane which, uint64_t point, bool *done) override {
+    Lane &lane = lanes_[which];
+    while (lane.completed < point) {
+      const cudaError_t rc = cudaEventQuery(lane.events[lane.completed % Lane::kEvents]);
+      if (rc == cudaErrorNotReady) break;
+      TSHMEMI_PROXY_CUDA(rc);
+      ++lane.completed;
+    }
+    *done = lane.completed >= point;
     return TSHMEM_SUCCESS;
   }
 
  private:
+  static constexpr size_t kBatch = 128;
+
+  static bool host_memory(const void *p) {
+    cudaPointerAttributes attributes = {};
+    if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;  // let the copy engine sort it out (and report what is wrong)
+    }
+    return attributes.type == cudaMemoryTypeHost || attributes.type == cudaMemoryTypeUnregistered;
+  }
+
+  Status flush_puts() {
+    if (pending_ == 0) return TSHMEM_SUCCESS;
+    const cudaStream_t stream = lanes_[kTargetLane].stream;
+    const size_t count = pending_;
+    pending_ = 0;
+    if (count > 1 && batch_copies_) {
+      cudaMemcpyAttributes attributes = {};
+      attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+      attributes.flags = cudaMemcpyFlagPreferOverlapWithCompute;  // copy engines, not the SMs a kernel holds
+      size_t first = 0;
+      const cudaError_t rc = cudaMemcpyBatchAsync(dsts_, srcs_, sizes_, count, &attributes, &first, 1, stream);
+      if (rc == cudaSuccess) return TSHMEM_SUCCESS;
+      (void)cudaGetLastError();  // not supported here: one copy each from now on
+      batch_copies_ = false;
+    }
+    for (size_t i = 0; i < count; ++i)
+      TSHMEMI_PROXY_CUDA(cudaMemcpyAsync(dsts_[i], srcs_[i], sizes_[i], cudaMemcpyHostToDevice, stream));
+    return TSHMEM_SUCCESS;
+  }
+
   int device_;
-  cudaStream_t stream_ = nullptr;
-  unsigned long long *result_ = nullptr;
+  Lane lanes_[2];
+  unsigned long long *result_ = nullptr;  ///< where unread old values go
   uint64_t *counter_ = nullptr;
+  void *dsts_[kBatch] = {};
+  const void *srcs_[kBatch] = {};
+  size_t sizes_[kBatch] = {};
+  size_t pending_ = 0;
+  bool batch_copies_ = true;
 };
 
 }  // namespace

@@ -32,29 +32,39 @@ class HostProxyMemory final : public ProxyMemory {
     *out = nullptr;
     return TSHMEM_SUCCESS;
   }
-  Status read(void *staging, const void *src, size_t bytes) override {
-    std::memcpy(staging, src, bytes);
+  Status copy(ProxyLane, void *dst, const void *src, size_t bytes, bool *queued) override {
+    std::memcpy(dst, src, bytes);
+    *queued = false;
     return TSHMEM_SUCCESS;
   }
-  Status write(void *dst, const void *staging, size_t bytes) override {
-    std::memcpy(dst, staging, bytes);
+  Status apply_store(void *word, const void *staging, unsigned width) override {
+    if (width == 4)
+      __atomic_store_n(static_cast<uint32_t *>(word), *static_cast<const uint32_t *>(staging), __ATOMIC_RELEASE);
+    else
+      __atomic_store_n(static_cast<uint64_t *>(word), *static_cast<const uint64_t *>(staging), __ATOMIC_RELEASE);
     return TSHMEM_SUCCESS;
   }
   Status apply_put(void *heap_dst, const void *staging, size_t bytes) override {
     std::memcpy(heap_dst, staging, bytes);
     return TSHMEM_SUCCESS;
   }
-  Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare, uint64_t *old) override {
+  Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare, uint64_t *old,
+                   bool) override {
     __atomic_thread_fence(__ATOMIC_RELEASE);  // earlier puts before the atomic (a signal after its data)
-    if (width == 4)
-      *old = host_amo<uint32_t>(static_cast<uint32_t *>(word), amo, static_cast<uint32_t>(value),
-                                static_cast<uint32_t>(compare));
-    else
-      *old = host_amo<uint64_t>(static_cast<uint64_t *>(word), amo, value, compare);
+    const uint64_t was = width == 4 ? host_amo<uint32_t>(static_cast<uint32_t *>(word), amo,
+                                                         static_cast<uint32_t>(value), static_cast<uint32_t>(compare))
+                                    : host_amo<uint64_t>(static_cast<uint64_t *>(word), amo, value, compare);
+    if (old != nullptr) *old = was;
     return TSHMEM_SUCCESS;
   }
-  Status settle() override {
+  // Every copy is complete on return: a point is only a fence that orders them before what follows.
+  Status mark(ProxyLane, uint64_t *point) override {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    *point = 0;
+    return TSHMEM_SUCCESS;
+  }
+  Status passed(ProxyLane, uint64_t, bool *done) override {
+    *done = true;
     return TSHMEM_SUCCESS;
   }
 };

@@ -155,6 +155,85 @@ TEST_F(ProxyTest, PutsToOneWordApplyInOrder) {
   tshmem_free(word);
 }
 
+// Small records travel in batches, large puts in chunks of their own, each message to one PE in order:
+// a mix of chunked puts, inline p, small puts and requests to another PE in between (which split the
+// batches) must land as if applied one by one.
+TEST_F(ProxyTest, BatchedAndChunkedPutsToOneRangeApplyInOrder) {
+  start();
+  constexpr size_t kBytes = 64 * 1024 + 40;  // chunks of 16 KiB in these tests: 5 messages
+  auto *region = static_cast<uint8_t *>(tshmem_calloc(kBytes, 1));
+  auto *scratch = static_cast<uint64_t *>(tshmem_calloc(64, sizeof(uint64_t)));
+  ASSERT_NE(region, nullptr);
+  ASSERT_NE(scratch, nullptr);
+  struct Op {
+    size_t offset;
+    std::vector<uint8_t> data;  // 8 bytes: an inline p of this value
+    bool inline_p;
+  };
+  // The same sequence for a given origin, on the origin (to post it) and at the target (to replay it).
+  auto sequence = [&](int origin) {
+    std::vector<Op> ops;
+    auto block = [&](size_t offset, size_t bytes, size_t salt) {
+      Op op{offset, std::vector<uint8_t>(bytes), false};
+      for (size_t i = 0; i < bytes; ++i) op.data[i] = pattern(origin, i, salt);
+      ops.push_back(op);
+    };
+    auto p = [&](size_t offset, uint64_t value) {
+      Op op{offset, std::vector<uint8_t>(8), true};
+      std::memcpy(op.data.data(), &value, 8);
+      ops.push_back(op);
+    };
+    block(0, kBytes, 1);
+    for (size_t i = 0; i < 200; ++i) p(i * 24, 1000 * static_cast<uint64_t>(origin) + i);
+    block(100, 100, 2);                                       // over some of the p's
+    for (size_t i = 0; i < 50; ++i) p(i * 16 + 4, 7000 + i);  // unaligned, over the small put too
+    block(kBytes / 2 + 3, kBytes / 2 - 3, 3);
+    for (size_t i = 0; i < 100; ++i) p(kBytes / 2 + i * 40, 9000 + i);
+    block(kBytes - 1000, 1000, 4);
+    return ops;
+  };
+  const int target = other_node();
+  const std::vector<Op> mine = sequence(me_);
+  for (size_t k = 0; k < mine.size(); ++k) {
+    const Op &op = mine[k];
+    if (op.inline_p) {
+      tshmemi_proxy_request r = {};
+      r.op = TSHMEMI_PROXY_PUT;
+      r.flags = TSHMEMI_PROXY_FLAG_INLINE;
+      r.pe = target;
+      r.remote = offset_of(region + op.offset);
+      r.bytes = 8;
+      std::memcpy(&r.value, op.data.data(), 8);
+      post(r);
+    } else {
+      put(region + op.offset, op.data.data(), op.data.size(), target);
+    }
+    if (k % 7 == 3) {  // a request to this PE itself in between: the batch to `target` must end here
+      tshmemi_proxy_request r = {};
+      r.op = TSHMEMI_PROXY_PUT;
+      r.flags = TSHMEMI_PROXY_FLAG_INLINE;
+      r.pe = me_;
+      r.remote = offset_of(scratch + k % 64);
+      r.bytes = 8;
+      r.value = k;
+      post(r);
+    }
+  }
+  quiet();  // also: every put's source may go now (they are `mine`, alive until here anyway)
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int origin = (me_ - node_size_ + n_) % n_;
+  std::vector<uint8_t> expected(kBytes, 0);
+  for (const Op &op : sequence(origin)) std::memcpy(expected.data() + op.offset, op.data.data(), op.data.size());
+  size_t bad = kBytes;
+  for (size_t i = 0; i < kBytes && bad == kBytes; ++i)
+    if (region[i] != expected[i]) bad = i;
+  EXPECT_EQ(bad, kBytes) << "byte " << bad << " differs from the requests applied in order (origin PE " << origin
+                         << ")";
+  tshmem_barrier_all();
+  tshmem_free(scratch);
+  tshmem_free(region);
+}
+
 TEST_F(ProxyTest, SignalIsSeenOnlyAfterItsData) {
   start();
   const size_t bytes = (1 << 20) + 3;  // 65 chunks of 16 KiB

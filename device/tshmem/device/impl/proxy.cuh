@@ -112,8 +112,14 @@ TSHMEMI_DEVICE_COLD void put(void *dest, const void *src, size_t nbytes, int pe,
     r.op = TSHMEMI_PROXY_PUT;
     r.pe = pe;
     r.remote = heap_offset(dest, st);
-    r.local = reinterpret_cast<uint64_t>(src);
     r.bytes = nbytes;
+    if (nbytes <= 8) {  // the data travels in the request, as a p's: the proxy need not copy it off the GPU
+      r.flags = TSHMEMI_PROXY_FLAG_INLINE;
+      for (size_t i = 0; i < nbytes; ++i)
+        reinterpret_cast<unsigned char *>(&r.value)[i] = static_cast<const unsigned char *>(src)[i];
+    } else {
+      r.local = reinterpret_cast<uint64_t>(src);
+    }
     const unsigned long long ticket = post(r, call, st);
     if (blocking) wait_taken(ticket, st);
   }

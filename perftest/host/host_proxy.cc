@@ -1,0 +1,183 @@
+// The off-node proxy driven from the CPU: what a kernel's requests cost the proxy, measured where there is no
+// GPU. Producer threads of PE 0 post to PE 0's device channel exactly what a kernel posts (proxy_types.h),
+// on the shm heap with PE 1 on another node (TSHMEM_DEBUG_NODE_SIZE=1):
+//   - p request rate: -t threads each post -n inline 8-byte puts (a kernel's p) to their own word of PE 1,
+//     then one QUIET; rows for 1, 2, 4, ... -t threads. Issue 13's target: >= 500 k/s.
+//   - p ping-pong: PE 0 p's a counter to PE 1, which waits for it in its heap and p's it back; half round trip.
+//   - put + quiet: an 8-byte put from PE 0's memory, then a QUIET waited for; per pair.
+// The device twins are proxy_rate, p_ping_pong_latency and put_latency run across nodes on a GPU.
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_config.h"
+#include "tshmem/device/proxy_types.h"
+#include "tshmem/tshmem.h"
+#include "tshmem/tshmemx.h"
+
+using namespace tshmem_perf;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Channel {
+  tshmemi_proxy_channel *ring;
+  const char *heap;
+
+  uint64_t offset_of(const void *symmetric) const {
+    return static_cast<uint64_t>(static_cast<const char *>(symmetric) - heap);
+  }
+  uint64_t p(uint64_t *word, uint64_t value, int pe) const {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_PUT;
+    r.flags = TSHMEMI_PROXY_FLAG_INLINE;
+    r.pe = pe;
+    r.remote = offset_of(word);
+    r.bytes = sizeof(uint64_t);
+    r.value = value;
+    return tshmemi_proxy_post(ring, &r);
+  }
+  uint64_t put(uint64_t *word, const uint64_t *source, int pe) const {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_PUT;
+    r.pe = pe;
+    r.remote = offset_of(word);
+    r.local = reinterpret_cast<uint64_t>(source);
+    r.bytes = sizeof(uint64_t);
+    return tshmemi_proxy_post(ring, &r);
+  }
+  void quiet() const {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_QUIET;
+    const uint64_t ticket = tshmemi_proxy_post(ring, &r);
+    while (!tshmemi_proxy_done(ring, ticket)) std::this_thread::yield();
+  }
+};
+
+void wait_for(const uint64_t *word, uint64_t value) {
+  while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value) std::this_thread::yield();
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  BenchConfig config;
+  config.iters = 20000;
+  config.warmup_iters = 1000;
+  config.threads_per_cta = 4;  // -t: most producer threads
+  int exit_code = 0;
+  if (!parse_args(argc, argv, "host_proxy", &config, &exit_code)) return exit_code;
+  if (tshmem_init() != 0) {
+    std::fprintf(stderr, "host_proxy: tshmem_init failed: %s\n", tshmemx_last_error());
+    return 1;
+  }
+  const int me = tshmem_my_pe(), n = tshmem_n_pes();
+  const int most_threads = config.threads_per_cta;
+  auto *words = static_cast<uint64_t *>(tshmem_calloc(static_cast<size_t>(most_threads) + 2, sizeof(uint64_t)));
+  const Channel channel{tshmemi_proxy_device_channel(), static_cast<const char *>(tshmemx_heap_base())};
+  std::string skip;
+  if (n != 2)
+    skip = "needs exactly 2 PEs, got " + std::to_string(n);
+  else if (std::string(tshmemx_backend_name()) != "shm")
+    skip = std::string("the CPU producers need the shm heap (backend ") + tshmemx_backend_name() + ")";
+  else if (channel.ring == nullptr || tshmem_ptr(words, 1 - me) != nullptr)
+    skip = "PE 1 is on this node (set TSHMEM_DEBUG_NODE_SIZE=1): no off-node proxy to measure";
+  if (words == nullptr) skip = std::string("allocation failed: ") + tshmemx_last_error();
+  if (!skip.empty()) {
+    if (me == 0) std::printf("host_proxy: skipped: %s\n", skip.c_str());
+    tshmem_finalize();
+    return 0;
+  }
+  Reporter report(config, "host_proxy", me == 0);
+  report.note("backend shm, PE 1 on another node: CPU producers post to PE 0's device channel (a kernel's requests)");
+
+  // p request rate.
+  report.header("p request rate (CPU producers)", {"threads", "p per row", "rate (M p/s)"});
+  std::vector<int> rows;  // 1, 2, 4, ... threads, and -t itself
+  for (int threads = 1; threads < most_threads; threads *= 2) rows.push_back(threads);
+  rows.push_back(most_threads);
+  uint64_t base = 0;  // the last value of every word written so far, on both PEs
+  for (int threads : rows) {
+    double rate = 0;
+    tshmem_barrier_all();
+    for (int pass = 0; pass < 2; ++pass) {  // warm-up, then timed
+      const int iters = pass == 0 ? config.warmup_iters : config.iters;
+      if (me == 0) {
+        const auto start = Clock::now();
+        std::vector<std::thread> producers;
+        for (int t = 0; t < threads; ++t)
+          producers.emplace_back([&, t, iters] {
+            for (int i = 0; i < iters; ++i) channel.p(words + t, base + static_cast<uint64_t>(i) + 1, 1);
+          });
+        for (std::thread &producer : producers) producer.join();
+        channel.quiet();
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        rate = static_cast<double>(threads) * iters / seconds / 1e6;
+      }
+      base += static_cast<uint64_t>(iters);
+    }
+    tshmem_barrier_all();
+    report.row(
+        {std::to_string(threads), std::to_string(static_cast<long long>(threads) * config.iters), fmt_double(rate, 3)});
+  }
+
+  // p ping-pong, half round trip.
+  uint64_t *flag = words + most_threads;
+  const int rounds = std::max(1, config.iters / 10);
+  report.header("p ping-pong latency (CPU producers)", {"size(B)", "op", "latency (us)"});
+  tshmem_barrier_all();
+  double us = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    const int iters = pass == 0 ? std::max(1, config.warmup_iters / 10) : rounds;
+    uint64_t value = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+    tshmem_barrier_all();
+    const auto start = Clock::now();
+    for (int i = 0; i < iters; ++i) {
+      ++value;
+      if (me == 0) {
+        channel.p(flag, value, 1);
+        wait_for(flag, value);
+      } else {
+        wait_for(flag, value);
+        channel.p(flag, value, 0);
+      }
+    }
+    us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / iters / 2;
+    channel.quiet();
+    tshmem_barrier_all();
+  }
+  report.row({"8", "p ping-pong", fmt_double(us, 3)});
+
+  // put + quiet.
+  report.header("put + quiet latency (CPU producers)", {"size(B)", "op", "latency (us)"});
+  tshmem_barrier_all();
+  us = 0;
+  if (me == 0) {
+    const uint64_t source = 42;
+    for (int pass = 0; pass < 2; ++pass) {
+      const int iters = pass == 0 ? std::max(1, config.warmup_iters / 10) : rounds;
+      const auto start = Clock::now();
+      for (int i = 0; i < iters; ++i) {
+        channel.put(words + most_threads + 1, &source, 1);
+        channel.quiet();
+      }
+      us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / iters;
+    }
+  }
+  tshmem_barrier_all();
+  report.row({"8", "put+quiet", fmt_double(us, 3)});
+
+  // Every producer's word holds its last value at PE 1 (the last row wrote all of them).
+  int wrong = 0;
+  if (me == 1)
+    for (int t = 0; t < most_threads; ++t)
+      if (__atomic_load_n(words + t, __ATOMIC_ACQUIRE) != base) ++wrong;
+  if (me == 1 && wrong != 0)
+    std::fprintf(stderr, "host_proxy: PE 1: %d of %d producer words do not hold their last p (%llu)\n", wrong,
+                 most_threads, static_cast<unsigned long long>(base));
+  tshmem_free(words);
+  tshmem_finalize();
+  return wrong == 0 ? 0 : 1;
+}

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# The across-node perftest rows of issue 13 in one run: PE 1 on another "node" (TSHMEM_DEBUG_NODE_SIZE=1, 2
+# PEs), over both of Open MPI's transports (OMPI_MCA_btl=self,vader and self,tcp), with the limits of the
+# staged path measured in the same run, and one table: every row, its target, and bandwidth as % of the
+# smallest limit at 16 MiB.
+#   scripts/offnode-perf.sh [--out DIR] [--btl "vader tcp"] [--build DIR] [--with-tests]
+#   --with-tests  first build and run `ctest -L offnode` (the proxy's CPU tests, the device suites across
+#                 nodes) in the same build: correctness and speed of the off-node path in one call
+# On a GPU host (the heap is vmm; 2 PEs share one GPU where there is one, TSHMEM_ALLOW_SHARED_GPU=1):
+# tshmem_staged_limits, device put_bw / get_bw (1 .. 64 MiB), p ping-pong, putmem + quiet (8 B), the proxy's
+# p request rate (tshmem_proxy_rate), host tshmem_putmem / getmem (1 .. 64 MiB) and host put + quiet.
+# Without a GPU (the heap is shm): the same limits (memcpy instead of PCIe copies), host put/get, and the
+# device-channel rows driven by CPU producers (tshmem_host_proxy: p rate, p ping-pong, put + quiet).
+# Builds the targets it needs in --build (default /tmp/tshmem-offnode-build) unless built there already.
+# Targets (issue 13): put/get bandwidth at >= 16 MiB >= 70 % of the smallest limit; p ping-pong and 8-byte
+# put + quiet <= 15 us (half round trip) over shared memory; >= 0.5 M p/s through one proxy.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:+$OUT/offnode-perf}
+out=${out:-$PWD/offnode-perf}
+btls="vader tcp"
+build=${TSHMEM_OFFNODE_BUILD:-/tmp/tshmem-offnode-build}
+with_tests=0
+few_cores_yield=${OMPI_MCA_mpi_yield_when_idle:-0}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    --btl) btls=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --with-tests) with_tests=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "offnode-perf.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+rm -f "$out"/*.log "$out"/*.jsonl
+
+export TSHMEM_DISABLE_NVLS=1 NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0  # never multicast on the shared host
+export TSHMEM_DEBUG_NODE_SIZE=1 TSHMEM_ALLOW_SHARED_GPU=1
+export PATH=/usr/local/cuda/bin:$PATH
+[ -x /opt/gcc/bin/g++ ] && export CUDAHOSTCXX=/opt/gcc/bin/g++
+gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
+gpus=${gpus:-0}
+if [ "$gpus" -ge 1 ]; then
+  export TSHMEM_SYMMETRIC_SIZE=${TSHMEM_SYMMETRIC_SIZE:-1G}
+  targets="tshmem_staged_limits tshmem_put_bw tshmem_get_bw tshmem_p_ping_pong_latency tshmem_put_latency
+           tshmem_proxy_rate tshmem_host_bw tshmem_host_latency"
+  cuda=ON
+else
+  export TSHMEM_MEM_BACKEND=shm TSHMEM_SYMMETRIC_SIZE=${TSHMEM_SYMMETRIC_SIZE:-512M}
+  # Where cores are few (a development VM), two PEs, two proxies and MPI's polling in a waiting PE share
+  # them: for the latency and rate rows MPI yields when it has nothing to do, or a waiting PE takes a core
+  # from the path measured (not for the bandwidth rows and limits: yielding slows MPI's own copies there).
+  [ "$(nproc)" -lt 8 ] && few_cores_yield=${OMPI_MCA_mpi_yield_when_idle:-1}
+  targets="tshmem_host_bw tshmem_host_latency tshmem_host_proxy"
+  command -v nvcc > /dev/null && targets="$targets tshmem_staged_limits"
+  cuda=ON
+fi
+
+tests=OFF
+[ "$with_tests" = 1 ] && tests=ON
+start=$SECONDS
+missing=""
+for t in $targets; do [ -x "$build/perftest/device/$t" ] || [ -x "$build/perftest/host/$t" ] || missing="$missing $t"; done
+[ "$with_tests" = 1 ] && missing=" (everything, tests on)"
+if [ -n "$missing" ]; then
+  echo "== build$missing in $build"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DTSHMEM_ENABLE_CUDA=$cuda -DTSHMEM_BUILD_TESTS=$tests -DTSHMEM_BUILD_MOE=OFF > "$out/configure.log" 2>&1 \
+    || { tail -20 "$out/configure.log"; exit 1; }
+  # With the tests: everything (every test labelled offnode needs its binary); else the benchmarks only.
+  read -r -a list <<< "--target $missing"
+  [ "$with_tests" = 1 ] && list=()
+  cmake --build "$build" -j "$(nproc)" "${list[@]}" > "$out/build.log" 2>&1 \
+    || { grep -E "error|FAILED" -A5 "$out/build.log" | head -40; exit 1; }
+  echo "built in $((SECONDS - start)) s"
+fi
+bin() { if [ -x "$build/perftest/device/$1" ]; then echo "$build/perftest/device/$1"; else echo "$build/perftest/host/$1"; fi; }
+
+status=0
+if [ "$with_tests" = 1 ]; then
+  echo "== ctest -L offnode (log: $out/ctest-offnode.log)"
+  (cd "$build" && ctest -L offnode -j 4 --output-on-failure) > "$out/ctest-offnode.log" 2>&1 || status=1
+  grep -E "tests passed|\*\*\*Failed|Timeout|Not Run" "$out/ctest-offnode.log" | sed 's/^/   /'
+fi
+# run <btl> <name> <binary> [args...]: 2 PEs, output kept; a hang is cut off after 90 s.
+run() {
+  local btl=$1 name=$2 program=$3; shift 3
+  local log="$out/$btl.$name.log" t0=$SECONDS yield=${OMPI_MCA_mpi_yield_when_idle:-0}
+  case "$name" in host_proxy|host_latency) yield=$few_cores_yield ;; esac
+  OMPI_MCA_mpi_yield_when_idle=$yield OMPI_MCA_btl=self,$btl timeout -k 5 90 "$root/scripts/tshmemrun" -np 2 -- "$(bin "$program")" "$@" \
+    < /dev/null > "$log" 2>&1
+  local rc=$?
+  printf '   %-6s %-26s rc=%s %4ss\n' "$btl" "$name" "$rc" "$((SECONDS - t0))"
+  [ "$rc" = 0 ] || { tail -4 "$log" | sed 's/^/      /'; status=1; }
+}
+
+for btl in $btls; do
+  echo "== across nodes over $btl ($( [ "$gpus" -ge 1 ] && echo "vmm heap, $gpus GPU(s)" || echo "shm heap, no GPU"))"
+  json="$out/$btl.jsonl"
+  [ -x "$(bin tshmem_staged_limits)" ] && run "$btl" staged_limits tshmem_staged_limits
+  if [ "$gpus" -ge 1 ]; then
+    run "$btl" put_bw tshmem_put_bw -b 1M -e 64M -f 4 -n 10 -w 2 -c 32 -t 1024 --json "$json"
+    run "$btl" get_bw tshmem_get_bw -b 1M -e 64M -f 4 -n 10 -w 2 -c 32 -t 1024 --json "$json"
+    run "$btl" p_ping_pong tshmem_p_ping_pong_latency -n 200 -w 20 --json "$json"
+    run "$btl" put_latency tshmem_put_latency -b 8 -e 8 -n 200 -w 20 -s thread --json "$json"
+    run "$btl" proxy_rate tshmem_proxy_rate -c 16 -t 256 -n 32 -w 2 --json "$json"
+  else
+    run "$btl" host_proxy tshmem_host_proxy -n 50000 -w 2000 -t 2 --json "$json"
+  fi
+  run "$btl" host_bw tshmem_host_bw -b 1M -e 64M -f 4 -n 10 -w 2 --json "$json"
+  run "$btl" host_latency tshmem_host_latency -b 8 -e 8 -n 500 -w 50 --json "$json"
+done
+
+echo "== across-node table (limits at 16 MiB from tshmem_staged_limits in the same run; % of the smallest)"
+python3 - "$out" "$btls" <<'PY'
+import json, os, re, sys
+out, btls = sys.argv[1], sys.argv[2].split()
+print(f"{'btl':6} {'row':34} {'size':>9} {'value':>10} {'unit':8} {'% limit':>8}  target")
+unmet = 0
+for btl in btls:
+    limits = {}
+    log = os.path.join(out, f"{btl}.staged_limits.log")
+    if os.path.exists(log):
+        for line in open(log):
+            m = re.match(r"limits_16MiB copy_out=(\S+) copy_in=(\S+) mpi=(\S+) smallest=(\S+)", line)
+            if m:
+                limits = dict(zip(("copy_out", "copy_in", "mpi", "smallest"), map(float, m.groups())))
+    for name in ("copy_out", "copy_in", "mpi"):
+        if name in limits:
+            label = {"copy_out": "limit: heap->staging copy", "copy_in": "limit: staging->heap copy",
+                     "mpi": "limit: MPI host->host"}[name]
+            print(f"{btl:6} {label:34} {'16 MiB':>9} {limits[name]:10.2f} {'GB/s':8} {100 * limits[name] / limits['smallest']:7.0f}%")
+    smallest = limits.get("smallest")
+    path = os.path.join(out, f"{btl}.jsonl")
+    rows = [json.loads(l) for l in open(path)] if os.path.exists(path) else []
+    for r in rows:
+        metric, value = r.get("metric", ""), float(r.get("value", 0))
+        size = r.get("size(B)")
+        size_text = "" if size is None else (f"{int(size) >> 20} MiB" if int(size) >= 1 << 20 else f"{size} B")
+        table = r.get("table", "")
+        label = f"{r['bench']}: {table}"[:34]
+        target, pct = "", ""
+        if "GB/sec" in metric:
+            if smallest:
+                pct = f"{100 * value / smallest:7.0f}%"
+            if size is not None and int(size) >= 16 << 20 and smallest:
+                ok = value >= 0.7 * smallest
+                target = ">= 70 %: " + ("met" if ok else "NOT met")
+                unmet += not ok
+            unit = "GB/s"
+        elif "latency" in metric:
+            unit = "us"
+            if btl == "vader" and (size is None or int(size) <= 8) and ("ping-pong" in table or "quiet" in table):
+                ok = value <= 15
+                target = "<= 15 us: " + ("met" if ok else "NOT met")
+                unmet += not ok
+        elif "rate" in metric:
+            unit = "M p/s"
+            last = r is [x for x in rows if x.get("table") == table][-1]
+            if last:
+                ok = value >= 0.5
+                target = ">= 0.5 M/s: " + ("met" if ok else "NOT met")
+                unmet += not ok
+            size_text = str(r.get("blocks x threads", r.get("threads", "")))
+        else:
+            unit = metric
+        print(f"{btl:6} {label:34} {size_text:>9} {value:10.3f} {unit:8} {pct:>8}  {target}")
+print(f"targets not met: {unmet}")
+PY
+echo "offnode-perf.sh: $((SECONDS - start)) s, logs in $out"
+exit $status
