@@ -63,6 +63,10 @@ errors='error|failure|Error|FAIL|mismatch'
 # threadIdx.x < 16 * npes (16 experts): in range only at 16 PEs (at 2 PEs it names PE 2..15, which tshmem's PE
 # check traps and NVSHMEM would read out of bounds), so it runs at 16.
 declare -A example_np=([moe_shuffle]=16)
+# And its options: -c puts its index tables in cudaMalloc memory; by default they are host malloc memory that
+# its kernels read, which needs HMM or ATS (without -c, at 16 PEs on the 1 x H200 host, it stopped with an
+# illegal memory access; whether that was the host tables is not established: -c has not run there yet).
+declare -A example_args=([moe_shuffle]="-c")
 
 # The cudaSetDevice shim, used when there are fewer GPUs than PEs.
 gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
@@ -148,7 +152,7 @@ for src in "$examples"/*.cu "$examples"/*.cpp; do
   # allocations (ring-reduce takes 2 x 512 MiB) plus tshmem's own region: 2 GiB unless the caller set a size.
   env TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_DISABLE_NVLS=1 NVSHMEM_SYMMETRIC_SIZE="${NVSHMEM_SYMMETRIC_SIZE:-2G}" \
     timeout 300 "${run_launcher[@]}" -x TSHMEM_ALLOW_SHARED_GPU -x TSHMEM_DISABLE_NVLS -x NVSHMEM_SYMMETRIC_SIZE \
-    ${preload:+-x LD_PRELOAD="$preload"} "$exe" > "$run_log" 2>&1
+    ${preload:+-x LD_PRELOAD="$preload"} "$exe" ${example_args[$name]:-} > "$run_log" 2>&1
   rc=$?
   if [ $rc -ne 0 ]; then
     rows+=("$name|yes|failed|-|exit status $rc: $(grep -m1 -E "$errors" "$run_log" | cut -c1-100)"); status=1; continue

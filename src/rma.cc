@@ -94,7 +94,7 @@ extern "C" {
 TSHMEM_API void *tshmem_ptr(const void *dest, int pe) {
   ContextRef ctx = require_context("tshmem_ptr");
   if (!ctx || check_pe(*ctx, "tshmem_ptr", pe) != TSHMEM_SUCCESS) return nullptr;
-  if (!ctx->heap->contains_symmetric(dest, 0)) {
+  if (!ctx->heap->contains_symmetric(dest, 1)) {
     set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_ptr: %p is not in the symmetric heap or a registered buffer", dest);
     return nullptr;
   }

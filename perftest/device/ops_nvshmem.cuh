@@ -51,6 +51,10 @@ struct NvshmemTyped<unsigned long> {
   TSHMEM_PERF_NVSHMEM_AMO(uint64_t, uint64)
 };
 template <>
+struct NvshmemTyped<unsigned long long> {
+  TSHMEM_PERF_NVSHMEM_RMA(unsigned long long, ulonglong)
+};
+template <>
 struct NvshmemTyped<float> {
   TSHMEM_PERF_NVSHMEM_RMA(float, float)
 };
