@@ -238,8 +238,9 @@ void registered_buffers(int me, int n) {
       nvshmem_barrier_all();
       EXPECT(nvshmem_getmem(&got, sym + 1, sizeof got, me) == 0 && got == 600 + prev, "host put/get: %d", got);
       // Refusals, each on every PE with the same message; nothing changes.
-      EXPECT(nvshmemx_buffer_register_symmetric(buf, g, 0) == nullptr && has_text("overlaps a buffer registered before"), "twice: %s",
-             tshmemx_last_error());
+      EXPECT(
+          nvshmemx_buffer_register_symmetric(buf, g, 0) == nullptr && has_text("overlaps a buffer registered before"),
+          "twice: %s", tshmemx_last_error());
       EXPECT(nvshmemx_buffer_register_symmetric(reinterpret_cast<void *>(second.va), g / 2, 0) == nullptr &&
                  has_text("not a multiple of the allocation granularity"),
              "half a granule: %s", tshmemx_last_error());
