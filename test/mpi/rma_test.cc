@@ -109,6 +109,9 @@ TEST_F(Rma, RangesOutsideTheHeapAreRejected) {
   EXPECT_EQ(tshmem_putmem(heap_end - 8, local, 16, 0), TSHMEM_ERR_INVALID_ARG) << "runs past the heap end";
   EXPECT_EQ(tshmem_putmem(buffer, nullptr, 16, 0), TSHMEM_ERR_INVALID_ARG) << "NULL source";
   EXPECT_EQ(tshmem_ptr(local, 0), nullptr);
+  // One past the end is no heap address (on vmm the first registered buffer starts there).
+  EXPECT_EQ(tshmem_ptr(heap_end, tshmem_my_pe()), nullptr) << "the heap's end";
+  EXPECT_NE(tshmem_ptr(heap_end - 1, tshmem_my_pe()), nullptr) << "the heap's last byte";
   tshmem_free(buffer);
 }
 
