@@ -1,27 +1,10 @@
 // The exported C API: argument checks and the exception fence. Logic lives in the components.
 #include <cstdlib>
-#include <exception>
-#include <new>
 
 #include "context.h"
 
 namespace tshmemi {
 namespace {
-
-// Every extern "C" function runs its body through this: no exception crosses the C boundary.
-template <typename F>
-auto guarded(const char *call, F &&body, decltype(body()) on_exception) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    set_error(TSHMEM_ERR_OUT_OF_MEMORY, "%s: host memory exhausted", call);
-  } catch (const std::exception &e) {
-    set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception: %s", call, e.what());
-  } catch (...) {
-    set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception", call);
-  }
-  return on_exception;
-}
 
 void *allocate(const char *call, CollectiveKind kind, uint64_t size, uint64_t alignment) {
   return guarded(

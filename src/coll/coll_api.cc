@@ -5,8 +5,6 @@
 // the same on every member), so members that pass the same bad arguments all fail alike, with the same
 // message, and none launches; see tshmemx.h for what happens when members diverge.
 #include <algorithm>
-#include <exception>
-#include <new>
 
 #include "coll/coll_launch.h"
 #include "coll/coll_spanning.h"
@@ -221,22 +219,6 @@ Status coll_move(CollKind kind, const char *call, tshmem_team_t team, void *dst,
   return coll_launch(launch, 1, 32, ctx->coll_early_launch, stream);
 }
 
-namespace {
-
-template <typename F>
-int guarded(const char *call, F &&body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return set_error(TSHMEM_ERR_OUT_OF_MEMORY, "%s: host memory exhausted", call);
-  } catch (const std::exception &e) {
-    return set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception: %s", call, e.what());
-  } catch (...) {
-    return set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception", call);
-  }
-}
-
-}  // namespace
 }  // namespace tshmemi
 
 using namespace tshmemi;
@@ -245,53 +227,53 @@ extern "C" {
 
 TSHMEM_API int tshmemx_allreduce_on_stream(tshmem_team_t team, void *dst, const void *src, size_t count,
                                            tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream) {
-  return guarded("tshmemx_allreduce_on_stream", [&] {
+  return guarded_status("tshmemx_allreduce_on_stream", [&] {
     return coll_allreduce("tshmemx_allreduce_on_stream", team, dst, src, count, dtype, op, stream, false);
   });
 }
 
 TSHMEM_API int tshmemx_reduce_scatter_on_stream(tshmem_team_t team, void *dst, const void *src, size_t count,
                                                 tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream) {
-  return guarded("tshmemx_reduce_scatter_on_stream",
-                 [&] { return reduce_scatter(team, dst, src, count, dtype, op, stream); });
+  return guarded_status("tshmemx_reduce_scatter_on_stream",
+                        [&] { return reduce_scatter(team, dst, src, count, dtype, op, stream); });
 }
 
 TSHMEM_API int tshmemx_allgather_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes,
                                            tshmemx_stream_t stream) {
-  return guarded("tshmemx_allgather_on_stream", [&] {
+  return guarded_status("tshmemx_allgather_on_stream", [&] {
     return coll_move(CollKind::kFcollect, "tshmemx_allgather_on_stream", team, dst, src, nbytes, 0, stream, false);
   });
 }
 
 TSHMEM_API int tshmemx_alltoall_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes,
                                           tshmemx_stream_t stream) {
-  return guarded("tshmemx_alltoall_on_stream", [&] {
+  return guarded_status("tshmemx_alltoall_on_stream", [&] {
     return coll_move(CollKind::kAlltoall, "tshmemx_alltoall_on_stream", team, dst, src, nbytes, 0, stream, false);
   });
 }
 
 TSHMEM_API int tshmemx_broadcast_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root,
                                            tshmemx_stream_t stream) {
-  return guarded("tshmemx_broadcast_on_stream", [&] {
+  return guarded_status("tshmemx_broadcast_on_stream", [&] {
     return coll_move(CollKind::kBroadcast, "tshmemx_broadcast_on_stream", team, dst, src, nbytes, root, stream, false);
   });
 }
 
 TSHMEM_API int tshmemx_barrier_on_stream(tshmem_team_t team, tshmemx_stream_t stream) {
-  return guarded("tshmemx_barrier_on_stream", [&] {
+  return guarded_status("tshmemx_barrier_on_stream", [&] {
     return coll_move(CollKind::kBarrier, "tshmemx_barrier_on_stream", team, nullptr, nullptr, 0, 0, stream, false);
   });
 }
 
 TSHMEM_API int tshmemx_barrier_all_on_stream(tshmemx_stream_t stream) {
-  return guarded("tshmemx_barrier_all_on_stream", [&] {
+  return guarded_status("tshmemx_barrier_all_on_stream", [&] {
     return coll_move(CollKind::kBarrier, "tshmemx_barrier_all_on_stream", TSHMEM_TEAM_WORLD, nullptr, nullptr, 0, 0,
                      stream, false);
   });
 }
 
 TSHMEM_API int tshmemx_sync_all_on_stream(tshmemx_stream_t stream) {
-  return guarded("tshmemx_sync_all_on_stream", [&] {
+  return guarded_status("tshmemx_sync_all_on_stream", [&] {
     return coll_move(CollKind::kBarrier, "tshmemx_sync_all_on_stream", TSHMEM_TEAM_WORLD, nullptr, nullptr, 0, 0,
                      stream, false);
   });

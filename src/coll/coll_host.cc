@@ -1,9 +1,7 @@
 // Host-blocking collectives (tshmemi_host_reduce/fcollect/alltoall/broadcast, tshmem_barrier): the on-stream
 // collective's own checks, one checked rendezvous (the heap's symmetry check, so PEs whose calls differ are named
 // on every PE and nothing is launched anywhere), then the on-stream kernel on tshmem's internal stream, waited for.
-#include <exception>
 #include <mutex>
-#include <new>
 
 #include "coll/coll_launch.h"
 #include "coll/team.h"
@@ -116,19 +114,6 @@ Status host_collective(const HostCollective &c) {
   return coll_run_blocking(c.call, launch_on, const_cast<HostCollective *>(&c));
 }
 
-template <typename F>
-int guarded(const char *call, F &&body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return set_error(TSHMEM_ERR_OUT_OF_MEMORY, "%s: host memory exhausted", call);
-  } catch (const std::exception &e) {
-    return set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception: %s", call, e.what());
-  } catch (...) {
-    return set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception", call);
-  }
-}
-
 }  // namespace
 }  // namespace tshmemi
 
@@ -147,7 +132,7 @@ TSHMEM_API int tshmemi_host_reduce(tshmem_team_t team, void *dst, const void *sr
   c.count = count;
   c.dtype = dtype;
   c.op = op;
-  return guarded(c.call, [&] { return host_collective(c); });
+  return guarded_status(c.call, [&] { return host_collective(c); });
 }
 
 TSHMEM_API int tshmemi_host_fcollect(tshmem_team_t team, void *dst, const void *src, size_t nbytes) {
@@ -158,7 +143,7 @@ TSHMEM_API int tshmemi_host_fcollect(tshmem_team_t team, void *dst, const void *
   c.dst = dst;
   c.src = src;
   c.count = nbytes;
-  return guarded(c.call, [&] { return host_collective(c); });
+  return guarded_status(c.call, [&] { return host_collective(c); });
 }
 
 TSHMEM_API int tshmemi_host_alltoall(tshmem_team_t team, void *dst, const void *src, size_t nbytes) {
@@ -169,7 +154,7 @@ TSHMEM_API int tshmemi_host_alltoall(tshmem_team_t team, void *dst, const void *
   c.dst = dst;
   c.src = src;
   c.count = nbytes;
-  return guarded(c.call, [&] { return host_collective(c); });
+  return guarded_status(c.call, [&] { return host_collective(c); });
 }
 
 TSHMEM_API int tshmemi_host_broadcast(tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root) {
@@ -181,7 +166,7 @@ TSHMEM_API int tshmemi_host_broadcast(tshmem_team_t team, void *dst, const void 
   c.src = src;
   c.count = nbytes;
   c.root = root;
-  return guarded(c.call, [&] { return host_collective(c); });
+  return guarded_status(c.call, [&] { return host_collective(c); });
 }
 
 // Exported under its OpenSHMEM name for C units; CUDA units reach it as tshmemi_host_barrier (host_device_names.cc).
@@ -190,7 +175,7 @@ TSHMEM_API int tshmem_barrier(tshmem_team_t team) {
   c.kind = CollectiveKind::kTeamBarrier;
   c.call = "tshmem_barrier";
   c.team = team;
-  return guarded(c.call, [&] { return host_collective(c); });
+  return guarded_status(c.call, [&] { return host_collective(c); });
 }
 
 }  // extern "C"

@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <mutex>
+#include <new>
 
 namespace tshmemi {
 namespace {
@@ -69,6 +71,18 @@ std::string pe_tag() {
   const LogConfig &config = log_config();
   if (config.my_pe < 0) return format("[PE ?/? %s:%d]", host, static_cast<int>(getpid()));
   return format("[PE %d/%d %s:%d]", config.my_pe, config.n_pes, host, static_cast<int>(getpid()));
+}
+
+Status current_exception_status(const char *call) {
+  try {
+    throw;
+  } catch (const std::bad_alloc &) {
+    return set_error(TSHMEM_ERR_OUT_OF_MEMORY, "%s: host memory exhausted", call);
+  } catch (const std::exception &e) {
+    return set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception: %s", call, e.what());
+  } catch (...) {
+    return set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception", call);
+  }
 }
 
 Status set_error_message(Status status, const std::string &message) {

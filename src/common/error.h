@@ -23,6 +23,33 @@ Status last_error_code();
 const std::string &last_error_message();
 void clear_last_error();
 
+/// The status of the exception being handled, recorded as the last error naming `call`:
+/// TSHMEM_ERR_OUT_OF_MEMORY for std::bad_alloc, TSHMEM_ERR_INTERNAL for anything else. Call it only inside a
+/// catch block (it rethrows the current exception to classify it).
+Status current_exception_status(const char *call);
+
+/// Runs the body of an extern "C" function so that no exception crosses the C boundary: after one, the
+/// error is recorded and `on_exception` returned.
+template <typename F>
+auto guarded(const char *call, F &&body, decltype(body()) on_exception) -> decltype(body()) {
+  try {
+    return body();
+  } catch (...) {
+    current_exception_status(call);
+    return on_exception;
+  }
+}
+
+/// The same for a body that returns a status: an exception becomes its status.
+template <typename F>
+int guarded_status(const char *call, F &&body) {
+  try {
+    return body();
+  } catch (...) {
+    return current_exception_status(call);
+  }
+}
+
 enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
 
 /// Subsystems for TSHMEM_DEBUG_SUBSYS masks.

@@ -5,9 +5,7 @@
 // of the registration range in every view (src/mem/vmm_backend.cc), and the device's address formula reaches it
 // like heap memory. The offsets are chosen first fit by the same rule on every PE, like the heap's.
 #include <algorithm>
-#include <exception>
 #include <mutex>
-#include <new>
 
 #include "context.h"
 #include "tshmem/tshmem.h"
@@ -143,33 +141,18 @@ int unregister_symmetric(void *addr, size_t size) {
   return ctx->mem->unmap_registration(offset - ctx->mem->registration_base());
 }
 
-template <typename T, typename F>
-T guarded(const char *call, T failed, F &&body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    set_error(TSHMEM_ERR_OUT_OF_MEMORY, "%s: host memory exhausted", call);
-  } catch (const std::exception &e) {
-    set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception: %s", call, e.what());
-  } catch (...) {
-    set_error(TSHMEM_ERR_INTERNAL, "%s: unexpected exception", call);
-  }
-  return failed;
-}
-
 }  // namespace
 }  // namespace tshmemi
 
 extern "C" {
 
 TSHMEM_API void *tshmemx_buffer_register_symmetric(void *buf, size_t size, int flags) {
-  return tshmemi::guarded<void *>(tshmemi::kRegister, nullptr,
-                                  [&] { return tshmemi::register_symmetric(buf, size, flags); });
+  return tshmemi::guarded(
+      tshmemi::kRegister, [&] { return tshmemi::register_symmetric(buf, size, flags); }, static_cast<void *>(nullptr));
 }
 
 TSHMEM_API int tshmemx_buffer_unregister_symmetric(void *addr, size_t size) {
-  return tshmemi::guarded<int>(tshmemi::kUnregister, TSHMEM_ERR_INTERNAL,
-                               [&] { return tshmemi::unregister_symmetric(addr, size); });
+  return tshmemi::guarded_status(tshmemi::kUnregister, [&] { return tshmemi::unregister_symmetric(addr, size); });
 }
 
 }  // extern "C"
