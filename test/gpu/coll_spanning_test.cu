@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "coll_reference.h"
 #include "device_test_util.h"
 #include "tshmem/device/c_coll.cuh"
 #include "tshmem/device/coll.cuh"
@@ -23,53 +24,7 @@ namespace {
 
 using tshmem_device_test::SymBuffer;
 
-// ---- the reference -------------------------------------------------------------------------------------------
-template <class T>
-struct Traits;
-template <>
-struct Traits<float> {
-  static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_FLOAT;
-  static float to_acc(float x) { return x; }
-  static float from_acc(float a) { return a; }
-};
-template <>
-struct Traits<__half> {
-  static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_HALF;
-  static float to_acc(__half x) { return __half2float(x); }
-  static __half from_acc(float a) { return __float2half_rn(a); }
-};
-template <>
-struct Traits<__nv_bfloat16> {
-  static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_BFLOAT16;
-  static float to_acc(__nv_bfloat16 x) { return __bfloat162float(x); }
-  static __nv_bfloat16 from_acc(float a) { return __float2bfloat16_rn(a); }
-};
-template <>
-struct Traits<int32_t> {
-  static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_INT32;
-  static int32_t to_acc(int32_t x) { return x; }
-  static int32_t from_acc(int32_t a) { return a; }
-};
-template <>
-struct Traits<int64_t> {
-  static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_INT64;
-  static int64_t to_acc(int64_t x) { return x; }
-  static int64_t from_acc(int64_t a) { return a; }
-};
-
-template <class A>
-A combine(tshmemx_redop_t op, A acc, A x) {
-  if constexpr (std::is_integral_v<A>) {
-    using U = std::make_unsigned_t<A>;
-    if (op == TSHMEMX_OP_SUM) return static_cast<A>(static_cast<U>(acc) + static_cast<U>(x));
-    if (op == TSHMEMX_OP_MIN) return x < acc ? x : acc;
-    return x > acc ? x : acc;
-  } else {
-    if (op == TSHMEMX_OP_SUM) return acc + x;
-    if (op == TSHMEMX_OP_MIN) return std::fmin(acc, x);
-    return std::fmax(acc, x);
-  }
-}
+using namespace tshmem_coll_reference;
 
 /// PE `pe`'s value at index i: signs and fractions whose f32 sum depends on the order, integers that wrap.
 template <class T>
@@ -84,13 +39,7 @@ T value(int pe, size_t i) {
 /// op over PEs 0..n-1 of value(pe, first + i), in that order.
 template <class T>
 std::vector<T> reference(tshmemx_redop_t op, int n, size_t first, size_t count) {
-  std::vector<T> out(count);
-  for (size_t i = 0; i < count; ++i) {
-    auto acc = Traits<T>::to_acc(value<T>(0, first + i));
-    for (int pe = 1; pe < n; ++pe) acc = combine(op, acc, Traits<T>::to_acc(value<T>(pe, first + i)));
-    out[i] = Traits<T>::from_acc(acc);
-  }
-  return out;
+  return reduce_in_order<T>(op, n, first, count, [](int pe, size_t i) { return value<T>(pe, i); });
 }
 
 template <class T>
@@ -107,19 +56,6 @@ size_t first_difference(const std::vector<T> &a, const std::vector<T> &b) {
   return a.size() == b.size() ? SIZE_MAX : std::min(a.size(), b.size());
 }
 
-template <class T>
-std::vector<T> download(const T *device, size_t count) {
-  std::vector<T> host(count);
-  TSHMEM_CUDA_EXPECT(cudaMemcpy(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost));
-  return host;
-}
-
-template <class T>
-void upload(T *device, const std::vector<T> &host) {
-  TSHMEM_CUDA_EXPECT(cudaMemcpy(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-}
-
-const char *op_name(tshmemx_redop_t op) { return op == TSHMEMX_OP_SUM ? "sum" : op == TSHMEMX_OP_MIN ? "min" : "max"; }
 tshmem::redop device_op(tshmemx_redop_t op) {
   return op == TSHMEMX_OP_SUM ? tshmem::redop::sum : op == TSHMEMX_OP_MIN ? tshmem::redop::min : tshmem::redop::max;
 }
