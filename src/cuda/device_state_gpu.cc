@@ -79,6 +79,7 @@ Status publish_proxy_channel(const Context &ctx, tshmemi_device_state *state) {
   void *device = nullptr;
   TSHMEM_CUDA_CHECK(cudaHostGetDevicePointer(&device, ctx.host_rma->device_channel(), 0));
   state->reserved[TSHMEMI_STATE_PROXY_CHANNEL] = reinterpret_cast<uint64_t>(device);
+  state->reserved[TSHMEMI_STATE_PROXY_DEVICE_SIDE] = reinterpret_cast<uint64_t>(ctx.host_rma->device_side());
   return TSHMEM_SUCCESS;
 }
 

@@ -29,8 +29,11 @@ class HostRma {
   virtual Status sync() = 0;
   /// Collective over all PEs: drains every channel, then stops the proxy.
   virtual Status destroy() = 0;
-  /// The channel kernels post to (host address), and its ticket counter for device producers.
+  /// The channel kernels post to (host address; CPU producers post there too).
   virtual tshmemi_proxy_channel *device_channel() = 0;
+  /// Its device-memory side, where kernels take tickets and read the counters they wait on (device address);
+  /// nullptr without a GPU.
+  virtual tshmemi_proxy_device_side *device_side() = 0;
   /// Requests refused since init, and the last refusal's message.
   virtual uint64_t refused(std::string *last) = 0;
 };

@@ -158,10 +158,10 @@ class Proxy final : public HostRma {
       ring->capacity = config_.ring_entries;
       ring->head_ptr = &ring->head;
     }
-    // Kernels count tickets in device memory (a GPU's atomics on host memory are not atomic with the CPU's).
-    uint64_t *device_head = nullptr;
-    TSHMEM_CHECK(memory_->alloc_device_counter(&device_head));
-    if (device_head != nullptr) rings_[kDeviceRing]->head_ptr = device_head;
+    // Kernels count tickets in device memory (a GPU's atomics on host memory are not atomic with the CPU's),
+    // and read the counters they wait on there (proxy_types.h, tshmemi_proxy_device_side).
+    TSHMEM_CHECK(memory_->alloc_device_side(config_.ring_entries, &device_side_));
+    if (device_side_ != nullptr) rings_[kDeviceRing]->head_ptr = &device_side_->head;
     for (int i = 0; i < kProxyRecvBuffers; ++i) TSHMEM_CHECK(post_receive(i));
     thread_ = std::thread([this] { run(); });
     return TSHMEM_SUCCESS;
@@ -208,6 +208,7 @@ class Proxy final : public HostRma {
   }
 
   tshmemi_proxy_channel *device_channel() override { return rings_[kDeviceRing]; }
+  tshmemi_proxy_device_side *device_side() override { return device_side_; }
 
   uint64_t refused(std::string *last) override {
     std::lock_guard<std::mutex> lock(refusal_mutex_);
@@ -857,8 +858,9 @@ class Proxy final : public HostRma {
   std::unique_ptr<Messenger> msg_;
   std::unique_ptr<ProxyMemory> memory_;
   tshmemi_proxy_channel *rings_[2] = {nullptr, nullptr};
-  uint64_t next_[2] = {0, 0};   ///< the next ticket to take from each ring
-  std::deque<Taken> taken_[2];  ///< taken tickets whose slots are not freed yet, per ring
+  tshmemi_proxy_device_side *device_side_ = nullptr;  ///< owned by memory_ (device memory), nullptr on shm
+  uint64_t next_[2] = {0, 0};                         ///< the next ticket to take from each ring
+  std::deque<Taken> taken_[2];                        ///< taken tickets whose slots are not freed yet, per ring
 
   std::vector<char *> send_, recv_;
   std::vector<Messenger::Request> send_requests_, recv_requests_;

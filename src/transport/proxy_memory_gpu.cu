@@ -54,7 +54,7 @@ class GpuProxyMemory final : public ProxyMemory {
   explicit GpuProxyMemory(int device) : device_(device) {}
   ~GpuProxyMemory() override {
     if (result_ != nullptr) cudaFreeHost(result_);
-    if (counter_ != nullptr) cudaFree(counter_);
+    if (device_side_ != nullptr) cudaFree(device_side_);
     for (Lane &lane : lanes_) {
       for (cudaEvent_t event : lane.events)
         if (event != nullptr) cudaEventDestroy(event);
@@ -89,10 +89,12 @@ class GpuProxyMemory final : public ProxyMemory {
     return TSHMEM_SUCCESS;
   }
   void free_staging(void *staging) override { cudaFreeHost(staging); }
-  Status alloc_device_counter(uint64_t **out) override {
-    TSHMEMI_PROXY_CUDA(cudaMalloc(reinterpret_cast<void **>(&counter_), sizeof(uint64_t)));
-    TSHMEMI_PROXY_CUDA(cudaMemset(counter_, 0, sizeof(uint64_t)));
-    *out = counter_;
+  Status alloc_device_side(uint32_t capacity, tshmemi_proxy_device_side **out) override {
+    tshmemi_proxy_device_side initial = {};
+    initial.capacity = capacity;
+    TSHMEMI_PROXY_CUDA(cudaMalloc(reinterpret_cast<void **>(&device_side_), sizeof(initial)));
+    TSHMEMI_PROXY_CUDA(cudaMemcpy(device_side_, &initial, sizeof(initial), cudaMemcpyHostToDevice));
+    *out = device_side_;
     return TSHMEM_SUCCESS;
   }
 
@@ -214,7 +216,7 @@ class GpuProxyMemory final : public ProxyMemory {
   int device_;
   Lane lanes_[2];
   unsigned long long *result_ = nullptr;  ///< where unread old values go
-  uint64_t *counter_ = nullptr;
+  tshmemi_proxy_device_side *device_side_ = nullptr;
   void *dsts_[kBatch] = {};
   const void *srcs_[kBatch] = {};
   size_t sizes_[kBatch] = {};

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 /** Bump when the request or channel layout changes. */
-#define TSHMEMI_PROXY_LAYOUT 1u
+#define TSHMEMI_PROXY_LAYOUT 2u
 
 enum tshmemi_proxy_op {
   TSHMEMI_PROXY_PUT = 1,        /**< bytes from `local` (this PE) to heap offset `remote` of `pe`. */
@@ -93,6 +93,27 @@ typedef struct tshmemi_proxy_channel {
 #ifdef __cplusplus
 static_assert(sizeof(tshmemi_proxy_request) == 64, "request layout: bump TSHMEMI_PROXY_LAYOUT");
 static_assert(sizeof(tshmemi_proxy_channel) == 256, "channel layout: bump TSHMEMI_PROXY_LAYOUT");
+#endif
+
+/**
+ * The device-memory side of the device channel, for kernels only (on a GPU heap; none on shm). Kernels take
+ * tickets here and read copies of the channel's counters here, because reading mapped host memory from many
+ * warps at once starves the GPU's copy engines and its command fetch: on an H200, 32 blocks polling one host
+ * word cut device-to-host copies from 55 to 5.3 GB/s and stretched an 8-byte copy's round trip from 6 to 85 us,
+ * whatever the pause between reads; one poller cost nothing measurable. So one thread at a time (the holder
+ * of `poll_gate`) reads the host words and raises the copies; every other waiter reads device memory.
+ */
+typedef struct tshmemi_proxy_device_side {
+  uint64_t head;      /**< next ticket (the device channel's head_ptr points here). */
+  uint64_t tail_seen; /**< the highest `tail` a kernel has read: a lower bound of the channel's. */
+  uint64_t done_seen; /**< the highest `done` a kernel has read. */
+  uint32_t capacity;  /**< the channel's, so that a post reads no host memory. */
+  uint32_t poll_gate; /**< 1 while a thread reads the channel's host words. */
+  uint64_t pad[4];
+} tshmemi_proxy_device_side;
+
+#ifdef __cplusplus
+static_assert(sizeof(tshmemi_proxy_device_side) == 64, "device side layout: bump TSHMEMI_PROXY_LAYOUT");
 #endif
 
 /** A fetched value for a kernel, by ticket (`capacity` of them follow the requests). */

@@ -48,7 +48,8 @@ typedef struct tshmemi_device_state {
   uint64_t reserved[4];               /**< Room to grow without a layout change; [TSHMEMI_STATE_PROXY_CHANNEL]
                                            is this PE's off-node proxy channel (device address), 0 without;
                                            [TSHMEMI_STATE_TEAM_TABLE] its team table; [TSHMEMI_STATE_SYMMETRIC_SPAN]
-                                           the heap and registration range; the others zero. */
+                                           the heap and registration range; [TSHMEMI_STATE_PROXY_DEVICE_SIDE]
+                                           the channel's device-memory side (proxy_types.h), 0 without. */
   uint64_t peer_base[TSHMEM_MAX_PES]; /**< Where this PE sees each PE's heap; 0 = no load/store path. */
 } tshmemi_device_state;
 
@@ -67,6 +68,8 @@ static_assert(sizeof(tshmemi_device_state) == 96 + 8 * TSHMEM_MAX_PES, "layout f
 /** Which reserved word holds the bytes from heap_base that are symmetric: the heap and, after it, the range where
  *  registered buffers are mapped (tshmemx_buffer_register_symmetric); 0 means heap_size. */
 #define TSHMEMI_STATE_SYMMETRIC_SPAN 2
+/** Which reserved word holds the proxy channel's device-memory side (tshmemi_proxy_device_side), 0 without. */
+#define TSHMEMI_STATE_PROXY_DEVICE_SIDE 3
 /** Entries of the team table; equals TSHMEM_MAX_TEAMS (checked in src/coll/team.cc). */
 #define TSHMEMI_TEAM_SLOTS 32
 

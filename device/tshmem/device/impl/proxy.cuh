@@ -36,15 +36,45 @@ TSHMEMI_DEVICE_COLD void trap_no_channel(const char *call, int pe, const tshmemi
   __trap();
 }
 
+TSHMEMI_DEVICE tshmemi_proxy_device_side *device_side(const tshmemi_device_state &st) {
+  return reinterpret_cast<tshmemi_proxy_device_side *>(st.reserved[TSHMEMI_STATE_PROXY_DEVICE_SIDE]);
+}
+
+/// Reads `host` (a word of the channel, in mapped host memory) if no other thread of this GPU is reading one:
+/// true with *value when it did. One reader at a time (proxy_types.h, tshmemi_proxy_device_side: why).
+TSHMEMI_DEVICE bool read_host_word_gated(const uint64_t *host, tshmemi_proxy_device_side *ds, uint64_t *value) {
+  if (atomicCAS(&ds->poll_gate, 0u, 1u) != 0u) return false;
+  *value = load_volatile(host);
+  __threadfence();
+  atomicExch(&ds->poll_gate, 0u);
+  return true;
+}
+
+/// Waits until the channel's counter `host` (tail or done) exceeds `ticket`. Waiters read its device-memory
+/// copy `seen`; the thread that holds the gate reads the host word and raises the copy for all of them.
+TSHMEMI_DEVICE_COLD void wait_above(const uint64_t *host, uint64_t *seen, unsigned long long ticket,
+                                    tshmemi_proxy_device_side *ds) {
+  while (load_volatile(seen) <= ticket) {
+    uint64_t now = 0;
+    if (read_host_word_gated(host, ds, &now)) {
+      atomicMax(reinterpret_cast<unsigned long long *>(seen), static_cast<unsigned long long>(now));
+      if (now > ticket) break;
+    }
+    __nanosleep(128);
+  }
+  __threadfence_system();  // what the proxy completed before raising the counter is seen after it
+}
+
 /// Posts `r` and returns its ticket: takes a ticket, waits while the ring is full (back-pressure), writes the
 /// slot and stores its seq last. With TSHMEMI_PROXY_FLAG_RESULT_SLOT, `local` becomes the ticket's result slot.
+/// Reads no host memory unless the ring looks full.
 TSHMEMI_DEVICE_COLD unsigned long long post(tshmemi_proxy_request r, const char *call, const tshmemi_device_state &st) {
   tshmemi_proxy_channel *ch = channel(st);
-  if (ch == nullptr) trap_no_channel(call, r.pe, st);
-  const uint32_t capacity = load_volatile(&ch->capacity);
-  auto *head = reinterpret_cast<unsigned long long *>(load_volatile(&ch->head_ptr));
-  const unsigned long long ticket = atomicAdd(head, 1ull);
-  while (ticket - load_volatile(&ch->tail) >= capacity) __nanosleep(256);
+  tshmemi_proxy_device_side *ds = device_side(st);
+  if (ch == nullptr || ds == nullptr) trap_no_channel(call, r.pe, st);
+  const uint32_t capacity = ds->capacity;
+  const unsigned long long ticket = atomicAdd(reinterpret_cast<unsigned long long *>(&ds->head), 1ull);
+  if (ticket >= capacity) wait_above(&ch->tail, &ds->tail_seen, ticket - capacity, ds);
   const uint32_t index = static_cast<uint32_t>(ticket & (capacity - 1));
   if (r.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT)
     r.local = reinterpret_cast<uint64_t>(&tshmemi_proxy_results(ch, capacity)[index].value);
@@ -58,8 +88,8 @@ TSHMEMI_DEVICE_COLD unsigned long long post(tshmemi_proxy_request r, const char 
 
 /// Waits until the proxy has taken `ticket` (a put's source may be reused).
 TSHMEMI_DEVICE_COLD void wait_taken(unsigned long long ticket, const tshmemi_device_state &st) {
-  const tshmemi_proxy_channel *ch = channel(st);
-  while (load_volatile(&ch->tail) <= ticket) __nanosleep(256);
+  tshmemi_proxy_device_side *ds = device_side(st);
+  wait_above(&channel(st)->tail, &ds->tail_seen, ticket, ds);
 }
 
 /// Every request this PE posted before is complete at its target (and every get's destination filled).
@@ -68,9 +98,8 @@ TSHMEMI_DEVICE_COLD void quiet(const tshmemi_device_state &st) {
   r.op = TSHMEMI_PROXY_QUIET;
   r.pe = st.my_pe;
   const unsigned long long ticket = post(r, "tshmem_quiet", st);
-  const tshmemi_proxy_channel *ch = channel(st);
-  while (load_volatile(&ch->done) <= ticket) __nanosleep(256);
-  __threadfence_system();
+  tshmemi_proxy_device_side *ds = device_side(st);
+  wait_above(&channel(st)->done, &ds->done_seen, ticket, ds);
 }
 
 /// Posts a GET of at most 8 bytes or a fetching atomic and returns the value (one round trip, no QUIET).
@@ -78,9 +107,9 @@ TSHMEMI_DEVICE_COLD uint64_t fetch(tshmemi_proxy_request r, const char *call, co
   r.flags |= TSHMEMI_PROXY_FLAG_RESULT_SLOT;
   const unsigned long long ticket = post(r, call, st);
   tshmemi_proxy_channel *ch = channel(st);
-  const uint32_t capacity = load_volatile(&ch->capacity);
-  const tshmemi_proxy_result *slot = tshmemi_proxy_results(ch, capacity) + (ticket & (capacity - 1));
-  while (load_volatile(&slot->tag) != ticket + 1) __nanosleep(128);
+  tshmemi_proxy_device_side *ds = device_side(st);
+  const tshmemi_proxy_result *slot = tshmemi_proxy_results(ch, ds->capacity) + (ticket & (ds->capacity - 1));
+  for (uint64_t tag = 0; !read_host_word_gated(&slot->tag, ds, &tag) || tag != ticket + 1;) __nanosleep(128);
   __threadfence_system();
   return load_volatile(&slot->value);
 }
