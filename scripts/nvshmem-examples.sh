@@ -65,7 +65,7 @@ errors='error|failure|Error|FAIL|mismatch'
 declare -A example_np=([moe_shuffle]=16)
 # And its options: -c puts its index tables in cudaMalloc memory; by default they are host malloc memory that
 # its kernels read, which needs HMM or ATS (without -c, at 16 PEs on the 1 x H200 host, it stopped with an
-# illegal memory access; whether that was the host tables is not established: -c has not run there yet).
+# illegal memory access; with -c it ran to the end there, session 7).
 declare -A example_args=([moe_shuffle]="-c")
 
 # The cudaSetDevice shim, used when there are fewer GPUs than PEs.
