@@ -28,14 +28,18 @@ __device__ __forceinline__ void load_pairs(int64_t (&v)[kCountBatch][2], const i
       const longlong2 q = __ldg(reinterpret_cast<const longlong2 *>(idx + f0 + u * stride));
       v[u][0] = q.x, v[u][1] = q.y;
     }
-  } else {
+  } else {  // a batch that ends past n (every batch of the cluster kernel): 16 bytes per pair inside n
 #pragma unroll
-    for (int u = 0; u < kCountBatch; ++u)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int64_t f = f0 + u * stride + e;
-        v[u][e] = f < n ? __ldg(idx + f) : -1;
+    for (int u = 0; u < kCountBatch; ++u) {
+      const int64_t f = f0 + u * stride;
+      if (aligned && f + 1 < n) {
+        const longlong2 q = __ldg(reinterpret_cast<const longlong2 *>(idx + f));
+        v[u][0] = q.x, v[u][1] = q.y;
+      } else {
+        v[u][0] = f < n ? __ldg(idx + f) : -1;
+        v[u][1] = f + 1 < n ? __ldg(idx + f + 1) : -1;
       }
+    }
   }
 }
 
