@@ -53,13 +53,14 @@ class WorkerPool:
         except OSError:
             pass  # it died: the read below says how
         line = _read_line(w.stdout.fileno(), time.time() + self.row_timeout_s)
-        if line is None:
-            if w.poll() is None:
-                w.kill()
-                why = f'worker gave no result in {self.row_timeout_s:.0f} s'
-            else:
+        if line is None or line is EOF:
+            try:  # at EOF the worker is exiting: its status may not be there yet
+                w.wait(timeout=0 if line is None else 20)
                 why = f'worker exited with status {w.returncode} without a result'
-            w.wait()
+            except subprocess.TimeoutExpired:
+                w.kill()
+                w.wait()
+                why = f'worker gave no result in {self.row_timeout_s:.0f} s'
             self.active = None
             return {'i': i, 'error': why, 'fatal': True}
         try:
@@ -88,8 +89,11 @@ class WorkerPool:
         self.active = self.standby = None
 
 
+EOF = object()  # _read_line: the worker closed its end
+
+
 def _read_line(fd, deadline):
-    """One line from fd (no buffering beyond it: one request, one reply), or None at EOF or the deadline."""
+    """One line from fd (no buffering beyond it: one request, one reply); EOF, or None at the deadline."""
     buf = b''
     while not buf.endswith(b'\n'):
         left = deadline - time.time()
@@ -97,7 +101,7 @@ def _read_line(fd, deadline):
             return None
         chunk = os.read(fd, 1)
         if not chunk:
-            return None
+            return EOF
         buf += chunk
     return buf.decode(errors='replace').strip()
 

@@ -2,7 +2,7 @@
 
     PYTHONPATH=<tilelang site>:<tshmem_moe site>:<TileKernels checkout>:perftest/moe python3 side_by_side.py
     (scripts/tilekernels-gpu.sh sets this up.)  Options: --rep N (default 30), --iters N (back-to-back calls,
-    default 100), --only SUBSTRING, --no-tk-shapes, --json FILE, --budget-s S (start no row or cell after S
+    default 100), --only SUBSTRING, --no-tk-shapes, --json FILE, --budget-s S (start no row after S
     seconds), --isolate KERNELS (default get_fused_mapping).
 
 Per row and implementation:
@@ -18,9 +18,9 @@ TileKernels' own generator (generate_topk_idx) and passed to both; in-place inpl
 given a fresh copy each call (the copy is inside both timings).
 
 Rows of the --isolate kernels (TileKernels' get_fused_mapping faults at some shapes and loses its process's CUDA
-context): tshmem_moe's side is measured here; TileKernels' side afterwards in worker processes
+context): tshmem_moe's side is measured here, TileKernels' side right after it in a worker process
 (row_workers.py) on the same tensors (saved with torch.save), so a fault costs only TileKernels' cell of that
-row ('TK faults (illegal memory access)') and the next worker measures the next row.
+row ('TK faults (illegal memory access)') and the next worker (started in advance) measures the next row.
 """
 import argparse
 import json
@@ -202,8 +202,7 @@ def main():
     ap.add_argument('--only', default='')
     ap.add_argument('--no-tk-shapes', action='store_true')
     ap.add_argument('--json', default='')
-    ap.add_argument('--budget-s', type=float, default=0,
-                    help='start no row (and no TileKernels cell of an isolated row) after this many seconds')
+    ap.add_argument('--budget-s', type=float, default=0, help='start no row after this many seconds')
     ap.add_argument('--isolate', default='get_fused_mapping',
                     help="comma-separated kernels whose TileKernels side runs in worker processes ('' none)")
     ap.add_argument('--row-timeout-s', type=float, default=90,
@@ -235,7 +234,6 @@ def main():
     print(hdr)
     print('|' + ' --- |' * 2 + ' ---: |' * 9 + ' --- |')
     out = []
-    deferred = []  # (row, res): isolated rows whose TileKernels side is still to measure
     rc = 0
     try:
         for row in rows:
@@ -259,16 +257,7 @@ def main():
                         break
             if rc:
                 break
-            if id(row) in worker_row:
-                deferred.append((row, res))
-            else:
-                out.append(print_row(kernel, shape, res))
-        # TileKernels' side of the isolated rows, one worker process at a time (a fault ends only its worker).
-        for row, res in deferred:
-            kernel, shape = row[:2]
-            if a.budget_s and time.time() - t_start > a.budget_s:
-                res['tk_cell'] = 'not run (--budget-s spent)'
-            else:
+            if id(row) in worker_row:  # TileKernels' side in a worker process: a fault ends only that worker
                 reply = pool.run(worker_row[id(row)])
                 if 'res' in reply:
                     res['tk'] = tuple(reply['res'])
@@ -294,7 +283,7 @@ def main():
 
 def print_row(kernel, shape, res):
     """Prints one table line; returns its JSON record. res: name -> (kernel_us, host_us, b2b_us, timer) or
-    None; 'tk_cell': the text of TileKernels' cells when it has no figures (a fault, the budget)."""
+    None; 'tk_cell': the text of TileKernels' cells when it has no figures (a fault)."""
     t, k = res.get('tshmem'), res.get('tk')
     tk_cell = res.get('tk_cell')
 

@@ -65,10 +65,10 @@ __device__ __forceinline__ void count_entries(const int64_t *__restrict__ idx, i
 
 // Up to kPackedBins bins, when the grid covers idx[0..n) in one batch (n <= 2 x threads x kCountBatch): each
 // thread counts its 2 x kCountBatch entries in 5-bit fields of one 64-bit word, then per bin one warp sum
-// (REDUX) and, per warp, one shared atomic per bin. A shared atomicAdd per entry into 9 bins serialised the
-// lanes of a warp that hit the same bin (about 6 per instruction), 16 instructions per thread: at 16 k entries
-// on a cluster's 8 SMs that was a large part of group_count's 3.18 us (TileKernels: 2.53, spread over 264
-// blocks of 128 threads with 2 entries each). Every thread of the block calls (full-warp reductions).
+// (REDUX) and, per warp, one shared atomic per bin. The per-entry path is 16 shared atomics per thread, each
+// behind its own compare-and-branch (SASS: ATOMS.POPC.INC), 128 warp atomics per SM on a cluster's 8 SMs at
+// 16 k entries (group_count 3.18 us there; TileKernels 2.53 with 16 per SM: 264 blocks of 128 threads, 2 ids
+// each); here 16 shifts and adds, G warp sums, one atomic. Every thread of the block calls (full-warp sums).
 constexpr int kPackedBins = 12;  // 12 fields of 5 bits in 64; a thread counts at most 2 x kCountBatch = 16
 static_assert(2 * kCountBatch < 32, "a packed field holds at most 31");
 
