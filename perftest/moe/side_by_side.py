@@ -2,7 +2,8 @@
 
     PYTHONPATH=<tilelang site>:<tshmem_moe site>:<TileKernels checkout>:perftest/moe python3 side_by_side.py
     (scripts/tilekernels-gpu.sh sets this up.)  Options: --rep N (default 30), --iters N (back-to-back calls,
-    default 100), --only SUBSTRING, --no-tk-shapes, --json FILE, --budget-s S (start no row after S seconds).
+    default 100), --only SUBSTRING, --no-tk-shapes, --json FILE, --budget-s S (start no row after S
+    seconds), --isolate KERNELS (default get_fused_mapping).
 
 Per row and implementation:
 * kernel_us: TileKernels' own benchmark timer, tilelang's do_bench(fn, backend='cupti', warmup=0, rep=30): the
@@ -15,16 +16,24 @@ Per row and implementation:
 ratio = tshmem_moe / TileKernels (< 1: tshmem_moe is faster). Inputs are built once per row with torch and
 TileKernels' own generator (generate_topk_idx) and passed to both; in-place inplace_unique_group_indices is
 given a fresh copy each call (the copy is inside both timings).
+
+Rows of the --isolate kernels (TileKernels' get_fused_mapping faults at some shapes and loses its process's CUDA
+context): tshmem_moe's side is measured here, TileKernels' side right after it in a worker process
+(row_workers.py) on the same tensors (saved with torch.save), so a fault costs only TileKernels' cell of that
+row ('TK faults (illegal memory access)') and the next worker (started in advance) measures the next row.
 """
 import argparse
 import json
 import math
+import os
 import re
 import sys
+import tempfile
 import time
 
 import torch
 
+import row_workers
 import tilekernels_compat as compat
 
 
@@ -49,6 +58,15 @@ def cupti_or_events(fn, rep):
     return sum(s.elapsed_time(e) for s, e in ev) / rep * 1e3, 'events'
 
 
+def measure(fn, a):
+    """(kernel_us, host_us, b2b_us, timer) of fn; its first call compiles (TileKernels) outside the timing."""
+    fn()
+    torch.cuda.synchronize()
+    k_us, how = cupti_or_events(fn, a.rep)
+    host, b2b = back_to_back(fn, a.iters)
+    return k_us, host, b2b, how
+
+
 def back_to_back(fn, iters):
     fn()
     torch.cuda.synchronize()
@@ -63,7 +81,12 @@ def back_to_back(fn, iters):
     return host, s.elapsed_time(e) / iters * 1e3
 
 
-# ---- rows: (kernel, shape, make) where make(impl) returns a zero-argument callable ----------------------
+# ---- rows: (kernel, shape, make[, args]) where make(impl) returns a zero-argument callable ----------------
+
+
+def call_row(kernel, shape, *args):
+    """A row that calls impl.kernel(*args): its arguments can be saved for a worker process (--isolate)."""
+    return kernel, shape, lambda m: lambda: getattr(m, kernel)(*args), args
 
 def topk_idx_tk(send, k, e_local, ranks):
     from tile_kernels.testing.generator import generate_topk_idx
@@ -111,10 +134,8 @@ def spec_rows():
     rows.append(('inplace_unique_group_indices', f'T={idx.shape[0]} K=9 G=8 (+copy)',
                  lambda m: lambda: m.inplace_unique_group_indices(g.clone(), 8)))
     p = idx.shape[0] * 9 + 127 * 4
-    rows.append(('get_fused_mapping', shape + f' align=128 P={p}',
-                 lambda m: lambda: m.get_fused_mapping(idx, 4, p, 128)))
-    rows.append(('get_fused_mapping', shape + ' align=128 P=0 (sync)',
-                 lambda m: lambda: m.get_fused_mapping(idx, 4, 0, 128)))
+    rows.append(call_row('get_fused_mapping', shape + f' align=128 P={p}', idx, 4, p, 128))
+    rows.append(call_row('get_fused_mapping', shape + ' align=128 P=0 (sync)', idx, 4, 0, 128))
     k, e, h = 6, 32, 7168
     idx6 = distinct_topk(t, k, e, 5)
     import tshmem_moe
@@ -145,8 +166,7 @@ def tk_benchmark_rows():
         idx = topk_idx_tk(prm['num_send_tokens'], prm['num_topk'], prm['num_experts'], prm['num_ep_ranks'])
         e = prm['num_experts']
         shape = f'TK T={idx.shape[0]} K={prm["num_topk"]} E={e}'
-        rows.append(('get_fused_mapping', shape + ' align=128 P=0',
-                     lambda m, idx=idx, e=e: lambda: m.get_fused_mapping(idx, e, 0, 128)))
+        rows.append(call_row('get_fused_mapping', shape + ' align=128 P=0', idx, e, 0, 128))
         if prm['num_topk'] == 2 and e == 9:  # the smallest of TileKernels' shapes for the small kernels
             k, n, ranks = prm['num_topk'], e * prm['num_ep_ranks'], prm['num_ep_ranks']
             w = torch.rand(idx.shape, device='cuda')
@@ -182,12 +202,19 @@ def main():
     ap.add_argument('--only', default='')
     ap.add_argument('--no-tk-shapes', action='store_true')
     ap.add_argument('--json', default='')
-    ap.add_argument('--budget-s', type=float, default=0, help='stop starting rows after this many seconds')
+    ap.add_argument('--budget-s', type=float, default=0, help='start no row after this many seconds')
+    ap.add_argument('--isolate', default='get_fused_mapping',
+                    help="comma-separated kernels whose TileKernels side runs in worker processes ('' none)")
+    ap.add_argument('--row-timeout-s', type=float, default=90,
+                    help='an isolated TileKernels cell that takes longer is reported as a fault')
     ap.add_argument('--warm-only', action='store_true',
                     help="call TileKernels' function of each row once, untimed: fills tilelang's JIT cache "
                          '(TILELANG_CACHE_DIR) for a later table run')
+    ap.add_argument('--tk-worker', default='', metavar='ROWS_FILE', help=argparse.SUPPRESS)
     a = ap.parse_args()
     t_start = time.time()
+    if a.tk_worker:
+        return tk_worker(a)
 
     tk = compat.import_tile_kernels()
     import tshmem_moe
@@ -198,44 +225,55 @@ def main():
           f'{tshmem_moe.get_check_mode()}; kernel_us: do_bench cupti rep={a.rep} (L2 flushed); host_us/b2b_us: '
           f'{a.iters} calls back to back')
     rows = all_rows(a)
+    isolate = {k for k in a.isolate.split(',') if k}
+    isolated = [r for r in rows if r[0] in isolate and r[3] is not None]
+    worker_row = {id(r): j for j, r in enumerate(isolated)}  # rows hold tensors: compared by identity
+    pool, rows_file = start_workers(a, isolated)
     hdr = ('| kernel | shape | tshmem kernel_us | TK kernel_us | ratio | tshmem host_us | TK host_us | ratio | '
            'tshmem b2b_us | TK b2b_us | ratio | timer |')
     print(hdr)
     print('|' + ' --- |' * 2 + ' ---: |' * 9 + ' --- |')
     out = []
-    for kernel, shape, make in rows:
-        if a.budget_s and time.time() - t_start > a.budget_s:
-            print(f'# --budget-s {a.budget_s:.0f} spent: rows from {kernel} {shape} on not run')
-            break
-        res = {}
-        for name, mod in impls.items():
-            try:
-                fn = make(mod)
-                fn()  # TileKernels compiles here
-                torch.cuda.synchronize()
-                k_us, how = cupti_or_events(fn, a.rep)
-                host, b2b = back_to_back(fn, a.iters)
-                res[name] = (k_us, host, b2b, how)
-            except Exception as e:  # noqa: BLE001 - a failing row is reported, the table goes on
-                res[name] = None
-                print(f'# {kernel} {shape} {name}: {type(e).__name__}: {str(e).splitlines()[0][:200]}')
-                if 'illegal memory access' in str(e) or 'CUDA error' in str(e):
-                    print('# the CUDA context is lost: stopping the table here')
-                    print_rows(out)
-                    return 1
-
-        def col(i):
-            t, k = res.get('tshmem'), res.get('tk')
-            ts = f'{t[i]:.2f}' if t else 'fail'
-            ks = f'{k[i]:.2f}' if k else 'fail'
-            r = f'{t[i] / k[i]:.2f}' if t and k and k[i] > 0 else '-'
-            return [ts, ks, r]
-        how = '/'.join(sorted({v[3] for v in res.values() if v}))
-        line = f'| {kernel} | {shape} | ' + ' | '.join(col(0) + col(1) + col(2)) + f' | {how} |'
-        print(line, flush=True)
-        out.append({'kernel': kernel, 'shape': shape,
-                    **{f'{n}_{f}': (v[i] if v else None) for n, v in res.items()
-                       for i, f in enumerate(('kernel_us', 'host_us', 'b2b_us'))}})
+    rc = 0
+    try:
+        for row in rows:
+            kernel, shape, make = row[:3]
+            if a.budget_s and time.time() - t_start > a.budget_s:
+                print(f'# --budget-s {a.budget_s:.0f} spent: rows from {kernel} {shape} on not run')
+                break
+            res = {}
+            for name, mod in impls.items():
+                if name == 'tk' and id(row) in worker_row:
+                    continue
+                try:
+                    res[name] = measure(make(mod), a)
+                except Exception as e:  # noqa: BLE001 - a failing row is reported, the table goes on
+                    msg = f'{type(e).__name__}: {str(e).splitlines()[0][:200]}'
+                    res[name] = None
+                    print(f'# {kernel} {shape} {name}: {msg}')
+                    if row_workers.context_lost(msg):
+                        print('# the CUDA context is lost: stopping the table here')
+                        rc = 1
+                        break
+            if rc:
+                break
+            if id(row) in worker_row:  # TileKernels' side in a worker process: a fault ends only that worker
+                reply = pool.run(worker_row[id(row)])
+                if 'res' in reply:
+                    res['tk'] = tuple(reply['res'])
+                else:
+                    res['tk_cell'] = row_workers.fault_cell(reply['error'])
+                    print(f'# {kernel} {shape} tk (worker process): {reply["error"][:200]}')
+            out.append(print_row(kernel, shape, res))
+    finally:
+        if pool:
+            pool.close()
+            os.unlink(rows_file)
+            print(f'# isolated rows ({",".join(sorted(isolate))}): TileKernels side in {pool.spawned} worker '
+                  'process(es)')
+    if rc:
+        print_rows(out)
+        return rc
     if a.json:
         with open(a.json, 'w') as f:
             for r in out:
@@ -243,10 +281,66 @@ def main():
     return 0
 
 
+def print_row(kernel, shape, res):
+    """Prints one table line; returns its JSON record. res: name -> (kernel_us, host_us, b2b_us, timer) or
+    None; 'tk_cell': the text of TileKernels' cells when it has no figures (a fault)."""
+    t, k = res.get('tshmem'), res.get('tk')
+    tk_cell = res.get('tk_cell')
+
+    def col(i):
+        ts = f'{t[i]:.2f}' if t else 'fail'
+        ks = f'{k[i]:.2f}' if k else (('TK ' + tk_cell) if tk_cell and i == 0 else '-' if tk_cell else 'fail')
+        r = f'{t[i] / k[i]:.2f}' if t and k and k[i] > 0 else '-'
+        return [ts, ks, r]
+    how = '/'.join(sorted({v[3] for n, v in res.items() if n in ('tshmem', 'tk') and v}))
+    print(f'| {kernel} | {shape} | ' + ' | '.join(col(0) + col(1) + col(2)) + f' | {how} |', flush=True)
+    rec = {'kernel': kernel, 'shape': shape}
+    for n in ('tshmem', 'tk'):
+        if n in res or (n == 'tk' and tk_cell):
+            v = res.get(n)
+            rec.update({f'{n}_{f}': (v[i] if v else None) for i, f in enumerate(('kernel_us', 'host_us', 'b2b_us'))})
+    if tk_cell:
+        rec['tk_note'] = tk_cell
+    return rec
+
+
+def start_workers(a, isolated):
+    """Saves the isolated rows' arguments and starts the first worker (it imports while the table runs)."""
+    if not isolated:
+        return None, None
+    fd, rows_file = tempfile.mkstemp(prefix='tk-rows-', suffix='.pt')
+    os.close(fd)
+    torch.save([(r[0], r[1], r[3]) for r in isolated], rows_file)
+    argv = [sys.executable, os.path.abspath(__file__), '--tk-worker', rows_file, '--rep', str(a.rep),
+            '--iters', str(a.iters)]
+    return row_workers.WorkerPool(argv, a.row_timeout_s), rows_file
+
+
+def tk_worker(a):
+    """Worker process: TileKernels' side of isolated rows (row_workers.serve's protocol on the real stdout;
+    anything a library prints goes to stderr)."""
+    proto = os.fdopen(os.dup(1), 'w')
+    os.dup2(2, 1)
+    tk = compat.import_tile_kernels()
+    rows = torch.load(a.tk_worker, map_location='cpu')
+
+    def handle(i):
+        kernel, shape, args = rows[i]
+        try:
+            args = tuple(x.cuda() if torch.is_tensor(x) else x for x in args)
+            k_us, host, b2b, how = measure(lambda: getattr(tk.moe, kernel)(*args), a)
+            return {'i': i, 'res': [k_us, host, b2b, how]}
+        except Exception as e:  # noqa: BLE001 - reported in the row's cell
+            msg = f'{type(e).__name__}: {str(e).splitlines()[0][:200]}'
+            return {'i': i, 'error': msg, 'fatal': row_workers.context_lost(msg)}
+    return row_workers.serve(handle, sys.stdin, proto)
+
+
 def all_rows(a):
     rows = spec_rows() + ([] if a.no_tk_shapes else tk_benchmark_rows())
-    # TileKernels' get_fused_mapping faults at T=34300 K=9 E=4 and above (tk_mapping_diag.py: its shared table
-    # overflows): its rows go last, by token count, so that a lost CUDA context costs no other row.
+    rows = [r if len(r) == 4 else (*r, None) for r in rows]
+    # TileKernels' get_fused_mapping faults at T=10003 K=2 E=4 and T=34300 K=9 E=4 (tk_mapping_diag.py: its
+    # shared table overflows): its rows go last, by token count (their TileKernels side runs in workers).
     def tokens(shape):
         m = re.search(r'T=(\d+)', shape)
         return int(m.group(1)) if m else 0
@@ -256,9 +350,9 @@ def all_rows(a):
 
 def warm(tk, a, t_start):
     n = 0
-    for kernel, shape, make in all_rows(a):
-        if kernel == 'get_fused_mapping':
-            continue  # it faults at the spec's shape; the table run compiles its two variants itself
+    for kernel, shape, make, _ in all_rows(a):
+        if kernel in a.isolate.split(','):
+            continue  # it faults at some shapes; the table's workers compile it (into the same cache)
         try:
             make(tk.moe)()
             torch.cuda.synchronize()
