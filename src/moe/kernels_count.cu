@@ -18,38 +18,28 @@ constexpr int kThreads = 256;
 // so the 324 k entries of T = 36007 K = 9 were 5 dependent memory round trips one pair at a time, 1 now.
 constexpr int kCountBatch = 8;
 
-// The kCountBatch pairs f0 + u * stride + {0, 1} of idx[0..n), -1 past n; every load issued before any use.
-__device__ __forceinline__ void load_pairs(int64_t (&v)[kCountBatch][2], const int64_t *__restrict__ idx, int64_t n,
-                                           int64_t f0, int64_t stride) {
-  const bool aligned = (reinterpret_cast<uintptr_t>(idx) & 15) == 0;  // then idx + f is, f even
-  if (aligned && f0 + (kCountBatch - 1) * stride + 1 < n) {
-#pragma unroll
-    for (int u = 0; u < kCountBatch; ++u) {
-      const longlong2 q = __ldg(reinterpret_cast<const longlong2 *>(idx + f0 + u * stride));
-      v[u][0] = q.x, v[u][1] = q.y;
-    }
-  } else {  // a batch that ends past n (every batch of the cluster kernel): 16 bytes per pair inside n
-#pragma unroll
-    for (int u = 0; u < kCountBatch; ++u) {
-      const int64_t f = f0 + u * stride;
-      if (aligned && f + 1 < n) {
-        const longlong2 q = __ldg(reinterpret_cast<const longlong2 *>(idx + f));
-        v[u][0] = q.x, v[u][1] = q.y;
-      } else {
-        v[u][0] = f < n ? __ldg(idx + f) : -1;
-        v[u][1] = f + 1 < n ? __ldg(idx + f + 1) : -1;
-      }
-    }
-  }
-}
-
 __device__ __forceinline__ void count_entries(const int64_t *__restrict__ idx, int64_t n, int G, int *target,
                                               DeviceError *err, int err_code) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * 2;
+  const bool aligned = (reinterpret_cast<uintptr_t>(idx) & 15) == 0;  // then idx + f is, f even
   for (int64_t f0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 2; f0 < n;
        f0 += stride * kCountBatch) {
     int64_t v[kCountBatch][2];
-    load_pairs(v, idx, n, f0, stride);
+    if (aligned && f0 + (kCountBatch - 1) * stride + 1 < n) {
+#pragma unroll
+      for (int u = 0; u < kCountBatch; ++u) {
+        const longlong2 q = __ldg(reinterpret_cast<const longlong2 *>(idx + f0 + u * stride));
+        v[u][0] = q.x, v[u][1] = q.y;
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < kCountBatch; ++u)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int64_t f = f0 + u * stride + e;
+          v[u][e] = f < n ? __ldg(idx + f) : -1;
+        }
+    }
 #pragma unroll
     for (int u = 0; u < kCountBatch; ++u)
 #pragma unroll
@@ -61,48 +51,6 @@ __device__ __forceinline__ void count_entries(const int64_t *__restrict__ idx, i
           record_value_error(err, err_code, x, f0 + u * stride + e, G);
       }
   }
-}
-
-// Up to kPackedBins bins, when the grid covers idx[0..n) in one batch (n <= 2 x threads x kCountBatch): each
-// thread counts its 2 x kCountBatch entries in 5-bit fields of one 64-bit word, then per bin one warp sum
-// (REDUX) and, per warp, one shared atomic per bin. The per-entry path is 16 shared atomics per thread, each
-// behind its own compare-and-branch (SASS: ATOMS.POPC.INC), 128 warp atomics per SM on a cluster's 8 SMs at
-// 16 k entries (group_count 3.18 us there; TileKernels 2.53 with 16 per SM: 264 blocks of 128 threads, 2 ids
-// each); here 16 shifts and adds, G warp sums, one atomic. Every thread of the block calls (full-warp sums).
-constexpr int kPackedBins = 12;  // 12 fields of 5 bits in 64; a thread counts at most 2 x kCountBatch = 16
-static_assert(2 * kCountBatch < 32, "a packed field holds at most 31");
-
-__device__ __forceinline__ void count_entries_packed(const int64_t *__restrict__ idx, int64_t n, int G, int *bins,
-                                                     DeviceError *err, int err_code) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * 2;
-  const int64_t f0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 2;
-  int64_t v[kCountBatch][2];
-  load_pairs(v, idx, n, f0, stride);
-  unsigned long long packed = 0;
-#pragma unroll
-  for (int u = 0; u < kCountBatch; ++u)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int64_t x = v[u][e];
-      if (x >= 0 && x < G)
-        packed += 1ull << (5 * static_cast<int>(x));
-      else if (x != -1)
-        record_value_error(err, err_code, x, f0 + u * stride + e, G);
-    }
-  const int lane = static_cast<int>(threadIdx.x & 31);
-  unsigned mine = 0;
-#pragma unroll
-  for (int b = 0; b < kPackedBins; ++b) {
-    if (b < G) {  // warp-uniform
-      const unsigned total = __reduce_add_sync(kFullMask, static_cast<unsigned>(packed >> (5 * b)) & 31u);
-      if (lane == b) mine = total;
-    }
-  }
-  if (lane < G && mine != 0) atomicAdd(bins + lane, static_cast<int>(mine));
-#else
-  count_entries(idx, n, G, bins, err, err_code);
-#endif
 }
 
 // The reference's fp32 aux_fi of one count: count * E / (T * num_aux_topk), 0 when the denominator is.
@@ -151,10 +99,7 @@ __global__ void __launch_bounds__(kThreads)
   cg::cluster_group cluster = cg::this_cluster();
   for (int i = threadIdx.x; i < G; i += blockDim.x) bins[i] = 0;
   __syncthreads();
-  if (G <= kPackedBins)
-    count_entries_packed(idx, n, G, bins, err, err_code);  // the grid (the cluster) covers n in one batch
-  else
-    count_entries(idx, n, G, bins, err, err_code);
+  count_entries(idx, n, G, bins, err, err_code);  // the grid is the cluster
   cluster.sync();
   if (cluster.block_rank() == 0) {
     for (int e = threadIdx.x; e < G; e += blockDim.x) {
@@ -240,57 +185,27 @@ __global__ void __launch_bounds__(kThreads)
   for (int k = 0; k < K; ++k) out[t * K + k] = __ldg(row + k) / d;  // IEEE division, not a reciprocal
 }
 
-// normalize_weight for K <= kNormalizeDirectK: one thread per token, no shared memory and no barrier (the tile
-// kernel below paid 1.88 us against TileKernels' 1.42 at T = 8131 K = 2). K is a template argument, so the row
-// is one vector load and one vector store where the rows are aligned to it (K = 2: 8 bytes, K = 4: 16 bytes;
-// VEC), like TileKernels' compile-time K: with a runtime K each of the K scalar loads and stores of a warp
-// touched twice the sectors it used (1.51 us against 1.41).
+// normalize_weight for K <= kNormalizeDirectK: one thread per token, its K loads issued together, no shared
+// memory and no barrier (the tile kernel below paid 1.88 µs against TileKernels' 1.42 at T = 8131 K = 2).
 constexpr int kNormalizeDirectK = 4;
 constexpr int kNormalizeDirectThreads = 128;
 
-template <int K, bool VEC>
 __global__ void __launch_bounds__(kNormalizeDirectThreads)
-    normalize_direct_kernel(const float *__restrict__ w, int64_t T, float *__restrict__ den, float *__restrict__ out) {
+    normalize_direct_kernel(const float *__restrict__ w, int64_t T, int K, float *__restrict__ den,
+                            float *__restrict__ out) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= T) return;
-  float x[K];
-  if constexpr (VEC && K == 2) {
-    const float2 q = __ldg(reinterpret_cast<const float2 *>(w) + t);
-    x[0] = q.x, x[1] = q.y;
-  } else if constexpr (VEC && K == 4) {
-    const float4 q = __ldg(reinterpret_cast<const float4 *>(w) + t);
-    x[0] = q.x, x[1] = q.y, x[2] = q.z, x[3] = q.w;
-  } else {
+  float x[kNormalizeDirectK];
 #pragma unroll
-    for (int k = 0; k < K; ++k) x[k] = __ldg(w + t * K + k);
-  }
+  for (int k = 0; k < kNormalizeDirectK; ++k) x[k] = k < K ? __ldg(w + t * K + k) : 0.0f;
   float d = 1e-20f;
 #pragma unroll
-  for (int k = 0; k < K; ++k) d = d + x[k];
+  for (int k = 0; k < kNormalizeDirectK; ++k)
+    if (k < K) d = d + x[k];
   den[t] = d;
 #pragma unroll
-  for (int k = 0; k < K; ++k) x[k] = x[k] / d;  // IEEE division, not a reciprocal
-  if constexpr (VEC && K == 2) {
-    reinterpret_cast<float2 *>(out)[t] = make_float2(x[0], x[1]);
-  } else if constexpr (VEC && K == 4) {
-    reinterpret_cast<float4 *>(out)[t] = make_float4(x[0], x[1], x[2], x[3]);
-  } else {
-#pragma unroll
-    for (int k = 0; k < K; ++k) out[t * K + k] = x[k];
-  }
-}
-
-template <int K>
-void launch_normalize_direct(const NormalizeArgs &a, const LaunchCtx &c) {
-  const unsigned grid = grid_for(a.T, kNormalizeDirectThreads, INT32_MAX);
-  constexpr uintptr_t kRowBytes = K * sizeof(float);
-  if constexpr (K == 2 || K == 4) {
-    if ((reinterpret_cast<uintptr_t>(a.w) | reinterpret_cast<uintptr_t>(a.out)) % kRowBytes == 0) {
-      normalize_direct_kernel<K, true><<<grid, kNormalizeDirectThreads, 0, c.stream>>>(a.w, a.T, a.den, a.out);
-      return;
-    }
-  }
-  normalize_direct_kernel<K, false><<<grid, kNormalizeDirectThreads, 0, c.stream>>>(a.w, a.T, a.den, a.out);
+  for (int k = 0; k < kNormalizeDirectK; ++k)
+    if (k < K) out[t * K + k] = x[k] / d;  // IEEE division, not a reciprocal
 }
 
 // normalize_weight for 16-byte aligned rows of kNormalizeDirectK < K <= kNormalizeMaxK: a block stages the weights of
@@ -507,12 +422,11 @@ Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
 }
 
 Status launch_normalize_weight(const NormalizeArgs &a, const LaunchCtx &c) {
-  switch (a.K <= kNormalizeDirectK ? a.K : 0) {
-    case 1: launch_normalize_direct<1>(a, c); return kSuccess;
-    case 2: launch_normalize_direct<2>(a, c); return kSuccess;
-    case 3: launch_normalize_direct<3>(a, c); return kSuccess;
-    case 4: launch_normalize_direct<4>(a, c); return kSuccess;
-    default: break;
+  if (a.K <= kNormalizeDirectK) {
+    const unsigned grid = grid_for(a.T, kNormalizeDirectThreads, INT32_MAX);
+    normalize_direct_kernel<<<grid, kNormalizeDirectThreads, 0, c.stream>>>(a.w, a.T, static_cast<int>(a.K), a.den,
+                                                                            a.out);
+    return kSuccess;
   }
   const bool aligned = (reinterpret_cast<uintptr_t>(a.w) | reinterpret_cast<uintptr_t>(a.out)) % 16 == 0;
   if (aligned && a.K <= kNormalizeMaxK) {

@@ -11,12 +11,6 @@
 //      its block's share of the tail [total, P) as -1;
 //   4. each warp places its slots 32 at a time (__match_any_sync ranks); a warp of block 0 whose slots hold
 //      rows writes its token_topk_to_pos entries last, once every block has signalled (acquire).
-// Up to kClusterMaxSlots slots (TileKernels' K = 2 shapes, 16-20 k slots) the same kernel runs as ONE thread
-// block cluster of kClusterBlocks blocks instead (sm_90): the block totals stay in each block's shared memory
-// and every block reads the others' through distributed shared memory after a cluster barrier, so steps 1-2
-// need no global table, no grid barrier and no done-reading handshake (at T = 8131 K = 2 E = 9 the cooperative
-// kernel's chain -- table store, grid barrier, L2 table read, release/acquire before block 0's last stores --
-// made it 8.65 us against TileKernels' 6.43); a last cluster barrier keeps the totals alive until all have read.
 // Every output element is written exactly once (the table's slots twice: the table, then the result). The
 // kernel's time is a chain of dependent round trips (HBM, L2, barriers), so it keeps that chain short: no
 // load behind a branch on an earlier load, no division (multiply-high by launch constants), no loop-carried
@@ -35,9 +29,6 @@ namespace cg = cooperative_groups;
 constexpr int kMaxThreads = 512;
 constexpr int kSteps = 8;     // 32-slot steps per load batch: a warp's first 256 slots in one round trip
 constexpr int kRowLoads = 8;  // table loads in flight per thread in step 2
-// The cluster form: 8 blocks (the portable cluster size) of 16 warps, each warp's slots in one load batch.
-constexpr int kClusterBlocks = 8;
-constexpr int64_t kClusterMaxSlots = int64_t{kClusterBlocks} * (kMaxThreads / 32) * kSteps * 32;  // 32768
 
 struct MappingGeometry {
   int n;          // T * K (<= kMappingIndexLimit, checked by the API, as P is)
@@ -111,17 +102,17 @@ __device__ __forceinline__ void wait_for_readers(const unsigned *done, unsigned 
   __syncwarp();
 }
 
-template <bool CLUSTER>
 __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, MappingGeometry g, DeviceError *err) {
   extern __shared__ int smem[];  // [W][E] warp counts -> prefix over warps -> bases; [E] prefix of earlier
-                                 // blocks; [E] global count; CLUSTER: [E] this block's totals
+                                 // blocks; [E] global count
   __shared__ int rows_free;      // block 0: every block has read the rows table (wait_for_readers)
+  cg::grid_group grid = cg::this_grid();
   const int E = static_cast<int>(a.E), P = static_cast<int>(a.P);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, W = blockDim.x >> 5;
   const int w_shift = 31 - __clz(W);  // W is 8 or 16
   const int nb = gridDim.x, b = blockIdx.x, row = 1 << g.row_shift;
   const unsigned below = (1u << lane) - 1u;
-  int *counts = smem, *pre_blocks = smem + W * E, *count_all = pre_blocks + E, *block_total = count_all + E;
+  int *counts = smem, *pre_blocks = smem + W * E, *count_all = pre_blocks + E;
   int *my = counts + warp * E;
   // The rows table and the count of blocks done reading it: block 0's first slots, until step 4 writes them.
   int *rows = a.token_topk_to_pos;
@@ -134,7 +125,7 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
   const int w1 = static_cast<int>(min(static_cast<int64_t>(w0) + g.warp_len, static_cast<int64_t>(c1)));
   const bool kept = w1 - w0 <= kSteps * 32;  // the whole sub-chunk stays in v[] for step 4
 
-  for (int i = tid; i < W * E + (CLUSTER ? 3 : 2) * E; i += blockDim.x) smem[i] = 0;
+  for (int i = tid; i < W * E + 2 * E; i += blockDim.x) smem[i] = 0;
   if (tid == 0) rows_free = 0;
   __syncthreads();
 
@@ -153,7 +144,7 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
   // Per expert, the W warp counts -> exclusive prefix over warps (32 / W experts per warp pass, one lane
   // per warp); the last lane holds the block total.
   int *my_row = rows + (static_cast<int64_t>(b) << g.row_shift);
-  if (!CLUSTER && nb > 1 && b == 0 && tid == 0) *done = 0u;
+  if (nb > 1 && b == 0 && tid == 0) *done = 0u;
   for (int e0 = warp << (5 - w_shift); e0 < E; e0 += 32) {  // warp-uniform; 32 / W experts per pass
     const int e = e0 + (lane >> w_shift), w = lane & (W - 1);
     const int x = e < E ? counts[w * E + e] : 0;
@@ -165,42 +156,22 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
     if (e < E) {
       counts[w * E + e] = incl - x;
       if (w == W - 1) {
-        if (CLUSTER)
-          block_total[e] = incl;
-        else if (nb > 1)
+        if (nb > 1)
           my_row[e] = incl;
         else
           count_all[e] = incl;
       }
     }
   }
-  if constexpr (CLUSTER) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();  // every block's totals are written (release / acquire across the cluster)
-    for (int e = tid; e < E; e += blockDim.x) {
-      int x[kClusterBlocks];
-#pragma unroll
-      for (int r = 0; r < kClusterBlocks; ++r) x[r] = cluster.map_shared_rank(block_total, r)[e];
-      int all = 0, before = 0;
-#pragma unroll
-      for (int r = 0; r < kClusterBlocks; ++r) all += x[r], before += r < b ? x[r] : 0;
-      count_all[e] = all, pre_blocks[e] = before;
-    }
-    __syncthreads();
-    cluster.barrier_arrive();  // done reading the others' totals; the wait is at the end
-#else
-    __trap();  // never launched: cluster_kernels_built() is false for this code
-#endif
-  } else if (nb > 1) {
+  if (nb > 1) {
     for (int e = E + tid; e < row; e += blockDim.x) my_row[e] = 0;
-    cg::this_grid().sync();
+    grid.sync();
   } else {
     __syncthreads();
   }
 
   // ---- 2. every block's totals: the global count and the prefix of the earlier blocks ----
-  if (!CLUSTER && nb > 1) {
+  if (nb > 1) {
     const int cells = nb << g.row_shift;
     for (int j0 = tid; j0 < cells; j0 += kRowLoads * blockDim.x) {
       int x[kRowLoads];
@@ -274,7 +245,7 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
 
   // ---- 4. placement ----
   __syncwarp();  // this warp's bases (written by lane e above) are visible to every lane
-  bool may_write_rows = CLUSTER || !(nb > 1 && b == 0 && w0 <= (nb << g.row_shift));
+  bool may_write_rows = !(nb > 1 && b == 0 && w0 <= (nb << g.row_shift));
   for (int f0 = w0; f0 < w1; f0 += kSteps * 32) {  // warp-uniform
     if (!kept) load_batch(v, a.idx, f0, w1, E);    // bad values were reported in step 1
     int pos[kSteps];
@@ -301,9 +272,6 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
     for (int s = 0; s < kSteps; ++s)
       if (f0 + s * 32 + lane < w1) a.token_topk_to_pos[f0 + s * 32 + lane] = pos[s];
   }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (CLUSTER) cg::this_cluster().barrier_wait();  // no block's totals vanish while being read
-#endif
 }
 
 }  // namespace
@@ -312,43 +280,12 @@ Status launch_get_fused_mapping(const MappingArgs &a, const LaunchCtx &c) {
   const int64_t n = a.T * a.K;
   const int E = static_cast<int>(a.E);
   // 16 warps (fewer warps wait at each block barrier than with 32; more slots per warp in flight than with
-  // 8), 8 when the [W][E] table and the [E] arrays (2; the cluster form's 3) would pass 48 KB (E > 682; the
-  // cluster form: E > 646).
-  const bool cluster = n <= kClusterMaxSlots && c.cc_major >= 9 && cluster_kernels_built();
-  const size_t arrays = cluster ? 3 : 2;
+  // 8), 8 when the [W][E] table would pass 48 KB (E > 682).
   int threads = kMaxThreads;
-  if ((static_cast<size_t>(threads / 32) * E + arrays * static_cast<size_t>(E)) * 4 > 48 * 1024) threads /= 2;
+  if ((static_cast<size_t>(threads / 32) * E + 2 * static_cast<size_t>(E)) * 4 > 48 * 1024) threads /= 2;
   MappingGeometry g{};
   g.row_shift = 3;
   while ((1 << g.row_shift) < E) ++g.row_shift;
-  const int64_t W = threads / 32;
-  g.n = static_cast<int>(n);
-  g.by_k = FastDiv31::make(static_cast<uint32_t>(a.K));
-  g.by_alignment = FastDiv31::make(static_cast<uint32_t>(a.alignment));  // <= INT32_MAX (API)
-  MappingArgs args = a;
-  DeviceError *err = c.err;
-  void *params[] = {&args, &g, &err};
-  if (cluster) {
-    // One cluster: kClusterBlocks blocks whatever the SM count (a cluster occupies kClusterBlocks SMs).
-    const int64_t chunk = std::max<int64_t>(1, (n + kClusterBlocks - 1) / kClusterBlocks);
-    g.chunk = static_cast<int>(chunk);
-    g.warp_len = static_cast<int>(((chunk + W - 1) / W + 31) / 32 * 32);
-    g.by_blocks = FastDiv31::make(static_cast<uint32_t>(kClusterBlocks));
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(kClusterBlocks);
-    cfg.blockDim = dim3(static_cast<unsigned>(threads));
-    cfg.dynamicSmemBytes = (static_cast<size_t>(W) * E + arrays * static_cast<size_t>(E)) * 4;
-    cfg.stream = c.stream;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = kClusterBlocks;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    MOE_CUDA(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void *>(mapping_kernel<true>), params));
-    return kSuccess;
-  }
   // Blocks: at most one per SM (co-resident for the cooperative launch), >= 1024 slots each, at most 8192
   // table cells for each block to read in step 2, and block 0's slots must hold the table and its counter.
   int64_t nb = c.num_sms;
@@ -356,11 +293,18 @@ Status launch_get_fused_mapping(const MappingArgs &a, const LaunchCtx &c) {
   nb = std::min<int64_t>(nb, std::max<int64_t>(1, n / 1024));
   while (nb > 1 && (n + nb - 1) / nb < (nb << g.row_shift) + 1) --nb;
   const int64_t chunk = std::max<int64_t>(1, (n + nb - 1) / nb);
+  const int64_t W = threads / 32;
+  g.n = static_cast<int>(n);
   g.chunk = static_cast<int>(chunk);
   g.warp_len = static_cast<int>(((chunk + W - 1) / W + 31) / 32 * 32);
+  g.by_k = FastDiv31::make(static_cast<uint32_t>(a.K));
+  g.by_alignment = FastDiv31::make(static_cast<uint32_t>(a.alignment));  // <= INT32_MAX (API)
   g.by_blocks = FastDiv31::make(static_cast<uint32_t>(nb));
   const size_t smem = (static_cast<size_t>(W) * E + 2 * static_cast<size_t>(E)) * 4;
-  MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(mapping_kernel<false>), dim3(static_cast<unsigned>(nb)),
+  MappingArgs args = a;
+  DeviceError *err = c.err;
+  void *params[] = {&args, &g, &err};
+  MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(mapping_kernel), dim3(static_cast<unsigned>(nb)),
                                        dim3(static_cast<unsigned>(threads)), params, smem, c.stream));
   return kSuccess;
 }

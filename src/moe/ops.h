@@ -154,8 +154,6 @@ Status launch_normalize_weight(const NormalizeArgs &a, const LaunchCtx &c);
 Status launch_mask_indices_by_tp(const MaskTpArgs &a, const LaunchCtx &c);
 Status launch_unique(const UniqueArgs &a, const LaunchCtx &c);
 Status launch_get_fused_mapping(const MappingArgs &a, const LaunchCtx &c);
-// Whether the library's kernels were built for sm_90 or later (thread block clusters); asked once.
-bool cluster_kernels_built();
 Status launch_expand(const ExpandArgs &a, const LaunchCtx &c);
 Status launch_reduce_fused(const ReduceArgs &a, const LaunchCtx &c);
 
