@@ -100,8 +100,10 @@ for btl in $btls; do
   json="$out/$btl.jsonl"
   [ -x "$(bin tshmem_staged_limits)" ] && run "$btl" staged_limits tshmem_staged_limits
   if [ "$gpus" -ge 1 ]; then
-    run "$btl" put_bw tshmem_put_bw -b 1M -e 64M -f 4 -n 10 -w 2 -c 32 -t 1024 --json "$json"
-    run "$btl" get_bw tshmem_get_bw -b 1M -e 64M -f 4 -n 10 -w 2 -c 32 -t 1024 --json "$json"
+    # 50 transfers per timed launch: a launch has a fixed cost beside its transfers (the last QUIET's round
+    # trip; on a GPU shared by both PEs, about one 2.2 ms time slice), which 10 left at a tenth of the time.
+    run "$btl" put_bw tshmem_put_bw -b 1M -e 64M -f 4 -n 50 -w 5 -c 32 -t 1024 --json "$json"
+    run "$btl" get_bw tshmem_get_bw -b 1M -e 64M -f 4 -n 50 -w 5 -c 32 -t 1024 --json "$json"
     run "$btl" p_ping_pong tshmem_p_ping_pong_latency -n 200 -w 20 --json "$json"
     run "$btl" put_latency tshmem_put_latency -b 8 -e 8 -n 200 -w 20 -s thread --json "$json"
     run "$btl" proxy_rate tshmem_proxy_rate -c 16 -t 256 -n 32 -w 2 --json "$json"
