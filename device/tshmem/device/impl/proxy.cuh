@@ -126,7 +126,7 @@ TSHMEMI_DEVICE_COLD void trap_registered_off_node(uint64_t offset, int me) {
 
 /// `offset` (heap_offset_of) if it lies in the heap; past it (a registered buffer) traps. The entry points take
 /// heap offsets, not pointers: the caller computes the offset before its peer-slot test for both paths, so the
-/// on-node path reads heap_base where it likes (outside loops) instead of after the test.
+/// on-node path loads the heap base where it likes (outside loops) instead of after the test.
 TSHMEMI_DEVICE uint64_t checked_offset(uint64_t offset, const tshmemi_device_state &st) {
   if (offset >= st.heap_size) trap_registered_off_node(offset, st.my_pe);  // never silently dropped by the proxy
   return offset;
