@@ -67,12 +67,13 @@ TSHMEMI_DEVICE T amo(T *dest, T value, T cond, int pe, const char *call, const t
                 "tshmem atomics: 32/64-bit integers (fetch, set, swap also on float and double)");
   using W = amo_word_t<T>;
   const uint64_t peer = peer_slot_lane(pe, call, st);
+  const uint64_t offset = heap_offset_of(dest, st);
   if (__builtin_expect(peer == 0, 0)) {
     constexpr unsigned kind = kFetch ? proxy_amo_kind<Op>() : (proxy_amo_kind<Op>() & ~unsigned{TSHMEMI_AMO_FETCH});
-    const uint64_t old = proxy::amo(dest, kind, sizeof(W), to_word(value), to_word(cond), pe, call, st);
+    const uint64_t old = proxy::amo(offset, kind, sizeof(W), to_word(value), to_word(cond), pe, call, st);
     return Op == amo_op::set ? value : from_word<T>(static_cast<W>(old));
   }
-  W *word = reinterpret_cast<W *>(rebase_to(dest, peer, st));
+  W *word = at_heap_offset<W>(peer, offset);
   const W v = to_word(value);
   if constexpr (Op == amo_op::fetch) {
     return from_word<T>(load_relaxed_sys(word));

@@ -62,13 +62,14 @@ TSHMEMI_DEVICE void row_barrier(const tshmem::team_view &t, int row, const char 
   uint64_t *flags =
       reinterpret_cast<uint64_t *>(base + TSHMEMI_COLL_SPAN_FLAGS) + static_cast<size_t>(row) * TSHMEMI_COLL_SPAN_TEAM;
   const int rank = static_cast<int>(block::rank()), size = static_cast<int>(block::size());
+  const uint64_t flag_offset = heap_offset_of(flags + t.my_index, st);
   for (int i = rank; i < t.size - 1; i += size) {
     const int pe = t.pe((t.my_index + 1 + i) % t.size);
     const uint64_t peer = peer_slot_lane(pe, call, st);
     if (peer == 0)
-      proxy::arrive(flags + t.my_index, epoch, pe, call, st);  // after this PE's earlier requests, at the target
+      proxy::arrive(flag_offset, epoch, pe, call, st);  // after this PE's earlier requests, at the target
     else
-      store_release_sys(rebase_to(flags + t.my_index, peer, st), epoch);
+      store_release_sys(at_heap_offset<uint64_t>(peer, flag_offset), epoch);
   }
   for (int i = rank; i < t.size - 1; i += size)
     spin_until<uint64_t>(flags + (t.my_index + 1 + i) % t.size, TSHMEM_CMP_GE, epoch, call, st);
@@ -212,8 +213,9 @@ TSHMEMI_DEVICE_COLD void barrier_grid(tshmem_team_t team, const char *call, cons
 template <class T>
 TSHMEMI_DEVICE T load_elem(const T *src, int pe, const char *call, const tshmemi_device_state &st) {
   const uint64_t peer = peer_slot(pe, call, st);
-  if (__builtin_expect(peer != 0, 1)) return *rebase_to(src, peer, st);
-  const uint64_t bits = proxy::get_value(src, sizeof(T), pe, call, st);
+  const uint64_t offset = heap_offset_of(src, st);
+  if (__builtin_expect(peer != 0, 1)) return *at_heap_offset<const T>(peer, offset);
+  const uint64_t bits = proxy::get_value(offset, sizeof(T), pe, call, st);
   T x;
   memcpy(&x, &bits, sizeof(T));
   return x;

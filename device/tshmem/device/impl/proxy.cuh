@@ -124,23 +124,25 @@ TSHMEMI_DEVICE_COLD void trap_registered_off_node(uint64_t offset, int me) {
   __trap();
 }
 
-TSHMEMI_DEVICE uint64_t heap_offset(const void *symmetric, const tshmemi_device_state &st) {
-  const uint64_t offset = heap_offset_of(symmetric, st);
+/// `offset` (heap_offset_of) if it lies in the heap; past it (a registered buffer) traps. The entry points take
+/// heap offsets, not pointers: the caller computes the offset before its peer-slot test for both paths, so the
+/// on-node path loads the heap base where it likes (outside loops) instead of after the test.
+TSHMEMI_DEVICE uint64_t checked_offset(uint64_t offset, const tshmemi_device_state &st) {
   if (offset >= st.heap_size) trap_registered_off_node(offset, st.my_pe);  // never silently dropped by the proxy
   return offset;
 }
 
 /// put / put_nbi of any scope: the group's leader posts one request for the whole range.
 template <class Scope>
-TSHMEMI_DEVICE_COLD void put(void *dest, const void *src, size_t nbytes, int pe, bool blocking, const char *call,
-                             const tshmemi_device_state &st) {
+TSHMEMI_DEVICE_COLD void put(uint64_t dest_offset, const void *src, size_t nbytes, int pe, bool blocking,
+                             const char *call, const tshmemi_device_state &st) {
   __threadfence();  // this thread's writes to src reach memory the copy engine reads
   group<Scope>::sync();
   if (group<Scope>::rank() == 0) {
     tshmemi_proxy_request r = {};
     r.op = TSHMEMI_PROXY_PUT;
     r.pe = pe;
-    r.remote = heap_offset(dest, st);
+    r.remote = checked_offset(dest_offset, st);
     r.bytes = nbytes;
     if (nbytes <= 8) {  // the data travels in the request, as a p's: the proxy need not copy it off the GPU
       r.flags = TSHMEMI_PROXY_FLAG_INLINE;
@@ -157,14 +159,14 @@ TSHMEMI_DEVICE_COLD void put(void *dest, const void *src, size_t nbytes, int pe,
 
 /// get / get_nbi of any scope: complete on return (an nbi get is allowed to be).
 template <class Scope>
-TSHMEMI_DEVICE_COLD void get(void *dest, const void *src, size_t nbytes, int pe, const char *call,
+TSHMEMI_DEVICE_COLD void get(void *dest, uint64_t src_offset, size_t nbytes, int pe, const char *call,
                              const tshmemi_device_state &st) {
   group<Scope>::sync();
   if (group<Scope>::rank() == 0) {
     tshmemi_proxy_request r = {};
     r.op = TSHMEMI_PROXY_GET;
     r.pe = pe;
-    r.remote = heap_offset(src, st);
+    r.remote = checked_offset(src_offset, st);
     r.local = reinterpret_cast<uint64_t>(dest);
     r.bytes = nbytes;
     post(r, call, st);
@@ -174,52 +176,76 @@ TSHMEMI_DEVICE_COLD void get(void *dest, const void *src, size_t nbytes, int pe,
 }
 
 /// p: the value travels in the request.
-TSHMEMI_DEVICE_COLD void put_value(void *dest, uint64_t bits, unsigned bytes, int pe, const char *call,
+TSHMEMI_DEVICE_COLD void put_value(uint64_t dest_offset, uint64_t bits, unsigned bytes, int pe, const char *call,
                                    const tshmemi_device_state &st) {
   tshmemi_proxy_request r = {};
   r.op = TSHMEMI_PROXY_PUT;
   r.flags = TSHMEMI_PROXY_FLAG_INLINE;
   r.pe = pe;
-  r.remote = heap_offset(dest, st);
+  r.remote = checked_offset(dest_offset, st);
   r.bytes = bytes;
   r.value = bits;
   post(r, call, st);
 }
 
 /// g: one round trip into the ticket's result slot.
-TSHMEMI_DEVICE_COLD uint64_t get_value(const void *src, unsigned bytes, int pe, const char *call,
+TSHMEMI_DEVICE_COLD uint64_t get_value(uint64_t src_offset, unsigned bytes, int pe, const char *call,
                                        const tshmemi_device_state &st) {
   tshmemi_proxy_request r = {};
   r.op = TSHMEMI_PROXY_GET;
   r.pe = pe;
-  r.remote = heap_offset(src, st);
+  r.remote = checked_offset(src_offset, st);
   r.bytes = bytes;
   return fetch(r, call, st);
 }
 
+/// p and g of a PE of another node, shaped for the on-node code around them: the caller's store or load
+/// follows the call on the straight path, as it followed the trap before the proxy, through the slot returned
+/// here, which makes slot + heap offset the caller's `scratch`. A branch around the store instead would move
+/// the kernel's loop test behind the call's join and cost the on-node p ~20 cycles per operation (sm_90).
+/// p: posts `value`; the caller's store then lands in `scratch`, which nothing reads.
+template <class T>
+TSHMEMI_DEVICE_COLD uint64_t put_value_then_scratch(uint64_t dest_offset, T value, int pe, const char *call,
+                                                    const tshmemi_device_state &st, T *scratch) {
+  uint64_t bits = 0;
+  memcpy(&bits, &value, sizeof(T));
+  put_value(dest_offset, bits, sizeof(T), pe, call, st);
+  return reinterpret_cast<uint64_t>(scratch) - dest_offset;
+}
+
+/// g: fetches the value into `scratch`, where the caller's load then reads it.
+template <class T>
+TSHMEMI_DEVICE_COLD uint64_t get_value_into_scratch(uint64_t src_offset, int pe, const char *call,
+                                                    const tshmemi_device_state &st, T *scratch) {
+  const uint64_t bits = get_value(src_offset, sizeof(T), pe, call, st);
+  memcpy(scratch, &bits, sizeof(T));
+  return reinterpret_cast<uint64_t>(scratch) - src_offset;
+}
+
 /// signal_op; returns the ticket.
-TSHMEMI_DEVICE_COLD unsigned long long signal(uint64_t *sig_addr, uint64_t value, int sig_op, int pe, const char *call,
+TSHMEMI_DEVICE_COLD unsigned long long signal(uint64_t sig_offset, uint64_t value, int sig_op, int pe, const char *call,
                                               const tshmemi_device_state &st) {
   tshmemi_proxy_request r = {};
   r.op = TSHMEMI_PROXY_SIGNAL;
   r.amo = static_cast<uint8_t>(sig_op);
   r.pe = pe;
-  r.remote = heap_offset(sig_addr, st);
+  r.remote = checked_offset(sig_offset, st);
   r.value = value;
   return post(r, call, st);
 }
 
 /// A barrier's arrival at a PE of another node: a SET signal, returned from once the proxy has taken it, so
 /// every request this PE posted before it (an nbi put's source, say) has been read before the barrier ends.
-TSHMEMI_DEVICE_COLD void arrive(uint64_t *slot, uint64_t epoch, int pe, const char *call,
+TSHMEMI_DEVICE_COLD void arrive(uint64_t slot_offset, uint64_t epoch, int pe, const char *call,
                                 const tshmemi_device_state &st) {
-  wait_taken(signal(slot, epoch, TSHMEM_SIGNAL_SET, pe, call, st), st);
+  wait_taken(signal(slot_offset, epoch, TSHMEM_SIGNAL_SET, pe, call, st), st);
 }
 
 /// put_signal of any scope: the data, then the signal after it (the target applies them in that order).
 template <class Scope>
-TSHMEMI_DEVICE_COLD void put_signal(void *dest, const void *src, size_t nbytes, uint64_t *sig_addr, uint64_t value,
-                                    int sig_op, int pe, const char *call, const tshmemi_device_state &st) {
+TSHMEMI_DEVICE_COLD void put_signal(uint64_t dest_offset, const void *src, size_t nbytes, uint64_t sig_offset,
+                                    uint64_t value, int sig_op, int pe, const char *call,
+                                    const tshmemi_device_state &st) {
   if (sig_op != TSHMEM_SIGNAL_SET && sig_op != TSHMEM_SIGNAL_ADD) trap_bad_operator(call, sig_op, st.my_pe);
   __threadfence();
   group<Scope>::sync();
@@ -228,10 +254,10 @@ TSHMEMI_DEVICE_COLD void put_signal(void *dest, const void *src, size_t nbytes, 
     r.op = TSHMEMI_PROXY_PUT_SIGNAL;
     r.amo = static_cast<uint8_t>(sig_op);
     r.pe = pe;
-    r.remote = heap_offset(dest, st);
+    r.remote = checked_offset(dest_offset, st);
     r.local = reinterpret_cast<uint64_t>(src);
     r.bytes = nbytes;
-    r.signal = heap_offset(sig_addr, st);
+    r.signal = checked_offset(sig_offset, st);
     r.value = value;
     wait_taken(post(r, call, st), st);
   }
@@ -239,14 +265,14 @@ TSHMEMI_DEVICE_COLD void put_signal(void *dest, const void *src, size_t nbytes, 
 }
 
 /// An atomic of `width` bytes; the old value for the fetching kinds (tshmemi_proxy_amo), else 0.
-TSHMEMI_DEVICE_COLD uint64_t amo(void *dest, unsigned kind, unsigned width, uint64_t value, uint64_t compare, int pe,
-                                 const char *call, const tshmemi_device_state &st) {
+TSHMEMI_DEVICE_COLD uint64_t amo(uint64_t dest_offset, unsigned kind, unsigned width, uint64_t value, uint64_t compare,
+                                 int pe, const char *call, const tshmemi_device_state &st) {
   tshmemi_proxy_request r = {};
   r.op = TSHMEMI_PROXY_AMO;
   r.amo = static_cast<uint8_t>(kind);
   r.width = static_cast<uint8_t>(width);
   r.pe = pe;
-  r.remote = heap_offset(dest, st);
+  r.remote = checked_offset(dest_offset, st);
   r.value = value;
   r.compare = compare;
   if (!(kind & TSHMEMI_AMO_FETCH)) {

@@ -61,15 +61,18 @@ TSHMEMI_DEVICE uint64_t peer_slot_lane(int pe, const char *call, const tshmemi_d
   return st.peer_base_global != nullptr ? __ldg(st.peer_base_global + pe) : st.peer_base[pe];
 }
 
-/// The heap offset of symmetric `local`: how a request names it to the proxy of another node.
+/// The heap offset of symmetric `local`: how a request names it to the proxy of another node, and what
+/// at_heap_offset adds to a peer slot. An operation computes it before its peer-slot test and hands it to both
+/// paths: were the off-node call to take the pointer, the compiler would sink the heap_base load into the
+/// on-node branch, after the slot's load, where it costs a dependent constant load per operation.
 TSHMEMI_DEVICE uint64_t heap_offset_of(const void *local, const tshmemi_device_state &st) {
   return reinterpret_cast<uint64_t>(local) - st.heap_base;
 }
 
-/// `local` on the PE whose nonzero slot is `peer`.
+/// The symmetric object at heap `offset` (heap_offset_of) on the PE whose nonzero slot is `peer`.
 template <class T>
-TSHMEMI_DEVICE T *rebase_to(T *local, uint64_t peer, const tshmemi_device_state &st) {
-  return detail::rebase(local, peer, st);
+TSHMEMI_DEVICE T *at_heap_offset(uint64_t peer, uint64_t offset) {
+  return reinterpret_cast<T *>(peer + offset);
 }
 
 template <class T>

@@ -30,8 +30,9 @@ template <class Scope, bool kBlocking>
 TSHMEMI_DEVICE void put_bytes(void *dest, const void *src, size_t nbytes, int pe, const char *call,
                               const tshmemi_device_state &st) {
   const uint64_t peer = peer_slot(pe, call, st);
-  if (__builtin_expect(peer == 0, 0)) return proxy::put<Scope>(dest, src, nbytes, pe, kBlocking, call, st);
-  copy_bytes<Scope>(rebase_to(dest, peer, st), src, nbytes);
+  const uint64_t offset = heap_offset_of(dest, st);
+  if (__builtin_expect(peer == 0, 0)) return proxy::put<Scope>(offset, src, nbytes, pe, kBlocking, call, st);
+  copy_bytes<Scope>(at_heap_offset<void>(peer, offset), src, nbytes);
   if constexpr (kBlocking) group<Scope>::sync();
 }
 
@@ -39,8 +40,9 @@ template <class Scope, bool kBlocking>
 TSHMEMI_DEVICE void get_bytes(void *dest, const void *src, size_t nbytes, int pe, const char *call,
                               const tshmemi_device_state &st) {
   const uint64_t peer = peer_slot(pe, call, st);
-  if (__builtin_expect(peer == 0, 0)) return proxy::get<Scope>(dest, src, nbytes, pe, call, st);
-  copy_bytes<Scope>(dest, rebase_to(src, peer, st), nbytes);
+  const uint64_t offset = heap_offset_of(src, st);
+  if (__builtin_expect(peer == 0, 0)) return proxy::get<Scope>(dest, offset, nbytes, pe, call, st);
+  copy_bytes<Scope>(dest, at_heap_offset<const void>(peer, offset), nbytes);
   if constexpr (kBlocking) group<Scope>::sync();
 }
 
@@ -51,26 +53,23 @@ namespace tshmem {
 template <class T>
 TSHMEMI_DEVICE void p(T *dest, nondeduced_t<T> value, int pe, const tshmemi_device_state &st) {
   static_assert(std::is_arithmetic_v<T> || std::is_pointer_v<T>, "p: standard (arithmetic) types");
-  const uint64_t peer = tshmemi::peer_slot_lane(pe, "tshmem_p", st);
-  if (__builtin_expect(peer == 0, 0)) {
-    uint64_t bits = 0;
-    memcpy(&bits, &value, sizeof(T));
-    return tshmemi::proxy::put_value(dest, bits, sizeof(T), pe, "tshmem_p", st);
-  }
-  *tshmemi::rebase_to(dest, peer, st) = value;
+  uint64_t peer = tshmemi::peer_slot_lane(pe, "tshmem_p", st);
+  const uint64_t offset = tshmemi::heap_offset_of(dest, st);
+  T scratch;  // another node: the proxy carries the value, the store below lands here
+  if (__builtin_expect(peer == 0, 0))
+    peer = tshmemi::proxy::put_value_then_scratch<T>(offset, value, pe, "tshmem_p", st, &scratch);
+  *tshmemi::at_heap_offset<T>(peer, offset) = value;
 }
 
 template <class T>
 TSHMEMI_DEVICE T g(const T *src, int pe, const tshmemi_device_state &st) {
   static_assert(std::is_arithmetic_v<T> || std::is_pointer_v<T>, "g: standard (arithmetic) types");
-  const uint64_t peer = tshmemi::peer_slot_lane(pe, "tshmem_g", st);
-  if (__builtin_expect(peer == 0, 0)) {
-    const uint64_t bits = tshmemi::proxy::get_value(src, sizeof(T), pe, "tshmem_g", st);
-    T value;
-    memcpy(&value, &bits, sizeof(T));
-    return value;
-  }
-  return *static_cast<const volatile T *>(tshmemi::rebase_to(src, peer, st));
+  uint64_t peer = tshmemi::peer_slot_lane(pe, "tshmem_g", st);
+  const uint64_t offset = tshmemi::heap_offset_of(src, st);
+  T scratch;  // another node: the proxy's value, which the load below reads
+  if (__builtin_expect(peer == 0, 0))
+    peer = tshmemi::proxy::get_value_into_scratch<T>(offset, pe, "tshmem_g", st, &scratch);
+  return *tshmemi::at_heap_offset<const volatile T>(peer, offset);
 }
 
 template <class Scope, class T>

@@ -28,10 +28,11 @@ TSHMEMI_DEVICE void put_signal_bytes(void *dest, const void *src, size_t nbytes,
                                      int sig_op, int pe, const char *call, const tshmemi_device_state &st) {
   // Both addresses are translated (and the PE checked) before anything is written.
   const uint64_t peer = peer_slot(pe, call, st);
+  const uint64_t offset = heap_offset_of(dest, st), sig_offset = heap_offset_of(sig_addr, st);
   if (__builtin_expect(peer == 0, 0))
-    return proxy::put_signal<Scope>(dest, src, nbytes, sig_addr, signal, sig_op, pe, call, st);
-  uint64_t *remote_sig = rebase_to(sig_addr, peer, st);
-  void *remote = rebase_to(dest, peer, st);
+    return proxy::put_signal<Scope>(offset, src, nbytes, sig_offset, signal, sig_op, pe, call, st);
+  uint64_t *remote_sig = at_heap_offset<uint64_t>(peer, sig_offset);
+  void *remote = at_heap_offset<void>(peer, offset);
   copy_bytes<Scope>(remote, src, nbytes);
   group<Scope>::sync();
   if (group<Scope>::rank() == 0) signal_release(remote_sig, signal, sig_op, call, st);
@@ -80,13 +81,14 @@ TSHMEMI_DEVICE void putmem_signal_nbi(void *dest, const void *src, size_t nbytes
 
 TSHMEMI_DEVICE void signal_op(uint64_t *sig_addr, uint64_t signal, int sig_op, int pe, const tshmemi_device_state &st) {
   const uint64_t peer = tshmemi::peer_slot_lane(pe, "tshmem_signal_op", st);
+  const uint64_t offset = tshmemi::heap_offset_of(sig_addr, st);
   if (__builtin_expect(peer == 0, 0)) {
     if (sig_op != TSHMEM_SIGNAL_SET && sig_op != TSHMEM_SIGNAL_ADD)
       tshmemi::trap_bad_operator("tshmem_signal_op", sig_op, st.my_pe);
-    tshmemi::proxy::signal(sig_addr, signal, sig_op, pe, "tshmem_signal_op", st);
+    tshmemi::proxy::signal(offset, signal, sig_op, pe, "tshmem_signal_op", st);
     return;
   }
-  tshmemi::signal_release(tshmemi::rebase_to(sig_addr, peer, st), signal, sig_op, "tshmem_signal_op", st);
+  tshmemi::signal_release(tshmemi::at_heap_offset<uint64_t>(peer, offset), signal, sig_op, "tshmem_signal_op", st);
 }
 
 TSHMEMI_DEVICE uint64_t signal_wait_until(const uint64_t *sig_addr, int cmp, uint64_t cmp_value,

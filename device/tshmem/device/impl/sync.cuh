@@ -35,15 +35,16 @@ TSHMEMI_DEVICE void sync_pes(const char *call, const tshmemi_device_state &st) {
   const int n = st.n_pes, me = st.my_pe;
   const int rank = static_cast<int>(G::rank()), size = static_cast<int>(G::size());
   // Peer j = (me + 1 + i) % n for i = rank, rank + size, ... < n - 1: every thread of the group takes its own.
+  const uint64_t slot_offset = heap_offset_of(arrival + me, st);
   for (int i = rank; i < n - 1; i += size) {
     const int pe = (me + 1 + i) % n;
     const uint64_t peer = peer_slot_lane(pe, call, st);
     // Another node: the arrival goes through the proxy after everything posted before it (ticket order, then
     // MPI's pair order), so it also carries quiet's meaning for those.
     if (__builtin_expect(peer == 0, 0))
-      proxy::arrive(arrival + me, epoch, pe, call, st);
+      proxy::arrive(slot_offset, epoch, pe, call, st);
     else
-      store_release_sys(rebase_to(arrival + me, peer, st), epoch);
+      store_release_sys(at_heap_offset<uint64_t>(peer, slot_offset), epoch);
   }
   for (int i = rank; i < n - 1; i += size)
     spin_until<uint64_t>(arrival + (me + 1 + i) % n, TSHMEM_CMP_GE, epoch, call, st);
