@@ -81,6 +81,7 @@ struct Outgoing {
 /// A request whose slot is freed once message `seq` has been handed to MPI.
 struct Taken {
   uint64_t ticket, seq;
+  bool result_slot;  ///< freed only once its reader has taken the value (proxy_types.h)
 };
 
 /// A handled receive buffer, back to MPI once the copies out of it have completed.
@@ -328,9 +329,19 @@ class Proxy final : public HostRma {
 
   // The request's messages are assembled: its slot is freed once the last of them is handed to MPI (then
   // a put's source has been read).
-  void finish() {
+  // A refused request gets no result, so nobody will take one: its slot is not held for it.
+  void finish(bool refused = false) {
     busy_ = false;
-    if (ring_ != kInternal) taken_[ring_].push_back(Taken{ticket_, last_seq_});
+    const bool result_slot = !refused && (request_.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) != 0;
+    if (ring_ != kInternal) taken_[ring_].push_back(Taken{ticket_, last_seq_, result_slot});
+  }
+
+  // Whether the reader of `ticket`'s result slot has taken its value.
+  bool result_taken(int ring, uint64_t ticket) const {
+    tshmemi_proxy_channel *channel = rings_[ring];
+    const tshmemi_proxy_result *slot =
+        tshmemi_proxy_results(channel, channel->capacity) + (ticket & (channel->capacity - 1));
+    return __atomic_load_n(&slot->tag, __ATOMIC_ACQUIRE) == TSHMEMI_PROXY_RESULT_TAKEN(ticket);
   }
 
   void refuse(const char *rule) {
@@ -470,9 +481,12 @@ class Proxy final : public HostRma {
     TSHMEM_CHECK(send_ready(worked));
     for (int ring : {kDeviceRing, kHostRing}) {
       std::deque<Taken> &taken = taken_[ring];
-      if (taken.empty() || taken.front().seq > sent_seq_) continue;
+      const auto freeable = [&](const Taken &t) {
+        return t.seq <= sent_seq_ && (!t.result_slot || result_taken(ring, t.ticket));
+      };
+      if (taken.empty() || !freeable(taken.front())) continue;
       uint64_t tail = 0;
-      while (!taken.empty() && taken.front().seq <= sent_seq_) {
+      while (!taken.empty() && freeable(taken.front())) {
         tail = taken.front().ticket + 1;
         taken.pop_front();
       }
@@ -506,7 +520,7 @@ class Proxy final : public HostRma {
         *worked = true;
         if (const char *rule = malformed(request_)) {
           refuse(rule);
-          finish();
+          finish(true);
           continue;
         }
       }

@@ -472,6 +472,52 @@ TEST_F(ProxyTest, InlinePutsAndResultSlots) {
   tshmem_free(words);
 }
 
+// A fetched value stays in its result slot until its reader has taken it, however far the ring goes round in
+// between: with a ring of 2, four producers that read their results slowly would otherwise see a later
+// ticket's value land in the slot first (and wait for their own tag forever).
+TEST_F(ProxyTest, ResultSlotsAreNotReusedBeforeTheyAreRead) {
+  start("2");
+  constexpr int kThreads = 4, kPerThread = 40;
+  auto *words = static_cast<uint64_t *>(tshmem_calloc(kThreads * kPerThread, sizeof(uint64_t)));
+  ASSERT_NE(words, nullptr);
+  for (size_t k = 0; k < kThreads * kPerThread; ++k) words[k] = 1000000ull * static_cast<uint64_t>(me_ + 1) + k;
+  tshmem_barrier_all();  // every PE's words are set (the shm heap is this process's memory)
+  const int target = other_node();
+  std::atomic<int> wrong{0}, lost{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < kThreads; ++t)
+    readers.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const size_t k = static_cast<size_t>(t * kPerThread + i);
+        tshmemi_proxy_request g = {};
+        g.op = TSHMEMI_PROXY_GET;
+        g.flags = TSHMEMI_PROXY_FLAG_RESULT_SLOT;
+        g.pe = target;
+        g.remote = offset_of(words + k);
+        g.bytes = 8;
+        const uint64_t ticket = post(g);
+        std::this_thread::sleep_for(std::chrono::microseconds(200));  // a slow reader: the others go on
+        const tshmemi_proxy_result *slot =
+            tshmemi_proxy_results(channel_, channel_->capacity) + (ticket & (channel_->capacity - 1));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (__atomic_load_n(&slot->tag, __ATOMIC_ACQUIRE) != ticket + 1 &&
+               std::chrono::steady_clock::now() < deadline)
+          std::this_thread::yield();
+        if (__atomic_load_n(&slot->tag, __ATOMIC_ACQUIRE) != ticket + 1) {
+          ++lost;  // overwritten by a later ticket's value: give up on this thread
+          return;
+        }
+        if (tshmemi_proxy_result_wait(channel_, ticket) != 1000000ull * static_cast<uint64_t>(target + 1) + k) ++wrong;
+      }
+    });
+  for (std::thread &r : readers) r.join();
+  EXPECT_EQ(lost.load(), 0) << "result slots reused before their reader took the value";
+  EXPECT_EQ(wrong.load(), 0) << "g returned another word's value";
+  quiet();
+  tshmem_barrier_all();
+  tshmem_free(words);
+}
+
 TEST_F(ProxyTest, MalformedRequestsAreRefusedWithAMessage) {
   start();
   auto *p = static_cast<uint64_t *>(tshmem_calloc(1, sizeof(uint64_t)));

@@ -10,6 +10,10 @@
  * A QUIET request completes when every request before it is complete at its target; the proxy then stores
  * `done = ticket + 1`. Fetching requests (get, fetching atomics) are complete, with their result written,
  * when a later QUIET is done.
+ *
+ * A request with a result slot (TSHMEMI_PROXY_FLAG_RESULT_SLOT) keeps its ticket from being freed until its
+ * reader has taken the value and stored `tag = TSHMEMI_PROXY_RESULT_TAKEN(ticket)`: the slot's next ticket
+ * (`capacity` later) cannot be posted before, so its value cannot land on one not yet read.
  */
 #ifndef TSHMEM_DEVICE_PROXY_TYPES_H
 #define TSHMEM_DEVICE_PROXY_TYPES_H
@@ -116,6 +120,9 @@ typedef struct tshmemi_proxy_device_side {
 static_assert(sizeof(tshmemi_proxy_device_side) == 64, "device side layout: bump TSHMEMI_PROXY_LAYOUT");
 #endif
 
+/** What a reader stores in a result slot's tag once it has the value of `ticket`. */
+#define TSHMEMI_PROXY_RESULT_TAKEN(ticket) (~((uint64_t)(ticket) + 1u))
+
 /** A fetched value for a kernel, by ticket (`capacity` of them follow the requests). */
 typedef struct tshmemi_proxy_result {
   uint64_t value;
@@ -188,13 +195,15 @@ static inline bool tshmemi_proxy_taken(const tshmemi_proxy_channel *channel, uin
   return __atomic_load_n(&channel->tail, __ATOMIC_ACQUIRE) > ticket;
 }
 
-/** Waits for the value of a request posted with TSHMEMI_PROXY_FLAG_RESULT_SLOT as `ticket`. */
+/** Waits for the value of a request posted with TSHMEMI_PROXY_FLAG_RESULT_SLOT as `ticket`, takes it and
+ *  frees the slot (once per ticket). */
 static inline uint64_t tshmemi_proxy_result_wait(tshmemi_proxy_channel *channel, uint64_t ticket) {
-  const tshmemi_proxy_result *slot =
-      tshmemi_proxy_results(channel, channel->capacity) + (ticket & (channel->capacity - 1));
+  tshmemi_proxy_result *slot = tshmemi_proxy_results(channel, channel->capacity) + (ticket & (channel->capacity - 1));
   for (unsigned spins = 0; __atomic_load_n(&slot->tag, __ATOMIC_ACQUIRE) != ticket + 1; ++spins)
     if (spins > 64) sched_yield();
-  return slot->value;
+  const uint64_t value = __atomic_load_n(&slot->value, __ATOMIC_RELAXED);
+  __atomic_store_n(&slot->tag, TSHMEMI_PROXY_RESULT_TAKEN(ticket), __ATOMIC_RELEASE); /* the value read first */
+  return value;
 }
 
 /** True once a QUIET posted with `ticket` is done. */

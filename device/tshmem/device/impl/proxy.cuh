@@ -108,10 +108,13 @@ TSHMEMI_DEVICE_COLD uint64_t fetch(tshmemi_proxy_request r, const char *call, co
   const unsigned long long ticket = post(r, call, st);
   tshmemi_proxy_channel *ch = channel(st);
   tshmemi_proxy_device_side *ds = device_side(st);
-  const tshmemi_proxy_result *slot = tshmemi_proxy_results(ch, ds->capacity) + (ticket & (ds->capacity - 1));
+  tshmemi_proxy_result *slot = tshmemi_proxy_results(ch, ds->capacity) + (ticket & (ds->capacity - 1));
   for (uint64_t tag = 0; !read_host_word_gated(&slot->tag, ds, &tag) || tag != ticket + 1;) __nanosleep(128);
   __threadfence_system();
-  return load_volatile(&slot->value);
+  const uint64_t value = load_volatile(&slot->value);
+  __threadfence_system();  // the value is read before the slot is handed back (proxy_types.h)
+  *reinterpret_cast<volatile uint64_t *>(&slot->tag) = TSHMEMI_PROXY_RESULT_TAKEN(ticket);
+  return value;
 }
 
 TSHMEMI_DEVICE_COLD void trap_registered_off_node(uint64_t offset, int me) {
