@@ -114,6 +114,11 @@ Status host_collective(const HostCollective &c) {
   return coll_run_blocking(c.call, launch_on, const_cast<HostCollective *>(&c));
 }
 
+/// A C entry point's collective, behind the exception fence.
+int entry(const HostCollective &c) {
+  return guarded_status(c.call, [&] { return host_collective(c); });
+}
+
 }  // namespace
 }  // namespace tshmemi
 
@@ -123,59 +128,26 @@ extern "C" {
 
 TSHMEM_API int tshmemi_host_reduce(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
                                    tshmemx_redop_t op) {
-  HostCollective c;
-  c.kind = CollectiveKind::kReduce;
-  c.call = "tshmem_<T>_<op>_reduce";
-  c.team = team;
-  c.dst = dst;
-  c.src = src;
-  c.count = count;
-  c.dtype = dtype;
-  c.op = op;
-  return guarded_status(c.call, [&] { return host_collective(c); });
+  return entry({CollectiveKind::kReduce, "tshmem_<T>_<op>_reduce", team, dst, src, count, dtype, op});
 }
 
 TSHMEM_API int tshmemi_host_fcollect(tshmem_team_t team, void *dst, const void *src, size_t nbytes) {
-  HostCollective c;
-  c.kind = CollectiveKind::kFcollect;
-  c.call = "tshmem_<T>_fcollect";
-  c.team = team;
-  c.dst = dst;
-  c.src = src;
-  c.count = nbytes;
-  return guarded_status(c.call, [&] { return host_collective(c); });
+  return entry({CollectiveKind::kFcollect, "tshmem_<T>_fcollect", team, dst, src, nbytes});
 }
 
 TSHMEM_API int tshmemi_host_alltoall(tshmem_team_t team, void *dst, const void *src, size_t nbytes) {
-  HostCollective c;
-  c.kind = CollectiveKind::kAlltoall;
-  c.call = "tshmem_<T>_alltoall";
-  c.team = team;
-  c.dst = dst;
-  c.src = src;
-  c.count = nbytes;
-  return guarded_status(c.call, [&] { return host_collective(c); });
+  return entry({CollectiveKind::kAlltoall, "tshmem_<T>_alltoall", team, dst, src, nbytes});
 }
 
 TSHMEM_API int tshmemi_host_broadcast(tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root) {
-  HostCollective c;
-  c.kind = CollectiveKind::kBroadcast;
-  c.call = "tshmem_<T>_broadcast";
-  c.team = team;
-  c.dst = dst;
-  c.src = src;
-  c.count = nbytes;
+  HostCollective c{CollectiveKind::kBroadcast, "tshmem_<T>_broadcast", team, dst, src, nbytes};
   c.root = root;
-  return guarded_status(c.call, [&] { return host_collective(c); });
+  return entry(c);
 }
 
 // Exported under its OpenSHMEM name for C units; CUDA units reach it as tshmemi_host_barrier (host_device_names.cc).
 TSHMEM_API int tshmem_barrier(tshmem_team_t team) {
-  HostCollective c;
-  c.kind = CollectiveKind::kTeamBarrier;
-  c.call = "tshmem_barrier";
-  c.team = team;
-  return guarded_status(c.call, [&] { return host_collective(c); });
+  return entry({CollectiveKind::kTeamBarrier, "tshmem_barrier", team});
 }
 
 }  // extern "C"

@@ -328,8 +328,8 @@ class Proxy final : public HostRma {
   }
 
   // The request's messages are assembled: its slot is freed once the last of them is handed to MPI (then
-  // a put's source has been read).
-  // A refused request gets no result, so nobody will take one: its slot is not held for it.
+  // a put's source has been read) and, with a result slot, once its reader has taken the value. A refused
+  // request gets no result, so nobody will take one: its slot is not held for it.
   void finish(bool refused = false) {
     busy_ = false;
     const bool result_slot = !refused && (request_.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) != 0;

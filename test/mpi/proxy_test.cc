@@ -83,6 +83,16 @@ class ProxyTest : public ::testing::Test {
     r.bytes = bytes;
     return post(r);
   }
+  // A kernel's g: an 8-byte GET into the ticket's result slot; returns the ticket.
+  uint64_t g(const uint64_t *word, int pe) {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_GET;
+    r.flags = TSHMEMI_PROXY_FLAG_RESULT_SLOT;
+    r.pe = pe;
+    r.remote = offset_of(word);
+    r.bytes = 8;
+    return post(r);
+  }
   uint64_t put_signal(void *dest, const void *src, size_t bytes, uint64_t *signal, uint64_t value, int op, int pe) {
     tshmemi_proxy_request r = {};
     r.op = TSHMEMI_PROXY_PUT_SIGNAL;
@@ -449,13 +459,7 @@ TEST_F(ProxyTest, InlinePutsAndResultSlots) {
   p.bytes = 8;
   p.value = 0x1234000 + static_cast<uint64_t>(me_);
   post(p);
-  tshmemi_proxy_request g = {};
-  g.op = TSHMEMI_PROXY_GET;
-  g.flags = TSHMEMI_PROXY_FLAG_RESULT_SLOT;
-  g.pe = target;
-  g.remote = offset_of(words + me_);
-  g.bytes = 8;
-  EXPECT_EQ(tshmemi_proxy_result_wait(channel_, post(g)), 0x1234000 + static_cast<uint64_t>(me_))
+  EXPECT_EQ(tshmemi_proxy_result_wait(channel_, g(words + me_, target)), 0x1234000 + static_cast<uint64_t>(me_))
       << "g after p from the same PE sees the p";
   tshmemi_proxy_request a = {};
   a.op = TSHMEMI_PROXY_AMO;
@@ -489,13 +493,7 @@ TEST_F(ProxyTest, ResultSlotsAreNotReusedBeforeTheyAreRead) {
     readers.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
         const size_t k = static_cast<size_t>(t * kPerThread + i);
-        tshmemi_proxy_request g = {};
-        g.op = TSHMEMI_PROXY_GET;
-        g.flags = TSHMEMI_PROXY_FLAG_RESULT_SLOT;
-        g.pe = target;
-        g.remote = offset_of(words + k);
-        g.bytes = 8;
-        const uint64_t ticket = post(g);
+        const uint64_t ticket = g(words + k, target);
         std::this_thread::sleep_for(std::chrono::microseconds(200));  // a slow reader: the others go on
         const tshmemi_proxy_result *slot =
             tshmemi_proxy_results(channel_, channel_->capacity) + (ticket & (channel_->capacity - 1));

@@ -7,12 +7,27 @@
 
 #ifdef TSHMEM_DEVICE_COMPILE
 namespace tshmemi {
+
+/// The heap offset of symmetric `local`: how a request names it to the proxy of another node, and what
+/// at_heap_offset adds to a peer slot. An operation computes it before its peer-slot test and hands it to both
+/// paths: were the off-node call to take the pointer, the compiler would sink the heap_base load into the
+/// on-node branch, after the slot's load, where it costs a dependent constant load per operation.
+TSHMEMI_DEVICE uint64_t heap_offset_of(const void *local, const tshmemi_device_state &st) {
+  return reinterpret_cast<uint64_t>(local) - st.heap_base;
+}
+
+/// The symmetric object at heap `offset` (heap_offset_of) on the PE whose nonzero slot is `peer`.
+template <class T>
+TSHMEMI_DEVICE T *at_heap_offset(uint64_t peer, uint64_t offset) {
+  return reinterpret_cast<T *>(peer + offset);
+}
+
 namespace detail {
 
-/// The formula, once.
+/// `local` on the PE whose nonzero slot is `peer`: the formula, in the two steps above.
 template <class T>
 TSHMEMI_DEVICE T *rebase(T *local, uint64_t peer, const tshmemi_device_state &st) {
-  return reinterpret_cast<T *>(peer + (reinterpret_cast<uint64_t>(local) - st.heap_base));
+  return at_heap_offset<T>(peer, heap_offset_of(local, st));
 }
 
 TSHMEMI_DEVICE void check_pe(int pe, const char *call, const tshmemi_device_state &st) {
@@ -61,26 +76,12 @@ TSHMEMI_DEVICE uint64_t peer_slot_lane(int pe, const char *call, const tshmemi_d
   return st.peer_base_global != nullptr ? __ldg(st.peer_base_global + pe) : st.peer_base[pe];
 }
 
-/// The heap offset of symmetric `local`: how a request names it to the proxy of another node, and what
-/// at_heap_offset adds to a peer slot. An operation computes it before its peer-slot test and hands it to both
-/// paths: were the off-node call to take the pointer, the compiler would sink the heap_base load into the
-/// on-node branch, after the slot's load, where it costs a dependent constant load per operation.
-TSHMEMI_DEVICE uint64_t heap_offset_of(const void *local, const tshmemi_device_state &st) {
-  return reinterpret_cast<uint64_t>(local) - st.heap_base;
-}
-
-/// The symmetric object at heap `offset` (heap_offset_of) on the PE whose nonzero slot is `peer`.
-template <class T>
-TSHMEMI_DEVICE T *at_heap_offset(uint64_t peer, uint64_t offset) {
-  return reinterpret_cast<T *>(peer + offset);
-}
-
 template <class T>
 TSHMEMI_DEVICE T *translate_or_null(T *local, int pe, const tshmemi_device_state &st) {
   if (static_cast<unsigned>(pe) >= static_cast<unsigned>(st.n_pes)) return nullptr;
   const uint64_t span = st.reserved[TSHMEMI_STATE_SYMMETRIC_SPAN] != 0 ? st.reserved[TSHMEMI_STATE_SYMMETRIC_SPAN]
                                                                        : st.heap_size;  // + registered buffers
-  if (reinterpret_cast<uint64_t>(local) - st.heap_base >= span) return nullptr;
+  if (heap_offset_of(local, st) >= span) return nullptr;
   const uint64_t peer = st.peer_base[pe];
   return peer == 0 ? nullptr : detail::rebase(local, peer, st);
 }
