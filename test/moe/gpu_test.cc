@@ -308,6 +308,7 @@ Tensor shifted(const Tensor &whole, std::initializer_list<int64_t> shape) {
 
 // mask_indices_by_tp's 16-byte kernel (int64 and int32, a tail shorter than a vector, ids of 2^31 and above
 // with the 32-bit transform otherwise) and its element-wise fallback (a misaligned view); normalize_weight's
+// compile-time-K kernel (K = 1, 2, 4, 8 with rows aligned to their vector; off = 1 misaligns K = 2, 4, 8), its
 // one-thread-per-token kernel (K <= 4), its shared-memory tile kernel (K from 5 to its limit 64, a partial
 // last block) and its fallback (K = 65, a misaligned view).
 TEST_F(MoeGpu, MaskAndNormalizeVectorPaths) {
@@ -345,7 +346,7 @@ TEST_F(MoeGpu, MaskAndNormalizeVectorPaths) {
       }
     }
   }
-  for (int64_t K : {1, 3, 4, 5, 9, 64, 65})
+  for (int64_t K : {1, 2, 3, 4, 5, 8, 9, 64, 65})
     for (int64_t T : {1, 127, 129, 1000}) {
       std::vector<float> w(static_cast<size_t>(T * K + 1));
       for (float &x : w) x = static_cast<float>(rng() % 1000003) / 1000003.0f;
