@@ -525,6 +525,67 @@ TEST_F(MoeGpu, GetFusedMappingWideExperts) {
   }
 }
 
+// The mapping's wide-grid kernel (small inputs: blocks follow the SM count, the per-block table spread over
+// several blocks' slots, the count of blocks done reading it in expert_start[0]) against the narrow one: both
+// sides of the switch (n = 255: one block; 256: two wide blocks; TileKernels' small shapes; T = 34300 K = 9:
+// the narrow kernel at the full grid), a table that fills token_topk_to_pos (E = 1024, n = 4096), about a
+// fifth of the ids -1, P from the sync path and given (a tail), bitwise for every SM count; and a bad id in
+// a later block of the wide grid is reported.
+TEST_F(MoeGpu, GetFusedMappingWideGrid) {
+  struct Cfg {
+    int64_t T, K, E;
+  };
+  const Cfg cfgs[] = {{255, 1, 9},   {128, 2, 9},   {8131, 2, 9},  {8881, 2, 32},
+                      {18477, 6, 9}, {34300, 9, 4}, {512, 8, 1024}};
+  uint32_t seed = 31;
+  for (const Cfg &c : cfgs) {
+    std::mt19937 rng(seed++);
+    std::vector<int64_t> idx(static_cast<size_t>(c.T * c.K));
+    for (int64_t &v : idx) v = static_cast<int64_t>(rng() % static_cast<uint32_t>(c.E + c.E / 4 + 1)) - 1;
+    for (int64_t &v : idx) v = v < c.E ? v : -1;
+    Tensor ih = view(idx, TSHMEM_MOE_INT64, {c.T, c.K});
+    Mirror id(ih, 0);
+    for (int64_t align : {1, 128}) {
+      const std::string tag = "T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) + " E=" + std::to_string(c.E) +
+                              " align=" + std::to_string(align);
+      tshmem_moe_fused_mapping_t ref{};
+      MOE_OK(tshmem_moe_get_fused_mapping(&ih, c.E, 0, align, 0, &ref, nullptr, nullptr, nullptr));
+      const int64_t P = ref.pos_to_expert.shape[0] + 333;
+      tshmem_moe_fused_mapping_t r2{};
+      MOE_OK(tshmem_moe_get_fused_mapping(&ih, c.E, P, align, 0, &r2, nullptr, nullptr, nullptr));
+      for (int sms : sms_list()) {
+        MOE_OK(tshmem_moe_set_num_sms(sms));
+        tshmem_moe_fused_mapping_t got{}, g2{};
+        MOE_OK(tshmem_moe_get_fused_mapping(&id, c.E, 0, align, 0, &got, nullptr, nullptr, nullptr));
+        expect_same_mapping(ref, got, tag + " sms=" + std::to_string(sms));
+        MOE_OK(tshmem_moe_get_fused_mapping(&id, c.E, P, align, 1, &g2, nullptr, nullptr, nullptr));
+        expect_same_mapping(r2, g2, tag + " P given sms=" + std::to_string(sms));
+        free_mapping(got);
+        free_mapping(g2);
+      }
+      MOE_OK(tshmem_moe_set_num_sms(0));
+      free_mapping(r2);
+      free_mapping(ref);
+    }
+  }
+  const int64_t T = 8131, K = 2, E = 9;
+  std::vector<int64_t> idx(static_cast<size_t>(T * K), 3);
+  idx[12345] = 99;
+  Tensor ih = view(idx, TSHMEM_MOE_INT64, {T, K});
+  Mirror id(ih, 0);
+  tshmem_moe_fused_mapping_t m{};
+  EXPECT_EQ(tshmem_moe_get_fused_mapping(&id, E, 0, 128, 0, &m, nullptr, nullptr, nullptr),
+            TSHMEM_MOE_ERR_INVALID_VALUE);
+  EXPECT_NE(last().find("'topk_idx' holds 99 at flat position 12345"), std::string::npos) << last();
+  idx[12345] = -1;
+  Mirror ok(ih, 0);
+  tshmem_moe_fused_mapping_t small{};
+  EXPECT_EQ(tshmem_moe_get_fused_mapping(&ok, E, 1000, 128, 1, &small, nullptr, nullptr, nullptr),
+            TSHMEM_MOE_ERR_INVALID_VALUE);
+  EXPECT_NE(last().find("num_expanded_tokens"), std::string::npos) << last();
+  free_mapping(small);
+}
+
 // On the GPU too, a value outside [-1, E) and a P below the aligned total are reported, naming the tensor and
 // the value, with every write in bounds; the next call on the device is clean.
 TEST_F(MoeGpu, GetFusedMappingValueErrors) {
