@@ -14,7 +14,7 @@
 // The wide variant (WIDE, small inputs: the grid follows the SM count, >= kWideMinSlots slots per block) keeps
 // the table at the front of token_topk_to_pos but lets it span any blocks' slots: every block whose slots hold
 // table rows waits before writing them, and the count of blocks done reading lives in expert_start[0] (always 0
-// in the result), which the last of those blocks to have seen the count complete writes (see wait_for_readers).
+// in the result), which the last of those blocks to have seen the count complete writes (wait_for_readers_wide).
 // Every output element is written exactly once (the table's slots twice: the table, then the result). The
 // kernel's time is a chain of dependent round trips (HBM, L2, barriers), so it keeps that chain short: no
 // load behind a branch on an earlier load, no division (multiply-high by launch constants), no loop-carried
@@ -148,7 +148,8 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
   const unsigned below = (1u << lane) - 1u;
   int *counts = smem, *pre_blocks = smem + W * E, *count_all = pre_blocks + E;
   int *my = counts + warp * E;
-  // The rows table and the count of blocks done reading it: block 0's first slots, until step 4 writes them.
+  // The rows table and the count of blocks done reading it: block 0's first slots, until step 4 writes them
+  // (WIDE: the table's slots, any blocks'; the count in expert_start[0]).
   int *rows = a.token_topk_to_pos;
   unsigned *done =
       WIDE ? reinterpret_cast<unsigned *>(a.expert_start) : reinterpret_cast<unsigned *>(rows + (nb << g.row_shift));
