@@ -109,6 +109,8 @@ Status grid_sms(int device, int *num_sms) {
 
 Status stream_workspace(int device, cudaStream_t stream, void **workspace) {
   *workspace = nullptr;
+  // The per-thread default stream is one handle for many streams (one per host thread): no workspace.
+  if (stream == cudaStreamPerThread) return kSuccess;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   unsigned long long id = 0;
   if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone ||

@@ -37,7 +37,8 @@ Status grid_sms(int device, int *num_sms);
 
 // A zeroed workspace of kStreamWorkspaceBytes of device memory owned by the library for (device, stream), or
 // NULL where none can serve: a stream under graph capture (a graph may be replayed on any stream, beside another
-// user of the same memory), or a device whose kMaxStreamWorkspaces are taken. Kernels that use it must leave it
+// user of the same memory), cudaStreamPerThread (one handle, a stream per host thread), or a device whose
+// kMaxStreamWorkspaces are taken. Kernels that use it must leave it
 // zero. Keyed by the stream's unique id (cudaStreamGetId), so calls on two streams never share one: work on one
 // stream runs in order, so a workspace has one user at a time. Allocated on a stream's first use (a cudaMalloc
 // and a memset on that stream), kept until the process exits. Requires `device` to be current.

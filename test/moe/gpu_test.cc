@@ -429,7 +429,8 @@ TEST_F(MoeGpu, CountKernels) {
 // the last block sums) against the kernels it sits beside: both sides of each threshold (n = 65536 and 65537,
 // 1024 and 1025 bins), n = 0, TileKernels' small shape, a fifth of the ids -1, over the SM-count overrides
 // (the workspace must be zero again after every call for the next to be right); calls on two streams in flight
-// together (one workspace each); and a call under graph capture (no workspace: the cluster kernel), replayed.
+// together (one workspace each); a call on cudaStreamPerThread and one under graph capture (no workspace: the
+// cluster kernel), replayed.
 TEST_F(MoeGpu, CountKernelsWide) {
   struct Cfg {
     int64_t T, K, E;
@@ -496,6 +497,11 @@ TEST_F(MoeGpu, CountKernelsWide) {
     expect_same(rfa.t, gfa[i].t, "aux_fi stream 1 call " + std::to_string(i));
     expect_same(rfb.t, gfb[i].t, "aux_fi stream 2 call " + std::to_string(i));
   }
+  // The per-thread default stream (no workspace: the cluster kernel).
+  Out gp;
+  MOE_OK(tshmem_moe_group_count(&ad, E, &gp, cudaStreamPerThread));
+  ASSERT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
+  expect_same(ra.t, gp.t, "group_count on cudaStreamPerThread");
   // Under capture: a preallocated output, the graph replayed twice.
   std::vector<int32_t> zeros(static_cast<size_t>(E), 0);
   Tensor zh = view(zeros, TSHMEM_MOE_INT32, {E});
