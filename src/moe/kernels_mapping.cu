@@ -38,6 +38,9 @@ constexpr int kRowLoads = 8;  // table loads in flight per thread in step 2
 constexpr int kWideThreads = 256;
 constexpr int kWideRowLoads = 16;
 constexpr int64_t kWideMinSlots = 128;
+// Up to here (TileKernels' rows behind, T x K = 16-111 k slots, and T = 18580 K = 6 E = 32 at 1.03); above,
+// TileKernels' rows of 174-210 k slots were level or ahead (0.88-1.00) on the narrow kernel and keep it.
+constexpr int64_t kWideMaxSlots = 131072;
 
 struct MappingGeometry {
   int n;          // T * K (<= kMappingIndexLimit, checked by the API, as P is)
@@ -317,11 +320,12 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
 
 namespace {
 
-// The wide variant's block count (0: not taken): >= kWideMinSlots slots per block, at most one block per SM, a
-// table of at most one load round (kWideThreads * kWideRowLoads cells) that fits in token_topk_to_pos, and only
-// where it is wider than the narrow rule's `narrow` blocks (from T x K of about 135 k slots on an H200 both
+// The wide variant's block count (0: not taken): n <= kWideMaxSlots, >= kWideMinSlots slots per block, at most one
+// block per SM, a table of at most one load round (kWideThreads * kWideRowLoads cells) that fits in token_topk_to_pos,
+// and only where it is wider than the narrow rule's `narrow` blocks (from T x K of about 135 k slots on an H200 both
 // are the SM count: the spec's shapes keep the narrow kernel).
 int64_t wide_blocks(int64_t n, int row_shift, int64_t narrow, int E, const LaunchCtx &c) {
+  if (n > kWideMaxSlots) return 0;
   if ((static_cast<size_t>(kWideThreads / 32) * E + 2 * static_cast<size_t>(E)) * 4 > 48 * 1024) return 0;
   int64_t nb = c.num_sms;
   nb = std::min<int64_t>(nb, n / kWideMinSlots);

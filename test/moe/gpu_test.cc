@@ -626,16 +626,16 @@ TEST_F(MoeGpu, GetFusedMappingWideExperts) {
 
 // The mapping's wide-grid kernel (small inputs: blocks follow the SM count, the per-block table spread over
 // several blocks' slots, the count of blocks done reading it in expert_start[0]) against the narrow one: both
-// sides of the switch (n = 255: one block; 256: two wide blocks; TileKernels' small shapes; T = 34300 K = 9:
-// the narrow kernel at the full grid), a table that fills token_topk_to_pos (E = 1024, n = 4096), about a
-// fifth of the ids -1, P from the sync path and given (a tail), bitwise for every SM count; and a bad id in
-// a later block of the wide grid is reported.
+// sides of the switch (n = 255: one block; 256: two wide blocks; TileKernels' small shapes; n = 131072, the
+// last wide size, and 131073; T = 34300 K = 9: the narrow kernel at the full grid), a table that fills
+// token_topk_to_pos (E = 1024, n = 4096), about a fifth of the ids -1, P from the sync path and given (a tail), bitwise
+// for every SM count; and a bad id in a later block of the wide grid is reported.
 TEST_F(MoeGpu, GetFusedMappingWideGrid) {
   struct Cfg {
     int64_t T, K, E;
   };
-  const Cfg cfgs[] = {{255, 1, 9},   {128, 2, 9},   {8131, 2, 9},  {8881, 2, 32},
-                      {18477, 6, 9}, {34300, 9, 4}, {512, 8, 1024}};
+  const Cfg cfgs[] = {{255, 1, 9},   {128, 2, 9},    {8131, 2, 9},  {8881, 2, 32}, {18477, 6, 9},
+                      {16384, 8, 9}, {131073, 1, 9}, {34300, 9, 4}, {512, 8, 1024}};
   uint32_t seed = 31;
   for (const Cfg &c : cfgs) {
     std::mt19937 rng(seed++);
