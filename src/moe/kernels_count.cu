@@ -534,7 +534,8 @@ Status launch_group_count(const GroupCountArgs &a, const LaunchCtx &c) {
 }
 
 Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
-  // One cooperative kernel: no allocation, no memset; one grid barrier where the arrival counts fit.
+  // Small inputs: the wide kernel with the stream's workspace, else one cluster; then one cooperative kernel,
+  // no allocation, no memset; one grid barrier where the arrival counts fit.
   int64_t n = a.T * a.K;
   int E = static_cast<int>(a.E);
   HistogramLaunch h = histogram_launch(n, a.E, c);
