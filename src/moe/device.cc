@@ -15,9 +15,15 @@ namespace {
 std::atomic<int> g_num_sms_override{0};
 std::atomic<int> g_check_mode{TSHMEM_MOE_CHECK_SYNC};
 
+struct StreamWorkspace {
+  unsigned long long stream_id;
+  void *memory;
+};
+
 struct Cache {
   std::mutex mu;
-  std::vector<std::unique_ptr<DeviceInfo>> devices;  // index = device; filled lazily
+  std::vector<std::unique_ptr<DeviceInfo>> devices;      // index = device; filled lazily
+  std::vector<std::vector<StreamWorkspace>> workspaces;  // index = device
 };
 Cache &cache() {
   static Cache *c = new Cache;  // never destroyed: device memory may outlive static destruction order
@@ -98,6 +104,43 @@ Status grid_sms(int device, int *num_sms) {
                 "the num_sms override %d exceeds the %d SMs of cuda:%d (rule: 0 < num_sms <= device SM count)", o,
                 info->sm_count, device);
   *num_sms = o > 0 ? o : info->sm_count;
+  return kSuccess;
+}
+
+Status stream_workspace(int device, cudaStream_t stream, void **workspace) {
+  *workspace = nullptr;
+  // The per-thread default stream is one handle for many streams (one per host thread): no workspace.
+  if (stream == cudaStreamPerThread) return kSuccess;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone ||
+      cudaStreamGetId(stream, &id) != cudaSuccess) {
+    (void)cudaGetLastError();  // e.g. the legacy stream while another stream captures: no workspace, no error
+    return kSuccess;
+  }
+  Cache &c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (static_cast<size_t>(device) >= c.workspaces.size()) c.workspaces.resize(static_cast<size_t>(device) + 1);
+  std::vector<StreamWorkspace> &list = c.workspaces[static_cast<size_t>(device)];
+  for (const StreamWorkspace &w : list)
+    if (w.stream_id == id) {
+      *workspace = w.memory;
+      return kSuccess;
+    }
+  if (list.size() >= kMaxStreamWorkspaces) return kSuccess;
+  // Relaxed capture mode: allocating must not invalidate another thread's capture.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  MOE_CUDA(cudaThreadExchangeStreamCaptureMode(&mode));
+  void *p = nullptr;
+  const cudaError_t e = cudaMalloc(&p, kStreamWorkspaceBytes);
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // the kernels' other paths need no workspace
+    return kSuccess;
+  }
+  MOE_CUDA(cudaMemsetAsync(p, 0, kStreamWorkspaceBytes, stream));  // ordered before the stream's first user
+  list.push_back({id, p});
+  *workspace = p;
   return kSuccess;
 }
 

@@ -2,6 +2,7 @@
 // (spec §8-§12). Counting is in integers, so results are exact and independent of the grid.
 #include <cooperative_groups.h>
 
+#include "device.h"
 #include "kernels_common.cuh"
 
 namespace cg = cooperative_groups;
@@ -118,6 +119,73 @@ __global__ void __launch_bounds__(kThreads)
 #endif
 }
 
+// group_count and aux_fi for up to kWideMaxEntries entries and kWideMaxBins bins, on a grid of up to 2 blocks
+// per SM of kWideThreads threads, one 16-byte load of ids per thread (TileKernels' count kernel: 264 blocks
+// with global atomics into an output a fill kernel zeroed; the 8-block cluster above paid 5.3-5.75 k cycles on
+// its busiest SM against their 2.0-2.2 k). Each block counts its share into shared bins and adds them to the
+// stream's workspace (stream_workspace: zero between calls), then takes a ticket; the last block to take one
+// reads each count and zeroes it (one atomic exchange), writes the outputs and resets the ticket, so the
+// workspace is zero again: no memset, no grid barrier, no cooperative launch. Integer counts: the same results.
+constexpr int kWideThreads = 128;
+constexpr int64_t kWideMaxEntries = 65536;
+constexpr int kWideMaxBins = 1024;
+constexpr int kWideTicketWords = 32;  // the ticket, then padding: the counts start on their own 128-byte line
+static_assert((kWideTicketWords + kWideMaxBins) * sizeof(unsigned) <= kStreamWorkspaceBytes, "workspace size");
+
+// One pair of entries per thread per sweep (16 bytes where aligned; the wide grid covers its inputs in one
+// sweep), counted into `bins`.
+__device__ __forceinline__ void count_pairs(const int64_t *__restrict__ idx, int64_t n, int G, int *bins,
+                                            DeviceError *err, int err_code) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * 2;
+  const bool aligned = (reinterpret_cast<uintptr_t>(idx) & 15) == 0;
+  for (int64_t f = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 2; f < n; f += stride) {
+    int64_t v[2];
+    if (aligned && f + 1 < n) {
+      const longlong2 q = __ldg(reinterpret_cast<const longlong2 *>(idx + f));
+      v[0] = q.x, v[1] = q.y;
+    } else {
+      v[0] = __ldg(idx + f);
+      v[1] = f + 1 < n ? __ldg(idx + f + 1) : -1;
+    }
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      if (v[e] >= 0 && v[e] < G)
+        atomicAdd(bins + v[e], 1);
+      else if (v[e] != -1)
+        record_value_error(err, err_code, v[e], f + e, G);
+    }
+  }
+}
+
+template <bool AUX_FI>
+__global__ void __launch_bounds__(kWideThreads)
+    histogram_wide_kernel(const int64_t *__restrict__ idx, int64_t n, int G, void *out, float fi_den,
+                          unsigned *workspace, DeviceError *err, int err_code) {
+  __shared__ int bins[kWideMaxBins];
+  __shared__ bool last;
+  unsigned *ticket = workspace, *totals = workspace + kWideTicketWords;
+  for (int i = threadIdx.x; i < G; i += blockDim.x) bins[i] = 0;
+  __syncthreads();
+  count_pairs(idx, n, G, bins, err, err_code);
+  __syncthreads();
+  for (int i = threadIdx.x; i < G; i += blockDim.x)
+    if (bins[i]) atomicAdd(totals + i, static_cast<unsigned>(bins[i]));
+  __threadfence();  // this thread's adds are visible device-wide before its block takes the ticket
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();  // every other block's adds (ordered before its ticket) are seen below
+  for (int e = threadIdx.x; e < G; e += blockDim.x) {
+    const int total = static_cast<int>(atomicExch(totals + e, 0u));
+    if constexpr (AUX_FI)
+      static_cast<float *>(out)[e] = aux_fi_value(total, G, fi_den);
+    else
+      static_cast<int32_t *>(out)[e] = total;
+  }
+  if (threadIdx.x == 0) *ticket = 0u;
+}
+
 __global__ void __launch_bounds__(kThreads) group_count_kernel(const int64_t *__restrict__ idx, int64_t n, int G,
                                                                int smem_bins, int32_t *counts, DeviceError *err) {
   extern __shared__ int bins[];
@@ -206,6 +274,53 @@ __global__ void __launch_bounds__(kNormalizeDirectThreads)
 #pragma unroll
   for (int k = 0; k < kNormalizeDirectK; ++k)
     if (k < K) out[t * K + k] = x[k] / d;  // IEEE division, not a reciprocal
+}
+
+// normalize_weight for K = 1, 2, 4 or 8 known at compile time, rows aligned to their vector (4 K bytes, at most
+// 16): one thread per token, the row in one vector load (two of 16 bytes at K = 8) and one vector store, the
+// sum and the divisions unrolled (TileKernels' K is a compile-time constant: 1.41 µs at T = 8131 K = 2 against
+// the run-time-K kernel above's 1.54; a K-templated kernel measured 1.47 in round E). The same arithmetic:
+// 1e-20f seed, sequential sum, IEEE division.
+template <int K>
+struct NormalizeVec;
+template <>
+struct NormalizeVec<1> {
+  using type = float;
+};
+template <>
+struct NormalizeVec<2> {
+  using type = float2;
+};
+template <>
+struct NormalizeVec<4> {
+  using type = float4;
+};
+template <>
+struct NormalizeVec<8> {
+  using type = float4;  // two per row
+};
+
+template <int K>
+__global__ void __launch_bounds__(kNormalizeDirectThreads)
+    normalize_fixed_kernel(const float *__restrict__ w, int64_t T, float *__restrict__ den, float *__restrict__ out) {
+  using V = typename NormalizeVec<K>::type;
+  constexpr int kVecs = static_cast<int>(K * sizeof(float) / sizeof(V));
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= T) return;
+  float x[K];
+  V q[kVecs];
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) q[i] = __ldg(reinterpret_cast<const V *>(w + t * K) + i);
+  memcpy(x, q, sizeof x);
+  float d = 1e-20f;
+#pragma unroll
+  for (int k = 0; k < K; ++k) d = d + x[k];
+  den[t] = d;
+#pragma unroll
+  for (int k = 0; k < K; ++k) x[k] = x[k] / d;  // IEEE division, not a reciprocal
+  memcpy(q, x, sizeof x);
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) reinterpret_cast<V *>(out + t * K)[i] = q[i];
 }
 
 // normalize_weight for 16-byte aligned rows of kNormalizeDirectK < K <= kNormalizeMaxK: a block stages the weights of
@@ -359,6 +474,24 @@ bool cluster_kernels_built() {
   return built;
 }
 
+// The wide kernel (histogram_wide_kernel) for up to kWideMaxEntries entries into up to kWideMaxBins bins, where
+// the stream has a workspace; sets *launched when it took the call. Grid: one 16-byte load of ids per thread,
+// at most 2 blocks per SM.
+template <bool AUX_FI>
+Status launch_histogram_wide(const int64_t *idx, int64_t n, int G, void *out, float fi_den, int err_code,
+                             const LaunchCtx &c, bool *launched) {
+  *launched = false;
+  if (n > kWideMaxEntries || G > kWideMaxBins) return kSuccess;
+  void *workspace = nullptr;
+  MOE_TRY(stream_workspace(c.device, c.stream, &workspace));
+  if (workspace == nullptr) return kSuccess;
+  const unsigned grid = grid_for(n, int64_t{kWideThreads} * 2, 2 * static_cast<int64_t>(c.num_sms));
+  histogram_wide_kernel<AUX_FI><<<grid, kWideThreads, 0, c.stream>>>(
+      idx, n, G, out, fi_den, static_cast<unsigned *>(workspace), c.err, err_code);
+  *launched = true;
+  return kSuccess;
+}
+
 template <bool AUX_FI>
 Status launch_histogram_cluster(const int64_t *idx, int64_t n, int G, void *out, float fi_den, int err_code,
                                 const HistogramLaunch &h, const LaunchCtx &c, bool *launched) {
@@ -381,11 +514,14 @@ Status launch_histogram_cluster(const int64_t *idx, int64_t n, int G, void *out,
 }
 
 Status launch_group_count(const GroupCountArgs &a, const LaunchCtx &c) {
-  // One cooperative kernel: zeroes and counts, no memset; small inputs: one thread block cluster.
+  // One cooperative kernel: zeroes and counts, no memset; small inputs: the wide kernel with the stream's
+  // workspace, else one thread block cluster.
   int64_t n = a.n;
   int G = static_cast<int>(a.G);
   HistogramLaunch h = histogram_launch(n, a.G, c);
   bool launched = false;
+  MOE_TRY(launch_histogram_wide<false>(a.idx, n, G, a.counts, 0.0f, kErrGroupIdxRange, c, &launched));
+  if (launched) return kSuccess;
   MOE_TRY(launch_histogram_cluster<false>(a.idx, n, G, a.counts, 0.0f, kErrGroupIdxRange, h, c, &launched));
   if (launched) return kSuccess;
   const int64_t *idx = a.idx;
@@ -398,7 +534,8 @@ Status launch_group_count(const GroupCountArgs &a, const LaunchCtx &c) {
 }
 
 Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
-  // One cooperative kernel: no allocation, no memset; one grid barrier where the arrival counts fit.
+  // Small inputs: the wide kernel with the stream's workspace, else one cluster; then one cooperative kernel,
+  // no allocation, no memset; one grid barrier where the arrival counts fit.
   int64_t n = a.T * a.K;
   int E = static_cast<int>(a.E);
   HistogramLaunch h = histogram_launch(n, a.E, c);
@@ -407,6 +544,8 @@ Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
   const int64_t *idx = a.idx;
   DeviceError *err = c.err;
   bool launched = false;
+  MOE_TRY(launch_histogram_wide<true>(idx, n, E, fi, den, kErrTopkIdxRange, c, &launched));
+  if (launched) return kSuccess;
   MOE_TRY(launch_histogram_cluster<true>(idx, n, E, fi, den, kErrTopkIdxRange, h, c, &launched));
   if (launched) return kSuccess;
   if (h.smem_bins && n <= kArrivalMaxCount && h.grid <= kArrivalMax) {
@@ -421,7 +560,25 @@ Status launch_aux_fi(const AuxFiArgs &a, const LaunchCtx &c) {
   return kSuccess;
 }
 
+template <int K>
+void launch_normalize_fixed(const NormalizeArgs &a, const LaunchCtx &c) {
+  const unsigned grid = grid_for(a.T, kNormalizeDirectThreads, INT32_MAX);
+  normalize_fixed_kernel<K><<<grid, kNormalizeDirectThreads, 0, c.stream>>>(a.w, a.T, a.den, a.out);
+}
+
 Status launch_normalize_weight(const NormalizeArgs &a, const LaunchCtx &c) {
+  // K = 1, 2, 4, 8 with rows aligned to their vector: the compile-time-K kernel.
+  const uintptr_t vec_bytes = static_cast<uintptr_t>(a.K >= 4 ? 16 : 4 * a.K);
+  const bool vec_aligned = ((reinterpret_cast<uintptr_t>(a.w) | reinterpret_cast<uintptr_t>(a.out)) % vec_bytes) == 0;
+  if (vec_aligned) {
+    switch (a.K) {
+      case 1: launch_normalize_fixed<1>(a, c); return kSuccess;
+      case 2: launch_normalize_fixed<2>(a, c); return kSuccess;
+      case 4: launch_normalize_fixed<4>(a, c); return kSuccess;
+      case 8: launch_normalize_fixed<8>(a, c); return kSuccess;
+      default: break;
+    }
+  }
   if (a.K <= kNormalizeDirectK) {
     const unsigned grid = grid_for(a.T, kNormalizeDirectThreads, INT32_MAX);
     normalize_direct_kernel<<<grid, kNormalizeDirectThreads, 0, c.stream>>>(a.w, a.T, static_cast<int>(a.K), a.den,

@@ -308,6 +308,7 @@ Tensor shifted(const Tensor &whole, std::initializer_list<int64_t> shape) {
 
 // mask_indices_by_tp's 16-byte kernel (int64 and int32, a tail shorter than a vector, ids of 2^31 and above
 // with the 32-bit transform otherwise) and its element-wise fallback (a misaligned view); normalize_weight's
+// compile-time-K kernel (K = 1, 2, 4, 8 with rows aligned to their vector; off = 1 misaligns K = 2, 4, 8), its
 // one-thread-per-token kernel (K <= 4), its shared-memory tile kernel (K from 5 to its limit 64, a partial
 // last block) and its fallback (K = 65, a misaligned view).
 TEST_F(MoeGpu, MaskAndNormalizeVectorPaths) {
@@ -345,7 +346,7 @@ TEST_F(MoeGpu, MaskAndNormalizeVectorPaths) {
       }
     }
   }
-  for (int64_t K : {1, 3, 4, 5, 9, 64, 65})
+  for (int64_t K : {1, 2, 3, 4, 5, 8, 9, 64, 65})
     for (int64_t T : {1, 127, 129, 1000}) {
       std::vector<float> w(static_cast<size_t>(T * K + 1));
       for (float &x : w) x = static_cast<float>(rng() % 1000003) / 1000003.0f;
@@ -381,8 +382,9 @@ TEST_F(MoeGpu, InplaceUniqueLongRows) {
   expect_same(gh, gd.d, "inplace_unique K=40");
 }
 
-// The histogram kernels of group_count and aux_fi: one thread block cluster for n <= 32768 entries (here n = 1
-// and n = 32768, 9 and 12000 bins), the cooperative kernels above that; aux_fi's one-barrier kernel (arrival
+// The histogram kernels of group_count and aux_fi: the wide kernel (CountKernelsWide) for n <= 65536 entries
+// and <= 1024 bins, one thread block cluster for n <= 32768 entries with more bins (here 12000), the
+// cooperative kernels above that; aux_fi's one-barrier kernel (arrival
 // counts packed above 23-bit counts: n < 2^23, here up to one bin short of it, most entries in one bin) and
 // its two-barrier fallback (n = 2^23 entries; E = 20000 bins, too many for shared memory); over the SM-count
 // overrides (one block: the first arrival is the last).
@@ -421,6 +423,104 @@ TEST_F(MoeGpu, CountKernels) {
     }
     MOE_OK(tshmem_moe_set_num_sms(0));
   }
+}
+
+// group_count and aux_fi's wide kernel (n <= 65536 entries, <= 1024 bins, a per-stream workspace and a ticket:
+// the last block sums) against the kernels it sits beside: both sides of each threshold (n = 65536 and 65537,
+// 1024 and 1025 bins), n = 0, TileKernels' small shape, a fifth of the ids -1, over the SM-count overrides
+// (the workspace must be zero again after every call for the next to be right); calls on two streams in flight
+// together (one workspace each); a call on cudaStreamPerThread and one under graph capture (no workspace: the
+// cluster kernel), replayed.
+TEST_F(MoeGpu, CountKernelsWide) {
+  struct Cfg {
+    int64_t T, K, E;
+  };
+  const Cfg cfgs[] = {{0, 2, 9},     {1, 1, 1},       {8131, 2, 9},   {8192, 8, 9},
+                      {65537, 1, 9}, {1000, 8, 1024}, {1000, 8, 1025}};
+  std::mt19937 rng(92);
+  auto make_idx = [&](int64_t n, int64_t E) {
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    for (int64_t &v : idx) {
+      const uint32_t r = static_cast<uint32_t>(rng());
+      v = r % 5 == 0 ? -1 : r % 10 < 5 ? E - 1 : static_cast<int64_t>(r % static_cast<uint32_t>(E));
+    }
+    return idx;
+  };
+  for (const Cfg &c : cfgs) {
+    std::vector<int64_t> idx = make_idx(c.T * c.K, c.E);
+    Tensor ih = view(idx, TSHMEM_MOE_INT64, {c.T, c.K});
+    Mirror id(ih, 0);
+    Out ref, refc;
+    MOE_OK(tshmem_moe_aux_fi(&ih, c.E, 3, &ref, nullptr));
+    MOE_OK(tshmem_moe_group_count(&ih, c.E, &refc, nullptr));
+    for (int sms : sms_list()) {
+      MOE_OK(tshmem_moe_set_num_sms(sms));
+      for (int rep = 0; rep < 2; ++rep) {
+        Out got, gotc;
+        MOE_OK(tshmem_moe_aux_fi(&id, c.E, 3, &got, nullptr));
+        MOE_OK(tshmem_moe_group_count(&id, c.E, &gotc, nullptr));
+        const std::string tag = " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) +
+                                " E=" + std::to_string(c.E) + " sms=" + std::to_string(sms);
+        expect_same(ref.t, got.t, "aux_fi" + tag);
+        expect_same(refc.t, gotc.t, "group_count" + tag);
+      }
+    }
+    MOE_OK(tshmem_moe_set_num_sms(0));
+  }
+  // Two streams, calls queued without a sync between them (deferred checks).
+  const int64_t E = 9;
+  std::vector<int64_t> a = make_idx(16262, E), b = make_idx(30000, E);
+  Tensor ah = view(a, TSHMEM_MOE_INT64, {8131, 2}), bh = view(b, TSHMEM_MOE_INT64, {15000, 2});
+  Mirror ad(ah, 0), bd(bh, 0);
+  Out ra, rb, rfa, rfb;
+  MOE_OK(tshmem_moe_group_count(&ah, E, &ra, nullptr));
+  MOE_OK(tshmem_moe_group_count(&bh, E, &rb, nullptr));
+  MOE_OK(tshmem_moe_aux_fi(&ah, E, 2, &rfa, nullptr));
+  MOE_OK(tshmem_moe_aux_fi(&bh, E, 2, &rfb, nullptr));
+  cudaStream_t s1 = nullptr, s2 = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s1), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&s2), cudaSuccess);
+  tshmem_moe_set_check_mode(TSHMEM_MOE_CHECK_DEFERRED);
+  constexpr int kCalls = 16;
+  Out ga[kCalls], gb[kCalls], gfa[kCalls], gfb[kCalls];
+  for (int i = 0; i < kCalls; ++i) {
+    MOE_OK(tshmem_moe_group_count(&ad, E, &ga[i], s1));
+    MOE_OK(tshmem_moe_group_count(&bd, E, &gb[i], s2));
+    MOE_OK(tshmem_moe_aux_fi(&ad, E, 2, &gfa[i], s1));
+    MOE_OK(tshmem_moe_aux_fi(&bd, E, 2, &gfb[i], s2));
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  MOE_OK(tshmem_moe_check_device_errors(0, nullptr));
+  for (int i = 0; i < kCalls; ++i) {
+    expect_same(ra.t, ga[i].t, "group_count stream 1 call " + std::to_string(i));
+    expect_same(rb.t, gb[i].t, "group_count stream 2 call " + std::to_string(i));
+    expect_same(rfa.t, gfa[i].t, "aux_fi stream 1 call " + std::to_string(i));
+    expect_same(rfb.t, gfb[i].t, "aux_fi stream 2 call " + std::to_string(i));
+  }
+  // The per-thread default stream (no workspace: the cluster kernel).
+  Out gp;
+  MOE_OK(tshmem_moe_group_count(&ad, E, &gp, cudaStreamPerThread));
+  ASSERT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
+  expect_same(ra.t, gp.t, "group_count on cudaStreamPerThread");
+  // Under capture: a preallocated output, the graph replayed twice.
+  std::vector<int32_t> zeros(static_cast<size_t>(E), 0);
+  Tensor zh = view(zeros, TSHMEM_MOE_INT32, {E});
+  Mirror od(zh, 0);
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(s1, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const tshmem_moe_status_t captured = tshmem_moe_group_count(&ad, E, od.ptr(), s1);
+  ASSERT_EQ(cudaStreamEndCapture(s1, &graph), cudaSuccess);
+  ASSERT_EQ(captured, TSHMEM_MOE_SUCCESS) << tshmem_moe_last_error();
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(cudaGraphLaunch(exec, s1), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s1), cudaSuccess);
+  expect_same(ra.t, od.d, "group_count graph replay");
+  tshmem_moe_set_check_mode(TSHMEM_MOE_CHECK_SYNC);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
 }
 
 void free_mapping(tshmem_moe_fused_mapping_t &m) {
@@ -522,6 +622,67 @@ TEST_F(MoeGpu, GetFusedMappingWideExperts) {
       free_mapping(ref);
     }
   }
+}
+
+// The mapping's wide-grid kernel (small inputs: blocks follow the SM count, the per-block table spread over
+// several blocks' slots, the count of blocks done reading it in expert_start[0]) against the narrow one: both
+// sides of the switch (n = 255: one block; 256: two wide blocks; TileKernels' small shapes; n = 131072, the
+// last wide size, and 131073; T = 34300 K = 9: the narrow kernel at the full grid), a table that fills
+// token_topk_to_pos (E = 1024, n = 4096), about a fifth of the ids -1, P from the sync path and given (a tail), bitwise
+// for every SM count; and a bad id in a later block of the wide grid is reported.
+TEST_F(MoeGpu, GetFusedMappingWideGrid) {
+  struct Cfg {
+    int64_t T, K, E;
+  };
+  const Cfg cfgs[] = {{255, 1, 9},   {128, 2, 9},    {8131, 2, 9},  {8881, 2, 32}, {18477, 6, 9},
+                      {16384, 8, 9}, {131073, 1, 9}, {34300, 9, 4}, {512, 8, 1024}};
+  uint32_t seed = 31;
+  for (const Cfg &c : cfgs) {
+    std::mt19937 rng(seed++);
+    std::vector<int64_t> idx(static_cast<size_t>(c.T * c.K));
+    for (int64_t &v : idx) v = static_cast<int64_t>(rng() % static_cast<uint32_t>(c.E + c.E / 4 + 1)) - 1;
+    for (int64_t &v : idx) v = v < c.E ? v : -1;
+    Tensor ih = view(idx, TSHMEM_MOE_INT64, {c.T, c.K});
+    Mirror id(ih, 0);
+    for (int64_t align : {1, 128}) {
+      const std::string tag = "T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) + " E=" + std::to_string(c.E) +
+                              " align=" + std::to_string(align);
+      tshmem_moe_fused_mapping_t ref{};
+      MOE_OK(tshmem_moe_get_fused_mapping(&ih, c.E, 0, align, 0, &ref, nullptr, nullptr, nullptr));
+      const int64_t P = ref.pos_to_expert.shape[0] + 333;
+      tshmem_moe_fused_mapping_t r2{};
+      MOE_OK(tshmem_moe_get_fused_mapping(&ih, c.E, P, align, 0, &r2, nullptr, nullptr, nullptr));
+      for (int sms : sms_list()) {
+        MOE_OK(tshmem_moe_set_num_sms(sms));
+        tshmem_moe_fused_mapping_t got{}, g2{};
+        MOE_OK(tshmem_moe_get_fused_mapping(&id, c.E, 0, align, 0, &got, nullptr, nullptr, nullptr));
+        expect_same_mapping(ref, got, tag + " sms=" + std::to_string(sms));
+        MOE_OK(tshmem_moe_get_fused_mapping(&id, c.E, P, align, 1, &g2, nullptr, nullptr, nullptr));
+        expect_same_mapping(r2, g2, tag + " P given sms=" + std::to_string(sms));
+        free_mapping(got);
+        free_mapping(g2);
+      }
+      MOE_OK(tshmem_moe_set_num_sms(0));
+      free_mapping(r2);
+      free_mapping(ref);
+    }
+  }
+  const int64_t T = 8131, K = 2, E = 9;
+  std::vector<int64_t> idx(static_cast<size_t>(T * K), 3);
+  idx[12345] = 99;
+  Tensor ih = view(idx, TSHMEM_MOE_INT64, {T, K});
+  Mirror id(ih, 0);
+  tshmem_moe_fused_mapping_t m{};
+  EXPECT_EQ(tshmem_moe_get_fused_mapping(&id, E, 0, 128, 0, &m, nullptr, nullptr, nullptr),
+            TSHMEM_MOE_ERR_INVALID_VALUE);
+  EXPECT_NE(last().find("'topk_idx' holds 99 at flat position 12345"), std::string::npos) << last();
+  idx[12345] = -1;
+  Mirror ok(ih, 0);
+  tshmem_moe_fused_mapping_t small{};
+  EXPECT_EQ(tshmem_moe_get_fused_mapping(&ok, E, 1000, 128, 1, &small, nullptr, nullptr, nullptr),
+            TSHMEM_MOE_ERR_INVALID_VALUE);
+  EXPECT_NE(last().find("num_expanded_tokens"), std::string::npos) << last();
+  free_mapping(small);
 }
 
 // On the GPU too, a value outside [-1, E) and a P below the aligned total are reported, naming the tensor and
