@@ -11,10 +11,6 @@
 //      its block's share of the tail [total, P) as -1;
 //   4. each warp places its slots 32 at a time (__match_any_sync ranks); a warp of block 0 whose slots hold
 //      rows writes its token_topk_to_pos entries last, once every block has signalled (acquire).
-// The wide variant (WIDE, small inputs: the grid follows the SM count, >= kWideMinSlots slots per block) keeps
-// the table at the front of token_topk_to_pos but lets it span any blocks' slots: every block whose slots hold
-// table rows waits before writing them, and the count of blocks done reading lives in expert_start[0] (always 0
-// in the result), which the last of those blocks to have seen the count complete writes (wait_for_readers_wide).
 // Every output element is written exactly once (the table's slots twice: the table, then the result). The
 // kernel's time is a chain of dependent round trips (HBM, L2, barriers), so it keeps that chain short: no
 // load behind a branch on an earlier load, no division (multiply-high by launch constants), no loop-carried
@@ -33,21 +29,12 @@ namespace cg = cooperative_groups;
 constexpr int kMaxThreads = 512;
 constexpr int kSteps = 8;     // 32-slot steps per load batch: a warp's first 256 slots in one round trip
 constexpr int kRowLoads = 8;  // table loads in flight per thread in step 2
-// The wide variant: 256 threads, 16 table loads in flight per thread (a table of up to 4096 cells in one round
-// trip), at least kWideMinSlots slots per block.
-constexpr int kWideThreads = 256;
-constexpr int kWideRowLoads = 16;
-constexpr int64_t kWideMinSlots = 128;
-// Up to here (TileKernels' rows behind, T x K = 16-111 k slots, and T = 18580 K = 6 E = 32 at 1.03); above,
-// TileKernels' rows of 174-210 k slots were level or ahead (0.88-1.00) on the narrow kernel and keep it.
-constexpr int64_t kWideMaxSlots = 131072;
 
 struct MappingGeometry {
   int n;          // T * K (<= kMappingIndexLimit, checked by the API, as P is)
   int chunk;      // slots per block
   int warp_len;   // slots per warp, a multiple of 32
   int row_shift;  // a table row is 1 << row_shift ints: >= E and >= 8 (whole 32-byte sectors)
-  int waiters;    // WIDE: the blocks whose slots hold table rows (ceil(table cells / chunk))
   FastDiv31 by_k, by_alignment, by_blocks;
 };
 
@@ -115,30 +102,6 @@ __device__ __forceinline__ void wait_for_readers(const unsigned *done, unsigned 
   __syncwarp();
 }
 
-// WIDE: the same wait for every block whose slots hold table rows, on the counter in expert_start[0]; then
-// warp 0 adds one more arrival, and the last of the `waiters` blocks to arrive (old == blocks + waiters - 1:
-// every other block has finished reading the counter) writes the counter's result, expert_start[0] = 0.
-__device__ __forceinline__ void wait_for_readers_wide(unsigned *done, unsigned blocks, unsigned waiters,
-                                                      volatile int *rows_free) {
-  if ((threadIdx.x & 31) == 0) {
-    if (threadIdx.x == 0) {
-      unsigned seen;
-      do {
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(done) : "memory");
-      } while (seen < blocks);
-      if (atomicAdd(done, 1u) == blocks + waiters - 1) *done = 0u;
-      __threadfence_block();
-      *rows_free = 1;
-    } else {
-      while (*rows_free == 0) {
-      }
-      __threadfence_block();
-    }
-  }
-  __syncwarp();
-}
-
-template <bool WIDE, int ROW_LOADS>
 __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, MappingGeometry g, DeviceError *err) {
   extern __shared__ int smem[];  // [W][E] warp counts -> prefix over warps -> bases; [E] prefix of earlier
                                  // blocks; [E] global count
@@ -151,11 +114,9 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
   const unsigned below = (1u << lane) - 1u;
   int *counts = smem, *pre_blocks = smem + W * E, *count_all = pre_blocks + E;
   int *my = counts + warp * E;
-  // The rows table and the count of blocks done reading it: block 0's first slots, until step 4 writes them
-  // (WIDE: the table's slots, any blocks'; the count in expert_start[0]).
+  // The rows table and the count of blocks done reading it: block 0's first slots, until step 4 writes them.
   int *rows = a.token_topk_to_pos;
-  unsigned *done =
-      WIDE ? reinterpret_cast<unsigned *>(a.expert_start) : reinterpret_cast<unsigned *>(rows + (nb << g.row_shift));
+  unsigned *done = reinterpret_cast<unsigned *>(rows + (nb << g.row_shift));
 
   const int c0 = static_cast<int>(min(static_cast<int64_t>(b) * g.chunk, static_cast<int64_t>(g.n)));
   const int c1 = static_cast<int>(min(static_cast<int64_t>(c0) + g.chunk, static_cast<int64_t>(g.n)));
@@ -212,15 +173,15 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
   // ---- 2. every block's totals: the global count and the prefix of the earlier blocks ----
   if (nb > 1) {
     const int cells = nb << g.row_shift;
-    for (int j0 = tid; j0 < cells; j0 += ROW_LOADS * blockDim.x) {
-      int x[ROW_LOADS];
+    for (int j0 = tid; j0 < cells; j0 += kRowLoads * blockDim.x) {
+      int x[kRowLoads];
 #pragma unroll
-      for (int k = 0; k < ROW_LOADS; ++k) {
+      for (int k = 0; k < kRowLoads; ++k) {
         const int j = j0 + k * blockDim.x;
         x[k] = j < cells ? __ldcg(rows + j) : 0;
       }
 #pragma unroll
-      for (int k = 0; k < ROW_LOADS; ++k) {
+      for (int k = 0; k < kRowLoads; ++k) {
         const int j = j0 + k * blockDim.x;
         if (x[k] != 0) {  // zero also for the padding cells of a row (e >= E)
           atomicAdd(&count_all[j & (row - 1)], x[k]);
@@ -252,7 +213,7 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
     if (e < E) {
       my[e] = static_cast<int>(static_cast<unsigned>(my[e]) + start32 + static_cast<unsigned>(pre_blocks[e]));
       if (b == 0 && warp == 0) {
-        if (!WIDE || nb == 1 || e != 0) a.expert_start[e] = static_cast<int32_t>(start32);  // WIDE: the counter
+        a.expert_start[e] = static_cast<int32_t>(start32);
         a.expert_end[e] = static_cast<int32_t>(start32 + static_cast<unsigned>(A));
         a.num_tokens_per_expert[e] = static_cast<int32_t>(A);
       }
@@ -284,7 +245,7 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
 
   // ---- 4. placement ----
   __syncwarp();  // this warp's bases (written by lane e above) are visible to every lane
-  bool may_write_rows = WIDE ? !(nb > 1 && w0 < (nb << g.row_shift)) : !(nb > 1 && b == 0 && w0 <= (nb << g.row_shift));
+  bool may_write_rows = !(nb > 1 && b == 0 && w0 <= (nb << g.row_shift));
   for (int f0 = w0; f0 < w1; f0 += kSteps * 32) {  // warp-uniform
     if (!kept) load_batch(v, a.idx, f0, w1, E);    // bad values were reported in step 1
     int pos[kSteps];
@@ -304,34 +265,13 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
       }
     }
     if (!may_write_rows) {  // the wait overlaps the scattered stores above
-      if (WIDE)
-        wait_for_readers_wide(done, static_cast<unsigned>(nb), static_cast<unsigned>(g.waiters), &rows_free);
-      else
-        wait_for_readers(done, static_cast<unsigned>(nb), &rows_free);
+      wait_for_readers(done, static_cast<unsigned>(nb), &rows_free);
       may_write_rows = true;
     }
 #pragma unroll
     for (int s = 0; s < kSteps; ++s)
       if (f0 + s * 32 + lane < w1) a.token_topk_to_pos[f0 + s * 32 + lane] = pos[s];
   }
-}
-
-}  // namespace
-
-namespace {
-
-// The wide variant's block count (0: not taken): n <= kWideMaxSlots, >= kWideMinSlots slots per block, at most one
-// block per SM, a table of at most one load round (kWideThreads * kWideRowLoads cells) that fits in token_topk_to_pos,
-// and only where it is wider than the narrow rule's `narrow` blocks (from T x K of about 135 k slots on an H200 both
-// are the SM count: the spec's shapes keep the narrow kernel).
-int64_t wide_blocks(int64_t n, int row_shift, int64_t narrow, int E, const LaunchCtx &c) {
-  if (n > kWideMaxSlots) return 0;
-  if ((static_cast<size_t>(kWideThreads / 32) * E + 2 * static_cast<size_t>(E)) * 4 > 48 * 1024) return 0;
-  int64_t nb = c.num_sms;
-  nb = std::min<int64_t>(nb, n / kWideMinSlots);
-  nb = std::min<int64_t>(nb, (int64_t{kWideThreads} * kWideRowLoads) >> row_shift);
-  nb = std::min<int64_t>(nb, n >> row_shift);
-  return nb >= 2 && nb > narrow ? nb : 0;
 }
 
 }  // namespace
@@ -352,11 +292,6 @@ Status launch_get_fused_mapping(const MappingArgs &a, const LaunchCtx &c) {
   nb = std::min<int64_t>(nb, std::max<int64_t>(1, (8192 >> g.row_shift)));
   nb = std::min<int64_t>(nb, std::max<int64_t>(1, n / 1024));
   while (nb > 1 && (n + nb - 1) / nb < (nb << g.row_shift) + 1) --nb;
-  const int64_t wide = wide_blocks(n, g.row_shift, nb, E, c);
-  if (wide) {
-    nb = wide;
-    threads = kWideThreads;
-  }
   const int64_t chunk = std::max<int64_t>(1, (n + nb - 1) / nb);
   const int64_t W = threads / 32;
   g.n = static_cast<int>(n);
@@ -365,15 +300,12 @@ Status launch_get_fused_mapping(const MappingArgs &a, const LaunchCtx &c) {
   g.by_k = FastDiv31::make(static_cast<uint32_t>(a.K));
   g.by_alignment = FastDiv31::make(static_cast<uint32_t>(a.alignment));  // <= INT32_MAX (API)
   g.by_blocks = FastDiv31::make(static_cast<uint32_t>(nb));
-  g.waiters = static_cast<int>(((nb << g.row_shift) + chunk - 1) / chunk);
   const size_t smem = (static_cast<size_t>(W) * E + 2 * static_cast<size_t>(E)) * 4;
   MappingArgs args = a;
   DeviceError *err = c.err;
   void *params[] = {&args, &g, &err};
-  void *kernel = wide ? reinterpret_cast<void *>(mapping_kernel<true, kWideRowLoads>)
-                      : reinterpret_cast<void *>(mapping_kernel<false, kRowLoads>);
-  MOE_CUDA(cudaLaunchCooperativeKernel(kernel, dim3(static_cast<unsigned>(nb)), dim3(static_cast<unsigned>(threads)),
-                                       params, smem, c.stream));
+  MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(mapping_kernel), dim3(static_cast<unsigned>(nb)),
+                                       dim3(static_cast<unsigned>(threads)), params, smem, c.stream));
   return kSuccess;
 }
 
