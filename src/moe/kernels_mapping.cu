@@ -9,8 +9,9 @@
 //   3. each warp, on its own (no block barrier), scans the aligned counts over the experts (segment starts),
 //      turns its row of prefixes into running bases, writes the padding rows of the experts its block owns and
 //      its block's share of the tail [total, P) as -1;
-//   4. each warp places its slots 32 at a time (__match_any_sync ranks); a warp of block 0 whose slots hold
-//      rows writes its token_topk_to_pos entries last, once every block has signalled (acquire).
+//   4. each warp places its slots: base + the rank step 1 gave each slot among the warp's slots of its expert
+//      (a warp whose sub-chunk passed one batch ranks again, 32 slots at a time); a warp of block 0 whose
+//      slots hold rows writes its token_topk_to_pos entries last, once every block has signalled (acquire).
 // Every output element is written exactly once (the table's slots twice: the table, then the result). The
 // kernel's time is a chain of dependent round trips (HBM, L2, barriers), so it keeps that chain short: no
 // load behind a branch on an earlier load, no division (multiply-high by launch constants), no loop-carried
@@ -125,18 +126,27 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
   const int w1 = static_cast<int>(min(static_cast<int64_t>(w0) + g.warp_len, static_cast<int64_t>(c1)));
   const bool kept = w1 - w0 <= kSteps * 32;  // the whole sub-chunk stays in v[] for step 4
 
+  // ---- 1. counts ----
+  // The first batch's loads are issued before the barrier that orders the zeroing below.
+  int v[kSteps];
+  int off[kSteps];  // kept: each slot's rank among this warp's slots of its expert (step 4 adds the base)
+  bool bad = w0 < w1 && load_batch(v, a.idx, w0, w1, E);
   for (int i = tid; i < W * E + 2 * E; i += blockDim.x) smem[i] = 0;
   if (tid == 0) rows_free = 0;
   __syncthreads();
-
-  // ---- 1. counts ----
-  int v[kSteps];
   for (int f0 = w0; f0 < w1; f0 += kSteps * 32) {  // warp-uniform
-    if (load_batch(v, a.idx, f0, w1, E)) report_batch(a.idx, f0, w1, E, err);
+    if (f0 != w0) bad = load_batch(v, a.idx, f0, w1, E);
+    if (bad) report_batch(a.idx, f0, w1, E, err);
 #pragma unroll
     for (int s = 0; s < kSteps; ++s) {
+      if (f0 + s * 32 >= w1) break;  // warp-uniform: only the batch's steps that hold slots
       const unsigned peers = __match_any_sync(kFullMask, v[s]);
-      if (v[s] >= 0 && (peers & below) == 0) my[v[s]] += __popc(peers);  // one leader per expert
+      int before = 0;
+      if (v[s] >= 0 && (peers & below) == 0) {  // one leader per expert advances the warp's count
+        before = my[v[s]];
+        my[v[s]] = before + __popc(peers);
+      }
+      off[s] = __shfl_sync(kFullMask, before, __ffs(peers) - 1) + __popc(peers & below);
       __syncwarp();
     }
   }
@@ -190,7 +200,10 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
       }
     }
     __syncthreads();  // every load above has delivered its value
-    if (tid == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(done) : "memory");
+    // The block's last thread signals: its warp holds the fewest slots (often none), and the release waits
+    // for the block's earlier memory operations, which would hold back warp 0's placement.
+    if (tid == static_cast<int>(blockDim.x) - 1)
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(done) : "memory");
   }
 
   // ---- 3. segments (every warp scans the experts itself), this warp's bases, padding rows ----
@@ -246,8 +259,28 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
   // ---- 4. placement ----
   __syncwarp();  // this warp's bases (written by lane e above) are visible to every lane
   bool may_write_rows = !(nb > 1 && b == 0 && w0 <= (nb << g.row_shift));
+  if (kept) {  // one batch, ranked in step 1: base + rank, no second pass over the warp's slots
+    int pos[kSteps];
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      pos[s] = -1;
+      if (w0 + s * 32 >= w1) break;  // warp-uniform
+      const int f = w0 + s * 32 + lane;
+      if (v[s] >= 0 && !overflow) pos[s] = my[v[s]] + off[s];
+      if (f < w1 && pos[s] >= 0) {
+        a.pos_to_expert[pos[s]] = v[s];
+        a.pos_to_token[pos[s]] = static_cast<int32_t>(g.by_k.div(static_cast<unsigned>(f)));
+        a.pos_to_token_topk[pos[s]] = f;
+      }
+    }
+    if (!may_write_rows) wait_for_readers(done, static_cast<unsigned>(nb), &rows_free);
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s)
+      if (w0 + s * 32 + lane < w1) a.token_topk_to_pos[w0 + s * 32 + lane] = pos[s];
+    return;
+  }
   for (int f0 = w0; f0 < w1; f0 += kSteps * 32) {  // warp-uniform
-    if (!kept) load_batch(v, a.idx, f0, w1, E);    // bad values were reported in step 1
+    load_batch(v, a.idx, f0, w1, E);  // bad values were reported in step 1
     int pos[kSteps];
 #pragma unroll
     for (int s = 0; s < kSteps; ++s) {
