@@ -35,14 +35,19 @@ Status device_info(int device, const DeviceInfo **info);
 // The SM count to size grids on `device`: the override if set, validated against this device.
 Status grid_sms(int device, int *num_sms);
 
-// A zeroed workspace of kStreamWorkspaceBytes of device memory owned by the library for (device, stream), or
+// A workspace of kStreamWorkspaceBytes of device memory owned by the library for (device, stream), or
 // NULL where none can serve: a stream under graph capture (a graph may be replayed on any stream, beside another
 // user of the same memory), cudaStreamPerThread (one handle, a stream per host thread), or a device whose
-// kMaxStreamWorkspaces are taken. Kernels that use it must leave it
-// zero. Keyed by the stream's unique id (cudaStreamGetId), so calls on two streams never share one: work on one
-// stream runs in order, so a workspace has one user at a time. Allocated on a stream's first use (a cudaMalloc
-// and a memset on that stream), kept until the process exits. Requires `device` to be current.
-constexpr size_t kStreamWorkspaceBytes = 8192;
+// kMaxStreamWorkspaces are taken. Two regions: [0, kCountWorkspaceBytes) is zero between calls (the wide
+// histogram's bin words: a kernel that uses it must leave it zero); the mapping kernel's table of per-block
+// counts (kMappingTableCells int32, written before they are read within one call) follows at
+// kMappingTableOffset. Keyed by the stream's unique id (cudaStreamGetId), so calls on two streams never share
+// one: work on one stream runs in order, so a workspace has one user at a time. Allocated on a stream's first
+// use (a cudaMalloc and a memset on that stream), kept until the process exits. Requires `device` current.
+constexpr size_t kCountWorkspaceBytes = 8192;
+constexpr size_t kMappingTableOffset = kCountWorkspaceBytes;
+constexpr size_t kMappingTableCells = 8192;
+constexpr size_t kStreamWorkspaceBytes = kMappingTableOffset + kMappingTableCells * sizeof(int32_t);
 constexpr size_t kMaxStreamWorkspaces = 64;
 Status stream_workspace(int device, cudaStream_t stream, void **workspace);
 

@@ -135,7 +135,7 @@ constexpr int kWideThreads = 128;
 constexpr int64_t kWideMaxEntries = 65536;
 constexpr int kWideMaxBins = 1024;
 constexpr unsigned long long kWideArrival = 1ull << 32;
-static_assert(kWideMaxBins * sizeof(unsigned long long) <= kStreamWorkspaceBytes, "workspace size");
+static_assert(kWideMaxBins * sizeof(unsigned long long) <= kCountWorkspaceBytes, "workspace size");
 static_assert(kWideMaxEntries < (1ll << 32), "a bin's count fits the word's low half");
 
 template <bool AUX_FI>

@@ -2,17 +2,20 @@
 // flat slot f inside each expert segment), so the result never depends on the grid:
 //   1. each warp loads its contiguous sub-chunk of topk_idx in one round trip (kept in registers for step 4)
 //      and counts it per expert; per expert, the warp counts become an exclusive prefix over the block's warps
-//      (a segmented warp scan), and the block's totals go to its row of a table that lives in block 0's slots
-//      of the token_topk_to_pos output (no workspace allocation, no memset: both cost host time per call);
+//      (a segmented warp scan), and the block's totals go to its row of a table in the stream's workspace
+//      (device.h: allocated once per stream, no memset) or, where a stream has none (graph capture), in
+//      block 0's slots of the token_topk_to_pos output;
 //   2. grid barrier; every block reads every row (all loads in flight at once) into the global count and the
-//      prefix of the blocks before it, then signals that it is done reading (a release add);
+//      prefix of the blocks before it; with the table in block 0's slots it then signals that it is done
+//      reading (a release add);
 //   3. each warp, on its own (no block barrier), scans the aligned counts over the experts (segment starts),
 //      turns its row of prefixes into running bases, writes the padding rows of the experts its block owns and
 //      its block's share of the tail [total, P) as -1;
 //   4. each warp places its slots: base + the rank step 1 gave each slot among the warp's slots of its expert
-//      (a warp whose sub-chunk passed one batch ranks again, 32 slots at a time); a warp of block 0 whose
-//      slots hold rows writes its token_topk_to_pos entries last, once every block has signalled (acquire).
-// Every output element is written exactly once (the table's slots twice: the table, then the result). The
+//      (a warp whose sub-chunk passed one batch ranks again, 32 slots at a time); with the table in block
+//      0's slots, a warp of block 0 whose slots hold rows writes its token_topk_to_pos entries last, once
+//      every block has signalled (acquire).
+// Every output element is written exactly once (with the table in block 0's slots, those twice). The
 // kernel's time is a chain of dependent round trips (HBM, L2, barriers), so it keeps that chain short: no
 // load behind a branch on an earlier load, no division (multiply-high by launch constants), no loop-carried
 // shared-memory chain where a warp scan serves.
@@ -20,6 +23,7 @@
 
 #include <algorithm>
 
+#include "device.h"
 #include "kernels_common.cuh"
 
 namespace tshmem_moe {
@@ -37,6 +41,7 @@ struct MappingGeometry {
   int warp_len;   // slots per warp, a multiple of 32
   int row_shift;  // a table row is 1 << row_shift ints: >= E and >= 8 (whole 32-byte sectors)
   FastDiv31 by_k, by_alignment, by_blocks;
+  int *table;  // the stream workspace's rows table, or NULL: the table lives in block 0's slots
 };
 
 // The experts of a batch of kSteps * 32 slots starting at f0 (lane l holds f0 + 32 s + l), -1 for skips and
@@ -115,8 +120,10 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
   const unsigned below = (1u << lane) - 1u;
   int *counts = smem, *pre_blocks = smem + W * E, *count_all = pre_blocks + E;
   int *my = counts + warp * E;
-  // The rows table and the count of blocks done reading it: block 0's first slots, until step 4 writes them.
-  int *rows = a.token_topk_to_pos;
+  // The rows table: the stream's workspace, else block 0's first slots until step 4 writes them, followed by
+  // the count of blocks done reading it (block 0's warps that hold them wait for it: wait_for_readers).
+  const bool own_table = g.table != nullptr;
+  int *rows = own_table ? g.table : a.token_topk_to_pos;
   unsigned *done = reinterpret_cast<unsigned *>(rows + (nb << g.row_shift));
 
   const int c0 = static_cast<int>(min(static_cast<int64_t>(b) * g.chunk, static_cast<int64_t>(g.n)));
@@ -154,7 +161,7 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
   // Per expert, the W warp counts -> exclusive prefix over warps (32 / W experts per warp pass, one lane
   // per warp); the last lane holds the block total.
   int *my_row = rows + (static_cast<int64_t>(b) << g.row_shift);
-  if (nb > 1 && b == 0 && tid == 0) *done = 0u;
+  if (nb > 1 && b == 0 && tid == 0 && !own_table) *done = 0u;
   for (int e0 = warp << (5 - w_shift); e0 < E; e0 += 32) {  // warp-uniform; 32 / W experts per pass
     const int e = e0 + (lane >> w_shift), w = lane & (W - 1);
     const int x = e < E ? counts[w * E + e] : 0;
@@ -202,7 +209,7 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
     __syncthreads();  // every load above has delivered its value
     // The block's last thread signals: its warp holds the fewest slots (often none), and the release waits
     // for the block's earlier memory operations, which would hold back warp 0's placement.
-    if (tid == static_cast<int>(blockDim.x) - 1)
+    if (!own_table && tid == static_cast<int>(blockDim.x) - 1)
       asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(done) : "memory");
   }
 
@@ -258,7 +265,7 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
 
   // ---- 4. placement ----
   __syncwarp();  // this warp's bases (written by lane e above) are visible to every lane
-  bool may_write_rows = !(nb > 1 && b == 0 && w0 <= (nb << g.row_shift));
+  bool may_write_rows = own_table || !(nb > 1 && b == 0 && w0 <= (nb << g.row_shift));
   if (kept) {  // one batch, ranked in step 1: base + rank, no second pass over the warp's slots
     int pos[kSteps];
 #pragma unroll
@@ -320,11 +327,17 @@ Status launch_get_fused_mapping(const MappingArgs &a, const LaunchCtx &c) {
   g.row_shift = 3;
   while ((1 << g.row_shift) < E) ++g.row_shift;
   // Blocks: at most one per SM (co-resident for the cooperative launch), >= 1024 slots each, at most 8192
-  // table cells for each block to read in step 2, and block 0's slots must hold the table and its counter.
+  // table cells for each block to read in step 2; without a stream workspace for the table, block 0's slots
+  // must hold it and its counter.
+  void *workspace = nullptr;
+  MOE_TRY(stream_workspace(c.device, c.stream, &workspace));
+  static_assert(8192 <= kMappingTableCells, "the rows table fits the workspace");
   int64_t nb = c.num_sms;
   nb = std::min<int64_t>(nb, std::max<int64_t>(1, (8192 >> g.row_shift)));
   nb = std::min<int64_t>(nb, std::max<int64_t>(1, n / 1024));
-  while (nb > 1 && (n + nb - 1) / nb < (nb << g.row_shift) + 1) --nb;
+  if (workspace == nullptr)
+    while (nb > 1 && (n + nb - 1) / nb < (nb << g.row_shift) + 1) --nb;
+  g.table = workspace ? reinterpret_cast<int *>(static_cast<char *>(workspace) + kMappingTableOffset) : nullptr;
   const int64_t chunk = std::max<int64_t>(1, (n + nb - 1) / nb);
   const int64_t W = threads / 32;
   g.n = static_cast<int>(n);

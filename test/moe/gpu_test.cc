@@ -625,9 +625,10 @@ TEST_F(MoeGpu, GetFusedMappingWideExperts) {
 }
 
 // The mapping at small and boundary sizes against the CPU reference: n = 255 and 256 (one block and two), TileKernels'
-// small shapes, n = 131072 and 131073, T = 34300 K = 9 (the full grid), a rows table that fills token_topk_to_pos
-// (E = 1024, n = 4096), about a fifth of the ids -1, P from the sync path and given (a tail), bitwise for every SM
-// count; and a bad id in a later block is reported. (A wide-grid variant for these sizes was measured 4-6 % slower
+// small shapes, n = 131072 and 131073, T = 34300 K = 9 (the full grid), a rows table of 1024-cell rows (E = 1024,
+// n = 4096), about a fifth of the ids -1, P from the sync path and given (a tail), bitwise for every SM count, with
+// the rows table in the stream's workspace and (cudaStreamPerThread) in block 0's slots; and a bad id in a later
+// block is reported. (A wide-grid variant for these sizes was measured 4-6 % slower
 // than the narrow kernel and removed: docs/moe.md.)
 TEST_F(MoeGpu, GetFusedMappingSmallShapes) {
   struct Cfg {
@@ -662,6 +663,11 @@ TEST_F(MoeGpu, GetFusedMappingSmallShapes) {
         free_mapping(g2);
       }
       MOE_OK(tshmem_moe_set_num_sms(0));
+      // cudaStreamPerThread has no stream workspace: the rows table goes to block 0's slots instead.
+      tshmem_moe_fused_mapping_t pt{};
+      MOE_OK(tshmem_moe_get_fused_mapping(&id, c.E, 0, align, 0, &pt, nullptr, nullptr, cudaStreamPerThread));
+      expect_same_mapping(ref, pt, tag + " on cudaStreamPerThread");
+      free_mapping(pt);
       free_mapping(r2);
       free_mapping(ref);
     }
