@@ -13,7 +13,8 @@
 #     diag   perftest/moe/tk_mapping_diag.py (which inputs make TileKernels' get_fused_mapping fault)
 #     CARRY  default .carry: tilelang-site.tar.xz and TileKernels/ (scripts/tilekernels-prepare.sh made them)
 # Budgets: TK_BUDGET_S (TileKernels' tests, default 240 s), TK_TABLE_BUDGET_S (start no table row after it,
-# default 120 s). With the defaults `all` takes about 7 minutes on the 1 x H200 host (16 cores).
+# default 120 s); TK_TABLE_ONLY=KERNEL: only that kernel's rows; TK_FILES (scripts/tilekernels-tests.sh): only
+# those test files. With the defaults `all` takes about 7 minutes on the 1 x H200 host (16 cores).
 # At most 8 files land in LOG_DIR.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -94,7 +95,8 @@ if [ "$mode" = table ] || [ "$mode" = all ]; then
   # processes, and a fault shows as 'TK faults (...)' in its cell. Exit status 1: tshmem_moe lost the context.
   trc=0
   (cd "$root/perftest/moe" && TILELANG_CACHE_DIR=$table_cache python3 side_by_side.py \
-    --budget-s "${TK_TABLE_BUDGET_S:-120}" --json "$logs/side_by_side.jsonl") > "$logs/side-by-side.log" 2>&1 || trc=$?
+    --budget-s "${TK_TABLE_BUDGET_S:-120}" --json "$logs/side_by_side.jsonl" ${TK_TABLE_ONLY:+--only "$TK_TABLE_ONLY"}) \
+    > "$logs/side-by-side.log" 2>&1 || trc=$?
   grep -E '^(\||# )' "$logs/side-by-side.log" | tee -a "$summary"
   note "== side by side: $(( $(date +%s) - start )) s, exit status $trc"
 fi
