@@ -382,6 +382,25 @@ TEST_F(MoeGpu, InplaceUniqueLongRows) {
   expect_same(gh, gd.d, "inplace_unique K=40");
 }
 
+// aux_fi (num_aux_topk 3) and group_count of `id` on the GPU, bitwise against the CPU reference of `ih`, for
+// every SM-count override, `reps` calls each (a call that leaves the stream's workspace dirty fails the next).
+void expect_counts_on_every_grid(const Tensor &ih, const Mirror &id, int64_t E, int reps, const std::string &tag) {
+  Out ref, refc;
+  MOE_OK(tshmem_moe_aux_fi(&ih, E, 3, &ref, nullptr));
+  MOE_OK(tshmem_moe_group_count(&ih, E, &refc, nullptr));
+  for (int sms : sms_list()) {
+    MOE_OK(tshmem_moe_set_num_sms(sms));
+    for (int rep = 0; rep < reps; ++rep) {
+      Out got, gotc;
+      MOE_OK(tshmem_moe_aux_fi(&id, E, 3, &got, nullptr));
+      MOE_OK(tshmem_moe_group_count(&id, E, &gotc, nullptr));
+      expect_same(ref.t, got.t, "aux_fi" + tag + " sms=" + std::to_string(sms));
+      expect_same(refc.t, gotc.t, "group_count" + tag + " sms=" + std::to_string(sms));
+    }
+  }
+  MOE_OK(tshmem_moe_set_num_sms(0));
+}
+
 // The histogram kernels of group_count and aux_fi: the wide kernel (CountKernelsWide) for n <= 65536 entries
 // and <= 1024 bins, one thread block cluster for n <= 32768 entries with more bins (here 12000), the
 // cooperative kernels above that; aux_fi's one-barrier kernel (arrival
@@ -408,20 +427,8 @@ TEST_F(MoeGpu, CountKernels) {
     }
     Tensor ih = view(idx, TSHMEM_MOE_INT64, {c.T, c.K});
     Mirror id(ih, 0);
-    Out ref, refc;
-    MOE_OK(tshmem_moe_aux_fi(&ih, c.E, 3, &ref, nullptr));
-    MOE_OK(tshmem_moe_group_count(&ih, c.E, &refc, nullptr));
-    for (int sms : sms_list()) {
-      MOE_OK(tshmem_moe_set_num_sms(sms));
-      Out got, gotc;
-      MOE_OK(tshmem_moe_aux_fi(&id, c.E, 3, &got, nullptr));
-      MOE_OK(tshmem_moe_group_count(&id, c.E, &gotc, nullptr));
-      const std::string tag = " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) + " E=" + std::to_string(c.E) +
-                              " sms=" + std::to_string(sms);
-      expect_same(ref.t, got.t, "aux_fi" + tag);
-      expect_same(refc.t, gotc.t, "group_count" + tag);
-    }
-    MOE_OK(tshmem_moe_set_num_sms(0));
+    expect_counts_on_every_grid(ih, id, c.E, 1,
+                                " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) + " E=" + std::to_string(c.E));
   }
 }
 
@@ -450,22 +457,8 @@ TEST_F(MoeGpu, CountKernelsWide) {
     std::vector<int64_t> idx = make_idx(c.T * c.K, c.E);
     Tensor ih = view(idx, TSHMEM_MOE_INT64, {c.T, c.K});
     Mirror id(ih, 0);
-    Out ref, refc;
-    MOE_OK(tshmem_moe_aux_fi(&ih, c.E, 3, &ref, nullptr));
-    MOE_OK(tshmem_moe_group_count(&ih, c.E, &refc, nullptr));
-    for (int sms : sms_list()) {
-      MOE_OK(tshmem_moe_set_num_sms(sms));
-      for (int rep = 0; rep < 2; ++rep) {
-        Out got, gotc;
-        MOE_OK(tshmem_moe_aux_fi(&id, c.E, 3, &got, nullptr));
-        MOE_OK(tshmem_moe_group_count(&id, c.E, &gotc, nullptr));
-        const std::string tag = " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) +
-                                " E=" + std::to_string(c.E) + " sms=" + std::to_string(sms);
-        expect_same(ref.t, got.t, "aux_fi" + tag);
-        expect_same(refc.t, gotc.t, "group_count" + tag);
-      }
-    }
-    MOE_OK(tshmem_moe_set_num_sms(0));
+    expect_counts_on_every_grid(ih, id, c.E, 2,
+                                " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) + " E=" + std::to_string(c.E));
   }
   // Two streams, calls queued without a sync between them (deferred checks).
   const int64_t E = 9;
