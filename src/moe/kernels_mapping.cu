@@ -287,7 +287,7 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
     return;
   }
   for (int f0 = w0; f0 < w1; f0 += kSteps * 32) {  // warp-uniform
-    load_batch(v, a.idx, f0, w1, E);  // bad values were reported in step 1
+    load_batch(v, a.idx, f0, w1, E);               // bad values were reported in step 1
     int pos[kSteps];
 #pragma unroll
     for (int s = 0; s < kSteps; ++s) {

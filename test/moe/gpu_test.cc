@@ -427,17 +427,17 @@ TEST_F(MoeGpu, CountKernels) {
     }
     Tensor ih = view(idx, TSHMEM_MOE_INT64, {c.T, c.K});
     Mirror id(ih, 0);
-    expect_counts_on_every_grid(ih, id, c.E, 1,
-                                " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) + " E=" + std::to_string(c.E));
+    expect_counts_on_every_grid(
+        ih, id, c.E, 1, " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) + " E=" + std::to_string(c.E));
   }
 }
 
 // group_count and aux_fi's wide kernel (n <= 65536 entries, <= 1024 bins, a per-stream workspace of one
-// arrivals-and-count word per bin: each bin's last block writes it) against the kernels it sits beside: both sides of each threshold (n = 65536 and 65537,
-// 1024 and 1025 bins), n = 0, TileKernels' small shape, a fifth of the ids -1, over the SM-count overrides
-// (the workspace must be zero again after every call for the next to be right); calls on two streams in flight
-// together (one workspace each); a call on cudaStreamPerThread and one under graph capture (no workspace: the
-// cluster kernel), replayed.
+// arrivals-and-count word per bin: each bin's last block writes it) against the kernels it sits beside: both sides of
+// each threshold (n = 65536 and 65537, 1024 and 1025 bins), n = 0, TileKernels' small shape, a fifth of the ids -1,
+// over the SM-count overrides (the workspace must be zero again after every call for the next to be right); calls on
+// two streams in flight together (one workspace each); a call on cudaStreamPerThread and one under graph capture (no
+// workspace: the cluster kernel), replayed.
 TEST_F(MoeGpu, CountKernelsWide) {
   struct Cfg {
     int64_t T, K, E;
@@ -457,8 +457,8 @@ TEST_F(MoeGpu, CountKernelsWide) {
     std::vector<int64_t> idx = make_idx(c.T * c.K, c.E);
     Tensor ih = view(idx, TSHMEM_MOE_INT64, {c.T, c.K});
     Mirror id(ih, 0);
-    expect_counts_on_every_grid(ih, id, c.E, 2,
-                                " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) + " E=" + std::to_string(c.E));
+    expect_counts_on_every_grid(
+        ih, id, c.E, 2, " T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) + " E=" + std::to_string(c.E));
   }
   // Two streams, calls queued without a sync between them (deferred checks).
   const int64_t E = 9;
