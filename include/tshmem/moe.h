@@ -17,6 +17,11 @@
  * (cudaMallocAsync) on the primary input's device, or with malloc for CPU calls; free it with
  * tshmem_moe_tensor_free. An output whose `data` is set is checked (dtype, shape, strides, device) and written.
  *
+ * Library memory: per device, a small error record; per (device, stream), on the first group_count, aux_fi or
+ * get_fused_mapping call on that stream, a 40 KiB workspace (a cudaMalloc, which may synchronise the device, and
+ * a memset on the stream), kept until the process exits. None under graph capture, on cudaStreamPerThread or
+ * past 64 streams per device: those calls then take kernel forms that need none (the same results).
+ *
  * Errors: every call returns a status; tshmem_moe_last_error() describes the last failure on the calling
  * thread (the call, the value and the rule that was broken). Index values that the GPU finds out of range
  * (e.g. an expert id outside [-1, E)) are never undefined behaviour: the offending entry is skipped and the
