@@ -3,8 +3,8 @@
 //   1. each warp loads its contiguous sub-chunk of topk_idx in one round trip (kept in registers for step 4)
 //      and counts it per expert; per expert, the warp counts become an exclusive prefix over the block's warps
 //      (a segmented warp scan), and the block's totals go to its row of a table in the stream's workspace
-//      (device.h: allocated once per stream, no memset) or, where a stream has none (graph capture), in
-//      block 0's slots of the token_topk_to_pos output;
+//      (device.h: allocated on the stream's first use, no memset per call) or, where a stream has none (graph
+//      capture, cudaStreamPerThread), in block 0's slots of the token_topk_to_pos output;
 //   2. grid barrier; every block reads every row (all loads in flight at once) into the global count and the
 //      prefix of the blocks before it; with the table in block 0's slots it then signals that it is done
 //      reading (a release add);
@@ -326,14 +326,13 @@ Status launch_get_fused_mapping(const MappingArgs &a, const LaunchCtx &c) {
   MappingGeometry g{};
   g.row_shift = 3;
   while ((1 << g.row_shift) < E) ++g.row_shift;
-  // Blocks: at most one per SM (co-resident for the cooperative launch), >= 1024 slots each, at most 8192
-  // table cells for each block to read in step 2; without a stream workspace for the table, block 0's slots
-  // must hold it and its counter.
+  // Blocks: at most one per SM (co-resident for the cooperative launch), >= 1024 slots each, at most
+  // kMappingTableCells table cells (what the workspace holds, and each block reads them all in step 2);
+  // without a stream workspace for the table, block 0's slots must hold it and its counter.
   void *workspace = nullptr;
   MOE_TRY(stream_workspace(c.device, c.stream, &workspace));
-  static_assert(8192 <= kMappingTableCells, "the rows table fits the workspace");
   int64_t nb = c.num_sms;
-  nb = std::min<int64_t>(nb, std::max<int64_t>(1, (8192 >> g.row_shift)));
+  nb = std::min<int64_t>(nb, std::max<int64_t>(1, static_cast<int64_t>(kMappingTableCells) >> g.row_shift));
   nb = std::min<int64_t>(nb, std::max<int64_t>(1, n / 1024));
   if (workspace == nullptr)
     while (nb > 1 && (n + nb - 1) / nb < (nb << g.row_shift) + 1) --nb;
