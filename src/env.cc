@@ -13,7 +13,7 @@
 namespace tshmemi {
 namespace {
 
-constexpr int64_t kMaxInitTimeoutMs = 24ll * 3600 * 1000;
+constexpr int64_t kMaxTimeoutMs = 24ll * 3600 * 1000;
 
 const char *choices_of(const char *name) {
   if (std::strcmp(name, "TSHMEM_MEM_BACKEND") == 0) return TSHMEM_ENV_CHOICES_MEM_BACKEND;
@@ -237,9 +237,24 @@ Status parse_env(EnvOptions *out, GetenvFn getenv_fn, bool nvshmem_names) {
   if (options.debug_node_size < 0 || options.debug_node_size > TSHMEM_MAX_PES)
     return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_DEBUG_NODE_SIZE=%lld: must be 0 (off) or a PE count up to %d",
                      static_cast<long long>(options.debug_node_size), TSHMEM_MAX_PES);
-  if (options.init_timeout_ms < 1 || options.init_timeout_ms > kMaxInitTimeoutMs)
+  if (options.init_timeout_ms < 1 || options.init_timeout_ms > kMaxTimeoutMs)
     return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_INIT_TIMEOUT_MS=%lld: must be 1 to %lld (one day) milliseconds",
-                     static_cast<long long>(options.init_timeout_ms), static_cast<long long>(kMaxInitTimeoutMs));
+                     static_cast<long long>(options.init_timeout_ms), static_cast<long long>(kMaxTimeoutMs));
+  if (options.wait_timeout_ms < 0 || options.wait_timeout_ms > kMaxTimeoutMs)
+    return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_WAIT_TIMEOUT_MS=%lld: must be 0 (forever) to %lld (one day) milliseconds",
+                     static_cast<long long>(options.wait_timeout_ms), static_cast<long long>(kMaxTimeoutMs));
+  if (options.proxy_timeout_ms < 1 || options.proxy_timeout_ms > kMaxTimeoutMs)
+    return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_PROXY_TIMEOUT_MS=%lld: must be 1 to %lld (one day) milliseconds",
+                     static_cast<long long>(options.proxy_timeout_ms), static_cast<long long>(kMaxTimeoutMs));
+  // The proxy's sizes are checked here, not when a job first spans nodes: a value that would fail there fails
+  // on one node too, and tshmem-info never prints a figure for it.
+  const int64_t ring = options.proxy_ring;
+  if (ring < 2 || ring > (int64_t{1} << 24) || (ring & (ring - 1)) != 0)
+    return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_PROXY_RING=%lld: must be a power of two in [2, 16777216]",
+                     static_cast<long long>(ring));
+  if (options.proxy_chunk < 64 || options.proxy_chunk > (uint64_t{256} << 20))
+    return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_PROXY_CHUNK=%llu: must be in [64, 268435456] bytes",
+                     static_cast<unsigned long long>(options.proxy_chunk));
   unsigned mask = 0;
   TSHMEM_CHECK(log_subsys_from(options.debug_subsys, &mask));
   FaultSpec fault;

@@ -14,10 +14,11 @@
   X(BIND, bind, Choice, "auto", "placement", "CPU binding: auto (CPUs nearest the GPU, via hwloc) or none.")           \
   X(DISABLE_NVLS, disable_nvls, Bool, "0", "nvls", "1 forbids NVLink multicast: no multicast driver call is made.")          \
   X(INIT_TIMEOUT_MS, init_timeout_ms, Int, "60000", "init", "Longest wait of one init step for a node-local peer (the descriptor exchange's connect, accept, send, receive); it then fails naming the step and the peer. 1 to 86400000.") \
-  X(WAIT_TIMEOUT_MS, wait_timeout_ms, Int, "0", "device", "A device wait longer than this traps with a message; 0 waits forever.") \
+  X(WAIT_TIMEOUT_MS, wait_timeout_ms, Int, "0", "device", "A device wait for another PE (signal_wait_until, wait_until, barriers, collectives) longer than this traps with a message; 0 waits forever. Waits for the off-node proxy also end at TSHMEM_PROXY_TIMEOUT_MS. 0 to 86400000.") \
   X(COLL_PDL, coll_pdl, Bool, "1", "coll", "On-stream collectives launch as programmatic dependent launches (Hopper and later): the kernel becomes resident while the previous one finishes. 0 = ordinary launches.") \
   X(PROXY_RING, proxy_ring, Int, "1024", "proxy", "Requests in each off-node proxy channel (a power of two, 2 .. 16777216); producers wait while it is full.") \
   X(PROXY_CHUNK, proxy_chunk, Size, "512K", "proxy", "Most bytes the off-node proxy moves in one message (64 .. 256M); its staging memory is 16 such buffers. Must match on all PEs.") \
+  X(PROXY_TIMEOUT_MS, proxy_timeout_ms, Int, "300000", "proxy", "Longest wait for the off-node proxy: a host call (putmem, getmem, quiet, barrier_all, finalize) then fails, a kernel's quiet, g, get, fetching atomic, full channel or barrier arrival traps, naming the call, the PEs and what it waited for. 1 to 86400000.") \
   X(DEBUG, debug, Choice, "warn", "debug", "Log level: none, warn, info, trace.")                                      \
   X(DEBUG_SUBSYS, debug_subsys, String, "ALL", "debug", "Comma list of INIT,BOOT,HEAP,MEM,CUDA,TOPO,NVLS or ALL.") \
   X(DEBUG_NODE_SIZE, debug_node_size, Int, "0", "debug", "Testing: treat each N consecutive PEs of a node as a node of their own (off-node paths on one host); 0 = off. Must match on all PEs.") \

@@ -11,6 +11,9 @@
 #include "bootstrap/agree.h"
 #include "context.h"
 #include "cuda/gpu_runtime.h"
+#if TSHMEM_HAVE_CUDA
+#include "cuda/module_loading.h"
+#endif
 #include "init_steps.h"
 #include "state/registry.h"
 #include "tshmem/device/coll_spanning_layout.h"
@@ -21,6 +24,9 @@ namespace {
 
 std::atomic<Context *> g_context{nullptr};              // live between init and finalize
 std::atomic<int> g_thread_level{TSHMEM_THREAD_SINGLE};  // of the live (or last) context
+// Set while tshmem_finalize waits for the calls in flight: later calls find no context, so a stream of calls
+// from other threads cannot keep finalize waiting for the lock (readers would otherwise starve the writer).
+std::atomic<bool> g_finalizing{false};
 
 // Init and finalize hold it exclusively; API calls under TSHMEM_THREAD_MULTIPLE hold it shared (ContextRef).
 std::shared_mutex &lifetime_mutex() {
@@ -104,15 +110,8 @@ Status create_host_rma(Context &ctx) {
   ProxyConfig config;
   config.chunk_bytes = ctx.env.proxy_chunk;
   config.ring_entries = static_cast<uint32_t>(ctx.env.proxy_ring);
-  Status local = TSHMEM_SUCCESS;
-  const int64_t ring = ctx.env.proxy_ring;
-  if (ring < 2 || ring > (int64_t{1} << 24) || (ring & (ring - 1)) != 0)
-    local = set_error(TSHMEM_ERR_CONFIG, "TSHMEM_PROXY_RING=%lld: must be a power of two in [2, 16777216]",
-                      static_cast<long long>(ring));
-  else if (ctx.env.proxy_chunk < 64 || ctx.env.proxy_chunk > (uint64_t{256} << 20))
-    local = set_error(TSHMEM_ERR_CONFIG, "TSHMEM_PROXY_CHUNK=%llu: must be in [64, 268435456] bytes",
-                      static_cast<unsigned long long>(ctx.env.proxy_chunk));
-  TSHMEM_CHECK(agree_on_status(*ctx.boot, local, "tshmem_init: sizing the off-node proxy"));
+  config.timeout_ms = ctx.env.proxy_timeout_ms;
+  config.device_wait_timeout_ms = ctx.env.wait_timeout_ms;
   TSHMEM_CHECK(make_proxy_host_rma(*ctx.boot, *ctx.mem, ctx.env.symmetric_size, config,
                                    ctx.mem->device_memory() ? ctx.cuda_device : -1, &ctx.host_rma,
                                    &ctx.offnode_reason));
@@ -148,6 +147,11 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
   TSHMEM_CHECK(make_mpi_bootstrap((flags & TSHMEMX_INIT_WITH_MPI_COMM) ? mpi_comm : nullptr, node_size, &ctx.boot));
   Bootstrap &boot = *ctx.boot;
   log_set_pe(boot.rank(), boot.size());
+#if TSHMEM_HAVE_CUDA
+  // Before this process's first CUDA call of init (the backend's choice asks for devices): a job over several
+  // nodes loads every module when CUDA starts (cuda/module_loading.h says why).
+  if (boot.local_size() != boot.size()) prefer_eager_module_loading();
+#endif
   if (env_status != TSHMEM_SUCCESS) {
     set_error_message(env_status, env_error);
   } else {
@@ -226,8 +230,10 @@ Context::~Context() {
 
 ContextRef::ContextRef() {
   // The level only changes under the exclusive lock, at init; calls that race init break every level's rule.
-  if (g_thread_level.load(std::memory_order_acquire) == TSHMEM_THREAD_MULTIPLE)
+  if (g_thread_level.load(std::memory_order_acquire) == TSHMEM_THREAD_MULTIPLE) {
+    if (g_finalizing.load(std::memory_order_acquire)) return;  // finalize has begun: no context
     lifetime_ = std::shared_lock<std::shared_mutex>(lifetime_mutex());
+  }
   ctx_ = g_context.load(std::memory_order_acquire);
 }
 
@@ -281,24 +287,35 @@ Status init_context(unsigned flags, const void *mpi_comm, int requested, int *pr
 
 void finalize_context() {
   // Waits for this PE's calls in flight (under MULTIPLE); later ones find no context.
+  g_finalizing.store(true, std::memory_order_release);
   std::unique_lock<std::shared_mutex> lifetime(lifetime_mutex());
   Context *ctx = g_context.load();
-  if (ctx == nullptr) return;
+  if (ctx == nullptr) {
+    g_finalizing.store(false, std::memory_order_release);
+    return;
+  }
   // The finalize rendezvous is checked like any collective: a PE still allocating is named, not hung.
   if (ctx->heap->rendezvous(CollectiveKind::kFinalize) != TSHMEM_SUCCESS) {
     // Some PE is not finalizing: tearing down now would leave it in a collective nobody else joins.
     // tshmem stays initialised everywhere; the error (on every PE) says which PE did what.
     set_error_message(static_cast<Status>(last_error_code()),
                       last_error_message() + " tshmem_finalize did nothing: call it again on every PE.");
+    g_finalizing.store(false, std::memory_order_release);
     return;
   }
   g_context.store(nullptr, std::memory_order_release);
-  ctx->device_state.reset();                    // withdraws the state from every registered unit
-  nvls_finalize(*ctx);                          // collective: unmap, unbind, release the multicast object
-  if (ctx->host_rma) ctx->host_rma->destroy();  // collective: drained before the memory under it goes
+  g_finalizing.store(false, std::memory_order_release);  // calls from now on find no context anyway
+  ctx->device_state.reset();  // withdraws the state from every registered unit
+  nvls_finalize(*ctx);        // collective: unmap, unbind, release the multicast object
+  // Collective: drained before the memory under it goes. When the off-node path had stopped it tears down
+  // without draining, and the error it returns is what finalize leaves behind.
+  Status lost = TSHMEM_SUCCESS;
+  std::string lost_message;
+  if (ctx->host_rma && (lost = ctx->host_rma->destroy()) != TSHMEM_SUCCESS) lost_message = last_error_message();
   ctx->mem->destroy(*ctx->boot);
   delete ctx;
   log_set_pe(-1, -1);
+  if (lost != TSHMEM_SUCCESS) set_error_message(lost, lost_message);
 }
 
 }  // namespace tshmemi

@@ -135,11 +135,21 @@ int main(int argc, char **argv) {
   const auto multicast = multicast_capability(matrix.size());
   std::vector<std::string> backends = {"shm"};
   if (gpu) backends.insert(backends.end(), {"vmm", "ipc"});
+  // The proxy's figures come from a valid environment only (a malformed size has no staging figure).
   tshmemi::ProxyConfig proxy;
   proxy.chunk_bytes = env.proxy_chunk;
   proxy.ring_entries = static_cast<uint32_t>(env.proxy_ring);
-  const unsigned long long proxy_staging = tshmemi::proxy_staging_bytes(proxy);
+  const bool env_ok = env_status == TSHMEM_SUCCESS;
+  const unsigned long long proxy_staging = env_ok ? tshmemi::proxy_staging_bytes(proxy) : 0;
   const unsigned long long proxy_replies = tshmemi::proxy_reply_queue_bytes(TSHMEM_MAX_PES);
+  const std::string device_waits =
+      !env_ok ? "n/a (the environment is invalid)"
+      : env.wait_timeout_ms == 0
+          ? "forever (TSHMEM_WAIT_TIMEOUT_MS=0); waits for the off-node proxy end at TSHMEM_PROXY_TIMEOUT_MS"
+          : std::to_string(env.wait_timeout_ms) + " ms (TSHMEM_WAIT_TIMEOUT_MS)";
+  const std::string proxy_waits =
+      env_ok ? std::to_string(env.proxy_timeout_ms) + " ms (TSHMEM_PROXY_TIMEOUT_MS), host calls and kernels"
+             : "n/a (the environment is invalid)";
 
   if (json) {
     std::printf("{\"version\": %s, \"build\": {\"symmetry_check\": %s, \"cuda\": %s, \"max_pes\": %d},\n",
@@ -181,9 +191,12 @@ int main(int argc, char **argv) {
     for (size_t d = 0; d < multicast.size(); ++d) std::printf("%s%d", d ? ", " : "", multicast[d]);
     std::printf("],\n \"multicast_policy\": %s,\n", json_string(nvls_policy).c_str());
     std::printf(
-        " \"offnode_proxy\": {\"staging_bytes_per_pe\": %llu, \"reply_queue_bytes_at_max_pes\": %llu, "
-        "\"collectives_heap_bytes_per_pe\": %u}}\n",
-        proxy_staging, proxy_replies, TSHMEMI_COLL_SPAN_BYTES);
+        " \"offnode_proxy\": {\"staging_bytes_per_pe\": %s, \"reply_queue_bytes_at_max_pes\": %llu, "
+        "\"collectives_heap_bytes_per_pe\": %u, \"credits_per_peer\": %d},\n",
+        env_ok ? std::to_string(proxy_staging).c_str() : "null", proxy_replies, TSHMEMI_COLL_SPAN_BYTES,
+        tshmemi::kProxyCreditsPerPeer);
+    std::printf(" \"waits\": {\"device\": %s, \"offnode_proxy\": %s}}\n", json_string(device_waits).c_str(),
+                json_string(proxy_waits).c_str());
     return 0;
   }
 
@@ -201,17 +214,28 @@ int main(int argc, char **argv) {
     const auto step = static_cast<tshmemi::InitStep>(i);
     std::printf("  %-16s %s\n", tshmemi::init_step_name(step), tshmemi::init_step_what(step));
   }
+  std::printf("\nOff-node proxy (PEs of other nodes, every backend)\n");
+  if (env_ok)
+    std::printf(
+        "  staging per PE      %llu bytes (%d send + %d receive buffers of TSHMEM_PROXY_CHUNK, 2 rings of "
+        "TSHMEM_PROXY_RING requests, fetched-value slots): independent of the number of PEs and of message sizes\n",
+        proxy_staging, tshmemi::kProxySendBuffers, tshmemi::kProxyRecvBuffers);
+  else
+    std::printf("  staging per PE      n/a: the environment is invalid (above)\n");
   std::printf(
-      "\nOff-node proxy (PEs of other nodes, every backend)\n"
-      "  staging per PE      %llu bytes (%d send + %d receive buffers of TSHMEM_PROXY_CHUNK, 2 rings of "
-      "TSHMEM_PROXY_RING requests, fetched-value slots): independent of the number of PEs and of message sizes\n"
-      "  reply queue         at most %d small entries per origin PE (%llu bytes at %d PEs)\n",
-      proxy_staging, tshmemi::kProxySendBuffers, tshmemi::kProxyRecvBuffers, tshmemi::kProxyMaxPending, proxy_replies,
-      TSHMEM_MAX_PES);
+      "  reply queue         at most %d small entries per origin PE (%llu bytes at %d PEs)\n"
+      "  flow control        at most %d messages per origin PE not yet handled by their target (credits)\n",
+      tshmemi::kProxyMaxPending, proxy_replies, TSHMEM_MAX_PES, tshmemi::kProxyCreditsPerPeer);
   std::printf(
       "  collectives         %u bytes at the end of every heap of a job over several nodes (the world team's "
       "barrier words and staging, 32 block rows)\n",
       TSHMEMI_COLL_SPAN_BYTES);
+  std::printf("\nWaits\n  device waits        %s\n  off-node proxy      %s\n", device_waits.c_str(),
+              proxy_waits.c_str());
+  std::printf(
+      "  kernel loading      a job over several nodes starts CUDA with CUDA_MODULE_LOADING=EAGER unless it is set "
+      "(current: %s); under lazy loading the units that include the device API are loaded at init\n",
+      std::getenv("CUDA_MODULE_LOADING") ? std::getenv("CUDA_MODULE_LOADING") : "unset");
   std::printf("\nBackends here: ");
   for (const auto &b : backends) std::printf("%s ", b.c_str());
   if (!gpu) std::printf("(no GPU: %s)", tshmemi::gpu_unavailable_reason().c_str());

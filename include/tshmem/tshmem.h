@@ -49,6 +49,7 @@ typedef enum tshmem_status {
   TSHMEM_ERR_SYSTEM = 9,          /**< An operating-system call failed (shm_open, mmap, sockets). */
   TSHMEM_ERR_UNREACHABLE_PE = 10, /**< The PE is valid but on another node, and no off-node proxy runs. */
   TSHMEM_ERR_INTERNAL = 11,       /**< A broken invariant inside tshmem: please report it. */
+  TSHMEM_ERR_TIMEOUT = 12,        /**< A wait for the off-node proxy or another PE passed its bound. */
   TSHMEM_NUM_STATUS               /**< Number of codes; not a status. */
 } tshmem_status_t;
 

@@ -27,6 +27,9 @@ class Messenger {
   virtual Status test(Request *request, bool *done, int *source = nullptr, size_t *bytes = nullptr) = 0;
   /// Withdraws a receive that no message will match (at teardown).
   virtual void cancel(Request *request) = 0;
+  /// Forgets `request` without waiting for it (teardown after a failure: a send to a PE that is gone may never
+  /// complete). Its buffer must then outlive the messenger.
+  virtual void release(Request *request) = 0;
 };
 
 /// Makes a messenger on a duplicate of the bootstrap's communicator (collective over all PEs). When the engine

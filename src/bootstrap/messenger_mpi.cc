@@ -78,6 +78,12 @@ class MpiMessenger final : public Messenger {
     request->active = false;
   }
 
+  void release(Request *request) override {
+    if (!request->active) return;
+    MPI_Request_free(handle_of(request));
+    request->active = false;
+  }
+
  private:
   MPI_Comm comm_;
 };

@@ -159,6 +159,7 @@ TSHMEM_API const char *tshmemx_strerror(int status) {
     case TSHMEM_ERR_SYSTEM: return "TSHMEM_ERR_SYSTEM";
     case TSHMEM_ERR_UNREACHABLE_PE: return "TSHMEM_ERR_UNREACHABLE_PE";
     case TSHMEM_ERR_INTERNAL: return "TSHMEM_ERR_INTERNAL";
+    case TSHMEM_ERR_TIMEOUT: return "TSHMEM_ERR_TIMEOUT";
     case TSHMEM_NUM_STATUS: break;
   }
   return "not a tshmem status";

@@ -9,6 +9,7 @@
 #include "cuda/device_guard.h"
 #include "cuda/driver.h"
 #include "cuda/gpu_runtime.h"
+#include "cuda/module_loading.h"
 #include "state/registry.h"
 
 namespace tshmemi {
@@ -116,6 +117,17 @@ Status create_device_state(Context &ctx) {
   if (ctx.mem->registration_capacity() != 0)
     state.reserved[TSHMEMI_STATE_SYMMETRIC_SPAN] = ctx.mem->registration_base() + ctx.mem->registration_capacity();
   ctx.device_state = std::move(owned);  // from here on, teardown withdraws whatever was published
+  // Kernels that wait on the off-node proxy must not meet a kernel's first load (cuda/module_loading.h): where
+  // CUDA started lazily before tshmem_init, every unit's kernels are loaded as its state is filled.
+  if (ctx.host_rma && lazy_module_loading()) {
+    state.flags |= TSHMEMI_STATE_LOAD_KERNELS;
+    if (ctx.boot->rank() == 0)
+      TSHMEMI_LOG(kWarn, kLogCuda,
+                  "CUDA loads kernels lazily in this job over several nodes (CUDA_MODULE_LOADING=LAZY, or CUDA started "
+                  "before tshmem_init): tshmem loads every kernel of the units that include its device API now. A "
+                  "kernel of another module launched for the first time while a kernel waits on a PE of another "
+                  "node stalls both until TSHMEM_PROXY_TIMEOUT_MS; set CUDA_MODULE_LOADING=EAGER to rule it out");
+  }
   TSHMEM_CHECK(registry_publish(ctx.cuda_device, state));
   return TSHMEM_SUCCESS;
 }

@@ -33,6 +33,11 @@
   X(cuMemRetainAllocationHandle, 11000)            \
   X(cuMemGetAllocationPropertiesFromHandle, 10020) \
   X(cuModuleGetGlobal, 3020)                       \
+  X(cuModuleGetLoadingMode, 11070)                 \
+  X(cuFuncGetModule, 11000)                        \
+  X(cuModuleGetFunctionCount, 12040)               \
+  X(cuModuleEnumerateFunctions, 12040)             \
+  X(cuFuncLoad, 12040)                             \
   X(cuDeviceGet, 2000)                             \
   X(cuDeviceGetAttribute, 2000)
 

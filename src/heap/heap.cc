@@ -160,7 +160,9 @@ Status SymmetricHeap::rendezvous(CollectiveKind kind) {
 Status SymmetricHeap::rendezvous(CollectiveRequest request) {
   const std::lock_guard<std::mutex> collective(collective_mutex_);
   const Status quiet = quiet_all();
-  if (quiet != TSHMEM_SUCCESS && request.local_status == TSHMEM_SUCCESS) {
+  // A finalize goes ahead when this PE's transfers cannot complete (the off-node path has stopped): refusing
+  // would keep every PE initialised with no way out. The teardown reports what was lost.
+  if (quiet != TSHMEM_SUCCESS && request.local_status == TSHMEM_SUCCESS && request.kind != CollectiveKind::kFinalize) {
     request.local_status = quiet;
     request.local_error = last_error_message();
   }

@@ -6,7 +6,9 @@
 // longer than the timeout on a peer.
 #include "mem/handle_exchange.h"
 
+#include <dirent.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -95,15 +97,47 @@ Status wait_for(int fd, short events, const Deadline &deadline, const std::strin
 // $TMPDIR when it is absolute and short enough for every socket path, else /tmp.
 std::string directory_base() {
   const char *tmpdir = std::getenv("TMPDIR");
-  if (tmpdir != nullptr && tmpdir[0] == '/' && std::strlen(tmpdir) + sizeof("/tshmem-XXXXXX") < kDirBytes)
+  if (tmpdir != nullptr && tmpdir[0] == '/' && std::strlen(tmpdir) + sizeof("/tshmem-4294967295-XXXXXX") < kDirBytes)
     return tmpdir;
   return "/tmp";
 }
 
+// A job killed during the exchange leaves its directory (and the socket names in it): nothing runs in a
+// SIGKILLed process. The directory's name carries its creator's pid, so the next exchange on the node removes
+// every such directory of our uid whose creator is gone (a pid still in use, even by another program, keeps
+// its directory: never a live job's).
+void reap_stale_directories(const std::string &base) {
+  DIR *dir = opendir(base.c_str());
+  if (dir == nullptr) return;
+  while (const dirent *entry = readdir(dir)) {
+    const char *name = entry->d_name;
+    if (std::strncmp(name, "tshmem-", 7) != 0) continue;
+    char *end = nullptr;
+    const long pid = std::strtol(name + 7, &end, 10);
+    if (end == name + 7 || *end != '-' || std::strlen(end + 1) != 6 || pid <= 0) continue;
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    const std::string path = base + "/" + name;
+    struct stat info;
+    if (lstat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != geteuid() ||
+        (info.st_mode & 077) != 0)
+      continue;
+    if (DIR *inner = opendir(path.c_str())) {
+      while (const dirent *socket = readdir(inner)) {
+        const char *s = socket->d_name;
+        if (*s != '\0' && std::strspn(s, "0123456789") == std::strlen(s)) unlink((path + "/" + s).c_str());
+      }
+      closedir(inner);
+    }
+    if (rmdir(path.c_str()) == 0) TSHMEMI_LOG(kInfo, kLogMem, "handle exchange: removed %s (its job is gone)", path.c_str());
+  }
+  closedir(dir);
+}
+
 // The node's first PE: a fresh directory only our uid can enter (mkdtemp: mode 0700, random name, O_EXCL
-// semantics, so a name someone else holds is skipped, never reused).
+// semantics, so a name someone else holds is skipped, never reused), named after this process.
 Status create_directory(char (&path)[kDirBytes]) {
-  const std::string pattern = directory_base() + "/tshmem-XXXXXX";
+  reap_stale_directories(directory_base());
+  const std::string pattern = directory_base() + "/tshmem-" + std::to_string(getpid()) + "-XXXXXX";
   std::memset(path, 0, sizeof(path));
   std::memcpy(path, pattern.c_str(), pattern.size());
   if (mkdtemp(path) == nullptr) {

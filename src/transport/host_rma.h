@@ -42,9 +42,14 @@ class HostRma {
 struct ProxyConfig {
   uint64_t chunk_bytes = 512 * 1024;  ///< TSHMEM_PROXY_CHUNK: most payload bytes in one message
   uint32_t ring_entries = 1024;       ///< TSHMEM_PROXY_RING: requests in each channel
+  int64_t timeout_ms = 300000;        ///< TSHMEM_PROXY_TIMEOUT_MS: the longest wait for the proxy
+  int64_t device_wait_timeout_ms = 0; ///< TSHMEM_WAIT_TIMEOUT_MS: a kernel's waits end at the smaller nonzero bound
 };
 constexpr int kProxySendBuffers = 8;
 constexpr int kProxyRecvBuffers = 8;
+/// Messages one PE may have sent to another that the target has not handled yet (flow control): what piles up
+/// unmatched at a target is at most this many messages per origin PE.
+constexpr int kProxyCreditsPerPeer = 8;
 /// Most replies (get chunks, fetched values, flush acknowledgements) one PE awaits at once.
 constexpr int kProxyMaxPending = 64;
 

@@ -16,7 +16,15 @@
 // of a message in their order: puts in order, a signal after its data, a FLUSH acknowledged only after
 // everything before it is in the heap. A buffer goes back to MPI once the copies out of it have completed.
 // Replies go through a queue, so handling a message never waits for a send buffer (two proxies that both
-// wait to send would otherwise deadlock).
+// wait to send would otherwise deadlock). Every reply is checked against the table of replies this PE awaits
+// and takes its destination from that table, never from the message.
+// Flow control: a PE may have at most kProxyCreditsPerPeer messages to one PE that the target has not handled
+// yet (credits). The target returns credits once it has handled messages, on a small control slot per PE that
+// never waits for credits itself, so what piles up unmatched in MPI at a target is bounded per origin even
+// where eager sends complete locally.
+// Failure: when this proxy stops (an MPI error, or a wait for it that passed TSHMEM_PROXY_TIMEOUT_MS) it marks
+// both channels stopped (kernels waiting on them trap with a message), tells every other PE's proxy (which
+// stops too: the off-node path is one thing), and every later host call fails at once with the reason.
 #include "transport/host_rma.h"
 
 #include <algorithm>
@@ -36,7 +44,18 @@
 namespace tshmemi {
 namespace {
 
-enum WireKind : uint32_t { kPut = 1, kSignal, kAmo, kGet, kFlush, kGetReply, kAmoReply, kFlushAck };
+enum WireKind : uint32_t {
+  kPut = 1,
+  kSignal,
+  kAmo,
+  kGet,
+  kFlush,
+  kGetReply,
+  kAmoReply,
+  kFlushAck,
+  kCredit,  ///< control: `value` more messages may be sent to the PE this came from
+  kGone,    ///< control: the sender's proxy has stopped
+};
 
 /// The header of every record; payload bytes follow it for kPut and kGetReply.
 struct Wire {
@@ -45,10 +64,9 @@ struct Wire {
   uint64_t offset = 0;  ///< heap offset at the target
   uint64_t bytes = 0;   ///< payload bytes (kPut, kGetReply) or bytes asked for (kGet)
   uint64_t value = 0, compare = 0;
-  uint64_t token = 0;  ///< origin address the reply's data or value goes to (0: no reply wanted)
-  uint64_t tag = 0;    ///< echoed in the reply: nonzero = store it at token + 8 after the value (result slots)
+  uint64_t id = 0;  ///< nonzero: the request wants a reply, which echoes it (the origin's Expected entry)
 };
-static_assert(sizeof(Wire) == 56, "wire header");
+static_assert(sizeof(Wire) == 48, "wire header");
 constexpr size_t kHeader = sizeof(Wire);
 /// Fetched values (an atomic's old value) a target writes before it sends them, without waiting.
 constexpr uint64_t kAmoSlots = 1024;
@@ -84,12 +102,30 @@ struct Taken {
   bool result_slot;  ///< freed only once its reader has taken the value (proxy_types.h)
 };
 
+/// A reply this PE awaits (get data, a fetched value, a flush acknowledgement). A reply is accepted only if it
+/// matches an entry (id, PE, kind, size); its data goes where the entry says.
+struct Expected {
+  uint64_t id = 0;     ///< 0: the entry is free
+  int pe = -1;         ///< the PE the reply must come from
+  uint32_t kind = 0;   ///< kGetReply, kAmoReply or kFlushAck
+  uint64_t token = 0;  ///< where its data or value goes
+  uint64_t bytes = 0;  ///< data bytes (kGetReply) or the value's width (kAmoReply)
+  uint64_t tag = 0;    ///< nonzero: stored at token + 8 once the value is there (a kernel's result slot)
+};
+
 /// A handled receive buffer, back to MPI once the copies out of it have completed.
 struct Arrived {
   int buffer = -1;
   bool copies[2] = {};
   Point ready;
-  std::vector<Wire> results;  ///< replies whose data or value were copied out: then tag, and one reply less
+  std::vector<Expected> results;  ///< replies whose data or value were copied out: then tag, and one reply less
+};
+
+/// A small send slot of its own per PE for control records (credits, the stop notice): never waits for a send
+/// buffer or for credits, so credits flow however full the outbox is.
+struct Control {
+  Wire wire;
+  Messenger::Request request;
 };
 
 struct Reply {
@@ -125,19 +161,39 @@ class Proxy final : public HostRma {
         batch_bytes_(std::min(capacity_, kBatchBytes)),
         my_pe_(boot.rank()),
         n_pes_(boot.size()),
-        dirty_(static_cast<size_t>(boot.size()), 0) {}
+        dirty_(static_cast<size_t>(boot.size()), 0),
+        credits_(static_cast<size_t>(boot.size()), kProxyCreditsPerPeer),
+        owed_(static_cast<size_t>(boot.size()), 0),
+        credit_slots_(static_cast<size_t>(boot.size())),
+        notice_slots_(static_cast<size_t>(boot.size())),
+        awaiting_(static_cast<size_t>(boot.size())) {
+    for (int i = kProxyMaxPending - 1; i >= 0; --i) free_expected_.push_back(i);
+  }
 
   ~Proxy() override {
     stop_thread();
     if (!memory_) return;
-    // After destroy() nothing is active; after a failed start, nothing was sent.
+    // After destroy() nothing is active; after a failed start, nothing was sent. After a failure a send may
+    // never complete (its PE may be gone): it is released, and its buffer stays allocated (MPI may read it).
+    bool leak = false;
     for (Messenger::Request &r : recv_requests_) msg_->cancel(&r);
-    for (Messenger::Request &r : send_requests_) msg_->cancel(&r);
-    for (char *b : send_) memory_->free_staging(b);
+    for (std::vector<Control> *slots : {&credit_slots_, &notice_slots_})
+      for (Control &c : *slots) {
+        leak |= c.request.active;
+        msg_->release(&c.request);
+      }
+    for (size_t i = 0; i < send_.size(); ++i) {
+      if (send_requests_[i].active) {
+        msg_->release(&send_requests_[i]);
+        continue;  // leaked
+      }
+      memory_->free_staging(send_[i]);
+    }
     for (char *b : recv_) memory_->free_staging(b);
     for (tshmemi_proxy_channel *ring : rings_)
       if (ring != nullptr) memory_->free_staging(ring);
     if (amo_slots_ != nullptr) memory_->free_staging(amo_slots_);
+    if (leak) TSHMEMI_LOG(kInfo, kLogInit, "off-node proxy: control sends still in flight at teardown were released");
   }
 
   Status create(std::unique_ptr<Messenger> messenger, std::unique_ptr<ProxyMemory> memory) {
@@ -161,7 +217,7 @@ class Proxy final : public HostRma {
     }
     // Kernels count tickets in device memory (a GPU's atomics on host memory are not atomic with the CPU's),
     // and read the counters they wait on there (proxy_types.h, tshmemi_proxy_device_side).
-    TSHMEM_CHECK(memory_->alloc_device_side(config_.ring_entries, &device_side_));
+    TSHMEM_CHECK(memory_->alloc_device_side(config_.ring_entries, device_timeout_ns(config_), &device_side_));
     if (device_side_ != nullptr) rings_[kDeviceRing]->head_ptr = &device_side_->head;
     for (int i = 0; i < kProxyRecvBuffers; ++i) TSHMEM_CHECK(post_receive(i));
     thread_ = std::thread([this] { run(); });
@@ -177,8 +233,10 @@ class Proxy final : public HostRma {
     request.remote = heap_offset;
     request.local = reinterpret_cast<uint64_t>(src);
     request.bytes = bytes;
-    const uint64_t ticket = tshmemi_proxy_post(host_ring(), &request);
-    return wait_for("tshmem_putmem", [&] { return tshmemi_proxy_taken(host_ring(), ticket); });
+    uint64_t ticket = 0;
+    TSHMEM_CHECK(post_host("tshmem_putmem", request, &ticket));
+    return wait_for("tshmem_putmem", "its off-node proxy to take the put", pe,
+                    [&] { return tshmemi_proxy_taken(host_ring(), ticket); });
   }
 
   Status get(void *dst, uint64_t heap_offset, size_t bytes, int pe) override {
@@ -188,19 +246,29 @@ class Proxy final : public HostRma {
     request.remote = heap_offset;
     request.local = reinterpret_cast<uint64_t>(dst);
     request.bytes = bytes;
-    tshmemi_proxy_post(host_ring(), &request);
-    return quiet_ring("tshmem_getmem");
+    uint64_t ticket = 0;
+    TSHMEM_CHECK(post_host("tshmem_getmem", request, &ticket));
+    return quiet_ring("tshmem_getmem", pe);
   }
 
-  Status quiet() override { return quiet_ring("tshmem_quiet"); }
+  Status quiet() override { return quiet_ring("tshmem_quiet", -1); }
   Status sync() override { return TSHMEM_SUCCESS; }  // the target's proxy applied and settled before acking
 
   Status destroy() override {
     if (!thread_.joinable()) return TSHMEM_SUCCESS;
     // Everything posted here completes at its target; then no PE sends any more once all are past the
-    // barrier, and each proxy may stop.
-    command_.store(kDrain, std::memory_order_release);
-    Status drained = wait_for("tshmem_finalize", [&] { return drained_.load(std::memory_order_acquire); });
+    // barrier, and each proxy may stop. A path that has stopped is not drained: what was posted and not
+    // complete is lost, and finalize says so.
+    Status drained = TSHMEM_SUCCESS;
+    if (!failed_.load(std::memory_order_acquire)) {
+      command_.store(kDrain, std::memory_order_release);
+      drained = wait_for("tshmem_finalize", "its off-node proxy to complete every request posted", -1,
+                         [&] { return drained_.load(std::memory_order_acquire); });
+    }
+    if (failed_.load(std::memory_order_acquire))
+      drained = set_error(failure_code(), "tshmem_finalize: requests to PEs of other nodes were not completed on "
+                                          "PE %d, and it tears down without them: %s",
+                          my_pe_, failure().c_str());
     const Status barrier = boot_.barrier();
     stop_thread();
     for (Messenger::Request &r : recv_requests_) msg_->cancel(&r);
@@ -224,26 +292,107 @@ class Proxy final : public HostRma {
   static constexpr int kTakesPerPass = 256;
   /// Idle passes (each polls MPI and both rings) before the thread starts to sleep between passes.
   static constexpr unsigned kSpinsBeforeSleep = 2048;
+  /// Credits are returned once this many messages of a PE have been handled (half of what it may send).
+  static constexpr int kCreditReturn = kProxyCreditsPerPeer / 2;
+  static_assert((kProxyMaxPending & (kProxyMaxPending - 1)) == 0, "reply ids keep the table index in low bits");
+
+  static uint64_t device_timeout_ns(const ProxyConfig &config) {
+    int64_t ms = config.timeout_ms;
+    if (config.device_wait_timeout_ms > 0) ms = std::min(ms, config.device_wait_timeout_ms);
+    return static_cast<uint64_t>(ms) * 1000000ull;
+  }
 
   tshmemi_proxy_channel *host_ring() { return rings_[kHostRing]; }
 
-  Status quiet_ring(const char *call) {
+  Status quiet_ring(const char *call, int pe) {
     tshmemi_proxy_request request = {};
     request.op = TSHMEMI_PROXY_QUIET;
-    const uint64_t ticket = tshmemi_proxy_post(host_ring(), &request);
-    return wait_for(call, [&] { return tshmemi_proxy_done(host_ring(), ticket); });
+    uint64_t ticket = 0;
+    TSHMEM_CHECK(post_host(call, request, &ticket));
+    return wait_for(call, "every request posted before to complete at its target", pe,
+                    [&] { return tshmemi_proxy_done(host_ring(), ticket); });
   }
 
+  // Posts to the host ring, waiting (bounded) while it is full. A ticket taken and never written would stop
+  // the ring for good: when the wait for room fails, the path is stopped anyway.
+  Status post_host(const char *call, const tshmemi_proxy_request &request, uint64_t *ticket) {
+    if (failed_.load(std::memory_order_acquire)) return stopped_error(call);
+    tshmemi_proxy_channel *ring = host_ring();
+    *ticket = __atomic_fetch_add(ring->head_ptr, 1, __ATOMIC_RELAXED);
+    const uint64_t t = *ticket;
+    TSHMEM_CHECK(wait_for(call, "room in its off-node proxy's host channel (full)", request.pe,
+                          [&] { return t - __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) < ring->capacity; }));
+    tshmemi_proxy_request *slot = tshmemi_proxy_slots(ring) + (t & (ring->capacity - 1));
+    tshmemi_proxy_request copy = request;
+    copy.seq = 0;
+    std::memcpy(reinterpret_cast<char *>(slot) + sizeof(uint64_t), reinterpret_cast<const char *>(&copy) + sizeof(uint64_t),
+                sizeof(copy) - sizeof(uint64_t));
+    __atomic_store_n(&slot->seq, t + 1, __ATOMIC_RELEASE);
+    return TSHMEM_SUCCESS;
+  }
+
+  // Waits until ready(), at most TSHMEM_PROXY_TIMEOUT_MS; fails at once when the path has stopped. A wait that
+  // passes its bound stops the path: a late reply must never land in a buffer its caller has given up on.
   template <class Ready>
-  Status wait_for(const char *call, Ready ready) {
+  Status wait_for(const char *call, const char *what, int pe, Ready ready) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto bound = std::chrono::milliseconds(config_.timeout_ms);
     for (unsigned spins = 0; !ready(); ++spins) {
-      if (failed_.load(std::memory_order_acquire)) {
-        std::lock_guard<std::mutex> lock(refusal_mutex_);
-        return set_error(TSHMEM_ERR_MPI, "%s: the off-node proxy of PE %d stopped: %s", call, my_pe_, failure_.c_str());
-      }
+      if (failed_.load(std::memory_order_acquire)) return stopped_error(call);
       if (spins > 256) std::this_thread::yield();
+      if ((spins & 1023u) == 1023u && std::chrono::steady_clock::now() - start > bound) {
+        const std::string message =
+            format("%s: PE %d waited %lld ms for %s%s and gives up (TSHMEM_PROXY_TIMEOUT_MS)%s", call, my_pe_,
+                   static_cast<long long>(config_.timeout_ms), what,
+                   pe >= 0 ? format(" (to PE %d)", pe).c_str() : "", waiting_on().c_str());
+        record_failure(TSHMEM_ERR_TIMEOUT, message + "; the off-node path is stopped");
+        return set_error(TSHMEM_ERR_TIMEOUT, "%s", message.c_str());
+      }
     }
     return TSHMEM_SUCCESS;
+  }
+
+  // Which PEs this PE awaits replies from, or lacks credits for (for a timeout's message).
+  std::string waiting_on() const {
+    std::string replies, credits;
+    int listed = 0;
+    for (int pe = 0; pe < n_pes_ && listed < 8; ++pe)
+      if (awaiting_[static_cast<size_t>(pe)].load(std::memory_order_relaxed) > 0) {
+        replies += format("%s%d", replies.empty() ? "" : ", ", pe);
+        ++listed;
+      }
+    const int blocked = credit_blocked_pe_.load(std::memory_order_relaxed);
+    std::string out;
+    if (!replies.empty()) out += "; awaiting replies from PE(s) " + replies;
+    if (blocked >= 0) out += format("; PE %d has not handled this PE's earlier messages (no credits)", blocked);
+    return out;
+  }
+
+  Status stopped_error(const char *call) {
+    return set_error(failure_code(), "%s: the off-node path of PE %d has stopped: %s", call, my_pe_, failure().c_str());
+  }
+
+  std::string failure() {
+    std::lock_guard<std::mutex> lock(refusal_mutex_);
+    return failure_;
+  }
+  Status failure_code() {
+    std::lock_guard<std::mutex> lock(refusal_mutex_);
+    return failure_code_;
+  }
+
+  // The first failure wins: it is what every later call reports. Kernels waiting on a channel see it too.
+  void record_failure(Status code, const std::string &message) {
+    {
+      std::lock_guard<std::mutex> lock(refusal_mutex_);
+      if (!failure_.empty()) return;
+      failure_ = message;
+      failure_code_ = code;
+    }
+    TSHMEMI_LOG(kWarn, kLogInit, "off-node proxy stopped: %s", message.c_str());
+    for (tshmemi_proxy_channel *ring : rings_)
+      if (ring != nullptr) __atomic_store_n(&ring->stopped, uint64_t{1}, __ATOMIC_RELEASE);
+    failed_.store(true, std::memory_order_release);
   }
 
   void stop_thread() {
@@ -257,7 +406,7 @@ class Proxy final : public HostRma {
   void run() {
     Status status = memory_->bind_thread();
     unsigned idle = 0;
-    while (status == TSHMEM_SUCCESS) {
+    while (status == TSHMEM_SUCCESS && !failed_.load(std::memory_order_acquire)) {
       bool worked = false;
       status = poll_receives(&worked);
       if (status == TSHMEM_SUCCESS) status = serve_replies(&worked);
@@ -276,10 +425,19 @@ class Proxy final : public HostRma {
       idle = worked ? 0 : idle + 1;
       if (idle > kSpinsBeforeSleep) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-    std::lock_guard<std::mutex> lock(refusal_mutex_);
-    failure_ = last_error_message();
-    TSHMEMI_LOG(kWarn, kLogInit, "off-node proxy stopped: %s", failure_.c_str());
-    failed_.store(true, std::memory_order_release);
+    if (status != TSHMEM_SUCCESS) record_failure(status, last_error_message());
+    if (!peer_gone_) tell_peers_stopped();
+  }
+
+  // Best effort: a PE whose notice cannot be sent at once learns of the failure by its own bound.
+  void tell_peers_stopped() {
+    for (int pe = 0; pe < n_pes_; ++pe) {
+      if (pe == my_pe_) continue;
+      Control &c = notice_slots_[static_cast<size_t>(pe)];
+      c.wire = Wire();
+      c.wire.kind = kGone;
+      (void)msg_->isend(&c.wire, kHeader, pe, &c.request);
+    }
   }
 
   static tshmemi_proxy_request quiet_request() {
@@ -463,6 +621,15 @@ class Proxy final : public HostRma {
         TSHMEM_CHECK(status);
         break;
       }
+      // Out of credits: the target has not handled this PE's earlier messages yet. Messages go in order, so
+      // the outbox waits (the target returns credits whatever this PE does).
+      int &credits = credits_[static_cast<size_t>(o.pe)];
+      if (credits == 0) {
+        credit_blocked_pe_.store(o.pe, std::memory_order_relaxed);
+        break;
+      }
+      credit_blocked_pe_.store(-1, std::memory_order_relaxed);
+      --credits;
       TSHMEM_CHECK(msg_->isend(send_[static_cast<size_t>(o.buffer)], o.bytes, o.pe,
                                &send_requests_[static_cast<size_t>(o.buffer)]));
       in_flight_.push_back(o.buffer);
@@ -477,6 +644,7 @@ class Proxy final : public HostRma {
   // messages have all gone.
   Status pump(bool *worked) {
     if (!outbox_.empty()) TSHMEM_CHECK(seal(outbox_.back()));  // what this pass assembled goes now
+    if (!owing_.empty()) TSHMEM_CHECK(return_credits());
     TSHMEM_CHECK(reap_sends());
     TSHMEM_CHECK(send_ready(worked));
     for (int ring : {kDeviceRing, kHostRing}) {
@@ -584,7 +752,7 @@ class Proxy final : public HostRma {
       }
       case TSHMEMI_PROXY_AMO: {
         const bool fetching = (r.amo & TSHMEMI_AMO_FETCH) != 0;
-        if (fetching && pending_ >= kProxyMaxPending) return TSHMEM_SUCCESS;
+        if (fetching && free_expected_.empty()) return TSHMEM_SUCCESS;
         Wire wire;
         wire.kind = kAmo;
         wire.amo = r.amo;
@@ -592,28 +760,26 @@ class Proxy final : public HostRma {
         wire.offset = r.remote;
         wire.value = r.value;
         wire.compare = r.compare;
-        wire.token = fetching ? r.local : 0;
-        wire.tag = fetching && (r.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) ? ticket_ + 1 : 0;
+        wire.id = fetching ? peek_expected_id() : 0;
         TSHMEM_CHECK(small_record(r.pe, wire, &placed));
         if (!placed) return TSHMEM_SUCCESS;
-        pending_ += fetching ? 1 : 0;
+        if (fetching) expect(r.pe, kAmoReply, r.local, r.width, result_tag(r));
         mark_dirty(r.pe);
         *worked = true;
         break;
       }
       case TSHMEMI_PROXY_GET:
         while (progress_ < r.bytes) {
-          if (pending_ >= kProxyMaxPending) return TSHMEM_SUCCESS;
+          if (free_expected_.empty()) return TSHMEM_SUCCESS;
           const uint64_t piece = std::min<uint64_t>(config_.chunk_bytes, r.bytes - progress_);
           Wire wire;
           wire.kind = kGet;
           wire.offset = r.remote + progress_;
           wire.bytes = piece;
-          wire.token = r.local + progress_;
-          wire.tag = (r.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) ? ticket_ + 1 : 0;
+          wire.id = peek_expected_id();
           TSHMEM_CHECK(small_record(r.pe, wire, &placed));
           if (!placed) return TSHMEM_SUCCESS;
-          ++pending_;
+          expect(r.pe, kGetReply, r.local + progress_, piece, result_tag(r));
           progress_ += piece;
           *worked = true;
         }
@@ -621,18 +787,19 @@ class Proxy final : public HostRma {
       case TSHMEMI_PROXY_FENCE: break;  // messages to one PE apply in the order sent: every put is already fenced
       case TSHMEMI_PROXY_QUIET:
         while (!dirty_list_.empty()) {
-          if (pending_ >= kProxyMaxPending) return TSHMEM_SUCCESS;
+          if (free_expected_.empty()) return TSHMEM_SUCCESS;
           const int pe = dirty_list_.back();
           Wire wire;
           wire.kind = kFlush;
+          wire.id = peek_expected_id();
           TSHMEM_CHECK(small_record(pe, wire, &placed));
           if (!placed) return TSHMEM_SUCCESS;
+          expect(pe, kFlushAck, 0, 0, 0);
           dirty_list_.pop_back();
           dirty_[static_cast<size_t>(pe)] = 0;
-          ++pending_;
           *worked = true;
         }
-        if (pending_ > 0) return TSHMEM_SUCCESS;
+        if (pending() > 0) return TSHMEM_SUCCESS;
         if (ring_ == kInternal)
           drained_.store(true, std::memory_order_release);
         else
@@ -667,7 +834,9 @@ class Proxy final : public HostRma {
       Arrived &a = arrived_.back();
       a.buffer = buffer;
       const size_t first_reply = fresh_replies_.size();
-      TSHMEM_CHECK(handle(source, recv_[static_cast<size_t>(buffer)], bytes, &a));
+      bool control = false;
+      TSHMEM_CHECK(handle(source, recv_[static_cast<size_t>(buffer)], bytes, &a, &control));
+      if (!control && source >= 0 && source < n_pes_) owe_credit(source);
       for (int lane : {kOriginLane, kTargetLane})
         if (a.copies[lane]) TSHMEM_CHECK(memory_->mark(static_cast<ProxyLane>(lane), &a.ready.lane[lane]));
       for (size_t i = first_reply; i < fresh_replies_.size(); ++i) {
@@ -684,9 +853,9 @@ class Proxy final : public HostRma {
         TSHMEM_CHECK(status);
         break;
       }
-      for (const Wire &wire : a.results) {
-        tag_result(wire);
-        --pending_;
+      for (const Expected &e : a.results) {
+        tag_result(e);
+        release_expected(e.id);
       }
       TSHMEM_CHECK(post_receive(a.buffer));
       arrived_.pop_front();
@@ -705,8 +874,18 @@ class Proxy final : public HostRma {
     ++refused_;
   }
 
-  // Applies the records of one message in order.
-  Status handle(int source, const char *message, size_t bytes, Arrived *a) {
+  // Applies the records of one message in order. *control: it was a control message (credits, a stop notice),
+  // which costs its sender no credit.
+  Status handle(int source, const char *message, size_t bytes, Arrived *a, bool *control) {
+    *control = false;
+    if (bytes == kHeader) {
+      Wire wire;
+      std::memcpy(&wire, message, kHeader);
+      if (wire.kind == kCredit || wire.kind == kGone) {
+        *control = true;
+        return handle_control(source, wire);
+      }
+    }
     size_t at = 0;
     while (at < bytes) {
       Wire wire;
@@ -752,7 +931,7 @@ class Proxy final : public HostRma {
         a->copies[kTargetLane] = true;
         return TSHMEM_SUCCESS;
       case kAmo: {
-        const bool fetching = wire.token != 0;
+        const bool fetching = wire.id != 0;
         if ((wire.width == 4 || wire.width == 8) && amo_known(wire.amo) &&
             within(wire.offset, wire.width, heap_bytes_) && wire.offset % wire.width == 0) {
           // A fetched value goes to a slot of its own and is sent once the atomic is done; with every slot
@@ -776,14 +955,12 @@ class Proxy final : public HostRma {
         if (!fetching) return TSHMEM_SUCCESS;
         reply.wire.kind = kAmoReply;
         reply.wire.width = wire.width;
-        reply.wire.token = wire.token;
-        reply.wire.tag = wire.tag;
+        reply.wire.id = wire.id;
         break;
       }
       case kGet:
         reply.wire.kind = kGetReply;
-        reply.wire.token = wire.token;
-        reply.wire.tag = wire.tag;
+        reply.wire.id = wire.id;
         if (within(wire.offset, wire.bytes, heap_bytes_) && wire.bytes <= config_.chunk_bytes) {
           reply.wire.offset = wire.offset;
           reply.wire.bytes = wire.bytes;
@@ -793,26 +970,35 @@ class Proxy final : public HostRma {
         break;
       case kFlush:
         reply.wire.kind = kFlushAck;
+        reply.wire.id = wire.id;
         a->copies[kTargetLane] = true;  // acknowledged once everything applied before it is in the heap
         break;
       case kGetReply:
-        if (wire.bytes > 0) {
+      case kAmoReply:
+      case kFlushAck: {
+        // Only a reply this PE awaits is taken, and its data goes where this PE's table says.
+        const Expected *e = match_reply(source, wire);
+        if (e == nullptr) {
+          refuse_message(source, wire, "a reply that matches no request in flight (its id, PE, kind or size)");
+          return TSHMEM_SUCCESS;
+        }
+        if (wire.kind == kFlushAck) {
+          release_expected(e->id);
+          return TSHMEM_SUCCESS;
+        }
+        // A get the target refused comes back empty: nothing to copy, and the wait still ends.
+        const uint64_t data_bytes = wire.kind == kGetReply ? wire.bytes : e->bytes;
+        const void *data = wire.kind == kGetReply ? static_cast<const void *>(payload)
+                                                  : static_cast<const void *>(record + offsetof(Wire, value));
+        if (data_bytes > 0) {
+          // From the message buffer itself: it stays put until the copy is complete.
           bool queued = false;
-          TSHMEM_CHECK(memory_->copy(kOriginLane, reinterpret_cast<void *>(wire.token), payload, wire.bytes, &queued));
+          TSHMEM_CHECK(memory_->copy(kOriginLane, reinterpret_cast<void *>(e->token), data, data_bytes, &queued));
           a->copies[kOriginLane] |= queued;
         }
-        a->results.push_back(wire);
-        return TSHMEM_SUCCESS;
-      case kAmoReply: {
-        // From the message buffer itself: it stays put until the copy is complete.
-        bool queued = false;
-        TSHMEM_CHECK(memory_->copy(kOriginLane, reinterpret_cast<void *>(wire.token), record + offsetof(Wire, value),
-                                   wire.width == 4 ? 4 : 8, &queued));
-        a->copies[kOriginLane] |= queued;
-        a->results.push_back(wire);
+        a->results.push_back(*e);
         return TSHMEM_SUCCESS;
       }
-      case kFlushAck: --pending_; return TSHMEM_SUCCESS;
       default: refuse_message(source, wire, "unknown message kind"); return TSHMEM_SUCCESS;
     }
     fresh_replies_.push_back(reply);
@@ -820,8 +1006,98 @@ class Proxy final : public HostRma {
   }
 
   // A result slot (host memory a kernel polls): the value is written; now its tag, with release order.
-  static void tag_result(const Wire &wire) {
-    if (wire.tag != 0) __atomic_store_n(reinterpret_cast<uint64_t *>(wire.token + 8), wire.tag, __ATOMIC_RELEASE);
+  static void tag_result(const Expected &e) {
+    if (e.tag != 0) __atomic_store_n(reinterpret_cast<uint64_t *>(e.token + 8), e.tag, __ATOMIC_RELEASE);
+  }
+
+  // --- the replies this PE awaits ---
+
+  int pending() const { return kProxyMaxPending - static_cast<int>(free_expected_.size()); }
+  static uint64_t result_tag(const tshmemi_proxy_request &r, uint64_t ticket) {
+    return (r.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) ? ticket + 1 : 0;
+  }
+  uint64_t result_tag(const tshmemi_proxy_request &r) const { return result_tag(r, ticket_); }
+
+  // The id the next expect() hands out (the caller checked that an entry is free): the entry's index in the
+  // low bits, a count above them, so that a stale or forged id does not match a reused entry.
+  uint64_t peek_expected_id() const {
+    return ((expected_serial_ + 1) * kProxyMaxPending) | static_cast<uint64_t>(free_expected_.back());
+  }
+
+  void expect(int pe, uint32_t kind, uint64_t token, uint64_t bytes, uint64_t tag) {
+    const int index = free_expected_.back();
+    free_expected_.pop_back();
+    Expected &e = expected_[index];
+    e.id = (++expected_serial_ * kProxyMaxPending) | static_cast<uint64_t>(index);
+    e.pe = pe;
+    e.kind = kind;
+    e.token = token;
+    e.bytes = bytes;
+    e.tag = tag;
+    awaiting_[static_cast<size_t>(pe)].fetch_add(1, std::memory_order_relaxed);
+  }
+
+  const Expected *match_reply(int source, const Wire &wire) const {
+    if (wire.id == 0) return nullptr;
+    const Expected &e = expected_[wire.id & (kProxyMaxPending - 1)];
+    if (e.id != wire.id || e.pe != source || e.kind != wire.kind) return nullptr;
+    if (wire.kind == kGetReply && wire.bytes != e.bytes && wire.bytes != 0) return nullptr;
+    if (wire.kind == kAmoReply && wire.width != e.bytes) return nullptr;
+    return &e;
+  }
+
+  void release_expected(uint64_t id) {
+    Expected &e = expected_[id & (kProxyMaxPending - 1)];
+    if (e.id != id) return;
+    awaiting_[static_cast<size_t>(e.pe)].fetch_sub(1, std::memory_order_relaxed);
+    e = Expected();
+    free_expected_.push_back(static_cast<int>(id & (kProxyMaxPending - 1)));
+  }
+
+  // --- flow control and control messages ---
+
+  // One more message of `source` handled: its credit goes back once enough are owed.
+  void owe_credit(int source) {
+    if (source == my_pe_) {  // a message to this PE itself: its credit comes back at once
+      ++credits_[static_cast<size_t>(source)];
+      return;
+    }
+    if (++owed_[static_cast<size_t>(source)] == kCreditReturn) owing_.push_back(source);
+  }
+
+  // Sends the credits owed to each PE whose control slot is free (the rest go on a later pass).
+  Status return_credits() {
+    for (size_t i = 0; i < owing_.size();) {
+      const int pe = owing_[i];
+      Control &c = credit_slots_[static_cast<size_t>(pe)];
+      bool done = false;
+      TSHMEM_CHECK(msg_->test(&c.request, &done));
+      if (!done) {
+        ++i;
+        continue;
+      }
+      c.wire = Wire();
+      c.wire.kind = kCredit;
+      c.wire.value = static_cast<uint64_t>(owed_[static_cast<size_t>(pe)]);
+      owed_[static_cast<size_t>(pe)] = 0;
+      TSHMEM_CHECK(msg_->isend(&c.wire, kHeader, pe, &c.request));
+      owing_[i] = owing_.back();
+      owing_.pop_back();
+    }
+    return TSHMEM_SUCCESS;
+  }
+
+  Status handle_control(int source, const Wire &wire) {
+    if (source < 0 || source >= n_pes_ || source == my_pe_) return TSHMEM_SUCCESS;
+    if (wire.kind == kGone) {
+      peer_gone_ = true;  // it told every PE itself
+      record_failure(TSHMEM_ERR_MPI, format("the off-node proxy of PE %d stopped (its log says why)", source));
+      return TSHMEM_SUCCESS;
+    }
+    int &credits = credits_[static_cast<size_t>(source)];
+    const uint64_t returned = std::min<uint64_t>(wire.value, kProxyCreditsPerPeer);
+    credits = std::min(kProxyCreditsPerPeer, credits + static_cast<int>(returned));
+    return TSHMEM_SUCCESS;
   }
 
   // Replies join the outbox once what they wait for is in the heap; a get's data is read on the target
@@ -888,7 +1164,18 @@ class Proxy final : public HostRma {
   std::vector<Reply> fresh_replies_;  ///< made by the message being handled
   std::vector<uint8_t> dirty_;        ///< PEs written since the last QUIET
   std::vector<int> dirty_list_;
-  int pending_ = 0;                ///< replies this PE awaits
+  Expected expected_[kProxyMaxPending];  ///< the replies this PE awaits
+  std::vector<int> free_expected_;       ///< free entries of expected_
+  uint64_t expected_serial_ = 0;         ///< counts entries handed out (the high bits of their ids)
+  std::vector<int> credits_;             ///< messages this PE may still send to each PE (flow control)
+  std::vector<int> owed_;                ///< messages handled from each PE whose credit is not returned yet
+  std::vector<int> owing_;               ///< PEs owed at least kCreditReturn
+  std::vector<Control> credit_slots_;    ///< per PE: credits returned to it
+  std::vector<Control> notice_slots_;    ///< per PE: the stop notice
+  bool peer_gone_ = false;               ///< stopped because another PE's proxy did (no notice of our own)
+  /// For a timeout's message, read by the waiting thread: replies awaited per PE, the PE out of credits.
+  std::vector<std::atomic<uint32_t>> awaiting_;
+  std::atomic<int> credit_blocked_pe_{-1};
   uint64_t *amo_slots_ = nullptr;  ///< kAmoSlots fetched values being written, and a spare (staging memory)
   uint64_t amo_issued_ = 0, amo_served_ = 0;
 
@@ -902,8 +1189,9 @@ class Proxy final : public HostRma {
   std::atomic<int> command_{kRun};
   std::atomic<bool> drained_{false};
   std::atomic<bool> failed_{false};
-  std::mutex refusal_mutex_;
+  std::mutex refusal_mutex_;  ///< guards the refusals and the failure
   std::string last_refusal_, failure_;
+  Status failure_code_ = TSHMEM_SUCCESS;
   uint64_t refused_ = 0;
 };
 

@@ -4,6 +4,7 @@
 // are atomic with respect to the GPU's own.
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "transport/proxy_memory.h"
@@ -47,7 +48,15 @@ struct Lane {
   cudaStream_t stream = nullptr;
   cudaEvent_t events[kEvents] = {};
   uint64_t issued = 0, completed = 0;
+  // The oldest incomplete point and since when it has been seen incomplete (for the stall warning).
+  uint64_t stalled_point = 0;
+  std::chrono::steady_clock::time_point stalled_since;
+  bool warned = false;
 };
+
+/// A copy of the proxy's that has not run for this long means the GPU is holding it back (no copy of a
+/// chunk takes a fraction of it): the proxy says so once per stall, while the waits above it run to their bound.
+constexpr std::chrono::seconds kStallWarning{5};
 
 class GpuProxyMemory final : public ProxyMemory {
  public:
@@ -89,9 +98,10 @@ class GpuProxyMemory final : public ProxyMemory {
     return TSHMEM_SUCCESS;
   }
   void free_staging(void *staging) override { cudaFreeHost(staging); }
-  Status alloc_device_side(uint32_t capacity, tshmemi_proxy_device_side **out) override {
+  Status alloc_device_side(uint32_t capacity, uint64_t timeout_ns, tshmemi_proxy_device_side **out) override {
     tshmemi_proxy_device_side initial = {};
     initial.capacity = capacity;
+    initial.timeout_ns = timeout_ns;
     TSHMEMI_PROXY_CUDA(cudaMalloc(reinterpret_cast<void **>(&device_side_), sizeof(initial)));
     TSHMEMI_PROXY_CUDA(cudaMemcpy(device_side_, &initial, sizeof(initial), cudaMemcpyHostToDevice));
     *out = device_side_;
@@ -178,11 +188,34 @@ class GpuProxyMemory final : public ProxyMemory {
       ++lane.completed;
     }
     *done = lane.completed >= point;
+    if (!*done) note_stall(which, lane);
     return TSHMEM_SUCCESS;
   }
 
  private:
   static constexpr size_t kBatch = 128;
+
+  // The GPU runs nothing this proxy queued: something in this process holds its queues behind a kernel that
+  // waits for this proxy (docs/design.md, "Kernels that wait on the proxy").
+  void note_stall(ProxyLane which, Lane &lane) {
+    const auto now = std::chrono::steady_clock::now();
+    if (lane.stalled_point != lane.completed + 1) {
+      lane.stalled_point = lane.completed + 1;
+      lane.stalled_since = now;
+      lane.warned = false;
+      return;
+    }
+    if (lane.warned || now - lane.stalled_since < kStallWarning) return;
+    lane.warned = true;
+    TSHMEMI_LOG(kWarn, kLogCuda,
+                "off-node proxy: a copy on its %s lane (GPU %d) has not run for %lld s. The GPU holds the proxy's "
+                "work behind a kernel that waits for this proxy: a kernel launched for the first time under "
+                "CUDA lazy loading (CUDA_MODULE_LOADING=LAZY), or a module load, in this process while such a "
+                "kernel runs. The waits end at TSHMEM_PROXY_TIMEOUT_MS (docs/design.md, \"Kernels that wait on "
+                "the proxy\")",
+                which == kOriginLane ? "origin" : "target", device_,
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(now - lane.stalled_since).count()));
+  }
 
   static bool host_memory(const void *p) {
     cudaPointerAttributes attributes = {};

@@ -17,11 +17,11 @@
 namespace tshmem_test {
 namespace {
 
-// /tmp/tshmem-XXXXXX directories (mkdtemp's six characters), as they are now.
+// /tmp/tshmem-<pid>-XXXXXX directories (the creator's pid, mkdtemp's six characters), as they are now.
 std::set<std::string> socket_directories() {
   std::set<std::string> found;
   glob_t matches{};
-  if (glob("/tmp/tshmem-??????", GLOB_NOSORT, nullptr, &matches) == 0)
+  if (glob("/tmp/tshmem-[0-9]*-??????", GLOB_NOSORT, nullptr, &matches) == 0)
     for (size_t i = 0; i < matches.gl_pathc; ++i) found.insert(matches.gl_pathv[i]);
   globfree(&matches);
   return found;
@@ -29,7 +29,7 @@ std::set<std::string> socket_directories() {
 
 // Bound Unix socket names under a tshmem socket directory (from /proc/net/unix). Only mkdtemp's six-character
 // directories count: other programs' sockets may contain "/tshmem-" too (the SLURM test's munge socket does).
-const std::regex kExchangeSocket("/tshmem-[A-Za-z0-9]{6}/");
+const std::regex kExchangeSocket("/tshmem-[0-9]+-[A-Za-z0-9]{6}/");
 
 int tshmem_socket_names() {
   std::ifstream table("/proc/net/unix");
@@ -89,8 +89,7 @@ TEST_F(Exchange, AnUnusableSocketDirectoryFailsInitOnEveryPe) {
     EXPECT_EQ(rc, TSHMEM_ERR_SYSTEM) << last_error();
     EXPECT_NE(last_error().find("creating the node's private socket directory failed on PE 0"), std::string::npos)
         << last_error();
-    EXPECT_NE(last_error().find("mkdtemp(/nonexistent-tshmem-test-dir/tshmem-XXXXXX)"), std::string::npos)
-        << last_error();
+    EXPECT_NE(last_error().find("mkdtemp(/nonexistent-tshmem-test-dir/tshmem-"), std::string::npos) << last_error();
     EXPECT_EQ(tshmem_my_pe(), -1);
     EXPECT_TRUE(all_pes(true));
     EXPECT_EQ(lingering_directories(before), std::set<std::string>()) << "left behind";

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 /** Bump when the request or channel layout changes. */
-#define TSHMEMI_PROXY_LAYOUT 2u
+#define TSHMEMI_PROXY_LAYOUT 3u
 
 enum tshmemi_proxy_op {
   TSHMEMI_PROXY_PUT = 1,        /**< bytes from `local` (this PE) to heap offset `remote` of `pe`. */
@@ -91,7 +91,8 @@ typedef struct tshmemi_proxy_channel {
   uint32_t layout;    /**< TSHMEMI_PROXY_LAYOUT. */
   uint32_t capacity;  /**< requests in the ring: a power of two, >= 2. */
   uint64_t *head_ptr; /**< where producers count tickets: &head, or a device-memory word for kernels. */
-  uint64_t pad3[6];
+  uint64_t stopped;   /**< nonzero once the off-node path has failed (here or at another PE): waiters give up. */
+  uint64_t pad3[5];
 } tshmemi_proxy_channel;
 
 #ifdef __cplusplus
@@ -111,9 +112,11 @@ typedef struct tshmemi_proxy_device_side {
   uint64_t head;      /**< next ticket (the device channel's head_ptr points here). */
   uint64_t tail_seen; /**< the highest `tail` a kernel has read: a lower bound of the channel's. */
   uint64_t done_seen; /**< the highest `done` a kernel has read. */
-  uint32_t capacity;  /**< the channel's, so that a post reads no host memory. */
-  uint32_t poll_gate; /**< 1 while a thread reads the channel's host words. */
-  uint64_t pad[4];
+  uint32_t capacity;    /**< the channel's, so that a post reads no host memory. */
+  uint32_t poll_gate;   /**< 1 while a thread reads the channel's host words. */
+  uint64_t timeout_ns;  /**< a kernel's longest wait for the proxy (TSHMEM_PROXY_TIMEOUT_MS, or the smaller
+                             TSHMEM_WAIT_TIMEOUT_MS): then it traps with a message. */
+  uint64_t pad[3];
 } tshmemi_proxy_device_side;
 
 #ifdef __cplusplus

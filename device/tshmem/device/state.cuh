@@ -74,6 +74,11 @@ TSHMEMI_STATE_NAMESPACE_BEGIN
 /// This unit's (without -rdc) or this binary's (-rdc) copy of the device state.
 TSHMEMI_STATE_INLINE __constant__ tshmemi_device_state tshmemi_state_c;
 
+/// A kernel of this unit's (binary's) module, so that the fill can name the module: with the off-node proxy
+/// running under lazy loading, the fill loads all of the module's kernels (TSHMEMI_STATE_LOAD_KERNELS).
+template <int>
+__global__ void unit_anchor() {}
+
 /// Fill callback (tshmemi_state_fill_fn): copies `state` into the copy above on `cuda_device`, through this
 /// unit's runtime; the calling thread's current device is restored. Returns a cudaError_t value.
 TSHMEMI_STATE_INLINE int fill_state(int cuda_device, const tshmemi_device_state *state) {
@@ -82,6 +87,13 @@ TSHMEMI_STATE_INLINE int fill_state(int cuda_device, const tshmemi_device_state 
   if (rc != cudaSuccess) return static_cast<int>(rc);
   if (previous != cuda_device && (rc = cudaSetDevice(cuda_device)) != cudaSuccess) return static_cast<int>(rc);
   rc = cudaMemcpyToSymbol(tshmemi_state_c, state, sizeof(tshmemi_device_state));
+  if (rc == cudaSuccess && (state->flags & TSHMEMI_STATE_LOAD_KERNELS)) {
+    cudaFunction_t anchor = nullptr;
+    if (cudaGetFuncBySymbol(&anchor, reinterpret_cast<const void *>(&unit_anchor<0>)) == cudaSuccess)
+      tshmemi_load_unit_kernels(anchor);
+    else
+      (void)cudaGetLastError();  // best effort: the unit works; only its unloaded kernels stay a hazard
+  }
   if (previous != cuda_device) {
     const cudaError_t restore = cudaSetDevice(previous);
     if (rc == cudaSuccess) rc = restore;

@@ -31,6 +31,9 @@ enum tshmemi_state_flags {
   TSHMEMI_STATE_GPU_HEAP = 1u << 2,    /**< The heap is device memory (vmm, ipc), not host shm. */
   /** The job spans nodes but the off-node proxy is not running (MPI without MPI_THREAD_MULTIPLE). */
   TSHMEMI_STATE_PROXY_UNAVAILABLE = 1u << 3,
+  /** For the fill callbacks, not for kernels: load every kernel of the unit now (the off-node proxy runs and
+   *  CUDA loads kernels lazily; src/cuda/module_loading.h says why). */
+  TSHMEMI_STATE_LOAD_KERNELS = 1u << 4,
 };
 
 typedef struct tshmemi_device_state {
@@ -105,6 +108,11 @@ typedef int (*tshmemi_state_fill_fn)(int cuda_device, const tshmemi_device_state
 __attribute__((visibility("default"))) void *tshmemi_register_device_state(tshmemi_state_fill_fn fill, uint32_t version,
                                                                            uint32_t size);
 __attribute__((visibility("default"))) void tshmemi_unregister_device_state(void *token);
+
+/** Loads every kernel of the module that holds `cu_function` (a CUfunction of the calling unit, from its own
+ *  runtime's cudaGetFuncBySymbol). Called by fill callbacks when the state carries TSHMEMI_STATE_LOAD_KERNELS;
+ *  a failure is logged, never fatal. */
+__attribute__((visibility("default"))) void tshmemi_load_unit_kernels(void *cu_function);
 
 /** A copy of the live device state (for by-value delivery); all-zero before init. */
 __attribute__((visibility("default"))) int tshmemx_device_view(tshmemi_device_state *out);
