@@ -241,7 +241,8 @@ Status parse_env(EnvOptions *out, GetenvFn getenv_fn, bool nvshmem_names) {
     return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_INIT_TIMEOUT_MS=%lld: must be 1 to %lld (one day) milliseconds",
                      static_cast<long long>(options.init_timeout_ms), static_cast<long long>(kMaxTimeoutMs));
   if (options.wait_timeout_ms < 0 || options.wait_timeout_ms > kMaxTimeoutMs)
-    return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_WAIT_TIMEOUT_MS=%lld: must be 0 (forever) to %lld (one day) milliseconds",
+    return set_error(TSHMEM_ERR_CONFIG,
+                     "TSHMEM_WAIT_TIMEOUT_MS=%lld: must be 0 (forever) to %lld (one day) milliseconds",
                      static_cast<long long>(options.wait_timeout_ms), static_cast<long long>(kMaxTimeoutMs));
   if (options.proxy_timeout_ms < 1 || options.proxy_timeout_ms > kMaxTimeoutMs)
     return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_PROXY_TIMEOUT_MS=%lld: must be 1 to %lld (one day) milliseconds",

@@ -305,8 +305,8 @@ void finalize_context() {
   }
   g_context.store(nullptr, std::memory_order_release);
   g_finalizing.store(false, std::memory_order_release);  // calls from now on find no context anyway
-  ctx->device_state.reset();  // withdraws the state from every registered unit
-  nvls_finalize(*ctx);        // collective: unmap, unbind, release the multicast object
+  ctx->device_state.reset();                             // withdraws the state from every registered unit
+  nvls_finalize(*ctx);                                   // collective: unmap, unbind, release the multicast object
   // Collective: drained before the memory under it goes. When the off-node path had stopped it tears down
   // without draining, and the error it returns is what finalize leaves behind.
   Status lost = TSHMEM_SUCCESS;

@@ -128,7 +128,8 @@ void reap_stale_directories(const std::string &base) {
       }
       closedir(inner);
     }
-    if (rmdir(path.c_str()) == 0) TSHMEMI_LOG(kInfo, kLogMem, "handle exchange: removed %s (its job is gone)", path.c_str());
+    if (rmdir(path.c_str()) == 0)
+      TSHMEMI_LOG(kInfo, kLogMem, "handle exchange: removed %s (its job is gone)", path.c_str());
   }
   closedir(dir);
 }

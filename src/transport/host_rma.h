@@ -36,14 +36,17 @@ class HostRma {
   virtual tshmemi_proxy_device_side *device_side() = 0;
   /// Requests refused since init, and the last refusal's message.
   virtual uint64_t refused(std::string *last) = 0;
+  /// For tests: sends `pe` a get reply of `bytes` with request id `id` that nobody asked for, as a broken or
+  /// hostile peer could; its proxy must refuse it. Blocks until MPI has taken the message.
+  virtual Status send_unsolicited_reply(int pe, uint64_t id, uint64_t bytes) = 0;
 };
 
 /// Sizes of the proxy, from the environment.
 struct ProxyConfig {
-  uint64_t chunk_bytes = 512 * 1024;  ///< TSHMEM_PROXY_CHUNK: most payload bytes in one message
-  uint32_t ring_entries = 1024;       ///< TSHMEM_PROXY_RING: requests in each channel
-  int64_t timeout_ms = 300000;        ///< TSHMEM_PROXY_TIMEOUT_MS: the longest wait for the proxy
-  int64_t device_wait_timeout_ms = 0; ///< TSHMEM_WAIT_TIMEOUT_MS: a kernel's waits end at the smaller nonzero bound
+  uint64_t chunk_bytes = 512 * 1024;   ///< TSHMEM_PROXY_CHUNK: most payload bytes in one message
+  uint32_t ring_entries = 1024;        ///< TSHMEM_PROXY_RING: requests in each channel
+  int64_t timeout_ms = 300000;         ///< TSHMEM_PROXY_TIMEOUT_MS: the longest wait for the proxy
+  int64_t device_wait_timeout_ms = 0;  ///< TSHMEM_WAIT_TIMEOUT_MS: a kernel's waits end at the smaller nonzero bound
 };
 constexpr int kProxySendBuffers = 8;
 constexpr int kProxyRecvBuffers = 8;

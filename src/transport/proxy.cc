@@ -266,8 +266,9 @@ class Proxy final : public HostRma {
                          [&] { return drained_.load(std::memory_order_acquire); });
     }
     if (failed_.load(std::memory_order_acquire))
-      drained = set_error(failure_code(), "tshmem_finalize: requests to PEs of other nodes were not completed on "
-                                          "PE %d, and it tears down without them: %s",
+      drained = set_error(failure_code(),
+                          "tshmem_finalize: requests to PEs of other nodes were not completed on "
+                          "PE %d, and it tears down without them: %s",
                           my_pe_, failure().c_str());
     const Status barrier = boot_.barrier();
     stop_thread();
@@ -283,6 +284,19 @@ class Proxy final : public HostRma {
     std::lock_guard<std::mutex> lock(refusal_mutex_);
     if (last != nullptr) *last = last_refusal_;
     return refused_;
+  }
+
+  Status send_unsolicited_reply(int pe, uint64_t id, uint64_t bytes) override {
+    std::vector<char> message(kHeader + padded(bytes), 0x5a);
+    Wire wire;
+    wire.kind = kGetReply;
+    wire.bytes = bytes;
+    wire.id = id;
+    std::memcpy(message.data(), &wire, kHeader);
+    Messenger::Request request;
+    TSHMEM_CHECK(msg_->isend(message.data(), message.size(), pe, &request));
+    for (bool done = false; !done;) TSHMEM_CHECK(msg_->test(&request, &done));
+    return TSHMEM_SUCCESS;
   }
 
  private:
@@ -325,8 +339,8 @@ class Proxy final : public HostRma {
     tshmemi_proxy_request *slot = tshmemi_proxy_slots(ring) + (t & (ring->capacity - 1));
     tshmemi_proxy_request copy = request;
     copy.seq = 0;
-    std::memcpy(reinterpret_cast<char *>(slot) + sizeof(uint64_t), reinterpret_cast<const char *>(&copy) + sizeof(uint64_t),
-                sizeof(copy) - sizeof(uint64_t));
+    std::memcpy(reinterpret_cast<char *>(slot) + sizeof(uint64_t),
+                reinterpret_cast<const char *>(&copy) + sizeof(uint64_t), sizeof(copy) - sizeof(uint64_t));
     __atomic_store_n(&slot->seq, t + 1, __ATOMIC_RELEASE);
     return TSHMEM_SUCCESS;
   }
@@ -341,10 +355,9 @@ class Proxy final : public HostRma {
       if (failed_.load(std::memory_order_acquire)) return stopped_error(call);
       if (spins > 256) std::this_thread::yield();
       if ((spins & 1023u) == 1023u && std::chrono::steady_clock::now() - start > bound) {
-        const std::string message =
-            format("%s: PE %d waited %lld ms for %s%s and gives up (TSHMEM_PROXY_TIMEOUT_MS)%s", call, my_pe_,
-                   static_cast<long long>(config_.timeout_ms), what,
-                   pe >= 0 ? format(" (to PE %d)", pe).c_str() : "", waiting_on().c_str());
+        const std::string message = format("%s: PE %d waited %lld ms for %s%s and gives up (TSHMEM_PROXY_TIMEOUT_MS)%s",
+                                           call, my_pe_, static_cast<long long>(config_.timeout_ms), what,
+                                           pe >= 0 ? format(" (to PE %d)", pe).c_str() : "", waiting_on().c_str());
         record_failure(TSHMEM_ERR_TIMEOUT, message + "; the off-node path is stopped");
         return set_error(TSHMEM_ERR_TIMEOUT, "%s", message.c_str());
       }

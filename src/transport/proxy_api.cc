@@ -26,4 +26,10 @@ TSHMEM_API uint64_t tshmemi_proxy_refused(char *text, size_t text_bytes) {
   return count;
 }
 
+TSHMEM_API int tshmemi_proxy_send_unsolicited_reply(int pe, uint64_t id, uint64_t bytes) {
+  ContextRef ctx = context();
+  if (!ctx || !ctx->host_rma || pe < 0 || pe >= ctx->peers.n_pes()) return TSHMEM_ERR_INVALID_ARG;
+  return ctx->host_rma->send_unsolicited_reply(pe, id, bytes);
+}
+
 }  // extern "C"

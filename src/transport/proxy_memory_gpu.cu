@@ -207,14 +207,15 @@ class GpuProxyMemory final : public ProxyMemory {
     }
     if (lane.warned || now - lane.stalled_since < kStallWarning) return;
     lane.warned = true;
-    TSHMEMI_LOG(kWarn, kLogCuda,
-                "off-node proxy: a copy on its %s lane (GPU %d) has not run for %lld s. The GPU holds the proxy's "
-                "work behind a kernel that waits for this proxy: a kernel launched for the first time under "
-                "CUDA lazy loading (CUDA_MODULE_LOADING=LAZY), or a module load, in this process while such a "
-                "kernel runs. The waits end at TSHMEM_PROXY_TIMEOUT_MS (docs/design.md, \"Kernels that wait on "
-                "the proxy\")",
-                which == kOriginLane ? "origin" : "target", device_,
-                static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(now - lane.stalled_since).count()));
+    TSHMEMI_LOG(
+        kWarn, kLogCuda,
+        "off-node proxy: a copy on its %s lane (GPU %d) has not run for %lld s. The GPU holds the proxy's "
+        "work behind a kernel that waits for this proxy: a kernel launched for the first time under "
+        "CUDA lazy loading (CUDA_MODULE_LOADING=LAZY), or a module load, in this process while such a "
+        "kernel runs. The waits end at TSHMEM_PROXY_TIMEOUT_MS (docs/design.md, \"Kernels that wait on "
+        "the proxy\")",
+        which == kOriginLane ? "origin" : "target", device_,
+        static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(now - lane.stalled_since).count()));
   }
 
   static bool host_memory(const void *p) {

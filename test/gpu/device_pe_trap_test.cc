@@ -4,67 +4,19 @@
 // The kernel runs in a child job (fork + exec of mpirun on device_pe_trap_helper); this parent is not an
 // MPI process, checks the exit status and the captured output (stdout+stderr: device printf goes to stdout).
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <string>
-#include <vector>
+
+#include "child_job.h"
 
 namespace {
 
-struct ChildResult {
-  int status = -1;  // exit code, or 128 + signal
-  std::string output;
-  bool timed_out = false;
-};
-
-ChildResult run(const std::vector<std::string> &args, int timeout_s) {
-  ChildResult result;
-  int fds[2];
-  if (pipe(fds) != 0) return result;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    close(fds[0]);
-    close(fds[1]);
-    std::vector<char *> argv;
-    for (const std::string &a : args) argv.push_back(const_cast<char *>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  char chunk[4096];
-  for (;;) {
-    pollfd p{fds[0], POLLIN, 0};
-    const int ready = poll(&p, 1, 200);
-    if (ready > 0) {
-      const ssize_t got = read(fds[0], chunk, sizeof(chunk));
-      if (got <= 0) break;
-      result.output.append(chunk, static_cast<size_t>(got));
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      result.timed_out = true;
-      kill(-pid, SIGKILL);  // the child's process group: mpirun and its PEs
-      break;
-    }
-  }
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
+using tshmem_test::ChildResult;
 
 ChildResult run_helper(int np, const char *mode, const char *bad_pe = "99") {
-  return run({TSHMEM_MPI_TEST_LAUNCHER, std::to_string(np), TSHMEM_PE_TRAP_HELPER, mode, bad_pe}, 240);
+  return tshmem_test::run_child({TSHMEM_MPI_TEST_LAUNCHER, std::to_string(np), TSHMEM_PE_TRAP_HELPER, mode, bad_pe},
+                                240);
 }
 
 void expect_trapped(const ChildResult &r) {

@@ -570,6 +570,39 @@ TEST_F(ProxyTest, MalformedRequestsAreRefusedWithAMessage) {
   tshmem_free(p);
 }
 
+// A reply that matches no request in flight (a forged or stale id, a fetch nobody made) is refused: nothing of it
+// is written anywhere, the count and the message say so, and the proxy goes on.
+TEST_F(ProxyTest, RepliesThatMatchNoRequestAreRefused) {
+  start();
+  auto *victim = static_cast<uint64_t *>(tshmem_calloc(64, sizeof(uint64_t)));
+  ASSERT_NE(victim, nullptr);
+  const uint64_t before = tshmemi_proxy_refused(nullptr, 0);
+  MPI_Barrier(MPI_COMM_WORLD);  // every PE has its count before any forged reply arrives
+  // Every PE sends the PE one node on four replies nobody asked for: id 0, an id of a table index never used,
+  // an id whose index exists but whose serial does not, and a huge one.
+  const uint64_t ids[] = {0, 63, (uint64_t{1234} << 6) | 1, ~uint64_t{0}};
+  for (uint64_t id : ids) ASSERT_EQ(tshmemi_proxy_send_unsolicited_reply(other_node(), id, 64), 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (tshmemi_proxy_refused(nullptr, 0) - before < 4 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  char text[512] = {};
+  EXPECT_EQ(tshmemi_proxy_refused(text, sizeof(text)) - before, 4u);
+  EXPECT_NE(std::string(text).find("a reply that matches no request in flight"), std::string::npos) << text;
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(victim[i], 0u) << "word " << i;
+  MPI_Barrier(MPI_COMM_WORLD);  // every PE has looked before any writes below
+  // The proxy goes on: a get and a put through it still work.
+  const uint64_t value = 0x77;
+  put(victim + 5, &value, sizeof(value), other_node());
+  quiet();
+  MPI_Barrier(MPI_COMM_WORLD);
+  uint64_t fetched = 0;
+  get(&fetched, victim + 5, sizeof(fetched), other_node());
+  quiet();
+  EXPECT_EQ(fetched, 0x77u);
+  tshmem_barrier_all();
+  tshmem_free(victim);
+}
+
 TEST_F(ProxyTest, HostBarrierCompletesWhatWasPosted) {
   start();
   const size_t bytes = 200 * 1024 + 1;

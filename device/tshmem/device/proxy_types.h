@@ -109,13 +109,13 @@ static_assert(sizeof(tshmemi_proxy_channel) == 256, "channel layout: bump TSHMEM
  * of `poll_gate`) reads the host words and raises the copies; every other waiter reads device memory.
  */
 typedef struct tshmemi_proxy_device_side {
-  uint64_t head;      /**< next ticket (the device channel's head_ptr points here). */
-  uint64_t tail_seen; /**< the highest `tail` a kernel has read: a lower bound of the channel's. */
-  uint64_t done_seen; /**< the highest `done` a kernel has read. */
-  uint32_t capacity;    /**< the channel's, so that a post reads no host memory. */
-  uint32_t poll_gate;   /**< 1 while a thread reads the channel's host words. */
-  uint64_t timeout_ns;  /**< a kernel's longest wait for the proxy (TSHMEM_PROXY_TIMEOUT_MS, or the smaller
-                             TSHMEM_WAIT_TIMEOUT_MS): then it traps with a message. */
+  uint64_t head;       /**< next ticket (the device channel's head_ptr points here). */
+  uint64_t tail_seen;  /**< the highest `tail` a kernel has read: a lower bound of the channel's. */
+  uint64_t done_seen;  /**< the highest `done` a kernel has read. */
+  uint32_t capacity;   /**< the channel's, so that a post reads no host memory. */
+  uint32_t poll_gate;  /**< 1 while a thread reads the channel's host words. */
+  uint64_t timeout_ns; /**< a kernel's longest wait for the proxy (TSHMEM_PROXY_TIMEOUT_MS, or the smaller
+                            TSHMEM_WAIT_TIMEOUT_MS): then it traps with a message. */
   uint64_t pad[3];
 } tshmemi_proxy_device_side;
 
@@ -166,6 +166,10 @@ __attribute__((visibility("default"))) tshmemi_proxy_channel *tshmemi_proxy_devi
 
 /** How many requests this PE's proxy has refused since init, and the message of the last one (into `text`). */
 __attribute__((visibility("default"))) uint64_t tshmemi_proxy_refused(char *text, size_t text_bytes);
+
+/** For tests: this PE's proxy sends PE `pe` a get reply of `bytes` with request id `id` that nobody asked for
+ *  (what a broken or hostile peer could send); the target must refuse it. 0 when sent. */
+__attribute__((visibility("default"))) int tshmemi_proxy_send_unsolicited_reply(int pe, uint64_t id, uint64_t bytes);
 
 #ifdef __cplusplus
 }

@@ -54,18 +54,20 @@ TSHMEMI_DEVICE bool read_host_word_gated(const uint64_t *host, tshmemi_proxy_dev
 /// What a kernel waits for from its proxy, for the message when the wait ends in a trap.
 struct ProxyWait {
   const char *call;
-  const char *what;         ///< "room in the channel", "the proxy to take the request", ...
-  int pe;                   ///< the target PE, or -1: every PE of another node written since the last quiet
+  const char *what;  ///< "room in the channel", "the proxy to take the request", ...
+  int pe;            ///< the target PE, or -1: every PE of another node written since the last quiet
   unsigned long long ticket;
 };
 
-#define TSHMEMI_PROXY_STOPPED_FORMAT(target)                                                              \
-  "tshmem: %s: PE %d gave up waiting for %s (request %llu, to " target "): the off-node path has stopped (a " \
+#define TSHMEMI_PROXY_STOPPED_FORMAT(target)                           \
+  "tshmem: %s: PE %d gave up waiting for %s (request %llu, to " target \
+  "): the off-node path has stopped (a "                               \
   "proxy failed here or at another PE; its log says why) (block (%u,%u,%u), thread (%u,%u,%u))\n"
-#define TSHMEMI_PROXY_TIMEOUT_FORMAT(target)                                                                    \
-  "tshmem: %s: PE %d waited %llu ms for %s (request %llu, to " target "; its proxy has taken %llu requests) " \
-  "and gives up (TSHMEM_PROXY_TIMEOUT_MS, TSHMEM_WAIT_TIMEOUT_MS). Is that PE alive? A CUDA call on either "  \
-  "side that waits for the device while this kernel runs (cudaFree, a module load, a kernel's first launch "  \
+#define TSHMEMI_PROXY_TIMEOUT_FORMAT(target)                                                                 \
+  "tshmem: %s: PE %d waited %llu ms for %s (request %llu, to " target                                        \
+  "; its proxy has taken %llu requests) "                                                                    \
+  "and gives up (TSHMEM_PROXY_TIMEOUT_MS, TSHMEM_WAIT_TIMEOUT_MS). Is that PE alive? A CUDA call on either " \
+  "side that waits for the device while this kernel runs (cudaFree, a module load, a kernel's first launch " \
   "under CUDA_MODULE_LOADING=LAZY) holds the proxies' copies back (block (%u,%u,%u), thread (%u,%u,%u))\n"
 
 /// The message of a wait for the proxy that ends in a trap: the path stopped, or the wait passed its bound.
@@ -78,8 +80,8 @@ TSHMEMI_DEVICE_COLD void trap_proxy_wait(const ProxyWait &w, bool stopped, unsig
     printf(TSHMEMI_PROXY_STOPPED_FORMAT("PE %d"), w.call, st.my_pe, w.what, w.ticket, w.pe, b.x, b.y, b.z, t.x, t.y,
            t.z);
   } else if (stopped) {
-    printf(TSHMEMI_PROXY_STOPPED_FORMAT("every PE of another node written to"), w.call, st.my_pe, w.what, w.ticket,
-           b.x, b.y, b.z, t.x, t.y, t.z);
+    printf(TSHMEMI_PROXY_STOPPED_FORMAT("every PE of another node written to"), w.call, st.my_pe, w.what, w.ticket, b.x,
+           b.y, b.z, t.x, t.y, t.z);
   } else if (w.pe >= 0) {
     printf(TSHMEMI_PROXY_TIMEOUT_FORMAT("PE %d"), w.call, st.my_pe, waited_ns / 1000000ull, w.what, w.ticket, w.pe,
            taken, b.x, b.y, b.z, t.x, t.y, t.z);
@@ -105,7 +107,8 @@ TSHMEMI_DEVICE void poll_proxy(const uint64_t *host, uint64_t *seen, tshmemi_pro
     if (seen != nullptr && done(load_volatile(seen))) return;
     uint64_t value = 0;
     if (read_host_word_gated(host, ds, &value)) {
-      if (seen != nullptr) atomicMax(reinterpret_cast<unsigned long long *>(seen), static_cast<unsigned long long>(value));
+      if (seen != nullptr)
+        atomicMax(reinterpret_cast<unsigned long long *>(seen), static_cast<unsigned long long>(value));
       if (done(value)) return;
       if (load_volatile(&ch->stopped) != 0) trap_proxy_wait(w, true, 0, ds, st);
     }
@@ -155,21 +158,24 @@ TSHMEMI_DEVICE_COLD void wait_taken(unsigned long long ticket, int pe, const cha
                                     const tshmemi_device_state &st) {
   tshmemi_proxy_device_side *ds = device_side(st);
   tshmemi_proxy_channel *ch = channel(st);
-  wait_above(&ch->tail, &ds->tail_seen, ticket, ch, ds, ProxyWait{call, "its off-node proxy to take the request", pe, ticket},
-             st);
+  wait_above(&ch->tail, &ds->tail_seen, ticket, ch, ds,
+             ProxyWait{call, "its off-node proxy to take the request", pe, ticket}, st);
 }
 
-/// Every request this PE posted before is complete at its target (and every get's destination filled).
-TSHMEMI_DEVICE_COLD void quiet(const tshmemi_device_state &st) {
+/// Every request this PE posted before is complete at its target (and every get's destination filled). `call`
+/// and `pe` name the wait in a message: a get's quiet waits for that get's PE first of all.
+TSHMEMI_DEVICE_COLD void quiet_for(const char *call, int pe, const tshmemi_device_state &st) {
   tshmemi_proxy_request r = {};
   r.op = TSHMEMI_PROXY_QUIET;
   r.pe = st.my_pe;
-  const unsigned long long ticket = post(r, "tshmem_quiet", st);
+  const unsigned long long ticket = post(r, call, st);
   tshmemi_proxy_device_side *ds = device_side(st);
   tshmemi_proxy_channel *ch = channel(st);
   wait_above(&ch->done, &ds->done_seen, ticket, ch, ds,
-             ProxyWait{"tshmem_quiet", "every earlier request to complete at its target", -1, ticket}, st);
+             ProxyWait{call, "every earlier request to complete at its target", pe, ticket}, st);
 }
+
+TSHMEMI_DEVICE_COLD void quiet(const tshmemi_device_state &st) { quiet_for("tshmem_quiet", -1, st); }
 
 /// Posts a GET of at most 8 bytes or a fetching atomic and returns the value (one round trip, no QUIET).
 TSHMEMI_DEVICE_COLD uint64_t fetch(tshmemi_proxy_request r, const char *call, const tshmemi_device_state &st) {
@@ -243,7 +249,7 @@ TSHMEMI_DEVICE_COLD void get(void *dest, uint64_t src_offset, size_t nbytes, int
     r.local = reinterpret_cast<uint64_t>(dest);
     r.bytes = nbytes;
     post(r, call, st);
-    quiet(st);
+    quiet_for(call, pe, st);
   }
   group<Scope>::sync();
 }

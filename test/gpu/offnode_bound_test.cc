@@ -1,0 +1,70 @@
+// Device waits on the off-node path end within their bound when the peer never answers (a PE stopped with
+// SIGSTOP: its proxy thread too): quiet, g, get, a fetching atomic, a full channel (back-pressure), the device
+// barrier, signal_wait_until and a collective each trap with one message naming the call, the PE, the target
+// and what it waited for; after a host wait has stopped the path, a kernel's wait gives up at once saying so.
+// One child job per case (offnode_bound_helper.cu). Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "child_job.h"
+
+namespace {
+
+constexpr int kBoundMs = 2000;
+
+void expect_trap(const std::string &which, const std::vector<std::string> &messages,
+                 const std::vector<std::string> &extra_env = {}) {
+  std::vector<std::string> env = {"TSHMEM_DEBUG_NODE_SIZE=1",
+                                  "TSHMEM_ALLOW_SHARED_GPU=1",
+                                  "TSHMEM_DISABLE_NVLS=1",
+                                  "TSHMEM_SYMMETRIC_SIZE=64M",
+                                  "TSHMEM_PROXY_TIMEOUT_MS=" + std::to_string(kBoundMs),
+                                  "TSHMEM_WAIT_TIMEOUT_MS=" + std::to_string(kBoundMs)};
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  const tshmem_test::ChildResult r =
+      tshmem_test::run_child({TSHMEM_MPI_TEST_LAUNCHER, "2", TSHMEM_OFFNODE_BOUND_HELPER, which}, 180, env);
+  if (r.output.find("SKIP: no CUDA device") != std::string::npos) GTEST_SKIP() << "no CUDA device";
+  ASSERT_FALSE(r.timed_out) << "the job hung:\n" << r.output;
+  EXPECT_NE(r.output.find("RESULT " + which + ": PASS"), std::string::npos) << r.output;
+  for (const std::string &m : messages) EXPECT_NE(r.output.find(m), std::string::npos) << m << "\n" << r.output;
+  EXPECT_NE(r.output.find("PE 1 done"), std::string::npos) << r.output;
+}
+
+const std::string kGaveUp = "2000 ms for ";
+
+TEST(OffNodeBoundDevice, Quiet) {
+  expect_trap("quiet", {"tshmem: tshmem_quiet: PE 0 waited " + kGaveUp +
+                            "every earlier request to complete at its "
+                            "target",
+                        "to every PE of another node written to", "TSHMEM_PROXY_TIMEOUT_MS"});
+}
+TEST(OffNodeBoundDevice, G) {
+  expect_trap("g", {"tshmem: tshmem_g: PE 0 waited " + kGaveUp + "the value it fetches", "to PE 1"});
+}
+TEST(OffNodeBoundDevice, Get) {
+  expect_trap("get", {"tshmem: tshmem_getmem: PE 0 waited " + kGaveUp + "every earlier request", "to PE 1"});
+}
+TEST(OffNodeBoundDevice, FetchingAtomic) {
+  expect_trap("fetch-amo", {"tshmem: tshmem_atomic_fetch_add: PE 0 waited " + kGaveUp + "the value it fetches"});
+}
+TEST(OffNodeBoundDevice, FullChannel) {
+  expect_trap("full-channel", {"tshmem: tshmem_p: PE 0 waited " + kGaveUp + "room in its off-node channel"},
+              {"TSHMEM_PROXY_RING=2"});
+}
+TEST(OffNodeBoundDevice, Barrier) {
+  expect_trap("barrier", {"tshmem: tshmem_barrier_all", "timed out after 2000000000 ns on PE 0"});
+}
+TEST(OffNodeBoundDevice, SignalWait) {
+  expect_trap("signal-wait", {"tshmem: tshmem_signal_wait_until: timed out after 2000000000 ns on PE 0"});
+}
+TEST(OffNodeBoundDevice, Collective) { expect_trap("collective", {"tshmem: "}); }
+TEST(OffNodeBoundDevice, AfterTheHostGaveUpAKernelGivesUpAtOnce) {
+  expect_trap("after-stop", {"host getmem: TSHMEM_ERR_TIMEOUT",
+                             "tshmem: tshmem_g: PE 0 gave up waiting for the "
+                             "value it fetches",
+                             "the off-node path has stopped"});
+}
+
+}  // namespace

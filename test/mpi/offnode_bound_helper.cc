@@ -1,0 +1,126 @@
+// Child of offnode_bound_test: 2 PEs on two "nodes" (TSHMEM_DEBUG_NODE_SIZE=1). After init PE 1 stops itself
+// (SIGSTOP: every thread, its proxy too, as a hung process would); PE 0 makes one host call that needs PE 1's
+// proxy and must get an error within TSHMEM_PROXY_TIMEOUT_MS, not hang. A watchdog thread of PE 0 continues PE 1
+// (SIGCONT) a second after the bound, so that the job can end either way; then both PEs finalise (the path has
+// stopped on both: finalize tears down without draining, and MPI is finalised).
+// PE 0 prints "RESULT <case>: PASS ..." or "RESULT <case>: FAIL ...", and every PE "PE <n> finalized" at the end.
+//   offnode_bound_helper putmem|getmem|quiet|barrier|finalize|dead-proxy
+#include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "tshmem/tshmem.h"
+#include "tshmem/tshmemx.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+long long bound_ms() {
+  const char *text = std::getenv("TSHMEM_PROXY_TIMEOUT_MS");
+  return text != nullptr ? std::atoll(text) : 300000;
+}
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// PE 0's call that needs the stopped PE 1; returns its status (nonzero expected).
+int call_needing_pe1(const std::string &which, long *word) {
+  long value = 7;
+  static char buffer[64 * 1024];
+  if (which == "putmem") {  // a stopped target handles no message: credits, then the ring, run out
+    int rc = 0;
+    for (int i = 0; i < 100000 && rc == 0; ++i) rc = tshmem_putmem(word, &value, sizeof value, 1);
+    return rc;
+  }
+  if (which == "getmem") return tshmem_getmem(buffer, word, sizeof buffer, 1);
+  if (which == "quiet") {
+    const int rc = tshmem_putmem(word, &value, sizeof value, 1);
+    if (rc != 0) return rc;
+    tshmem_quiet();
+    return tshmemx_last_error_code();
+  }
+  if (which == "barrier") {  // its quiet gives up; the rendezvous then waits for PE 1 (that wait is MPI's)
+    const int rc = tshmem_putmem(word, &value, sizeof value, 1);
+    if (rc != 0) return rc;
+    tshmem_barrier_all();
+    return tshmemx_last_error_code();
+  }
+  if (which == "dead-proxy") {  // after one call gave up, the next fails at once, naming why
+    const int rc = tshmem_getmem(buffer, word, 8, 1);
+    const Clock::time_point second = Clock::now();
+    const int again = tshmem_putmem(word, &value, sizeof value, 1);
+    const double ms = ms_since(second);
+    std::printf("second call: rc %s in %.1f ms: %s\n", tshmemx_strerror(again), ms, tshmemx_last_error());
+    const bool fast = again != 0 && ms < 100 && std::strstr(tshmemx_last_error(), "has stopped") != nullptr;
+    return fast ? rc : 0;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const std::string which = argc > 1 ? argv[1] : "";
+  if (tshmem_init() != 0) {
+    std::printf("init failed: %s\n", tshmemx_last_error());
+    return 2;
+  }
+  const int me = tshmem_my_pe();
+  int pids[2] = {0, 0};
+  const int my_pid = static_cast<int>(getpid());
+  MPI_Allgather(&my_pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
+  long *word = static_cast<long *>(tshmem_calloc(64, sizeof(long)));
+  tshmem_barrier_all();
+
+  std::thread watchdog;
+  if (me == 1) {
+    MPI_Barrier(MPI_COMM_WORLD);  // PE 0's watchdog runs
+    raise(SIGSTOP);
+    if (which == "barrier") tshmem_barrier_all();  // continued: join PE 0's barrier
+  } else {
+    const Clock::time_point start = Clock::now();
+    watchdog = std::thread([&] {
+      std::this_thread::sleep_until(start + std::chrono::milliseconds(200 + bound_ms() + 1000));
+      kill(pids[1], SIGCONT);
+    });
+    MPI_Barrier(MPI_COMM_WORLD);
+    std::this_thread::sleep_until(start + std::chrono::milliseconds(200));  // PE 1 has stopped by now
+    tshmemx_clear_last_error();
+    if (which == "finalize") {
+      long value = 7;  // something to drain: finalize's quiet needs PE 1, below
+      if (tshmem_putmem(word, &value, sizeof value, 1) != 0) std::printf("RESULT finalize: FAIL (putmem)\n");
+    } else {
+      const Clock::time_point call = Clock::now();
+      const int rc = call_needing_pe1(which, word);
+      const double ms = ms_since(call);
+      const std::string message = tshmemx_last_error();
+      const double bound = static_cast<double>(bound_ms());
+      const bool named = which == "dead-proxy" || message.find("TSHMEM_PROXY_TIMEOUT_MS") != std::string::npos;
+      const bool pass = rc != 0 && ms >= 0.9 * bound && ms <= bound + 3000 && named;
+      std::printf("RESULT %s: %s (rc %s after %.0f ms, bound %lld ms): %s\n", which.c_str(), pass ? "PASS" : "FAIL",
+                  tshmemx_strerror(rc), ms, bound_ms(), message.c_str());
+    }
+    std::fflush(stdout);
+  }
+  const Clock::time_point finalize_start = Clock::now();
+  tshmem_finalize();
+  const double ms = ms_since(finalize_start);
+  if (watchdog.joinable()) watchdog.join();
+  if (which == "finalize" && me == 0) {
+    const std::string message = tshmemx_last_error();
+    const bool pass = tshmem_my_pe() == -1 && message.find("tears down without") != std::string::npos;
+    std::printf("RESULT finalize: %s (after %.0f ms): %s\n", pass ? "PASS" : "FAIL", ms, message.c_str());
+  }
+  std::printf("PE %d finalized\n", me);
+  std::fflush(stdout);
+  return 0;
+}

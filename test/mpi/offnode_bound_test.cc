@@ -1,0 +1,37 @@
+// Host calls that wait on the off-node proxy end within TSHMEM_PROXY_TIMEOUT_MS when the peer never answers (a
+// PE stopped with SIGSTOP: its proxy thread too), with an error naming the call and the bound; the path then
+// stops (later calls fail at once) and finalize still tears down and finalises MPI. One child job per case
+// (offnode_bound_helper.cc), each under the shm backend with two "nodes" of one PE.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "child_job.h"
+
+namespace {
+
+constexpr int kBoundMs = 1500;
+
+void expect_case(const std::string &which, const std::vector<std::string> &extra_env = {}) {
+  std::vector<std::string> env = {"TSHMEM_MEM_BACKEND=shm", "TSHMEM_DEBUG_NODE_SIZE=1",
+                                  "TSHMEM_DISABLE_NVLS=1",  "TSHMEM_SYMMETRIC_SIZE=64M",
+                                  "TSHMEM_DEBUG=warn",      "TSHMEM_PROXY_TIMEOUT_MS=" + std::to_string(kBoundMs)};
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  const tshmem_test::ChildResult r =
+      tshmem_test::run_child({TSHMEM_MPI_TEST_LAUNCHER, "2", TSHMEM_OFFNODE_BOUND_HELPER, which}, 120, env);
+  ASSERT_FALSE(r.timed_out) << "the job hung:\n" << r.output;
+  EXPECT_NE(r.output.find("RESULT " + which + ": PASS"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("PE 0 finalized"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("PE 1 finalized"), std::string::npos) << r.output;
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
+TEST(OffNodeBound, PutmemToAStoppedPeEndsWhenCreditsAndTheRingRunOut) { expect_case("putmem"); }
+TEST(OffNodeBound, GetmemFromAStoppedPeEnds) { expect_case("getmem"); }
+TEST(OffNodeBound, QuietWithAStoppedPeEnds) { expect_case("quiet"); }
+TEST(OffNodeBound, BarrierAllWithAStoppedPeEnds) { expect_case("barrier"); }
+TEST(OffNodeBound, FinalizeWithAStoppedPeTearsDown) { expect_case("finalize"); }
+TEST(OffNodeBound, AfterAWaitGaveUpTheNextCallFailsAtOnce) { expect_case("dead-proxy"); }
+TEST(OffNodeBound, APutmemWithTheSmallestRingEndsToo) { expect_case("putmem", {"TSHMEM_PROXY_RING=2"}); }
+
+}  // namespace
