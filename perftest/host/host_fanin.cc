@@ -38,7 +38,7 @@ long long rss_anon_kib() {
 
 int main(int argc, char **argv) {
   BenchConfig config;
-  config.iters = 10000;       // -n: milliseconds of fan-in
+  config.iters = 10000;        // -n: milliseconds of fan-in
   config.threads_per_cta = 4;  // -t: threads per origin PE
   int exit_code = 0;
   if (!parse_args(argc, argv, "host_fanin", &config, &exit_code)) return exit_code;
@@ -109,11 +109,11 @@ int main(int argc, char **argv) {
   const long long mine = puts.load();
   MPI_Allreduce(&mine, &all_puts, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   tshmem_barrier_all();
-  report.row({std::to_string(n - 1), std::to_string(threads),
-              fmt_double(static_cast<double>(all_puts) / seconds, 0), fmt_double(static_cast<double>(before) / 1024.0, 1),
+  report.row({std::to_string(n - 1), std::to_string(threads), fmt_double(static_cast<double>(all_puts) / seconds, 0),
+              fmt_double(static_cast<double>(before) / 1024.0, 1),
               fmt_double(static_cast<double>(peak - before) / 1024.0, 1)});
-  if (failures != 0) std::fprintf(stderr, "host_fanin: PE %d: %d put threads failed: %s\n", me, failures,
-                                  tshmemx_last_error());
+  if (failures != 0)
+    std::fprintf(stderr, "host_fanin: PE %d: %d put threads failed: %s\n", me, failures, tshmemx_last_error());
   tshmem_free(inbox);
   tshmem_finalize();
   return failures == 0 ? 0 : 1;

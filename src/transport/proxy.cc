@@ -22,14 +22,19 @@
 // yet (credits). The target returns credits once it has handled messages, on a small control slot per PE that
 // never waits for credits itself, so what piles up unmatched in MPI at a target is bounded per origin even
 // where eager sends complete locally.
-// Failure: when this proxy stops (an MPI error, or a wait for it that passed TSHMEM_PROXY_TIMEOUT_MS) it marks
-// both channels stopped (kernels waiting on them trap with a message), tells every other PE's proxy (which
-// stops too: the off-node path is one thing), and every later host call fails at once with the reason.
+// Bounds and failure: the proxy keeps the bound of every wait on it (TSHMEM_PROXY_TIMEOUT_MS, or the smaller
+// TSHMEM_WAIT_TIMEOUT_MS): a reply awaited, or credits from a PE, for longer stops the off-node path, and so does
+// an MPI error or a host call that waited longer; a watchdog thread stops it when the proxy thread itself has not
+// run for that long (held in a CUDA call). Stopping writes the message into both channels, stores
+// TSHMEMI_PROXY_STOPPED in their counters and result tags (a kernel's wait ends there and traps with the
+// message), tells every other PE's proxy (which stops too: the off-node path is one thing), and every later host
+// call fails at once with the reason.
 #include "transport/host_rma.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstring>
 #include <deque>
@@ -102,15 +107,19 @@ struct Taken {
   bool result_slot;  ///< freed only once its reader has taken the value (proxy_types.h)
 };
 
+using Clock = std::chrono::steady_clock;
+
 /// A reply this PE awaits (get data, a fetched value, a flush acknowledgement). A reply is accepted only if it
 /// matches an entry (id, PE, kind, size); its data goes where the entry says.
 struct Expected {
-  uint64_t id = 0;     ///< 0: the entry is free
-  int pe = -1;         ///< the PE the reply must come from
-  uint32_t kind = 0;   ///< kGetReply, kAmoReply or kFlushAck
-  uint64_t token = 0;  ///< where its data or value goes
-  uint64_t bytes = 0;  ///< data bytes (kGetReply) or the value's width (kAmoReply)
-  uint64_t tag = 0;    ///< nonzero: stored at token + 8 once the value is there (a kernel's result slot)
+  uint64_t id = 0;      ///< 0: the entry is free
+  int pe = -1;          ///< the PE the reply must come from
+  uint32_t kind = 0;    ///< kGetReply, kAmoReply or kFlushAck
+  uint64_t token = 0;   ///< where its data or value goes
+  uint64_t bytes = 0;   ///< data bytes (kGetReply) or the value's width (kAmoReply)
+  uint64_t tag = 0;     ///< nonzero: stored at token + 8 once the value is there (a kernel's result slot)
+  bool kernel = false;  ///< asked for by a kernel (the device channel)
+  Clock::time_point since;
 };
 
 /// A handled receive buffer, back to MPI once the copies out of it have completed.
@@ -217,10 +226,11 @@ class Proxy final : public HostRma {
     }
     // Kernels count tickets in device memory (a GPU's atomics on host memory are not atomic with the CPU's),
     // and read the counters they wait on there (proxy_types.h, tshmemi_proxy_device_side).
-    TSHMEM_CHECK(memory_->alloc_device_side(config_.ring_entries, device_timeout_ns(config_), &device_side_));
+    TSHMEM_CHECK(memory_->alloc_device_side(rings_[kDeviceRing], my_pe_, &device_side_));
     if (device_side_ != nullptr) rings_[kDeviceRing]->head_ptr = &device_side_->head;
     for (int i = 0; i < kProxyRecvBuffers; ++i) TSHMEM_CHECK(post_receive(i));
     thread_ = std::thread([this] { run(); });
+    watchdog_ = std::thread([this] { watch(); });
     return TSHMEM_SUCCESS;
   }
 
@@ -310,10 +320,11 @@ class Proxy final : public HostRma {
   static constexpr int kCreditReturn = kProxyCreditsPerPeer / 2;
   static_assert((kProxyMaxPending & (kProxyMaxPending - 1)) == 0, "reply ids keep the table index in low bits");
 
-  static uint64_t device_timeout_ns(const ProxyConfig &config) {
+  /// How long anything may wait on the proxy: TSHMEM_PROXY_TIMEOUT_MS, or TSHMEM_WAIT_TIMEOUT_MS when smaller.
+  static std::chrono::milliseconds bound_of(const ProxyConfig &config) {
     int64_t ms = config.timeout_ms;
     if (config.device_wait_timeout_ms > 0) ms = std::min(ms, config.device_wait_timeout_ms);
-    return static_cast<uint64_t>(ms) * 1000000ull;
+    return std::chrono::milliseconds(ms);
   }
 
   tshmemi_proxy_channel *host_ring() { return rings_[kHostRing]; }
@@ -351,8 +362,11 @@ class Proxy final : public HostRma {
   Status wait_for(const char *call, const char *what, int pe, Ready ready) {
     const auto start = std::chrono::steady_clock::now();
     const auto bound = std::chrono::milliseconds(config_.timeout_ms);
-    for (unsigned spins = 0; !ready(); ++spins) {
+    for (unsigned spins = 0;; ++spins) {
+      // Checked after ready() too: a stopped path's counters read TSHMEMI_PROXY_STOPPED, which looks ready.
+      const bool done = ready();
       if (failed_.load(std::memory_order_acquire)) return stopped_error(call);
+      if (done) break;
       if (spins > 256) std::this_thread::yield();
       if ((spins & 1023u) == 1023u && std::chrono::steady_clock::now() - start > bound) {
         const std::string message = format("%s: PE %d waited %lld ms for %s%s and gives up (TSHMEM_PROXY_TIMEOUT_MS)%s",
@@ -394,7 +408,9 @@ class Proxy final : public HostRma {
     return failure_code_;
   }
 
-  // The first failure wins: it is what every later call reports. Kernels waiting on a channel see it too.
+  // The first failure wins: it is what every later call reports. Any thread may record one; only host memory is
+  // written, so it works while the proxy thread is held in a CUDA call. Kernels waiting on a channel see the
+  // stopped counters and tags, and print the text written before them.
   void record_failure(Status code, const std::string &message) {
     {
       std::lock_guard<std::mutex> lock(refusal_mutex_);
@@ -402,16 +418,95 @@ class Proxy final : public HostRma {
       failure_ = message;
       failure_code_ = code;
     }
+    failed_.store(true, std::memory_order_release);  // before the stopped values, which look like completions
     TSHMEMI_LOG(kWarn, kLogInit, "off-node proxy stopped: %s", message.c_str());
-    for (tshmemi_proxy_channel *ring : rings_)
-      if (ring != nullptr) __atomic_store_n(&ring->stopped, uint64_t{1}, __ATOMIC_RELEASE);
-    failed_.store(true, std::memory_order_release);
+    for (tshmemi_proxy_channel *ring : rings_) {
+      if (ring == nullptr) continue;
+      char *text = tshmemi_proxy_failure(ring, ring->capacity);
+      const size_t n = std::min(message.size(), size_t{TSHMEMI_PROXY_FAILURE_BYTES - 1});
+      std::memcpy(text, message.data(), n);
+      text[n] = '\0';
+      __atomic_thread_fence(__ATOMIC_RELEASE);  // the text before the values that make a waiter read it
+      tshmemi_proxy_result *results = tshmemi_proxy_results(ring, ring->capacity);
+      for (uint32_t i = 0; i < ring->capacity; ++i)
+        __atomic_store_n(&results[i].tag, TSHMEMI_PROXY_STOPPED, __ATOMIC_RELEASE);
+      __atomic_store_n(&ring->tail, TSHMEMI_PROXY_STOPPED, __ATOMIC_RELEASE);
+      __atomic_store_n(&ring->done, TSHMEMI_PROXY_STOPPED, __ATOMIC_RELEASE);
+    }
+  }
+
+  // A channel counter or result tag: never moved once the path has stopped (the stopped value is final).
+  static void store_unless_stopped(uint64_t *word, uint64_t value) {
+    uint64_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    while (seen != TSHMEMI_PROXY_STOPPED &&
+           !__atomic_compare_exchange_n(word, &seen, value, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+    }
   }
 
   void stop_thread() {
     if (!thread_.joinable()) return;
     command_.store(kStop, std::memory_order_release);
     thread_.join();
+    {
+      std::lock_guard<std::mutex> lock(watchdog_mutex_);
+      watchdog_stop_ = true;
+    }
+    watchdog_wake_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
+  }
+
+  // The watchdog: the proxy thread counts its passes; one that has not moved for the bound is held somewhere it
+  // cannot leave by itself (a CUDA call waiting for a kernel that waits for this proxy), and only a stopped path
+  // (written to host memory, which those kernels read) frees it.
+  void watch() {
+    const auto bound = bound_of(config_);
+    uint64_t last = heartbeat_.load(std::memory_order_relaxed);
+    Clock::time_point moved = Clock::now();
+    std::unique_lock<std::mutex> lock(watchdog_mutex_);
+    while (!watchdog_stop_) {
+      watchdog_wake_.wait_for(lock, std::chrono::milliseconds(100));
+      const uint64_t now = heartbeat_.load(std::memory_order_relaxed);
+      if (now != last || failed_.load(std::memory_order_acquire)) {
+        last = now;
+        moved = Clock::now();
+      } else if (Clock::now() - moved > bound) {
+        record_failure(TSHMEM_ERR_TIMEOUT,
+                       format("the off-node proxy thread of PE %d has not run for %lld ms (TSHMEM_PROXY_TIMEOUT_MS): "
+                              "it is held, as in a CUDA call that waits for the device (cudaFree, a module load) "
+                              "while a kernel waits for this proxy",
+                              my_pe_, static_cast<long long>(bound.count())));
+        moved = Clock::now();
+      }
+    }
+  }
+
+  // The bound of every wait that depends on another PE: a reply awaited, or credits, for longer stops the path.
+  // Looked at every 10 ms.
+  void check_waits() {
+    const Clock::time_point now = Clock::now();
+    if (now - last_check_ < std::chrono::milliseconds(10)) return;
+    last_check_ = now;
+    const auto bound = bound_of(config_);
+    const Expected *oldest = nullptr;
+    for (const Expected &e : expected_)
+      if (e.id != 0 && (oldest == nullptr || e.since < oldest->since)) oldest = &e;
+    if (oldest != nullptr && now - oldest->since > bound) {
+      const char *what = oldest->kind == kFlushAck   ? "the acknowledgement of a quiet"
+                         : oldest->kind == kGetReply ? "the data of a get"
+                                                     : "a fetched value (g or a fetching atomic)";
+      record_failure(TSHMEM_ERR_TIMEOUT,
+                     format("%s%s from PE %d has not come for %lld ms (TSHMEM_PROXY_TIMEOUT_MS); the off-node path of "
+                            "PE %d is stopped",
+                            oldest->kernel ? "for a kernel, " : "", what, oldest->pe,
+                            static_cast<long long>(bound.count()), my_pe_));
+      return;
+    }
+    const int blocked = credit_blocked_pe_.load(std::memory_order_relaxed);
+    if (blocked >= 0 && now - credit_blocked_since_ > bound)
+      record_failure(TSHMEM_ERR_TIMEOUT,
+                     format("PE %d has not handled PE %d's messages for %lld ms (TSHMEM_PROXY_TIMEOUT_MS: no credits, "
+                            "so nothing more goes out: the channels fill); the off-node path of PE %d is stopped",
+                            blocked, my_pe_, static_cast<long long>(bound.count()), my_pe_));
   }
 
   // --- the proxy thread ---
@@ -420,6 +515,8 @@ class Proxy final : public HostRma {
     Status status = memory_->bind_thread();
     unsigned idle = 0;
     while (status == TSHMEM_SUCCESS && !failed_.load(std::memory_order_acquire)) {
+      heartbeat_.fetch_add(1, std::memory_order_relaxed);
+      check_waits();
       bool worked = false;
       status = poll_receives(&worked);
       if (status == TSHMEM_SUCCESS) status = serve_replies(&worked);
@@ -638,6 +735,7 @@ class Proxy final : public HostRma {
       // the outbox waits (the target returns credits whatever this PE does).
       int &credits = credits_[static_cast<size_t>(o.pe)];
       if (credits == 0) {
+        if (credit_blocked_pe_.load(std::memory_order_relaxed) != o.pe) credit_blocked_since_ = Clock::now();
         credit_blocked_pe_.store(o.pe, std::memory_order_relaxed);
         break;
       }
@@ -671,7 +769,7 @@ class Proxy final : public HostRma {
         tail = taken.front().ticket + 1;
         taken.pop_front();
       }
-      __atomic_store_n(&rings_[ring]->tail, tail, __ATOMIC_RELEASE);
+      store_unless_stopped(&rings_[ring]->tail, tail);
       *worked = true;
     }
     return TSHMEM_SUCCESS;
@@ -816,7 +914,7 @@ class Proxy final : public HostRma {
         if (ring_ == kInternal)
           drained_.store(true, std::memory_order_release);
         else
-          __atomic_store_n(&rings_[ring_]->done, ticket_ + 1, __ATOMIC_RELEASE);
+          store_unless_stopped(&rings_[ring_]->done, ticket_ + 1);
         break;
     }
     *complete = true;
@@ -1020,7 +1118,7 @@ class Proxy final : public HostRma {
 
   // A result slot (host memory a kernel polls): the value is written; now its tag, with release order.
   static void tag_result(const Expected &e) {
-    if (e.tag != 0) __atomic_store_n(reinterpret_cast<uint64_t *>(e.token + 8), e.tag, __ATOMIC_RELEASE);
+    if (e.tag != 0) store_unless_stopped(reinterpret_cast<uint64_t *>(e.token + 8), e.tag);
   }
 
   // --- the replies this PE awaits ---
@@ -1047,6 +1145,8 @@ class Proxy final : public HostRma {
     e.token = token;
     e.bytes = bytes;
     e.tag = tag;
+    e.kernel = ring_ == kDeviceRing;
+    e.since = Clock::now();
     awaiting_[static_cast<size_t>(pe)].fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -1189,6 +1289,13 @@ class Proxy final : public HostRma {
   /// For a timeout's message, read by the waiting thread: replies awaited per PE, the PE out of credits.
   std::vector<std::atomic<uint32_t>> awaiting_;
   std::atomic<int> credit_blocked_pe_{-1};
+  Clock::time_point credit_blocked_since_;  ///< when the outbox last found credit_blocked_pe_ out of credits
+  Clock::time_point last_check_;            ///< of check_waits
+  std::atomic<uint64_t> heartbeat_{0};      ///< the proxy thread's passes, for the watchdog
+  std::thread watchdog_;
+  std::mutex watchdog_mutex_;
+  std::condition_variable watchdog_wake_;
+  bool watchdog_stop_ = false;
   uint64_t *amo_slots_ = nullptr;  ///< kAmoSlots fetched values being written, and a spare (staging memory)
   uint64_t amo_issued_ = 0, amo_served_ = 0;
 

@@ -98,10 +98,13 @@ class GpuProxyMemory final : public ProxyMemory {
     return TSHMEM_SUCCESS;
   }
   void free_staging(void *staging) override { cudaFreeHost(staging); }
-  Status alloc_device_side(uint32_t capacity, uint64_t timeout_ns, tshmemi_proxy_device_side **out) override {
+  Status alloc_device_side(tshmemi_proxy_channel *channel, int my_pe, tshmemi_proxy_device_side **out) override {
     tshmemi_proxy_device_side initial = {};
-    initial.capacity = capacity;
-    initial.timeout_ns = timeout_ns;
+    initial.capacity = channel->capacity;
+    initial.my_pe = my_pe;
+    void *device_channel = nullptr;
+    TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(&device_channel, channel, 0));
+    initial.channel = static_cast<tshmemi_proxy_channel *>(device_channel);
     TSHMEMI_PROXY_CUDA(cudaMalloc(reinterpret_cast<void **>(&device_side_), sizeof(initial)));
     TSHMEMI_PROXY_CUDA(cudaMemcpy(device_side_, &initial, sizeof(initial), cudaMemcpyHostToDevice));
     *out = device_side_;

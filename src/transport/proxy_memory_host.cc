@@ -28,7 +28,7 @@ class HostProxyMemory final : public ProxyMemory {
     return TSHMEM_SUCCESS;
   }
   void free_staging(void *staging) override { std::free(staging); }
-  Status alloc_device_side(uint32_t, uint64_t, tshmemi_proxy_device_side **out) override {
+  Status alloc_device_side(tshmemi_proxy_channel *, int, tshmemi_proxy_device_side **out) override {
     *out = nullptr;
     return TSHMEM_SUCCESS;
   }

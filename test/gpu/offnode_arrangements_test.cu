@@ -194,7 +194,6 @@ __global__ void wait_kernel(Op op, Buffers b, uint64_t fixed) {
 /// (f): block 0 sends and receives; the other blocks wait too: for the peer's word where the operation has one,
 /// else for block 0 to finish. `done` is local.
 __global__ void wide_kernel(Op op, Buffers b, uint64_t round, unsigned *done) {
-  if (threadIdx.x != 0) return;
   if (blockIdx.x == 0) {
     send_part(op, b, round);
     wait_part(op, b, round);
@@ -302,7 +301,8 @@ TEST_P(OffNodeArrangements, Complete) {
       break;
     }
     case Arrangement::kWideWait:
-      for (int r = 1; r <= rounds; ++r) wide_kernel<<<1 + kWaitBlocks, 32, 0, s1>>>(op, b, r, done.get<unsigned>());
+      // One thread per block: block 0's collective is a block-scope call, which every thread of its block makes.
+      for (int r = 1; r <= rounds; ++r) wide_kernel<<<1 + kWaitBlocks, 1, 0, s1>>>(op, b, r, done.get<unsigned>());
       break;
     case Arrangement::kExitInFlight:
       for (int r = 1; r <= rounds; ++r) {

@@ -91,9 +91,17 @@ typedef struct tshmemi_proxy_channel {
   uint32_t layout;    /**< TSHMEMI_PROXY_LAYOUT. */
   uint32_t capacity;  /**< requests in the ring: a power of two, >= 2. */
   uint64_t *head_ptr; /**< where producers count tickets: &head, or a device-memory word for kernels. */
-  uint64_t stopped;   /**< nonzero once the off-node path has failed (here or at another PE): waiters give up. */
-  uint64_t pad3[5];
+  uint64_t pad3[6];
 } tshmemi_proxy_channel;
+
+/**
+ * Once the off-node path has stopped (a failure here or at another PE, or a wait past its bound), the proxy
+ * stores this in `tail`, `done` and every result slot's tag: every wait on them ends at once, and the waiter
+ * reports the message the proxy wrote into the channel's failure text (tshmemi_proxy_failure).
+ */
+#define TSHMEMI_PROXY_STOPPED (~(uint64_t)0)
+/** Bytes of the failure text at the end of a channel. */
+#define TSHMEMI_PROXY_FAILURE_BYTES 512
 
 #ifdef __cplusplus
 static_assert(sizeof(tshmemi_proxy_request) == 64, "request layout: bump TSHMEMI_PROXY_LAYOUT");
@@ -109,14 +117,15 @@ static_assert(sizeof(tshmemi_proxy_channel) == 256, "channel layout: bump TSHMEM
  * of `poll_gate`) reads the host words and raises the copies; every other waiter reads device memory.
  */
 typedef struct tshmemi_proxy_device_side {
-  uint64_t head;       /**< next ticket (the device channel's head_ptr points here). */
-  uint64_t tail_seen;  /**< the highest `tail` a kernel has read: a lower bound of the channel's. */
-  uint64_t done_seen;  /**< the highest `done` a kernel has read. */
-  uint32_t capacity;   /**< the channel's, so that a post reads no host memory. */
-  uint32_t poll_gate;  /**< 1 while a thread reads the channel's host words. */
-  uint64_t timeout_ns; /**< a kernel's longest wait for the proxy (TSHMEM_PROXY_TIMEOUT_MS, or the smaller
-                            TSHMEM_WAIT_TIMEOUT_MS): then it traps with a message. */
-  uint64_t pad[3];
+  uint64_t head;                         /**< next ticket (the device channel's head_ptr points here). */
+  uint64_t tail_seen;                    /**< the highest `tail` a kernel has read: a lower bound of the channel's. */
+  uint64_t done_seen;                    /**< the highest `done` a kernel has read. */
+  uint32_t capacity;                     /**< the channel's, so that a post reads no host memory. */
+  uint32_t poll_gate;                    /**< 1 while a thread reads the channel's host words. */
+  struct tshmemi_proxy_channel *channel; /**< the channel as kernels address it (for the failure text). */
+  int32_t my_pe;                         /**< this PE (for the failure message). */
+  uint32_t pad32;
+  uint64_t pad[2];
 } tshmemi_proxy_device_side;
 
 #ifdef __cplusplus
@@ -132,9 +141,10 @@ typedef struct tshmemi_proxy_result {
   uint64_t tag; /**< ticket + 1 of the request whose value this is. */
 } tshmemi_proxy_result;
 
-/** Bytes of a channel of `capacity` requests: header, requests, result slots. */
+/** Bytes of a channel of `capacity` requests: header, requests, result slots, failure text. */
 #define TSHMEMI_PROXY_CHANNEL_BYTES(capacity) \
-  (sizeof(tshmemi_proxy_channel) + (size_t)(capacity) * (sizeof(tshmemi_proxy_request) + sizeof(tshmemi_proxy_result)))
+  (sizeof(tshmemi_proxy_channel) +            \
+   (size_t)(capacity) * (sizeof(tshmemi_proxy_request) + sizeof(tshmemi_proxy_result)) + TSHMEMI_PROXY_FAILURE_BYTES)
 
 #ifdef __CUDACC__
 #define TSHMEMI_PROXY_HD __host__ __device__
@@ -151,6 +161,11 @@ TSHMEMI_PROXY_HD static inline tshmemi_proxy_request *tshmemi_proxy_slots(tshmem
 TSHMEMI_PROXY_HD static inline tshmemi_proxy_result *tshmemi_proxy_results(tshmemi_proxy_channel *channel,
                                                                            uint32_t capacity) {
   return (tshmemi_proxy_result *)(tshmemi_proxy_slots(channel) + capacity);
+}
+
+/** The failure text of a channel of `capacity` requests: empty until the off-node path stops. */
+TSHMEMI_PROXY_HD static inline char *tshmemi_proxy_failure(tshmemi_proxy_channel *channel, uint32_t capacity) {
+  return (char *)(tshmemi_proxy_results(channel, capacity) + capacity);
 }
 
 #ifdef __cplusplus

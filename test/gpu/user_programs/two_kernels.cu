@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include <tshmem/device/tshmem_device.cuh>
 #include <tshmem/tshmem.h>
+#include <tshmem/device/tshmem_device.cuh>
 
 template <typename Scope>
 __global__ void send(char *dst, const char *src, size_t bytes, uint64_t *sig, uint64_t v, int pe) {
@@ -32,13 +32,13 @@ __global__ void check(const char *p, size_t bytes, int pe, uint64_t round, int *
     if (p[i] != static_cast<char>(pe * 31 + round * 7 + i)) atomicAdd(bad, 1);
 }
 
-#define CHECK(call)                                                                                   \
-  do {                                                                                                \
-    cudaError_t rc_ = (call);                                                                         \
-    if (rc_ != cudaSuccess) {                                                                         \
-      std::fprintf(stderr, "PE %d: %s: %s\n", tshmem_my_pe(), #call, cudaGetErrorString(rc_));        \
-      return 1;                                                                                       \
-    }                                                                                                 \
+#define CHECK(call)                                                                            \
+  do {                                                                                         \
+    cudaError_t rc_ = (call);                                                                  \
+    if (rc_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "PE %d: %s: %s\n", tshmem_my_pe(), #call, cudaGetErrorString(rc_)); \
+      return 1;                                                                                \
+    }                                                                                          \
   } while (0)
 
 int main(int argc, char **argv) {

@@ -5,7 +5,6 @@
 #define TSHMEM_DEVICE_IMPL_PROXY_CUH
 
 #include "tshmem/device/impl/group.cuh"
-#include "tshmem/device/impl/memory.cuh"
 #include "tshmem/device/impl/remote_ptr.cuh"
 #include "tshmem/device/impl/trap.cuh"
 #include "tshmem/device/proxy_types.h"
@@ -51,83 +50,34 @@ TSHMEMI_DEVICE bool read_host_word_gated(const uint64_t *host, tshmemi_proxy_dev
   return true;
 }
 
-/// What a kernel waits for from its proxy, for the message when the wait ends in a trap.
-struct ProxyWait {
-  const char *call;
-  const char *what;  ///< "room in the channel", "the proxy to take the request", ...
-  int pe;            ///< the target PE, or -1: every PE of another node written since the last quiet
-  unsigned long long ticket;
-};
-
-#define TSHMEMI_PROXY_STOPPED_FORMAT(target)                           \
-  "tshmem: %s: PE %d gave up waiting for %s (request %llu, to " target \
-  "): the off-node path has stopped (a "                               \
-  "proxy failed here or at another PE; its log says why) (block (%u,%u,%u), thread (%u,%u,%u))\n"
-#define TSHMEMI_PROXY_TIMEOUT_FORMAT(target)                                                                 \
-  "tshmem: %s: PE %d waited %llu ms for %s (request %llu, to " target                                        \
-  "; its proxy has taken %llu requests) "                                                                    \
-  "and gives up (TSHMEM_PROXY_TIMEOUT_MS, TSHMEM_WAIT_TIMEOUT_MS). Is that PE alive? A CUDA call on either " \
-  "side that waits for the device while this kernel runs (cudaFree, a module load, a kernel's first launch " \
-  "under CUDA_MODULE_LOADING=LAZY) holds the proxies' copies back (block (%u,%u,%u), thread (%u,%u,%u))\n"
-
-/// The message of a wait for the proxy that ends in a trap: the path stopped, or the wait passed its bound.
-TSHMEMI_DEVICE_COLD void trap_proxy_wait(const ProxyWait &w, bool stopped, unsigned long long waited_ns,
-                                         const tshmemi_proxy_device_side *ds, const tshmemi_device_state &st) {
-  const unsigned long long taken = load_volatile(&ds->tail_seen);
-  const dim3 b = blockIdx, t = threadIdx;
-  if (!is_print_leader()) {
-  } else if (stopped && w.pe >= 0) {
-    printf(TSHMEMI_PROXY_STOPPED_FORMAT("PE %d"), w.call, st.my_pe, w.what, w.ticket, w.pe, b.x, b.y, b.z, t.x, t.y,
-           t.z);
-  } else if (stopped) {
-    printf(TSHMEMI_PROXY_STOPPED_FORMAT("every PE of another node written to"), w.call, st.my_pe, w.what, w.ticket, b.x,
-           b.y, b.z, t.x, t.y, t.z);
-  } else if (w.pe >= 0) {
-    printf(TSHMEMI_PROXY_TIMEOUT_FORMAT("PE %d"), w.call, st.my_pe, waited_ns / 1000000ull, w.what, w.ticket, w.pe,
-           taken, b.x, b.y, b.z, t.x, t.y, t.z);
-  } else {
-    printf(TSHMEMI_PROXY_TIMEOUT_FORMAT("every PE of another node written to"), w.call, st.my_pe,
-           waited_ns / 1000000ull, w.what, w.ticket, taken, b.x, b.y, b.z, t.x, t.y, t.z);
-  }
+/// The end of a kernel's wait for its proxy when the off-node path has stopped (the proxy's counters and result
+/// tags read TSHMEMI_PROXY_STOPPED): the message the host side wrote says which wait, to which PE, and why. The
+/// bound on every such wait is kept by the host side (transport/proxy.cc), so the poll loops stay as small as
+/// they were: a kernel that can reach the proxy allocates registers for its deepest call chain, on-node code too.
+[[noreturn]] TSHMEMI_DEVICE_COLD void trap_proxy_stopped(const tshmemi_proxy_device_side *ds) {
+  if (is_print_leader())
+    printf("tshmem: PE %d: a kernel's wait for the off-node proxy gives up: %s (block (%u,%u,%u), thread (%u,%u,%u))\n",
+           ds->my_pe, tshmemi_proxy_failure(ds->channel, ds->capacity), blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+           threadIdx.y, threadIdx.z);
   __trap();
+  __builtin_unreachable();
 }
-#undef TSHMEMI_PROXY_STOPPED_FORMAT
-#undef TSHMEMI_PROXY_TIMEOUT_FORMAT
 
-/// Polls until `done(value of host word)`: waiters read its device-memory copy `seen` (when given); the thread
-/// that holds the gate reads the host word, raises the copy for all of them and checks that the off-node path
-/// still runs. Traps after the device side's timeout with the message of `w`.
-template <class Done>
-TSHMEMI_DEVICE void poll_proxy(const uint64_t *host, uint64_t *seen, tshmemi_proxy_channel *ch,
-                               tshmemi_proxy_device_side *ds, const ProxyWait &w, const tshmemi_device_state &st,
-                               Done done) {
-  const uint64_t timeout = ds->timeout_ns;
-  uint64_t start = 0, now = 0;
-  for (unsigned polls = 0;; ++polls) {
-    if (seen != nullptr && done(load_volatile(seen))) return;
-    uint64_t value = 0;
-    if (read_host_word_gated(host, ds, &value)) {
-      if (seen != nullptr)
-        atomicMax(reinterpret_cast<unsigned long long *>(seen), static_cast<unsigned long long>(value));
-      if (done(value)) return;
-      if (load_volatile(&ch->stopped) != 0) trap_proxy_wait(w, true, 0, ds, st);
-    }
-    // The clock is read every 64th poll: a wait that ends soon costs no timer reads.
-    if (timeout != 0 && (polls & 63u) == 0) {
-      now = global_timer_ns();
-      if (start == 0) start = now;
-      if (now - start > timeout) trap_proxy_wait(w, false, now - start, ds, st);
+/// Waits until the channel's counter `host` (tail or done) exceeds `ticket`. Waiters read its device-memory
+/// copy `seen`; the thread that holds the gate reads the host word and raises the copy for all of them. False
+/// when the path has stopped (the caller traps: this loop stays a leaf).
+TSHMEMI_DEVICE_COLD bool wait_above(const uint64_t *host, uint64_t *seen, unsigned long long ticket,
+                                    tshmemi_proxy_device_side *ds) {
+  while (load_volatile(seen) <= ticket) {
+    uint64_t now = 0;
+    if (read_host_word_gated(host, ds, &now)) {
+      atomicMax(reinterpret_cast<unsigned long long *>(seen), static_cast<unsigned long long>(now));
+      if (now > ticket) break;
     }
     __nanosleep(128);
   }
-}
-
-/// Waits until the channel's counter `host` (tail or done) exceeds `ticket`.
-TSHMEMI_DEVICE_COLD void wait_above(const uint64_t *host, uint64_t *seen, unsigned long long ticket,
-                                    tshmemi_proxy_channel *ch, tshmemi_proxy_device_side *ds, const ProxyWait &w,
-                                    const tshmemi_device_state &st) {
-  poll_proxy(host, seen, ch, ds, w, st, [ticket](uint64_t v) { return v > ticket; });
   __threadfence_system();  // what the proxy completed before raising the counter is seen after it
+  return load_volatile(seen) != TSHMEMI_PROXY_STOPPED;
 }
 
 /// Posts `r` and returns its ticket: takes a ticket, waits while the ring is full (back-pressure), writes the
@@ -139,9 +89,7 @@ TSHMEMI_DEVICE_COLD unsigned long long post(tshmemi_proxy_request r, const char 
   if (ch == nullptr || ds == nullptr) trap_no_channel(call, r.pe, st);
   const uint32_t capacity = ds->capacity;
   const unsigned long long ticket = atomicAdd(reinterpret_cast<unsigned long long *>(&ds->head), 1ull);
-  if (ticket >= capacity)
-    wait_above(&ch->tail, &ds->tail_seen, ticket - capacity, ch, ds,
-               ProxyWait{call, "room in its off-node channel (full: back-pressure)", r.pe, ticket}, st);
+  if (ticket >= capacity && !wait_above(&ch->tail, &ds->tail_seen, ticket - capacity, ds)) trap_proxy_stopped(ds);
   const uint32_t index = static_cast<uint32_t>(ticket & (capacity - 1));
   if (r.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT)
     r.local = reinterpret_cast<uint64_t>(&tshmemi_proxy_results(ch, capacity)[index].value);
@@ -154,28 +102,20 @@ TSHMEMI_DEVICE_COLD unsigned long long post(tshmemi_proxy_request r, const char 
 }
 
 /// Waits until the proxy has taken `ticket` (a put's source may be reused).
-TSHMEMI_DEVICE_COLD void wait_taken(unsigned long long ticket, int pe, const char *call,
-                                    const tshmemi_device_state &st) {
+TSHMEMI_DEVICE_COLD void wait_taken(unsigned long long ticket, const tshmemi_device_state &st) {
   tshmemi_proxy_device_side *ds = device_side(st);
-  tshmemi_proxy_channel *ch = channel(st);
-  wait_above(&ch->tail, &ds->tail_seen, ticket, ch, ds,
-             ProxyWait{call, "its off-node proxy to take the request", pe, ticket}, st);
+  if (!wait_above(&channel(st)->tail, &ds->tail_seen, ticket, ds)) trap_proxy_stopped(ds);
 }
 
-/// Every request this PE posted before is complete at its target (and every get's destination filled). `call`
-/// and `pe` name the wait in a message: a get's quiet waits for that get's PE first of all.
-TSHMEMI_DEVICE_COLD void quiet_for(const char *call, int pe, const tshmemi_device_state &st) {
+/// Every request this PE posted before is complete at its target (and every get's destination filled).
+TSHMEMI_DEVICE_COLD void quiet(const tshmemi_device_state &st) {
   tshmemi_proxy_request r = {};
   r.op = TSHMEMI_PROXY_QUIET;
   r.pe = st.my_pe;
-  const unsigned long long ticket = post(r, call, st);
+  const unsigned long long ticket = post(r, "tshmem_quiet", st);
   tshmemi_proxy_device_side *ds = device_side(st);
-  tshmemi_proxy_channel *ch = channel(st);
-  wait_above(&ch->done, &ds->done_seen, ticket, ch, ds,
-             ProxyWait{call, "every earlier request to complete at its target", pe, ticket}, st);
+  if (!wait_above(&channel(st)->done, &ds->done_seen, ticket, ds)) trap_proxy_stopped(ds);
 }
-
-TSHMEMI_DEVICE_COLD void quiet(const tshmemi_device_state &st) { quiet_for("tshmem_quiet", -1, st); }
 
 /// Posts a GET of at most 8 bytes or a fetching atomic and returns the value (one round trip, no QUIET).
 TSHMEMI_DEVICE_COLD uint64_t fetch(tshmemi_proxy_request r, const char *call, const tshmemi_device_state &st) {
@@ -184,8 +124,10 @@ TSHMEMI_DEVICE_COLD uint64_t fetch(tshmemi_proxy_request r, const char *call, co
   tshmemi_proxy_channel *ch = channel(st);
   tshmemi_proxy_device_side *ds = device_side(st);
   tshmemi_proxy_result *slot = tshmemi_proxy_results(ch, ds->capacity) + (ticket & (ds->capacity - 1));
-  poll_proxy(&slot->tag, nullptr, ch, ds, ProxyWait{call, "the value it fetches", r.pe, ticket}, st,
-             [ticket](uint64_t tag) { return tag == ticket + 1; });
+  uint64_t tag = 0;
+  while (!read_host_word_gated(&slot->tag, ds, &tag) || (tag != ticket + 1 && tag != TSHMEMI_PROXY_STOPPED))
+    __nanosleep(128);
+  if (tag == TSHMEMI_PROXY_STOPPED) trap_proxy_stopped(ds);
   __threadfence_system();
   const uint64_t value = load_volatile(&slot->value);
   __threadfence_system();  // the value is read before the slot is handed back (proxy_types.h)
@@ -231,7 +173,7 @@ TSHMEMI_DEVICE_COLD void put(uint64_t dest_offset, const void *src, size_t nbyte
       r.local = reinterpret_cast<uint64_t>(src);
     }
     const unsigned long long ticket = post(r, call, st);
-    if (blocking) wait_taken(ticket, pe, call, st);
+    if (blocking) wait_taken(ticket, st);
   }
   group<Scope>::sync();
 }
@@ -249,7 +191,7 @@ TSHMEMI_DEVICE_COLD void get(void *dest, uint64_t src_offset, size_t nbytes, int
     r.local = reinterpret_cast<uint64_t>(dest);
     r.bytes = nbytes;
     post(r, call, st);
-    quiet_for(call, pe, st);
+    quiet(st);
   }
   group<Scope>::sync();
 }
@@ -317,7 +259,7 @@ TSHMEMI_DEVICE_COLD unsigned long long signal(uint64_t sig_offset, uint64_t valu
 /// every request this PE posted before it (an nbi put's source, say) has been read before the barrier ends.
 TSHMEMI_DEVICE_COLD void arrive(uint64_t slot_offset, uint64_t epoch, int pe, const char *call,
                                 const tshmemi_device_state &st) {
-  wait_taken(signal(slot_offset, epoch, TSHMEM_SIGNAL_SET, pe, call, st), pe, call, st);
+  wait_taken(signal(slot_offset, epoch, TSHMEM_SIGNAL_SET, pe, call, st), st);
 }
 
 /// put_signal of any scope: the data, then the signal after it (the target applies them in that order).
@@ -338,7 +280,7 @@ TSHMEMI_DEVICE_COLD void put_signal(uint64_t dest_offset, const void *src, size_
     r.bytes = nbytes;
     r.signal = checked_offset(sig_offset, st);
     r.value = value;
-    wait_taken(post(r, call, st), pe, call, st);
+    wait_taken(post(r, call, st), st);
   }
   group<Scope>::sync();
 }
