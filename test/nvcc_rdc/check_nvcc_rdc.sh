@@ -14,7 +14,8 @@
 #
 # Usage: check_nvcc_rdc.sh units|nvshmem --nvcc NVCC --arch 90 --source SRC --build BUILD --work DIR
 #                          [--lib DIR (default BUILD/src)] [--counts "8 16 64"] [--jobs 2]
-# Exits 77 (ctest SKIP_RETURN_CODE), saying why, when there is no nvcc.
+# Exits 77 (ctest SKIP_RETURN_CODE), saying why, when there is no nvcc. The `-c` compiles go through ccache
+# where it is installed (as the project's own build does); every link runs each time.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mode=${1:-}
@@ -38,13 +39,18 @@ if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
   echo "SKIP: no nvcc (${nvcc:-this build has no CUDA}): the -rdc builds need the CUDA toolkit"
   exit 77
 fi
-[ -n "$src" ] && [ -n "$build" ] && [ -n "$work" ] || { echo "check_nvcc_rdc.sh: --source, --build and --work are required" >&2; exit 2; }
+if [ -z "$src" ] || [ -z "$build" ] || [ -z "$work" ]; then
+  echo "check_nvcc_rdc.sh: --source, --build and --work are required" >&2
+  exit 2
+fi
 lib_dir=${lib_dir:-$build/src}
 [ -e "$lib_dir/libtshmem.so" ] || { echo "FAIL: no $lib_dir/libtshmem.so (build the tshmem target first)"; exit 1; }
 cuda_lib=$(cd "$(dirname "$nvcc")/.." && pwd)/lib64
 [ -d "$cuda_lib" ] || cuda_lib=$(cd "$(dirname "$nvcc")/.." && pwd)/targets/x86_64-linux/lib
 
 inc=(-I"$src/include" -I"$src/device" -I"$build/include")
+cache=()
+command -v ccache > /dev/null && cache=(ccache)
 rdc=(-std=c++17 -arch=sm_"$arch" -rdc=true)
 link=(-L"$lib_dir" -ltshmem -Xlinker -rpath -Xlinker "$lib_dir")
 failures=0
@@ -102,13 +108,13 @@ if [ "$mode" = units ]; then
   for n in $counts; do [ "$n" -gt "$max" ] && max=$n; done
   for ((k = 0; k < max; ++k)); do sed "s/@UNIT@/$k/g" "$here/unit.cu.in" > "unit_$k.cu"; done
   t0=$(now)
-  if ! seq 0 $((max - 1)) | xargs -P "$jobs" -I{} "$nvcc" "${rdc[@]}" "${inc[@]}" -c unit_{}.cu -o unit_{}.o \
+  if ! seq 0 $((max - 1)) | xargs -P "$jobs" -I{} "${cache[@]}" "$nvcc" "${rdc[@]}" "${inc[@]}" -c unit_{}.cu -o unit_{}.o \
       > compile.log 2>&1; then
     echo "FAIL  compiling the units:"
     tail -20 compile.log
     exit 1
   fi
-  echo "ok    compiled $max units, $jobs at a time ($(since "$t0") s)"
+  echo "ok    compiled $max units, $jobs at a time${cache:+ (through ccache)} ($(since "$t0") s)"
   for n in $counts; do
     dir=n$n
     mkdir -p "$dir"
@@ -116,7 +122,7 @@ if [ "$mode" = units ]; then
     write_units_header "$dir" "$n" 0
     objects=()
     for ((k = 0; k < n; ++k)); do objects+=("unit_$k.o"); done
-    step "$n units: compile main" "$dir/main.log" "$nvcc" "${rdc[@]}" "${inc[@]}" -I"$dir" -c "$dir/main.cu" \
+    step "$n units: compile main" "$dir/main.log" "${cache[@]}" "$nvcc" "${rdc[@]}" "${inc[@]}" -I"$dir" -c "$dir/main.cu" \
       -o "$dir/main.o" || continue
     if step "$n units: nvcc -dlink" "$dir/dlink.log" "$nvcc" -arch=sm_"$arch" -dlink "$dir/main.o" "${objects[@]}" \
         -o "$dir/dlink.o" &&
