@@ -15,7 +15,8 @@
 # Usage: check_nvcc_rdc.sh units|nvshmem --nvcc NVCC --arch 90 --source SRC --build BUILD --work DIR
 #                          [--lib DIR (default BUILD/src)] [--counts "8 16 64"] [--jobs 2]
 # Exits 77 (ctest SKIP_RETURN_CODE), saying why, when there is no nvcc. The `-c` compiles go through ccache
-# where it is installed (as the project's own build does); every link runs each time.
+# where it is installed (as the project's own build does); every link runs each time. The host compiler is
+# g++, or NVCC_CCBIN where that is set (nvcc reads it too).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mode=${1:-}
@@ -49,6 +50,7 @@ cuda_lib=$(cd "$(dirname "$nvcc")/.." && pwd)/lib64
 [ -d "$cuda_lib" ] || cuda_lib=$(cd "$(dirname "$nvcc")/.." && pwd)/targets/x86_64-linux/lib
 
 inc=(-I"$src/include" -I"$src/device" -I"$build/include")
+host_cxx=${NVCC_CCBIN:-g++}
 cache=()
 command -v ccache > /dev/null && cache=(ccache)
 rdc=(-std=c++17 -arch=sm_"$arch" -rdc=true)
@@ -126,7 +128,7 @@ if [ "$mode" = units ]; then
       -o "$dir/main.o" || continue
     if step "$n units: nvcc -dlink" "$dir/dlink.log" "$nvcc" -arch=sm_"$arch" -dlink "$dir/main.o" "${objects[@]}" \
         -o "$dir/dlink.o" &&
-       step "$n units: g++ links the device-linked objects" "$dir/link.log" g++ "$dir/main.o" "${objects[@]}" \
+       step "$n units: g++ links the device-linked objects" "$dir/link.log" "$host_cxx" "$dir/main.o" "${objects[@]}" \
         "$dir/dlink.o" -o "$dir/app_separate" -L"$lib_dir" -ltshmem -Wl,-rpath,"$lib_dir" -L"$cuda_lib" \
         -lcudart_static -ldl -lrt -lpthread; then
       check_program "$n units, separate device link" "$dir/app_separate" "$n"
@@ -146,7 +148,7 @@ else
   write_units_header . "$units" 1
   # NVSHMEM's examples: nvcc -rdc=true -ccbin g++ -gencode=... -I <include> x.cu -o x -L <lib> -lnvshmem ...
   if step "NVSHMEM-style: nvcc -rdc=true *.cu ($((units + 1)) units, compat headers)" nvshmem.log \
-      "$nvcc" -rdc=true -ccbin g++ -gencode=arch=compute_"$arch",code=sm_"$arch" -I"$src/include/nvshmem-compat" \
+      "$nvcc" -rdc=true -ccbin "$host_cxx" -gencode=arch=compute_"$arch",code=sm_"$arch" -I"$src/include/nvshmem-compat" \
       "${inc[@]}" -I. ./*.cu -o app_nvshmem "${link[@]}"; then
     check_program "NVSHMEM-style program" app_nvshmem "$units"
   fi
