@@ -1,7 +1,8 @@
 // tshmemx_cumodule_init: fills the device state of a module loaded at run time (JIT code, generated
 // kernels). Such a module, compiled with -DTSHMEM_CUMODULE, declares the state as a non-static
 //   __constant__ tshmemi_device_state tshmemi_device_state_c;
-// (the exported name agreed with the device API), which cuModuleGetGlobal finds by name.
+// (the exported name agreed with the device API; under -rdc a `__device__` variable, for the reason
+// device/tshmem/device/state.cuh gives), which cuModuleGetGlobal finds by name in either memory space.
 //
 // The module is filled with the state of the moment; it is not in the registry, so tshmem_finalize does
 // not withdraw it: call tshmemx_cumodule_init again after a new tshmem_init.
@@ -31,7 +32,7 @@ Status cumodule_init(CUmodule module) {
   const CUresult found = TSHMEMI_CU(cuModuleGetGlobal(&address, &bytes, module, kModuleStateSymbol));
   if (found == CUDA_ERROR_NOT_FOUND)
     return set_error(TSHMEM_ERR_INVALID_ARG,
-                     "%s: the module has no __constant__ symbol %s (compile it with -DTSHMEM_CUMODULE so that the "
+                     "%s: the module has no device symbol %s (compile it with -DTSHMEM_CUMODULE so that the "
                      "tshmem device headers export it)",
                      call, kModuleStateSymbol);
   if (found != CUDA_SUCCESS)

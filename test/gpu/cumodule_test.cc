@@ -30,31 +30,35 @@ struct Driver {
   }
 };
 
-// A PTX module holding one __constant__ byte array `name` of `bytes` bytes.
-std::string ptx_with_constant(const char *name, size_t bytes) {
-  return std::string(".version 7.8\n.target sm_75\n.address_size 64\n") + ".visible .const .align 8 .b8 " + name + "[" +
-         std::to_string(bytes) + "];\n";
+// A PTX module holding one byte array `name` of `bytes` bytes in state space `space`: .const (a module built
+// without -rdc) or .global (built with -rdc, where the state is a __device__ variable: state.cuh says why).
+std::string ptx_with_constant(const char *name, size_t bytes, const char *space = ".const") {
+  return std::string(".version 7.8\n.target sm_75\n.address_size 64\n") + ".visible " + space + " .align 8 .b8 " +
+         name + "[" + std::to_string(bytes) + "];\n";
 }
 
 TEST_P(GpuBackendTest, CuModuleInitFillsTheModulesState) {
   Driver driver;
   ASSERT_TRUE(driver.resolve()) << "driver entry points for the test";
-  const std::string ptx = ptx_with_constant("tshmemi_device_state_c", sizeof(tshmemi_device_state));
-  CUmodule module = nullptr;
-  ASSERT_EQ(driver.load(&module, ptx.c_str()), CUDA_SUCCESS);
-  EXPECT_EQ(tshmemx_cumodule_init(module), 0) << tshmemx_last_error();
+  for (const char *space : {".const", ".global"}) {
+    SCOPED_TRACE(space);
+    const std::string ptx = ptx_with_constant("tshmemi_device_state_c", sizeof(tshmemi_device_state), space);
+    CUmodule module = nullptr;
+    ASSERT_EQ(driver.load(&module, ptx.c_str()), CUDA_SUCCESS);
+    EXPECT_EQ(tshmemx_cumodule_init(module), 0) << tshmemx_last_error();
 
-  CUdeviceptr address = 0;
-  size_t bytes = 0;
-  EXPECT_EQ(driver.get_global(&address, &bytes, module, "tshmemi_device_state_c"), CUDA_SUCCESS);
-  tshmemi_device_state in_module, view;
-  std::memset(&in_module, 0, sizeof(in_module));
-  EXPECT_CUDA_OK(cudaMemcpy(&in_module, reinterpret_cast<void *>(address), sizeof(in_module), cudaMemcpyDefault));
-  ASSERT_EQ(tshmemx_device_view(&view), 0);
-  EXPECT_EQ(std::memcmp(&in_module, &view, sizeof(view)), 0) << "module state differs from the device view";
-  EXPECT_EQ(in_module.my_pe, me_);
-  EXPECT_EQ(in_module.heap_base, reinterpret_cast<uint64_t>(tshmemx_heap_base()));
-  driver.unload(module);
+    CUdeviceptr address = 0;
+    size_t bytes = 0;
+    EXPECT_EQ(driver.get_global(&address, &bytes, module, "tshmemi_device_state_c"), CUDA_SUCCESS);
+    tshmemi_device_state in_module, view;
+    std::memset(&in_module, 0, sizeof(in_module));
+    EXPECT_CUDA_OK(cudaMemcpy(&in_module, reinterpret_cast<void *>(address), sizeof(in_module), cudaMemcpyDefault));
+    ASSERT_EQ(tshmemx_device_view(&view), 0);
+    EXPECT_EQ(std::memcmp(&in_module, &view, sizeof(view)), 0) << "module state differs from the device view";
+    EXPECT_EQ(in_module.my_pe, me_);
+    EXPECT_EQ(in_module.heap_base, reinterpret_cast<uint64_t>(tshmemx_heap_base()));
+    driver.unload(module);
+  }
 }
 
 TEST_P(GpuBackendTest, CuModuleInitRejectsModulesWithoutTheState) {

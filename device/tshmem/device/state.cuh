@@ -8,22 +8,26 @@
  * later (a shared library loaded after init) is filled on arrival; a unit in a library that is unloaded
  * unregisters from its static destructor.
  *
- * Separate compilation (-rdc, __CUDACC_RDC__): all units of a binary are device-linked into one program that
- * has one 64 KiB constant bank, so per-unit copies would run out after 7 units. The copy and its registration
- * are C++17 inline variables instead: nvlink keeps one definition of the weak `__constant__` symbol, the host
- * linker one registration object, so one binary (executable or shared library) has one copy and registers one
- * fill callback however many units include this header. They have hidden visibility, so an -rdc shared
- * library (its own device program) keeps its own copy and registration instead of binding to the
- * executable's. Assumes one device link per binary (what CMake's CUDA_SEPARABLE_COMPILATION does).
+ * Separate compilation (-rdc, __CUDACC_RDC__): all units of a binary are device-linked into one program, which
+ * needs one copy, not one per unit. The copy and its registration are C++17 inline variables: the host linker
+ * keeps one registration object, nvlink one definition of the weak symbol, so one binary (executable or shared
+ * library) has one copy and registers one fill callback however many units include this header, whatever
+ * builds it (CMake, a Makefile, one `nvcc -rdc=true *.cu`). The copy is a `__device__` variable (global
+ * memory), not `__constant__`: nvlink lays out the storage of every unit's weak `__constant__` copy in the one
+ * 64 KiB constant bank (one symbol, N copies of its bytes), which overflowed at 8 units, and nvlink crashed
+ * there; weak `__device__` copies are merged into one. Cost: kernels read the state through the L1 cache
+ * instead of the constant cache (docs/design.md, "Where the device state lives"). They have hidden visibility,
+ * so an -rdc shared library (its own device program) keeps its own copy and registration instead of binding
+ * to the executable's. Assumes one device link per binary (what CMake's CUDA_SEPARABLE_COMPILATION does).
  *
  * -DTSHMEM_CUMODULE (a module loaded at run time, e.g. JIT code): the unit defines the C symbol
  * `tshmemi_device_state_c` instead and registers nothing; tshmemx_cumodule_init(module) fills it through
- * cuModuleGetGlobal. Under -rdc the definition is inline (one per module, any number of units);
- * -DTSHMEM_CUMODULE_EXTERN only declares it (for a unit whose module defines it elsewhere).
+ * cuModuleGetGlobal. Under -rdc the definition is inline and `__device__` (one per module, any number of
+ * units); -DTSHMEM_CUMODULE_EXTERN only declares it (for a unit whose module defines it elsewhere).
  *
  * By-value delivery: a kernel may instead take the state as `const __grid_constant__ tshmemi_device_state`
  * (from tshmemx_device_view) and pass it as the trailing `st` argument of any tshmem:: function; every
- * function defaults `st` to tshmemi::state(), the constant copy. Both paths run the same code.
+ * function defaults `st` to tshmemi::state(), the unit's or binary's copy. Both paths run the same code.
  */
 #ifndef TSHMEM_DEVICE_STATE_CUH
 #define TSHMEM_DEVICE_STATE_CUH
@@ -35,12 +39,15 @@
 
 #if defined(TSHMEM_CUMODULE)
 
-#if defined(TSHMEM_CUMODULE_EXTERN)
+#if defined(TSHMEM_CUMODULE_EXTERN) && defined(__CUDACC_RDC__)
+extern "C" __device__ tshmemi_device_state tshmemi_device_state_c;
+#elif defined(TSHMEM_CUMODULE_EXTERN)
 extern "C" __constant__ tshmemi_device_state tshmemi_device_state_c;
 #elif defined(__CUDACC_RDC__)
 /// The module's copy, filled by tshmemx_cumodule_init; one per module however many units define it (a
-/// global-namespace variable's symbol is its plain name, so cuModuleGetGlobal finds it).
-inline __constant__ tshmemi_device_state tshmemi_device_state_c;
+/// global-namespace variable's symbol is its plain name, so cuModuleGetGlobal finds it). In global memory
+/// for the reason given above: weak __constant__ copies would each take bank space.
+inline __device__ tshmemi_device_state tshmemi_device_state_c;
 #else
 extern "C" {
 /// The module's copy, filled by tshmemx_cumodule_init (found by this exact name).
@@ -63,16 +70,18 @@ static __device__ __forceinline__ const tshmemi_device_state &state() { return t
 #endif
 #define TSHMEMI_STATE_NAMESPACE_BEGIN inline namespace binary __attribute__((visibility("hidden"))) {
 #define TSHMEMI_STATE_INLINE inline
+#define TSHMEMI_STATE_SPACE __device__
 #else
 #define TSHMEMI_STATE_NAMESPACE_BEGIN namespace {
 #define TSHMEMI_STATE_INLINE
+#define TSHMEMI_STATE_SPACE __constant__
 #endif
 
 namespace tshmemi {
 TSHMEMI_STATE_NAMESPACE_BEGIN
 
-/// This unit's (without -rdc) or this binary's (-rdc) copy of the device state.
-TSHMEMI_STATE_INLINE __constant__ tshmemi_device_state tshmemi_state_c;
+/// This unit's (without -rdc: constant memory) or this binary's (-rdc: global memory) copy of the device state.
+TSHMEMI_STATE_INLINE TSHMEMI_STATE_SPACE tshmemi_device_state tshmemi_state_c;
 
 /// A kernel of this unit's (binary's) module, so that the fill can name the module: with the off-node proxy
 /// running under lazy loading, the fill loads all of the module's kernels (TSHMEMI_STATE_LOAD_KERNELS).
@@ -126,6 +135,7 @@ static __device__ __forceinline__ const tshmemi_device_state &state() { return t
 
 #undef TSHMEMI_STATE_NAMESPACE_BEGIN
 #undef TSHMEMI_STATE_INLINE
+#undef TSHMEMI_STATE_SPACE
 
 #endif  // TSHMEM_CUMODULE
 #endif  // TSHMEM_DEVICE_COMPILE

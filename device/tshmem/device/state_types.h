@@ -2,7 +2,8 @@
  * The device state: everything a kernel needs to reach another PE, in one trivially-copyable struct.
  *
  * One struct, two deliveries: every translation unit that includes the device API holds a `static
- * __constant__` copy that tshmem fills at init (registration, see registration.cuh), and
+ * __constant__` copy (under -rdc, every binary one `__device__` copy) that tshmem fills at init (registration,
+ * see state.cuh), and
  * tshmemx_device_view() returns the same bytes for kernels that take it as a `__grid_constant__`
  * argument. This header is plain C++ so that the host runtime builds the struct without CUDA.
  *
@@ -94,8 +95,8 @@ extern "C" {
 
 /**
  * Fill callback registered by every translation unit that includes the device API (by every binary under
- * -rdc): copies `state` into that unit's (binary's) own `__constant__` copy on CUDA device `cuda_device`, through that
- * unit's CUDA runtime. Returns a cudaError_t value (0 on success).
+ * -rdc): copies `state` into that unit's (binary's) own copy on CUDA device `cuda_device`, through that unit's
+ * CUDA runtime. Returns a cudaError_t value (0 on success).
  */
 typedef int (*tshmemi_state_fill_fn)(int cuda_device, const tshmemi_device_state *state);
 
