@@ -492,8 +492,9 @@ class Proxy final : public HostRma {
       if (e.id != 0 && (oldest == nullptr || e.since < oldest->since)) oldest = &e;
     if (oldest != nullptr && now - oldest->since > bound) {
       const char *what = oldest->kind == kFlushAck   ? "the acknowledgement of a quiet"
-                         : oldest->kind == kGetReply ? "the data of a get"
-                                                     : "a fetched value (g or a fetching atomic)";
+                         : oldest->kind == kAmoReply ? "the old value of a fetching atomic"
+                         : oldest->tag != 0          ? "the value of a g"
+                                                     : "the data of a get";
       record_failure(TSHMEM_ERR_TIMEOUT,
                      format("%s%s from PE %d has not come for %lld ms (TSHMEM_PROXY_TIMEOUT_MS); the off-node path of "
                             "PE %d is stopped",

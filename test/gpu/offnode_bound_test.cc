@@ -39,11 +39,11 @@ TEST(OffNodeBoundDevice, Quiet) {
   expect_trap("quiet", {kGivesUp + "for a kernel, the acknowledgement of a quiet from PE 1 has not come for 2000 ms"});
 }
 TEST(OffNodeBoundDevice, G) {
-  expect_trap("g", {kGivesUp + "for a kernel, a fetched value (g or a fetching atomic) from PE 1 has not come"});
+  expect_trap("g", {kGivesUp + "for a kernel, the value of a g from PE 1 has not come for 2000 ms"});
 }
 TEST(OffNodeBoundDevice, Get) { expect_trap("get", {kGivesUp + "for a kernel, the data of a get from PE 1"}); }
 TEST(OffNodeBoundDevice, FetchingAtomic) {
-  expect_trap("fetch-amo", {kGivesUp + "for a kernel, a fetched value (g or a fetching atomic) from PE 1"});
+  expect_trap("fetch-amo", {kGivesUp + "for a kernel, the old value of a fetching atomic from PE 1"});
 }
 TEST(OffNodeBoundDevice, FullChannel) {
   expect_trap("full-channel", {kGivesUp + "PE 1 has not handled PE 0's messages for 2000 ms"}, {"TSHMEM_PROXY_RING=2"});
