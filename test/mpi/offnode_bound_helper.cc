@@ -54,13 +54,16 @@ int call_needing_pe1(const std::string &which, long *word) {
     tshmem_barrier_all();
     return tshmemx_last_error_code();
   }
-  if (which == "dead-proxy") {  // after one call gave up, the next fails at once, naming why
+  if (which == "dead-proxy") {  // after one call gave up, the next ones fail at once, naming why
     const int rc = tshmem_getmem(buffer, word, 8, 1);
+    // More calls than the default ring holds: a stopped path never leaves them spinning on a full channel.
     const Clock::time_point second = Clock::now();
-    const int again = tshmem_putmem(word, &value, sizeof value, 1);
+    int failed = 0, again = 0;
+    for (int i = 0; i < 3000; ++i) failed += (again = tshmem_putmem(word, &value, sizeof value, 1)) != 0;
     const double ms = ms_since(second);
-    std::printf("second call: rc %s in %.1f ms: %s\n", tshmemx_strerror(again), ms, tshmemx_last_error());
-    const bool fast = again != 0 && ms < 100 && std::strstr(tshmemx_last_error(), "has stopped") != nullptr;
+    std::printf("3000 calls after: %d failed (%s) in %.1f ms: %s\n", failed, tshmemx_strerror(again), ms,
+                tshmemx_last_error());
+    const bool fast = failed == 3000 && ms < 1000 && std::strstr(tshmemx_last_error(), "has stopped") != nullptr;
     return fast ? rc : 0;
   }
   return -1;
@@ -86,6 +89,16 @@ int main(int argc, char **argv) {
     MPI_Barrier(MPI_COMM_WORLD);  // PE 0's watchdog runs
     raise(SIGSTOP);
     if (which == "barrier") tshmem_barrier_all();  // continued: join PE 0's barrier
+    if (which == "dead-proxy") {  // PE 0's proxy stopped and told this one: calls here fail too, naming PE 0
+      long value = 1;
+      int rc = 0;
+      const Clock::time_point start = Clock::now();
+      while ((rc = tshmem_putmem(word, &value, sizeof value, 0)) == 0 && ms_since(start) < 5000)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      const bool told = rc != 0 && std::strstr(tshmemx_last_error(), "the off-node proxy of PE 0 stopped") != nullptr;
+      std::printf("PE 1 told: %s (%s after %.0f ms): %s\n", told ? "yes" : "NO", tshmemx_strerror(rc), ms_since(start),
+                  tshmemx_last_error());
+    }
   } else {
     const Clock::time_point start = Clock::now();
     watchdog = std::thread([&] {

@@ -155,7 +155,32 @@ TEST_F(Env, TableListsEveryVariableOnceWithADescription) {
       EXPECT_NE(std::string(row.choices), "") << row.name;
     }
   }
-  EXPECT_EQ(seen.size(), 15u);
+  EXPECT_EQ(seen.size(), 16u);
+}
+
+// The proxy's sizes and the bounds are checked when the environment is parsed: a value that would fail only once
+// a job spans nodes fails on one node too, naming the variable, the value and the rule.
+TEST_F(Env, ProxySizesAndBoundsAreCheckedWhenParsed) {
+  const struct {
+    const char *name, *value, *rule;
+  } cases[] = {
+      {"TSHMEM_PROXY_RING", "3", "TSHMEM_PROXY_RING=3: must be a power of two in [2, 16777216]"},
+      {"TSHMEM_PROXY_RING", "1", "TSHMEM_PROXY_RING=1: must be a power of two"},
+      {"TSHMEM_PROXY_CHUNK", "32", "TSHMEM_PROXY_CHUNK=32: must be in [64, 268435456] bytes"},
+      {"TSHMEM_PROXY_TIMEOUT_MS", "0", "TSHMEM_PROXY_TIMEOUT_MS=0: must be 1 to 86400000"},
+      {"TSHMEM_WAIT_TIMEOUT_MS", "-1", "TSHMEM_WAIT_TIMEOUT_MS=-1: must be 0 (forever) to 86400000"},
+  };
+  for (const auto &c : cases) {
+    g_vars.clear();
+    g_vars[c.name] = c.value;
+    EnvOptions options;
+    EXPECT_EQ(parse(&options), TSHMEM_ERR_CONFIG) << c.name << "=" << c.value;
+    EXPECT_NE(std::string(tshmemx_last_error()).find(c.rule), std::string::npos) << tshmemx_last_error();
+  }
+  g_vars.clear();
+  EnvOptions options;
+  ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
+  EXPECT_EQ(options.proxy_timeout_ms, 300000);  // generous, but finite
 }
 
 }  // namespace
