@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -21,11 +22,13 @@ LastError &last_error() {
   return error;
 }
 
+// Read by any thread that logs, written by init and finalize (which other threads' calls may race once finalize
+// has begun: they find no context and report it): atomics, relaxed (a line's tag may name the PE or not).
 struct LogConfig {
-  LogLevel level = LogLevel::kWarn;
-  unsigned subsys_mask = kLogAll;
-  int my_pe = -1;
-  int n_pes = -1;
+  std::atomic<LogLevel> level{LogLevel::kWarn};
+  std::atomic<unsigned> subsys_mask{kLogAll};
+  std::atomic<int> my_pe{-1};
+  std::atomic<int> n_pes{-1};
 };
 
 LogConfig &log_config() {
@@ -69,8 +72,9 @@ std::string pe_tag() {
   char host[64] = "?";
   gethostname(host, sizeof(host) - 1);
   const LogConfig &config = log_config();
-  if (config.my_pe < 0) return format("[PE ?/? %s:%d]", host, static_cast<int>(getpid()));
-  return format("[PE %d/%d %s:%d]", config.my_pe, config.n_pes, host, static_cast<int>(getpid()));
+  const int my_pe = config.my_pe.load(std::memory_order_relaxed), n_pes = config.n_pes.load(std::memory_order_relaxed);
+  if (my_pe < 0) return format("[PE ?/? %s:%d]", host, static_cast<int>(getpid()));
+  return format("[PE %d/%d %s:%d]", my_pe, n_pes, host, static_cast<int>(getpid()));
 }
 
 Status current_exception_status(const char *call) {
@@ -110,18 +114,19 @@ void clear_last_error() {
 }
 
 void log_configure(LogLevel level, unsigned subsys_mask) {
-  log_config().level = level;
-  log_config().subsys_mask = subsys_mask;
+  log_config().level.store(level, std::memory_order_relaxed);
+  log_config().subsys_mask.store(subsys_mask, std::memory_order_relaxed);
 }
 
 void log_set_pe(int my_pe, int n_pes) {
-  log_config().my_pe = my_pe;
-  log_config().n_pes = n_pes;
+  log_config().my_pe.store(my_pe, std::memory_order_relaxed);
+  log_config().n_pes.store(n_pes, std::memory_order_relaxed);
 }
 
 bool log_enabled(LogLevel level, unsigned subsys) {
   const LogConfig &config = log_config();
-  return static_cast<int>(level) <= static_cast<int>(config.level) && (subsys & config.subsys_mask) != 0;
+  return static_cast<int>(level) <= static_cast<int>(config.level.load(std::memory_order_relaxed)) &&
+         (subsys & config.subsys_mask.load(std::memory_order_relaxed)) != 0;
 }
 
 void log_message(LogLevel level, unsigned /*subsys*/, const char *fmt, ...) {
