@@ -101,11 +101,11 @@ class MpiBootstrap final : public Bootstrap {
     return TSHMEM_SUCCESS;
   }
 
-  Status barrier() override {
+  Status barrier_impl() override {
     TSHMEMI_MPI_CHECK(MPI_Barrier(comm_));
     return TSHMEM_SUCCESS;
   }
-  Status allreduce(const int64_t *in, int64_t *out, int count, ReduceOp op) override {
+  Status allreduce_impl(const int64_t *in, int64_t *out, int count, ReduceOp op) override {
     TSHMEMI_MPI_CHECK(MPI_Allreduce(in, out, count, MPI_INT64_T, to_mpi(op), comm_));
     return TSHMEM_SUCCESS;
   }

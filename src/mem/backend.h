@@ -30,6 +30,14 @@ class MemBackend {
   /// Where this PE sees `pe`'s heap: its own base for itself, nullptr for PEs of other nodes.
   virtual void *peer_base(int pe) const = 0;
 
+  /// One page of host memory that `pe` (this PE or a node-local peer) shares with the node's PEs, zero at
+  /// creation: the slots of the bootstrap's shared-memory rendezvous (bootstrap/node_sync.h). nullptr where the
+  /// backend has none (the GPU heaps); then barriers and symmetry checks go through MPI.
+  virtual void *node_sync_page(int pe) const {
+    (void)pe;
+    return nullptr;
+  }
+
   /// Blocking copy between any two addresses this PE can reach (own heap, mapped peer heap, host memory).
   virtual Status copy(void *dst, const void *src, size_t bytes) = 0;
   /// Stream-ordered copy (GPU backends); the shm backend copies at once.

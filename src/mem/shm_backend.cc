@@ -7,6 +7,8 @@
 // reserved at init (posix_fallocate), so a heap larger than the filesystem's room is an error at init,
 // never a SIGBUS on first touch. Node-local peers receive the descriptor over the same private socket
 // exchange as the vmm backend (handle_exchange.h), and check its owner and size before mapping it.
+// Past the heap, at the next page, each file holds one more page: this PE's slots of the node's shared-memory
+// rendezvous (bootstrap/node_sync.h), through which a job on one node makes its barriers and symmetry checks.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "bootstrap/agree.h"
+#include "bootstrap/node_sync.h"
 #include "init_steps.h"
 #include "mem/backend.h"
 #include "mem/handle_exchange.h"
@@ -59,6 +62,10 @@ class ShmBackend final : public MemBackend {
 
   void *local_base() const override { return own_base_; }
   void *peer_base(int pe) const override { return peer_bases_.at(static_cast<size_t>(pe)); }
+  void *node_sync_page(int pe) const override {
+    void *base = peer_base(pe);
+    return base != nullptr ? static_cast<char *>(base) + sync_offset_ : nullptr;
+  }
 
   Status copy(void *dst, const void *src, size_t bytes) override {
     std::memcpy(dst, src, bytes);
@@ -80,7 +87,7 @@ class ShmBackend final : public MemBackend {
   Status destroy(Bootstrap &boot) override {
     // Unmap peers first, barrier, then the own heap: nobody touches memory that is being released.
     for (size_t pe = 0; pe < peer_bases_.size(); ++pe) {
-      if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) munmap(peer_bases_[pe], heap_size_);
+      if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) munmap(peer_bases_[pe], file_size_);
       peer_bases_[pe] = nullptr;
     }
     const Status status = boot.barrier();
@@ -91,12 +98,15 @@ class ShmBackend final : public MemBackend {
  private:
   Status create_steps(Bootstrap &boot, uint64_t heap_size) {
     heap_size_ = heap_size;
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    sync_offset_ = (heap_size + page - 1) / page * page;
+    file_size_ = sync_offset_ + kNodeSyncBytes;
     peer_bases_.assign(static_cast<size_t>(boot.size()), nullptr);
     UniqueFd own;
     TSHMEM_CHECK(run_step(
         boot, InitStep::kHeapOwn, [&] { return create_own(&own); }, "shm backend"));
     std::vector<PeerFd> received;
-    TSHMEM_CHECK(exchange_fds_node_local(boot, own.get(), heap_size_, init_timeout_ms_, &received));
+    TSHMEM_CHECK(exchange_fds_node_local(boot, own.get(), file_size_, init_timeout_ms_, &received));
     own.reset();  // the mapping keeps the memory; each peer holds its own descriptor
     TSHMEM_CHECK(run_step(
         boot, InitStep::kHeapExchange, [] { return TSHMEM_SUCCESS; }, "shm backend"));
@@ -130,7 +140,7 @@ class ShmBackend final : public MemBackend {
     TSHMEM_CHECK(open_nameless(&fd));
     int rc;
     do {
-      rc = posix_fallocate(fd.get(), 0, static_cast<off_t>(heap_size_));
+      rc = posix_fallocate(fd.get(), 0, static_cast<off_t>(file_size_));
     } while (rc == EINTR);
     if (rc != 0) {
       struct statvfs room;
@@ -145,7 +155,7 @@ class ShmBackend final : public MemBackend {
                        static_cast<unsigned long long>(heap_size_), human_bytes(heap_size_).c_str(),
                        filesystem_.c_str(), free_text.c_str(), std::strerror(rc), filesystem_.c_str());
     }
-    void *base = mmap(nullptr, heap_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+    void *base = mmap(nullptr, file_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
     if (base == MAP_FAILED)
       return set_error(TSHMEM_ERR_OUT_OF_MEMORY, "shm backend: mmap of the %llu-byte heap: %s",
                        static_cast<unsigned long long>(heap_size_), std::strerror(errno));
@@ -161,14 +171,14 @@ class ShmBackend final : public MemBackend {
       struct stat info;
       const bool stat_ok = fstat(peer.fd.get(), &info) == 0;
       if (!stat_ok || !S_ISREG(info.st_mode) || info.st_uid != geteuid() ||
-          static_cast<uint64_t>(info.st_size) != heap_size_ || peer.bytes != heap_size_)
+          static_cast<uint64_t>(info.st_size) != file_size_ || peer.bytes != file_size_)
         return set_error(TSHMEM_ERR_SYSTEM,
                          "shm backend: PE %d's heap descriptor is not ours (owner %d, size %lld; expected a file of "
                          "uid %d, %llu bytes)",
                          peer.pe, stat_ok ? static_cast<int>(info.st_uid) : -1,
                          stat_ok ? static_cast<long long>(info.st_size) : -1LL, static_cast<int>(geteuid()),
-                         static_cast<unsigned long long>(heap_size_));
-      void *base = mmap(nullptr, heap_size_, PROT_READ | PROT_WRITE, MAP_SHARED, peer.fd.get(), 0);
+                         static_cast<unsigned long long>(file_size_));
+      void *base = mmap(nullptr, file_size_, PROT_READ | PROT_WRITE, MAP_SHARED, peer.fd.get(), 0);
       if (base == MAP_FAILED)
         return set_error(TSHMEM_ERR_SYSTEM, "shm backend: mmap of PE %d's heap: %s", peer.pe, std::strerror(errno));
       peer.fd.reset();  // the mapping holds the file
@@ -179,14 +189,16 @@ class ShmBackend final : public MemBackend {
 
   void release_all() {
     for (size_t pe = 0; pe < peer_bases_.size(); ++pe)
-      if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) munmap(peer_bases_[pe], heap_size_);
+      if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) munmap(peer_bases_[pe], file_size_);
     peer_bases_.clear();
-    if (own_base_ != nullptr) munmap(own_base_, heap_size_);
+    if (own_base_ != nullptr) munmap(own_base_, file_size_);
     own_base_ = nullptr;
   }
 
   int64_t init_timeout_ms_;
   uint64_t heap_size_ = 0;
+  uint64_t sync_offset_ = 0;  // the node sync page: the heap's size rounded up to a page
+  uint64_t file_size_ = 0;    // heap, padding to the page, node sync page
   void *own_base_ = nullptr;
   std::string filesystem_;  // where the heap lives, for messages
   std::vector<void *> peer_bases_;
