@@ -93,8 +93,8 @@ Status validate_configuration(Context &ctx, const std::string &backend) {
   return agree_on_fields(*ctx.boot, fields, "tshmem_init");
 }
 
-Status create_backend(Context &ctx, const std::string &backend) {
-  if (backend == "shm") return make_shm_backend(ctx.env.init_timeout_ms, &ctx.mem);
+Status create_backend(Context &ctx, const std::string &backend, std::unique_ptr<ShmHeapReservation> early_heap) {
+  if (backend == "shm") return make_shm_backend(ctx.env.init_timeout_ms, std::move(early_heap), &ctx.mem);
 #if TSHMEM_HAVE_CUDA
   if (backend == "vmm") return make_vmm_backend(ctx.cuda_device, ctx.env.init_timeout_ms, &ctx.mem);
   if (backend == "ipc") return make_ipc_backend(ctx.cuda_device, &ctx.mem);
@@ -160,6 +160,12 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
     log_configure(log_level_from(ctx.env.debug), mask);
   }
   const int node_size = env_status == TSHMEM_SUCCESS ? static_cast<int>(ctx.env.debug_node_size) : 0;
+  // Where the heap is sure to be shm (asked for, or the only backend of this build), its memory is reserved on a
+  // thread of its own while MPI starts: MPI_Init mostly waits for the launcher, and reserving every page of the
+  // heap is most of the rest of init. The heap-own step takes the file and its verdict (ShmHeapReservation).
+  std::unique_ptr<ShmHeapReservation> early_heap;
+  if (env_status == TSHMEM_SUCCESS && (ctx.env.mem_backend == "shm" || (ctx.env.mem_backend == "auto" && !TSHMEM_HAVE_CUDA)))
+    early_heap = ShmHeapReservation::start(ctx.env.symmetric_size);
   TSHMEM_CHECK(make_mpi_bootstrap((flags & TSHMEMX_INIT_WITH_MPI_COMM) ? mpi_comm : nullptr, node_size, &ctx.boot));
   Bootstrap &boot = *ctx.boot;
   log_set_pe(boot.rank(), boot.size());
@@ -198,7 +204,7 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
   // select_gpu is collective (a node-local allgather): it runs on every PE, and the switch after it.
   const Status gpu_selected = backend != "shm" ? select_gpu(ctx) : TSHMEM_SUCCESS;
   TSHMEM_CHECK(run_step(boot, InitStep::kGpu, [&] { return gpu_selected; }));
-  TSHMEM_CHECK(run_step(boot, InitStep::kBackend, [&] { return create_backend(ctx, backend); }));
+  TSHMEM_CHECK(run_step(boot, InitStep::kBackend, [&] { return create_backend(ctx, backend, std::move(early_heap)); }));
   progress->backend_on_every_pe = true;
   TSHMEM_CHECK(ctx.mem->create(boot, ctx.env.symmetric_size));  // collective: heap-own, heap-exchange, heap-peers
   TSHMEM_CHECK(run_step(boot, InitStep::kPeerTable, [&] { return PeerTable::build(*ctx.mem, boot, &ctx.peers); }));

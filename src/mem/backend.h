@@ -87,8 +87,32 @@ class MemBackend {
   virtual Status destroy(Bootstrap &boot) = 0;
 };
 
+/// The shm heap's file made ahead, on a thread of its own: tshmem_init starts it before MPI, whose start mostly
+/// waits for the launcher, so reserving the heap's memory (every page, posix_fallocate) overlaps it. The heap-own
+/// step of the shm backend takes the file, with the verdict it would have reached itself; dropped untaken (init
+/// failed before, or that step's fault injected), the file goes with it.
+class ShmHeapReservation {
+ public:
+  /// Starts making the file; null when no thread can start (then the heap-own step makes it, as without).
+  static std::unique_ptr<ShmHeapReservation> start(uint64_t heap_size) noexcept;
+  ~ShmHeapReservation();
+  ShmHeapReservation(const ShmHeapReservation &) = delete;
+  ShmHeapReservation &operator=(const ShmHeapReservation &) = delete;
+
+  uint64_t heap_size() const { return heap_size_; }
+  struct Made;   ///< the thread and the file it made (shm_backend.cc)
+  Made &join();  ///< waits for the file
+
+ private:
+  explicit ShmHeapReservation(uint64_t heap_size);
+  uint64_t heap_size_;
+  std::unique_ptr<Made> made_;
+};
+
 /// `init_timeout_ms` (TSHMEM_INIT_TIMEOUT_MS) bounds each wait for a node-local peer while descriptors cross.
-Status make_shm_backend(int64_t init_timeout_ms, std::unique_ptr<MemBackend> *out);
+/// `early`: this PE's heap file made ahead for this heap size, or null (then the heap-own step makes it).
+Status make_shm_backend(int64_t init_timeout_ms, std::unique_ptr<ShmHeapReservation> early,
+                        std::unique_ptr<MemBackend> *out);
 #if TSHMEM_HAVE_CUDA
 Status make_vmm_backend(int cuda_device, int64_t init_timeout_ms, std::unique_ptr<MemBackend> *out);
 Status make_ipc_backend(int cuda_device, std::unique_ptr<MemBackend> *out);

@@ -18,6 +18,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/agree.h"
@@ -43,9 +45,125 @@ std::string human_bytes(uint64_t bytes) {
                    : format("%.1f %s", value, kUnits[unit]);
 }
 
+// The node sync page follows the heap at the next page boundary.
+uint64_t sync_page_offset(uint64_t heap_size) {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return (heap_size + page - 1) / page * page;
+}
+
+// One PE's heap file: nameless, its memory reserved in full, mapped (heap and node sync page). Made by
+// make_heap_file, which touches no tshmem state (no last error, no log): it may run on any thread.
+struct HeapFile {
+  UniqueFd fd;
+  void *base = nullptr;  // the mapping of `bytes`; unmapped with the object unless taken
+  uint64_t bytes = 0;
+  Status status = TSHMEM_SUCCESS;
+  std::string error;  // why, when status is a failure
+  std::string note;   // a line for the info log (the memfd fallback)
+
+  HeapFile() = default;
+  HeapFile(HeapFile &&other) noexcept { *this = std::move(other); }
+  HeapFile &operator=(HeapFile &&other) noexcept {
+    if (this != &other) {
+      unmap();
+      fd = std::move(other.fd);
+      base = std::exchange(other.base, nullptr);
+      bytes = other.bytes;
+      status = other.status;
+      error = std::move(other.error);
+      note = std::move(other.note);
+    }
+    return *this;
+  }
+  ~HeapFile() { unmap(); }
+  void unmap() {
+    if (base != nullptr) munmap(base, bytes);
+    base = nullptr;
+  }
+};
+
+HeapFile make_heap_file(uint64_t heap_size) {
+  HeapFile file;
+  file.bytes = sync_page_offset(heap_size) + kNodeSyncBytes;
+  // A nameless file in /dev/shm (the filesystem the site sized for shared memory), else a memfd.
+  std::string filesystem = kShmDirectory;
+  file.fd.reset(open(kShmDirectory, O_TMPFILE | O_EXCL | O_RDWR | O_CLOEXEC, 0600));  // O_EXCL: never linkable
+  if (!file.fd.valid()) {
+    const int tmpfile_errno = errno;
+    file.fd.reset(memfd_create("tshmem-heap", MFD_CLOEXEC));
+    if (!file.fd.valid()) {
+      file.status = TSHMEM_ERR_SYSTEM;
+      file.error = format("shm backend: open(%s, O_TMPFILE): %s; memfd_create: %s", kShmDirectory,
+                          std::strerror(tmpfile_errno), std::strerror(errno));
+      return file;
+    }
+    file.note = format("shm backend: open(%s, O_TMPFILE): %s; the heap is a memfd", kShmDirectory,
+                       std::strerror(tmpfile_errno));
+    filesystem = "memfd (the kernel's internal tmpfs)";
+  }
+  int rc;
+  do {
+    rc = posix_fallocate(file.fd.get(), 0, static_cast<off_t>(file.bytes));
+  } while (rc == EINTR);
+  if (rc != 0) {
+    struct statvfs room;
+    const std::string free_text =
+        fstatvfs(file.fd.get(), &room) == 0
+            ? format(" (%s free of %s)", human_bytes(static_cast<uint64_t>(room.f_bavail) * room.f_frsize).c_str(),
+                     human_bytes(static_cast<uint64_t>(room.f_blocks) * room.f_frsize).c_str())
+            : std::string();
+    file.status = TSHMEM_ERR_OUT_OF_MEMORY;
+    file.error = format(
+        "shm backend: reserving the %llu-byte (%s) heap in %s%s failed: %s (make %s larger or lower "
+        "TSHMEM_SYMMETRIC_SIZE)",
+        static_cast<unsigned long long>(heap_size), human_bytes(heap_size).c_str(), filesystem.c_str(),
+        free_text.c_str(), std::strerror(rc), filesystem.c_str());
+    return file;
+  }
+  void *base = mmap(nullptr, file.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, file.fd.get(), 0);
+  if (base == MAP_FAILED) {
+    file.status = TSHMEM_ERR_OUT_OF_MEMORY;
+    file.error = format("shm backend: mmap of the %llu-byte heap: %s", static_cast<unsigned long long>(heap_size),
+                        std::strerror(errno));
+    return file;
+  }
+  file.base = base;
+  return file;
+}
+
+}  // namespace
+
+struct ShmHeapReservation::Made {
+  std::thread worker;
+  HeapFile file;
+};
+
+ShmHeapReservation::ShmHeapReservation(uint64_t heap_size) : heap_size_(heap_size), made_(std::make_unique<Made>()) {
+  Made *made = made_.get();
+  made->worker = std::thread([made, heap_size] { made->file = make_heap_file(heap_size); });
+}
+
+std::unique_ptr<ShmHeapReservation> ShmHeapReservation::start(uint64_t heap_size) noexcept {
+  try {
+    return std::unique_ptr<ShmHeapReservation>(new ShmHeapReservation(heap_size));
+  } catch (...) {  // no thread (a tight ulimit -v, say): the step makes the file itself
+    return nullptr;
+  }
+}
+
+ShmHeapReservation::~ShmHeapReservation() { join(); }  // an untaken file goes with `made_`
+
+ShmHeapReservation::Made &ShmHeapReservation::join() {
+  if (made_->worker.joinable()) made_->worker.join();
+  return *made_;
+}
+
+namespace {
+
 class ShmBackend final : public MemBackend {
  public:
-  explicit ShmBackend(int64_t init_timeout_ms) : init_timeout_ms_(init_timeout_ms) {}
+  ShmBackend(int64_t init_timeout_ms, std::unique_ptr<ShmHeapReservation> early)
+      : init_timeout_ms_(init_timeout_ms), early_(std::move(early)) {}
   ~ShmBackend() override { release_all(); }
 
   const char *name() const override { return "shm"; }
@@ -98,8 +216,7 @@ class ShmBackend final : public MemBackend {
  private:
   Status create_steps(Bootstrap &boot, uint64_t heap_size) {
     heap_size_ = heap_size;
-    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    sync_offset_ = (heap_size + page - 1) / page * page;
+    sync_offset_ = sync_page_offset(heap_size);
     file_size_ = sync_offset_ + kNodeSyncBytes;
     peer_bases_.assign(static_cast<size_t>(boot.size()), nullptr);
     UniqueFd own;
@@ -115,52 +232,18 @@ class ShmBackend final : public MemBackend {
     return TSHMEM_SUCCESS;
   }
 
-  // A nameless file in /dev/shm (the filesystem the site sized for shared memory), else a memfd.
-  Status open_nameless(UniqueFd *out) {
-    UniqueFd fd(open(kShmDirectory, O_TMPFILE | O_EXCL | O_RDWR | O_CLOEXEC, 0600));  // O_EXCL: never linkable
-    if (fd.valid()) {
-      filesystem_ = kShmDirectory;
-      *out = std::move(fd);
-      return TSHMEM_SUCCESS;
-    }
-    const int tmpfile_errno = errno;
-    fd.reset(memfd_create("tshmem-heap", MFD_CLOEXEC));
-    if (!fd.valid())
-      return set_error(TSHMEM_ERR_SYSTEM, "shm backend: open(%s, O_TMPFILE): %s; memfd_create: %s", kShmDirectory,
-                       std::strerror(tmpfile_errno), std::strerror(errno));
-    TSHMEMI_LOG(kInfo, kLogMem, "shm backend: open(%s, O_TMPFILE): %s; the heap is a memfd", kShmDirectory,
-                std::strerror(tmpfile_errno));
-    filesystem_ = "memfd (the kernel's internal tmpfs)";
-    *out = std::move(fd);
-    return TSHMEM_SUCCESS;
-  }
-
   Status create_own(UniqueFd *out) {
-    UniqueFd fd;
-    TSHMEM_CHECK(open_nameless(&fd));
-    int rc;
-    do {
-      rc = posix_fallocate(fd.get(), 0, static_cast<off_t>(file_size_));
-    } while (rc == EINTR);
-    if (rc != 0) {
-      struct statvfs room;
-      const std::string free_text =
-          fstatvfs(fd.get(), &room) == 0
-              ? format(" (%s free of %s)", human_bytes(static_cast<uint64_t>(room.f_bavail) * room.f_frsize).c_str(),
-                       human_bytes(static_cast<uint64_t>(room.f_blocks) * room.f_frsize).c_str())
-              : std::string();
-      return set_error(TSHMEM_ERR_OUT_OF_MEMORY,
-                       "shm backend: reserving the %llu-byte (%s) heap in %s%s failed: %s (make %s larger or lower "
-                       "TSHMEM_SYMMETRIC_SIZE)",
-                       static_cast<unsigned long long>(heap_size_), human_bytes(heap_size_).c_str(),
-                       filesystem_.c_str(), free_text.c_str(), std::strerror(rc), filesystem_.c_str());
-    }
-    void *base = mmap(nullptr, file_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
-    if (base == MAP_FAILED)
-      return set_error(TSHMEM_ERR_OUT_OF_MEMORY, "shm backend: mmap of the %llu-byte heap: %s",
-                       static_cast<unsigned long long>(heap_size_), std::strerror(errno));
-    own_base_ = base;
-    *out = std::move(fd);
+    HeapFile file;
+    if (early_ && early_->heap_size() == heap_size_)
+      file = std::move(early_->join().file);  // made while MPI started
+    else
+      file = make_heap_file(heap_size_);
+    early_.reset();
+    if (!file.note.empty()) TSHMEMI_LOG(kInfo, kLogMem, "%s", file.note.c_str());
+    if (file.status != TSHMEM_SUCCESS) return set_error_message(file.status, file.error);
+    own_base_ = file.base;
+    file.base = nullptr;
+    *out = std::move(file.fd);
     return TSHMEM_SUCCESS;
   }
 
@@ -188,6 +271,7 @@ class ShmBackend final : public MemBackend {
   }
 
   void release_all() {
+    early_.reset();
     for (size_t pe = 0; pe < peer_bases_.size(); ++pe)
       if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) munmap(peer_bases_[pe], file_size_);
     peer_bases_.clear();
@@ -196,18 +280,19 @@ class ShmBackend final : public MemBackend {
   }
 
   int64_t init_timeout_ms_;
+  std::unique_ptr<ShmHeapReservation> early_;  // this PE's heap file, made ahead (or null)
   uint64_t heap_size_ = 0;
   uint64_t sync_offset_ = 0;  // the node sync page: the heap's size rounded up to a page
   uint64_t file_size_ = 0;    // heap, padding to the page, node sync page
   void *own_base_ = nullptr;
-  std::string filesystem_;  // where the heap lives, for messages
   std::vector<void *> peer_bases_;
 };
 
 }  // namespace
 
-Status make_shm_backend(int64_t init_timeout_ms, std::unique_ptr<MemBackend> *out) {
-  *out = std::make_unique<ShmBackend>(init_timeout_ms);
+Status make_shm_backend(int64_t init_timeout_ms, std::unique_ptr<ShmHeapReservation> early,
+                        std::unique_ptr<MemBackend> *out) {
+  *out = std::make_unique<ShmBackend>(init_timeout_ms, std::move(early));
   return TSHMEM_SUCCESS;
 }
 
