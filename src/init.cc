@@ -164,7 +164,8 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
   // thread of its own while MPI starts: MPI_Init mostly waits for the launcher, and reserving every page of the
   // heap is most of the rest of init. The heap-own step takes the file and its verdict (ShmHeapReservation).
   std::unique_ptr<ShmHeapReservation> early_heap;
-  if (env_status == TSHMEM_SUCCESS && (ctx.env.mem_backend == "shm" || (ctx.env.mem_backend == "auto" && !TSHMEM_HAVE_CUDA)))
+  if (env_status == TSHMEM_SUCCESS &&
+      (ctx.env.mem_backend == "shm" || (ctx.env.mem_backend == "auto" && !TSHMEM_HAVE_CUDA)))
     early_heap = ShmHeapReservation::start(ctx.env.symmetric_size);
   TSHMEM_CHECK(make_mpi_bootstrap((flags & TSHMEMX_INIT_WITH_MPI_COMM) ? mpi_comm : nullptr, node_size, &ctx.boot));
   Bootstrap &boot = *ctx.boot;

@@ -139,7 +139,8 @@ int main(int argc, char **argv) {
   const double barrier = harness.best_batch(kBatches, config.iters, config.warmup_iters, [] { shm::barrier_all(); });
   report.row({pes, "barrier_all", "-", fmt_double(barrier * 1e6, 3)});
   for (size_t bytes : {size_t{4096}, size_t{1} << 20}) {
-    const double pair = harness.best_batch(kBatches, config.iters, config.warmup_iters, [&] { shm::free(shm::malloc(bytes)); });
+    const double pair =
+        harness.best_batch(kBatches, config.iters, config.warmup_iters, [&] { shm::free(shm::malloc(bytes)); });
     report.row({pes, "malloc+free", std::to_string(bytes), fmt_double(pair * 1e6, 3)});
   }
 

@@ -90,7 +90,9 @@ Status NodeSync::allreduce(const int64_t *in, int64_t *out, int count, ReduceOp 
 Bootstrap::Bootstrap() = default;
 Bootstrap::~Bootstrap() = default;
 
-Status Bootstrap::barrier() { return node_sync_ ? node_sync_->allreduce(nullptr, nullptr, 0, ReduceOp::kMin) : barrier_impl(); }
+Status Bootstrap::barrier() {
+  return node_sync_ ? node_sync_->allreduce(nullptr, nullptr, 0, ReduceOp::kMin) : barrier_impl();
+}
 
 Status Bootstrap::allreduce(const int64_t *in, int64_t *out, int count, ReduceOp op) {
   if (node_sync_ && count <= NodeSync::kMaxWords) return node_sync_->allreduce(in, out, count, op);
