@@ -10,11 +10,14 @@
 // Past the heap, at the next page, each file holds one more page: this PE's slots of the node's shared-memory
 // rendezvous (bootstrap/node_sync.h), through which a job on one node makes its barriers and symmetry checks.
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -51,15 +54,16 @@ uint64_t sync_page_offset(uint64_t heap_size) {
   return (heap_size + page - 1) / page * page;
 }
 
-// One PE's heap file: nameless, its memory reserved in full, mapped (heap and node sync page). Made by
-// make_heap_file, which touches no tshmem state (no last error, no log): it may run on any thread.
+// One PE's heap file: nameless, its memory reserved in full, mapped (heap and node sync page). Its parts touch
+// no tshmem state (no last error, no log), so the reservation may run on any thread.
 struct HeapFile {
   UniqueFd fd;
   void *base = nullptr;  // the mapping of `bytes`; unmapped with the object unless taken
   uint64_t bytes = 0;
   Status status = TSHMEM_SUCCESS;
-  std::string error;  // why, when status is a failure
-  std::string note;   // a line for the info log (the memfd fallback)
+  std::string error;       // why, when status is a failure
+  std::string note;        // a line for the info log (the memfd fallback)
+  std::string filesystem;  // where it lives, for messages
 
   HeapFile() = default;
   HeapFile(HeapFile &&other) noexcept { *this = std::move(other); }
@@ -72,6 +76,7 @@ struct HeapFile {
       status = other.status;
       error = std::move(other.error);
       note = std::move(other.note);
+      filesystem = std::move(other.filesystem);
     }
     return *this;
   }
@@ -82,11 +87,11 @@ struct HeapFile {
   }
 };
 
-HeapFile make_heap_file(uint64_t heap_size) {
+// A nameless file in /dev/shm (the filesystem the site sized for shared memory), else a memfd; nothing reserved.
+HeapFile open_heap_file(uint64_t heap_size) {
   HeapFile file;
   file.bytes = sync_page_offset(heap_size) + kNodeSyncBytes;
-  // A nameless file in /dev/shm (the filesystem the site sized for shared memory), else a memfd.
-  std::string filesystem = kShmDirectory;
+  file.filesystem = kShmDirectory;
   file.fd.reset(open(kShmDirectory, O_TMPFILE | O_EXCL | O_RDWR | O_CLOEXEC, 0600));  // O_EXCL: never linkable
   if (!file.fd.valid()) {
     const int tmpfile_errno = errno;
@@ -99,12 +104,21 @@ HeapFile make_heap_file(uint64_t heap_size) {
     }
     file.note = format("shm backend: open(%s, O_TMPFILE): %s; the heap is a memfd", kShmDirectory,
                        std::strerror(tmpfile_errno));
-    filesystem = "memfd (the kernel's internal tmpfs)";
+    file.filesystem = "memfd (the kernel's internal tmpfs)";
   }
+  return file;
+}
+
+int reserve(int fd, uint64_t offset, uint64_t bytes) {
   int rc;
   do {
-    rc = posix_fallocate(file.fd.get(), 0, static_cast<off_t>(file.bytes));
+    rc = posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes));
   } while (rc == EINTR);
+  return rc;
+}
+
+// After the reservation (`rc` its outcome): the failure's message, or the mapping.
+void finish_heap_file(HeapFile &file, uint64_t heap_size, int rc) {
   if (rc != 0) {
     struct statvfs room;
     const std::string free_text =
@@ -116,31 +130,63 @@ HeapFile make_heap_file(uint64_t heap_size) {
     file.error = format(
         "shm backend: reserving the %llu-byte (%s) heap in %s%s failed: %s (make %s larger or lower "
         "TSHMEM_SYMMETRIC_SIZE)",
-        static_cast<unsigned long long>(heap_size), human_bytes(heap_size).c_str(), filesystem.c_str(),
-        free_text.c_str(), std::strerror(rc), filesystem.c_str());
-    return file;
+        static_cast<unsigned long long>(heap_size), human_bytes(heap_size).c_str(), file.filesystem.c_str(),
+        free_text.c_str(), std::strerror(rc), file.filesystem.c_str());
+    return;
   }
   void *base = mmap(nullptr, file.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, file.fd.get(), 0);
   if (base == MAP_FAILED) {
     file.status = TSHMEM_ERR_OUT_OF_MEMORY;
     file.error = format("shm backend: mmap of the %llu-byte heap: %s", static_cast<unsigned long long>(heap_size),
                         std::strerror(errno));
-    return file;
+    return;
   }
   file.base = base;
+}
+
+HeapFile make_heap_file(uint64_t heap_size) {
+  HeapFile file = open_heap_file(heap_size);
+  if (file.status == TSHMEM_SUCCESS) finish_heap_file(file, heap_size, reserve(file.fd.get(), 0, file.bytes));
   return file;
 }
+
+// Made ahead, the reservation goes in chunks taken from a shared cursor by an idle-priority helper and, once the PE
+// needs the file, by the PE's own thread too: the helper then never delays anything (fallocate locks the file for
+// one chunk at a time, so a helper starved by a busy machine holds the PE up by one chunk at most).
+constexpr uint64_t kReserveChunk = uint64_t{1} << 20;
 
 }  // namespace
 
 struct ShmHeapReservation::Made {
-  std::thread worker;
   HeapFile file;
+  std::atomic<uint64_t> next{0};  // the next chunk's offset
+  std::atomic<int> failure{0};    // the first failing chunk's error
+  std::atomic<bool> stop{false};  // the file is not wanted any more
+  std::thread helper;
+  bool finished = false;
+
+  void reserve_chunks() {
+    while (failure.load(std::memory_order_relaxed) == 0 && !stop.load(std::memory_order_relaxed)) {
+      const uint64_t offset = next.fetch_add(kReserveChunk, std::memory_order_relaxed);
+      if (offset >= file.bytes) return;
+      const int rc = reserve(file.fd.get(), offset, std::min(kReserveChunk, file.bytes - offset));
+      int none = 0;
+      if (rc != 0) failure.compare_exchange_strong(none, rc);
+    }
+  }
 };
 
 ShmHeapReservation::ShmHeapReservation(uint64_t heap_size) : heap_size_(heap_size), made_(std::make_unique<Made>()) {
+  made_->file = open_heap_file(heap_size);
+  if (made_->file.status != TSHMEM_SUCCESS) return;  // the step reports it
   Made *made = made_.get();
-  made->worker = std::thread([made, heap_size] { made->file = make_heap_file(heap_size); });
+  made->helper = std::thread([made] {
+    // Idle priority: the reservation takes only CPU time nothing else wants (MPI's start mostly waits, but what it
+    // computes, and the node's other PEs, come first).
+    const sched_param idle{};
+    pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+    made->reserve_chunks();
+  });
 }
 
 std::unique_ptr<ShmHeapReservation> ShmHeapReservation::start(uint64_t heap_size) noexcept {
@@ -151,11 +197,19 @@ std::unique_ptr<ShmHeapReservation> ShmHeapReservation::start(uint64_t heap_size
   }
 }
 
-ShmHeapReservation::~ShmHeapReservation() { join(); }  // an untaken file goes with `made_`
+ShmHeapReservation::~ShmHeapReservation() {
+  made_->stop.store(true, std::memory_order_relaxed);  // an untaken file: the helper ends after its chunk
+  if (made_->helper.joinable()) made_->helper.join();
+}
 
 ShmHeapReservation::Made &ShmHeapReservation::join() {
-  if (made_->worker.joinable()) made_->worker.join();
-  return *made_;
+  Made &made = *made_;
+  if (made.finished || made.file.status != TSHMEM_SUCCESS) return made;
+  made.reserve_chunks();  // at this thread's priority, beside the helper
+  if (made.helper.joinable()) made.helper.join();
+  finish_heap_file(made.file, heap_size_, made.failure.load());
+  made.finished = true;
+  return made;
 }
 
 namespace {
