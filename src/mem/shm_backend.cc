@@ -154,6 +154,7 @@ HeapFile make_heap_file(uint64_t heap_size) {
 // needs the file, by the PE's own thread too: the helper then never delays anything (fallocate locks the file for
 // one chunk at a time, so a helper starved by a busy machine holds the PE up by one chunk at most).
 constexpr uint64_t kReserveChunk = uint64_t{1} << 20;
+constexpr uint64_t kKeepFree = uint64_t{256} << 20;
 
 }  // namespace
 
@@ -165,14 +166,26 @@ struct ShmHeapReservation::Made {
   std::thread helper;
   bool finished = false;
 
-  void reserve_chunks() {
+  // `ahead`: the helper, while MPI starts. It leaves the filesystem's last quarter (at least kKeepFree) to others:
+  // MPI makes its own shared-memory segments there, and a heap reserved first must not starve them (a heap that does
+  // not fit then fails in the heap-own step, after MPI started, as it would without the helper).
+  void reserve_chunks(bool ahead) {
     while (failure.load(std::memory_order_relaxed) == 0 && !stop.load(std::memory_order_relaxed)) {
+      if (ahead && !room_for_a_chunk()) return;
       const uint64_t offset = next.fetch_add(kReserveChunk, std::memory_order_relaxed);
       if (offset >= file.bytes) return;
       const int rc = reserve(file.fd.get(), offset, std::min(kReserveChunk, file.bytes - offset));
       int none = 0;
       if (rc != 0) failure.compare_exchange_strong(none, rc);
     }
+  }
+
+  bool room_for_a_chunk() const {
+    struct statvfs fs;
+    if (fstatvfs(file.fd.get(), &fs) != 0) return false;
+    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    const uint64_t keep = std::max(kKeepFree, static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize / 4);
+    return free_bytes >= keep + kReserveChunk;
   }
 };
 
@@ -185,7 +198,7 @@ ShmHeapReservation::ShmHeapReservation(uint64_t heap_size) : heap_size_(heap_siz
     // computes, and the node's other PEs, come first).
     const sched_param idle{};
     pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
-    made->reserve_chunks();
+    made->reserve_chunks(true);
   });
 }
 
@@ -205,7 +218,7 @@ ShmHeapReservation::~ShmHeapReservation() {
 ShmHeapReservation::Made &ShmHeapReservation::join() {
   Made &made = *made_;
   if (made.finished || made.file.status != TSHMEM_SUCCESS) return made;
-  made.reserve_chunks();  // at this thread's priority, beside the helper
+  made.reserve_chunks(false);  // at this thread's priority, beside the helper
   if (made.helper.joinable()) made.helper.join();
   finish_heap_file(made.file, heap_size_, made.failure.load());
   made.finished = true;
