@@ -222,6 +222,7 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
       std::make_unique<SymmetricHeap>(boot, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES, reserved_end);
   // tshmem's own regions (device barrier counters) start zeroed on every PE.
   TSHMEM_CHECK(run_step(boot, InitStep::kReservedRegion, [&] {
+    if (ctx.mem->created_zeroed()) return Status(TSHMEM_SUCCESS);
     const Status internal = ctx.mem->zero(ctx.mem->local_base(), TSHMEM_INTERNAL_HEAP_BYTES);
     if (internal != TSHMEM_SUCCESS || !spans_nodes) return internal;
     return ctx.mem->zero(static_cast<char *>(ctx.mem->local_base()) + reserved_end, TSHMEMI_COLL_SPAN_HEADER_BYTES);

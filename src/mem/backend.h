@@ -44,6 +44,9 @@ class MemBackend {
   virtual Status copy_on_stream(void *dst, const void *src, size_t bytes, tshmemx_stream_t stream) = 0;
   /// Zeroes `bytes` at `dst` in this PE's heap; complete when it returns.
   virtual Status zero(void *dst, size_t bytes) = 0;
+  /// True when a new heap reads as zero everywhere (a fresh file): init then does not clear tshmem's own regions
+  /// of it, which would only fault in pages nothing may use (the device's counters, on a host without a GPU).
+  virtual bool created_zeroed() const { return false; }
   /// Completes every transfer this PE has issued (host copies, and the device for GPU backends).
   virtual Status quiet() = 0;
 

@@ -259,6 +259,7 @@ class ShmBackend final : public MemBackend {
   Status copy_on_stream(void *dst, const void *src, size_t bytes, tshmemx_stream_t) override {
     return copy(dst, src, bytes);
   }
+  bool created_zeroed() const override { return true; }  // a new tmpfs file
   Status zero(void *dst, size_t bytes) override {
     std::memset(dst, 0, bytes);
     return TSHMEM_SUCCESS;
