@@ -125,7 +125,7 @@ int main(int argc, char **argv) {
       if (bytes < kLatencyMax) continue;
       const int iters = static_cast<int>(std::clamp<size_t>(kBandwidthBytes / bytes, 4, 10 * config.iters));
       // One batch = `iters` transfers, then one quiet: the figure is a stream, not a round trip each.
-      const double seconds = harness.best_batch(3, 1, 1, [&] {
+      const double seconds = harness.best_batch(kBatches, 1, 1, [&] {
         if (me != 0) return;
         for (int i = 0; i < iters; ++i)
           put ? shm::putmem(target, source, bytes, peer) : shm::getmem(target, source, bytes, peer);
