@@ -129,7 +129,7 @@ Status create_host_rma(Context &ctx) {
 // decision from agreed facts (one node, the agreed backend, every peer heap mapped in the agreed step before).
 void attach_node_sync(Context &ctx) {
   Bootstrap &boot = *ctx.boot;
-  if (boot.local_size() != boot.size()) return;  // several nodes: MPI
+  if (boot.local_size() != boot.size() || boot.size() > NodeSync::kMaxPes) return;  // several nodes, or many PEs
   std::vector<void *> pages;
   for (int pe : boot.local_pes()) {
     void *page = ctx.mem->node_sync_page(pe);

@@ -24,6 +24,9 @@ class NodeSync {
  public:
   /// Allreduces of more words go through MPI (the configuration check at init: never a collective made often).
   static constexpr int kMaxWords = 6;
+  /// Every PE reads every PE's slot, so a call costs each PE n cache-line reads: beyond this many PEs on the node
+  /// MPI's collectives, with their logarithmic rounds, are left in place (measured here only up to 4 PEs).
+  static constexpr int kMaxPes = 64;
 
   /// `pages[i]`: where this PE sees the page of the node's i-th PE, `me` being this PE's index; the pages are
   /// zero. Every PE of the job must be among them (a job on one node).
