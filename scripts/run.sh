@@ -5,6 +5,8 @@
 #   1 GPU    the MoE benchmark, the device perftest's local rows (1 PE: the peer is the PE itself), the pair
 #            benchmarks at 2 PEs sharing the GPU (logic, not speed), the host benchmarks on shm with 2 PEs
 #   0 GPUs   the host benchmarks on shm with 2 PEs
+# With at most 1 GPU, the host path also runs side by side with Open MPI's OpenSHMEM at 2 and 4 PEs
+# (scripts/oshmem-compare.sh: one table of tshmem, OSHMEM and their ratio), where its twin was built.
 # A step the machine cannot run (no GPU pair, a part not built) is reported as skipped, with the reason, and
 # the job goes on. Exit 0 when every step that ran passed; the last lines list what failed and what was
 # skipped.
@@ -13,7 +15,7 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TSHMEM_BUILD_DIR:-$root/build}
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
-if [ ! -x "$build/perftest/host/tshmem_host_bw" ]; then
+if [ ! -x "$build/perftest/host/tshmem_host_bw" ] || [ ! -x "$build/perftest/host/tshmem_host_shmem" ]; then
   echo "== building (first run)"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
   cmake --build "$build" -j "$(nproc)" || exit 1
@@ -113,6 +115,15 @@ if [ "$gpus" -le 1 ]; then
   off_node_step
   echo "== the same on one node (load/store), then the rest"
   host_benchmarks 2
+  echo "== the host path against Open MPI's OpenSHMEM: one OpenSHMEM program, each library's best of 3 rounds"
+  if [ -x "$build/perftest/host/oshmem_host_shmem" ]; then
+    run "tshmem vs OSHMEM (oshmem-compare.sh)" env TSHMEM_BUILD_DIR="$build" bash "$root/scripts/oshmem-compare.sh" \
+      --np "2 4" --json "$json"
+  else
+    reason=$(cat "$build/perftest/oshmem_twin.txt" 2>/dev/null || echo "not built")
+    echo "SKIPPED: tshmem vs OSHMEM: $reason"
+    skipped+=("tshmem vs OSHMEM ($reason)")
+  fi
 fi
 
 echo "== JSON results: $json"

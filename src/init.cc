@@ -9,6 +9,7 @@
 #include <shared_mutex>
 
 #include "bootstrap/agree.h"
+#include "bootstrap/node_sync.h"
 #include "context.h"
 #include "cuda/gpu_runtime.h"
 #if TSHMEM_HAVE_CUDA
@@ -92,8 +93,8 @@ Status validate_configuration(Context &ctx, const std::string &backend) {
   return agree_on_fields(*ctx.boot, fields, "tshmem_init");
 }
 
-Status create_backend(Context &ctx, const std::string &backend) {
-  if (backend == "shm") return make_shm_backend(ctx.env.init_timeout_ms, &ctx.mem);
+Status create_backend(Context &ctx, const std::string &backend, std::unique_ptr<ShmHeapReservation> early_heap) {
+  if (backend == "shm") return make_shm_backend(ctx.env.init_timeout_ms, std::move(early_heap), &ctx.mem);
 #if TSHMEM_HAVE_CUDA
   if (backend == "vmm") return make_vmm_backend(ctx.cuda_device, ctx.env.init_timeout_ms, &ctx.mem);
   if (backend == "ipc") return make_ipc_backend(ctx.cuda_device, &ctx.mem);
@@ -123,6 +124,21 @@ Status create_host_rma(Context &ctx) {
   return TSHMEM_SUCCESS;
 }
 
+// A job on one node whose heaps are host shared memory (shm) makes its barriers and checked rendezvous there
+// from now on (bootstrap/node_sync.h): cache-line transfers instead of MPI messages. Every PE takes the same
+// decision from agreed facts (one node, the agreed backend, every peer heap mapped in the agreed step before).
+void attach_node_sync(Context &ctx) {
+  Bootstrap &boot = *ctx.boot;
+  if (boot.local_size() != boot.size() || boot.size() > NodeSync::kMaxPes) return;  // several nodes, or many PEs
+  std::vector<void *> pages;
+  for (int pe : boot.local_pes()) {
+    void *page = ctx.mem->node_sync_page(pe);
+    if (page == nullptr) return;
+    pages.push_back(page);
+  }
+  boot.attach_node_sync(std::make_unique<NodeSync>(std::move(pages), boot.local_rank()));
+}
+
 // What every PE holds after the steps that completed: the teardown of a failed init follows this, never
 // what one PE happens to hold, so that every PE runs the same collectives.
 struct InitProgress {
@@ -144,6 +160,13 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
     log_configure(log_level_from(ctx.env.debug), mask);
   }
   const int node_size = env_status == TSHMEM_SUCCESS ? static_cast<int>(ctx.env.debug_node_size) : 0;
+  // Where the heap is sure to be shm (asked for, or the only backend of this build), its memory is reserved on a
+  // thread of its own while MPI starts: MPI_Init mostly waits for the launcher, and reserving every page of the
+  // heap is most of the rest of init. The heap-own step takes the file and its verdict (ShmHeapReservation).
+  std::unique_ptr<ShmHeapReservation> early_heap;
+  if (env_status == TSHMEM_SUCCESS &&
+      (ctx.env.mem_backend == "shm" || (ctx.env.mem_backend == "auto" && !TSHMEM_HAVE_CUDA)))
+    early_heap = ShmHeapReservation::start(ctx.env.symmetric_size);
   TSHMEM_CHECK(make_mpi_bootstrap((flags & TSHMEMX_INIT_WITH_MPI_COMM) ? mpi_comm : nullptr, node_size, &ctx.boot));
   Bootstrap &boot = *ctx.boot;
   log_set_pe(boot.rank(), boot.size());
@@ -182,10 +205,11 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
   // select_gpu is collective (a node-local allgather): it runs on every PE, and the switch after it.
   const Status gpu_selected = backend != "shm" ? select_gpu(ctx) : TSHMEM_SUCCESS;
   TSHMEM_CHECK(run_step(boot, InitStep::kGpu, [&] { return gpu_selected; }));
-  TSHMEM_CHECK(run_step(boot, InitStep::kBackend, [&] { return create_backend(ctx, backend); }));
+  TSHMEM_CHECK(run_step(boot, InitStep::kBackend, [&] { return create_backend(ctx, backend, std::move(early_heap)); }));
   progress->backend_on_every_pe = true;
   TSHMEM_CHECK(ctx.mem->create(boot, ctx.env.symmetric_size));  // collective: heap-own, heap-exchange, heap-peers
   TSHMEM_CHECK(run_step(boot, InitStep::kPeerTable, [&] { return PeerTable::build(*ctx.mem, boot, &ctx.peers); }));
+  attach_node_sync(ctx);
   ctx.teams.init(boot);
   // A job that spans nodes also keeps the end of the heap: the collectives' area for the world team
   // (coll_spanning_layout.h; the same offset on every PE, as the heap size is).
@@ -198,6 +222,7 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
       std::make_unique<SymmetricHeap>(boot, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES, reserved_end);
   // tshmem's own regions (device barrier counters) start zeroed on every PE.
   TSHMEM_CHECK(run_step(boot, InitStep::kReservedRegion, [&] {
+    if (ctx.mem->created_zeroed()) return Status(TSHMEM_SUCCESS);
     const Status internal = ctx.mem->zero(ctx.mem->local_base(), TSHMEM_INTERNAL_HEAP_BYTES);
     if (internal != TSHMEM_SUCCESS || !spans_nodes) return internal;
     return ctx.mem->zero(static_cast<char *>(ctx.mem->local_base()) + reserved_end, TSHMEMI_COLL_SPAN_HEADER_BYTES);
@@ -220,6 +245,7 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
 Context::Context() = default;
 Context::~Context() {
   // Reverse order of creation. The backend's memory goes before the bootstrap (which may finalise MPI).
+  if (boot) boot->detach_node_sync();  // it lives in the backend's memory
   device_state.reset();
   nvls.reset();  // local undo only; finalize and the failed-init path run the collective teardown first
   host_rma.reset();
@@ -272,6 +298,8 @@ Status init_context(unsigned flags, const void *mpi_comm, int requested, int *pr
     // below is chosen by agreed progress, never by what this PE alone created (a PE whose heap failed
     // still joins the backend's destroy, or its peers would wait there forever).
     const std::string message = last_error_message();
+    // The node sync lives in the backend's memory, which the teardown below unmaps.
+    if (ctx->boot) ctx->boot->detach_node_sync();
     if (ctx->boot) nvls_finalize(*ctx);           // ctx.nvls: set on every PE or on none
     if (ctx->host_rma) ctx->host_rma->destroy();  // the same
     if (progress.backend_on_every_pe) ctx->mem->destroy(*ctx->boot);
@@ -307,6 +335,8 @@ void finalize_context() {
   g_finalizing.store(false, std::memory_order_release);  // calls from now on find no context anyway
   ctx->device_state.reset();                             // withdraws the state from every registered unit
   nvls_finalize(*ctx);                                   // collective: unmap, unbind, release the multicast object
+  // The node sync lives in the backend's memory, which goes below: the collectives from here on take MPI.
+  ctx->boot->detach_node_sync();
   // Collective: drained before the memory under it goes. When the off-node path had stopped it tears down
   // without draining, and the error it returns is what finalize leaves behind.
   Status lost = TSHMEM_SUCCESS;

@@ -14,9 +14,11 @@ namespace tshmemi {
 
 enum class ReduceOp { kMin, kMax, kSum };
 
+class NodeSync;  // bootstrap/node_sync.h
+
 class Bootstrap {
  public:
-  virtual ~Bootstrap() = default;
+  virtual ~Bootstrap();
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -32,8 +34,9 @@ class Bootstrap {
   int thread_level() const { return thread_level_; }
   bool initialised_by_tshmem() const { return initialised_by_tshmem_; }
 
-  virtual Status barrier() = 0;
-  virtual Status allreduce(const int64_t *in, int64_t *out, int count, ReduceOp op) = 0;
+  /// Through the node's shared memory once it is attached (a job on one node), else through the implementation.
+  Status barrier();
+  Status allreduce(const int64_t *in, int64_t *out, int count, ReduceOp op);
   /// Gathers `bytes` from every PE into `out` (size() * bytes), ordered by PE.
   virtual Status allgather(const void *in, void *out, size_t bytes) = 0;
   virtual Status broadcast(void *buffer, size_t bytes, int root) = 0;
@@ -45,7 +48,19 @@ class Bootstrap {
   /// The communicator over all PEs, for a transport built on the same library (a pointer to MPI_Comm).
   virtual const void *native_comm() const = 0;
 
+  /// From now on barrier() and allreduces of up to NodeSync::kMaxWords words meet in `sync`: shared memory of the
+  /// job's PEs, all on one node. Every PE attaches at the same point of its collective calls (after an agreed init
+  /// step) and detaches at the same point, before the memory under it goes, so all PEs always take one path.
+  void attach_node_sync(std::unique_ptr<NodeSync> sync);
+  void detach_node_sync();
+  bool node_sync_attached() const { return node_sync_ != nullptr; }
+
  protected:
+  Bootstrap();  // out of line, as the destructor: NodeSync is complete only there
+  virtual Status barrier_impl() = 0;
+  virtual Status allreduce_impl(const int64_t *in, int64_t *out, int count, ReduceOp op) = 0;
+
+  std::unique_ptr<NodeSync> node_sync_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   int thread_level_ = TSHMEM_THREAD_SINGLE;
   bool initialised_by_tshmem_ = false;

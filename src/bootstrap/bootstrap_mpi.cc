@@ -71,22 +71,34 @@ class MpiBootstrap final : public Bootstrap {
     TSHMEMI_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     TSHMEMI_MPI_CHECK(MPI_Comm_size(comm_, &size_));
     TSHMEMI_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_comm_));
-    {
-      // Testing (TSHMEM_DEBUG_NODE_SIZE): consecutive groups of node_size PEs of a host act as separate
-      // nodes. Every PE splits, whatever its value, so a PE whose value differs cannot hang the others;
-      // init then reports the difference (the variable is one of the agreed fields).
-      int host_rank = 0;
-      TSHMEMI_MPI_CHECK(MPI_Comm_rank(local_comm_, &host_rank));
+    TSHMEMI_MPI_CHECK(MPI_Comm_set_errhandler(local_comm_, MPI_ERRORS_RETURN));
+    // The host's PEs and, for testing, their TSHMEM_DEBUG_NODE_SIZE: consecutive groups of node_size PEs of a host
+    // act as separate nodes. The host splits when any of its PEs asks, each PE by its own value, so a PE whose value
+    // differs cannot hang the others; init then reports the difference (the variable is one of the agreed fields).
+    // Without the variable nothing is split: one communicator fewer to make at init.
+    int host_size = 0, host_rank = 0;
+    TSHMEMI_MPI_CHECK(MPI_Comm_size(local_comm_, &host_size));
+    TSHMEMI_MPI_CHECK(MPI_Comm_rank(local_comm_, &host_rank));
+    const int mine[2] = {rank_, node_size};
+    std::vector<int> host(2 * static_cast<size_t>(host_size));
+    TSHMEMI_MPI_CHECK(MPI_Allgather(mine, 2, MPI_INT, host.data(), 2, MPI_INT, local_comm_));
+    bool split = false;
+    for (int i = 0; i < host_size; ++i) split = split || host[2 * static_cast<size_t>(i) + 1] > 0;
+    if (split) {
       MPI_Comm group = MPI_COMM_NULL;
       TSHMEMI_MPI_CHECK(MPI_Comm_split(local_comm_, node_size > 0 ? host_rank / node_size : 0, host_rank, &group));
       MPI_Comm_free(&local_comm_);
       local_comm_ = group;
+      TSHMEMI_MPI_CHECK(MPI_Comm_set_errhandler(local_comm_, MPI_ERRORS_RETURN));
     }
-    TSHMEMI_MPI_CHECK(MPI_Comm_set_errhandler(local_comm_, MPI_ERRORS_RETURN));
     TSHMEMI_MPI_CHECK(MPI_Comm_rank(local_comm_, &local_rank_));
     TSHMEMI_MPI_CHECK(MPI_Comm_size(local_comm_, &local_size_));
     local_pes_.assign(static_cast<size_t>(local_size_), 0);
-    TSHMEMI_MPI_CHECK(MPI_Allgather(&rank_, 1, MPI_INT, local_pes_.data(), 1, MPI_INT, local_comm_));
+    if (split) {
+      TSHMEMI_MPI_CHECK(MPI_Allgather(&rank_, 1, MPI_INT, local_pes_.data(), 1, MPI_INT, local_comm_));
+    } else {
+      for (int i = 0; i < host_size; ++i) local_pes_[static_cast<size_t>(i)] = host[2 * static_cast<size_t>(i)];
+    }
     // Node number: the lowest PE on the node names it; then renumber densely.
     const int leader = *std::min_element(local_pes_.begin(), local_pes_.end());
     std::vector<int> leaders(static_cast<size_t>(size_));
@@ -101,11 +113,11 @@ class MpiBootstrap final : public Bootstrap {
     return TSHMEM_SUCCESS;
   }
 
-  Status barrier() override {
+  Status barrier_impl() override {
     TSHMEMI_MPI_CHECK(MPI_Barrier(comm_));
     return TSHMEM_SUCCESS;
   }
-  Status allreduce(const int64_t *in, int64_t *out, int count, ReduceOp op) override {
+  Status allreduce_impl(const int64_t *in, int64_t *out, int count, ReduceOp op) override {
     TSHMEMI_MPI_CHECK(MPI_Allreduce(in, out, count, MPI_INT64_T, to_mpi(op), comm_));
     return TSHMEM_SUCCESS;
   }

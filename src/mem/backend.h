@@ -30,12 +30,23 @@ class MemBackend {
   /// Where this PE sees `pe`'s heap: its own base for itself, nullptr for PEs of other nodes.
   virtual void *peer_base(int pe) const = 0;
 
+  /// One page of host memory that `pe` (this PE or a node-local peer) shares with the node's PEs, zero at
+  /// creation: the slots of the bootstrap's shared-memory rendezvous (bootstrap/node_sync.h). nullptr where the
+  /// backend has none (the GPU heaps); then barriers and symmetry checks go through MPI.
+  virtual void *node_sync_page(int pe) const {
+    (void)pe;
+    return nullptr;
+  }
+
   /// Blocking copy between any two addresses this PE can reach (own heap, mapped peer heap, host memory).
   virtual Status copy(void *dst, const void *src, size_t bytes) = 0;
   /// Stream-ordered copy (GPU backends); the shm backend copies at once.
   virtual Status copy_on_stream(void *dst, const void *src, size_t bytes, tshmemx_stream_t stream) = 0;
   /// Zeroes `bytes` at `dst` in this PE's heap; complete when it returns.
   virtual Status zero(void *dst, size_t bytes) = 0;
+  /// True when a new heap reads as zero everywhere (a fresh file): init then does not clear tshmem's own regions
+  /// of it, which would only fault in pages nothing may use (the device's counters, on a host without a GPU).
+  virtual bool created_zeroed() const { return false; }
   /// Completes every transfer this PE has issued (host copies, and the device for GPU backends).
   virtual Status quiet() = 0;
 
@@ -79,8 +90,33 @@ class MemBackend {
   virtual Status destroy(Bootstrap &boot) = 0;
 };
 
+/// The shm heap's file made ahead: tshmem_init starts it before MPI, whose start mostly waits for the launcher, so
+/// reserving the heap's memory (every page, posix_fallocate) overlaps it. An idle-priority helper thread reserves
+/// chunk after chunk; the heap-own step of the shm backend joins in for what is left and takes the file, with the
+/// verdict it would have reached itself. Dropped untaken (init failed before, or that step's fault injected), the
+/// file goes with it.
+class ShmHeapReservation {
+ public:
+  /// Starts making the file; null when no thread can start (then the heap-own step makes it, as without).
+  static std::unique_ptr<ShmHeapReservation> start(uint64_t heap_size) noexcept;
+  ~ShmHeapReservation();
+  ShmHeapReservation(const ShmHeapReservation &) = delete;
+  ShmHeapReservation &operator=(const ShmHeapReservation &) = delete;
+
+  uint64_t heap_size() const { return heap_size_; }
+  struct Made;   ///< the thread and the file it made (shm_backend.cc)
+  Made &join();  ///< waits for the file
+
+ private:
+  explicit ShmHeapReservation(uint64_t heap_size);
+  uint64_t heap_size_;
+  std::unique_ptr<Made> made_;
+};
+
 /// `init_timeout_ms` (TSHMEM_INIT_TIMEOUT_MS) bounds each wait for a node-local peer while descriptors cross.
-Status make_shm_backend(int64_t init_timeout_ms, std::unique_ptr<MemBackend> *out);
+/// `early`: this PE's heap file made ahead for this heap size, or null (then the heap-own step makes it).
+Status make_shm_backend(int64_t init_timeout_ms, std::unique_ptr<ShmHeapReservation> early,
+                        std::unique_ptr<MemBackend> *out);
 #if TSHMEM_HAVE_CUDA
 Status make_vmm_backend(int cuda_device, int64_t init_timeout_ms, std::unique_ptr<MemBackend> *out);
 Status make_ipc_backend(int cuda_device, std::unique_ptr<MemBackend> *out);

@@ -1,0 +1,106 @@
+#include "bootstrap/node_sync.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace tshmemi {
+namespace {
+
+// Polls before a waiting PE starts yielding its CPU (about 15 us of pause instructions): a rendezvous of PEs that
+// all run completes well within it, while a PE that waits for a descheduled one lets it (or other work) run.
+constexpr unsigned kSpinsBeforeYield = 256;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+const char *op_name(int32_t op) {
+  switch (static_cast<ReduceOp>(op)) {
+    case ReduceOp::kMin: return "min";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kSum: return "sum";
+  }
+  return "?";
+}
+
+}  // namespace
+
+NodeSync::NodeSync(std::vector<void *> pages, int me) : pages_(std::move(pages)), me_(static_cast<size_t>(me)) {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  oversubscribed_ = cpus > 0 && static_cast<long>(pages_.size()) > cpus;
+}
+
+void NodeSync::wait_for(const Slot &s, uint64_t call) const {
+  for (unsigned spins = 0; s.call.load(std::memory_order_acquire) != call; ++spins) {
+    if (oversubscribed_ || spins >= kSpinsBeforeYield)
+      sched_yield();
+    else
+      cpu_relax();
+  }
+}
+
+Status NodeSync::allreduce(const int64_t *in, int64_t *out, int count, ReduceOp op) {
+  if (count < 0 || count > kMaxWords)
+    return set_error(TSHMEM_ERR_INTERNAL, "node sync: an allreduce of %d words (at most %d)", count, kMaxWords);
+  const uint64_t call = ++calls_;
+  Slot &mine = slot(me_, call);
+  mine.count = count;
+  mine.op = static_cast<int32_t>(op);
+  std::copy(in, in + count, mine.words);
+  mine.call.store(call, std::memory_order_release);  // publishes the words and everything this PE wrote before
+
+  int64_t result[kMaxWords];
+  std::copy(in, in + count, result);
+  bool same_call = true;
+  for (size_t pe = 0; pe < pages_.size(); ++pe) {
+    const Slot &theirs = slot(pe, call);
+    wait_for(theirs, call);
+    same_call = same_call && theirs.count == count && theirs.op == static_cast<int32_t>(op);
+    if (!same_call || pe == me_) continue;
+    for (int i = 0; i < count; ++i) {
+      const int64_t v = theirs.words[i];
+      switch (op) {
+        case ReduceOp::kMin: result[i] = std::min(result[i], v); break;
+        case ReduceOp::kMax: result[i] = std::max(result[i], v); break;
+        case ReduceOp::kSum: result[i] += v; break;
+      }
+    }
+  }
+  if (!same_call) {
+    // Every PE reads the same slots, so every PE fails here alike. The callers' calls match when the library's do
+    // (each collective has one shape), so this is a guard against a bug, never an application error.
+    std::string text;
+    for (size_t pe = 0; pe < pages_.size(); ++pe) {
+      const Slot &theirs = slot(pe, call);
+      text += format("%s%zu: %s of %d words", pe ? "; " : "", pe, op_name(theirs.op), theirs.count);
+    }
+    return set_error(TSHMEM_ERR_INTERNAL, "node sync: call %llu differs across the node's PEs (%s)",
+                     static_cast<unsigned long long>(call), text.c_str());
+  }
+  std::copy(result, result + count, out);
+  return TSHMEM_SUCCESS;
+}
+
+Bootstrap::Bootstrap() = default;
+Bootstrap::~Bootstrap() = default;
+
+Status Bootstrap::barrier() {
+  return node_sync_ ? node_sync_->allreduce(nullptr, nullptr, 0, ReduceOp::kMin) : barrier_impl();
+}
+
+Status Bootstrap::allreduce(const int64_t *in, int64_t *out, int count, ReduceOp op) {
+  if (node_sync_ && count <= NodeSync::kMaxWords) return node_sync_->allreduce(in, out, count, op);
+  return allreduce_impl(in, out, count, op);
+}
+
+void Bootstrap::attach_node_sync(std::unique_ptr<NodeSync> sync) { node_sync_ = std::move(sync); }
+
+void Bootstrap::detach_node_sync() { node_sync_.reset(); }
+
+}  // namespace tshmemi
