@@ -29,9 +29,9 @@ class ProxyMemory {
   /// Staging memory the proxy's messages live in (pinned on a GPU, so copies to and from it are DMA).
   virtual Status alloc_staging(size_t bytes, void **out) = 0;
   virtual void free_staging(void *staging) = 0;
-  /// The device channel's device-memory side (proxy_types.h): zeroed but for `capacity`, `channel` (`channel` as
-  /// the device addresses it) and `my_pe`; freed with this object. nullptr where there is no device (no kernel
-  /// posts there).
+  /// The device channel's device-memory side (proxy_types.h): zeroed but for `capacity`, `failure` (the channel's
+  /// failure text as the device addresses it) and `my_pe`; freed with this object. nullptr where there is no device
+  /// (no kernel posts there).
   virtual Status alloc_device_side(tshmemi_proxy_channel *channel, int my_pe, tshmemi_proxy_device_side **out) = 0;
   /// Copies `bytes` between any two addresses of this process (heap, device or host memory). Between two
   /// host addresses the CPU copies at once (*queued = false: no GPU engine involved, none to wait for);

@@ -102,9 +102,9 @@ class GpuProxyMemory final : public ProxyMemory {
     tshmemi_proxy_device_side initial = {};
     initial.capacity = channel->capacity;
     initial.my_pe = my_pe;
-    void *device_channel = nullptr;
-    TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(&device_channel, channel, 0));
-    initial.channel = static_cast<tshmemi_proxy_channel *>(device_channel);
+    void *failure = nullptr;
+    TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(&failure, tshmemi_proxy_failure(channel, channel->capacity), 0));
+    initial.failure = static_cast<const char *>(failure);
     TSHMEMI_PROXY_CUDA(cudaMalloc(reinterpret_cast<void **>(&device_side_), sizeof(initial)));
     TSHMEMI_PROXY_CUDA(cudaMemcpy(device_side_, &initial, sizeof(initial), cudaMemcpyHostToDevice));
     *out = device_side_;

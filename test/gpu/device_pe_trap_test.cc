@@ -15,8 +15,7 @@ namespace {
 using tshmem_test::ChildResult;
 
 ChildResult run_helper(int np, const char *mode, const char *bad_pe = "99") {
-  return tshmem_test::run_child({TSHMEM_MPI_TEST_LAUNCHER, std::to_string(np), TSHMEM_PE_TRAP_HELPER, mode, bad_pe},
-                                240);
+  return tshmem_test::run_child({TSHMEM_MPI_TEST_LAUNCHER, std::to_string(np), TSHMEM_CHILD_HELPER, mode, bad_pe}, 240);
 }
 
 void expect_trapped(const ChildResult &r) {

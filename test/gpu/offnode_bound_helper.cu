@@ -1,8 +1,8 @@
 // Child of offnode_bound_test (GPU cases): 2 PEs on two "nodes" (TSHMEM_DEBUG_NODE_SIZE=1) sharing the GPU. After
 // init PE 1 stops itself (SIGSTOP: its proxy thread too); PE 0 launches one kernel whose wait needs PE 1 and
 // must trap within TSHMEM_PROXY_TIMEOUT_MS / TSHMEM_WAIT_TIMEOUT_MS with its message (device printf, checked by
-// the parent). A watchdog continues PE 1 a second after the bound. PE 0's CUDA context is gone after the trap,
-// so no PE finalises tshmem: each prints its line and leaves (the launcher's exit status is not looked at).
+// the parent). PE 1 is continued a second after twice the bound (stopped_peer.h). PE 0's CUDA context is gone after the
+// trap, so no PE finalises tshmem: each prints its line and leaves (the launcher's exit status is not looked at).
 //   offnode_bound_helper quiet|g|get|fetch-amo|full-channel|barrier|signal-wait|collective|after-stop
 // Exit 77 and "SKIP: no CUDA device" without a GPU.
 #include <mpi.h>
@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "stopped_peer.h"
 #include "tshmem/device/coll.cuh"
 #include "tshmem/device/tshmem_device.cuh"
 #include "tshmem/tshmem.h"
@@ -56,7 +57,7 @@ bool parse(const std::string &name, Case *out) {
                 {"barrier", Case::kBarrier},
                 {"signal-wait", Case::kSignalWait},
                 {"collective", Case::kCollective},
-                {"after-stop", Case::kG}};
+                {"after-stop", Case::kQuiet}};
   for (const auto &c : kCases)
     if (name == c.name) return *out = c.value, true;
   return false;
@@ -81,25 +82,16 @@ int main(int argc, char **argv) {
     return 2;
   }
   const int me = tshmem_my_pe();
-  int pids[2] = {0, 0};
-  const int my_pid = static_cast<int>(getpid());
-  MPI_Allgather(&my_pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
+  tshmem_test::StoppedPeer peer;
   auto *words = static_cast<uint64_t *>(tshmem_calloc(16, sizeof(uint64_t)));
   auto *bytes = static_cast<char *>(tshmem_calloc(1, 16384));
   tshmem_barrier_all();
   const long long bound =
       std::atoll(std::getenv("TSHMEM_PROXY_TIMEOUT_MS") ? std::getenv("TSHMEM_PROXY_TIMEOUT_MS") : "0");
 
-  if (me == 1) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    raise(SIGSTOP);
-  } else {
-    const Clock::time_point start = Clock::now();
-    std::thread watchdog([&] {
-      std::this_thread::sleep_until(start + std::chrono::milliseconds(200 + 2 * bound + 1000));
-      kill(pids[1], SIGCONT);
-    });
-    MPI_Barrier(MPI_COMM_WORLD);
+  const Clock::time_point start = Clock::now();
+  peer.stop_pe1(me, start + std::chrono::milliseconds(200 + 2 * bound + 1000));
+  if (me == 0) {
     std::this_thread::sleep_until(start + std::chrono::milliseconds(200));
     double expect_ms = static_cast<double>(bound);
     if (which == "after-stop") {  // a host wait gives up first: the path stops, and kernels see it at once
@@ -117,7 +109,7 @@ int main(int argc, char **argv) {
     std::printf("RESULT %s: %s (kernel %s after %.0f ms, bound %lld ms)\n", which.c_str(),
                 rc != cudaSuccess && in_bound ? "PASS" : "FAIL", cudaGetErrorName(rc), ms, bound);
     std::fflush(stdout);
-    watchdog.join();
+    peer.join();
   }
   std::printf("PE %d done\n", me);
   std::fflush(stdout);

@@ -1,7 +1,7 @@
 // Child of offnode_bound_test: 2 PEs on two "nodes" (TSHMEM_DEBUG_NODE_SIZE=1). After init PE 1 stops itself
 // (SIGSTOP: every thread, its proxy too, as a hung process would); PE 0 makes one host call that needs PE 1's
-// proxy and must get an error within TSHMEM_PROXY_TIMEOUT_MS, not hang. A watchdog thread of PE 0 continues PE 1
-// (SIGCONT) a second after the bound, so that the job can end either way; then both PEs finalise (the path has
+// proxy and must get an error within TSHMEM_PROXY_TIMEOUT_MS, not hang. PE 1 is continued (SIGCONT) a second
+// after the bound (stopped_peer.h), so that the job can end either way; then both PEs finalise (the path has
 // stopped on both: finalize tears down without draining, and MPI is finalised).
 // PE 0 prints "RESULT <case>: PASS ..." or "RESULT <case>: FAIL ...", and every PE "PE <n> finalized" at the end.
 //   offnode_bound_helper putmem|getmem|quiet|barrier|finalize|dead-proxy
@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "stopped_peer.h"
 #include "tshmem/tshmem.h"
 #include "tshmem/tshmemx.h"
 
@@ -78,34 +79,25 @@ int main(int argc, char **argv) {
     return 2;
   }
   const int me = tshmem_my_pe();
-  int pids[2] = {0, 0};
-  const int my_pid = static_cast<int>(getpid());
-  MPI_Allgather(&my_pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
+  tshmem_test::StoppedPeer peer;
   long *word = static_cast<long *>(tshmem_calloc(64, sizeof(long)));
   tshmem_barrier_all();
 
-  std::thread watchdog;
+  const Clock::time_point start = Clock::now();
+  peer.stop_pe1(me, start + std::chrono::milliseconds(200 + bound_ms() + 1000));  // see RESULT below
   if (me == 1) {
-    MPI_Barrier(MPI_COMM_WORLD);  // PE 0's watchdog runs
-    raise(SIGSTOP);
     if (which == "barrier") tshmem_barrier_all();  // continued: join PE 0's barrier
     if (which == "dead-proxy") {  // PE 0's proxy stopped and told this one: calls here fail too, naming PE 0
       long value = 1;
       int rc = 0;
-      const Clock::time_point start = Clock::now();
-      while ((rc = tshmem_putmem(word, &value, sizeof value, 0)) == 0 && ms_since(start) < 5000)
+      const Clock::time_point since = Clock::now();
+      while ((rc = tshmem_putmem(word, &value, sizeof value, 0)) == 0 && ms_since(since) < 5000)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       const bool told = rc != 0 && std::strstr(tshmemx_last_error(), "the off-node proxy of PE 0 stopped") != nullptr;
-      std::printf("PE 1 told: %s (%s after %.0f ms): %s\n", told ? "yes" : "NO", tshmemx_strerror(rc), ms_since(start),
+      std::printf("PE 1 told: %s (%s after %.0f ms): %s\n", told ? "yes" : "NO", tshmemx_strerror(rc), ms_since(since),
                   tshmemx_last_error());
     }
   } else {
-    const Clock::time_point start = Clock::now();
-    watchdog = std::thread([&] {
-      std::this_thread::sleep_until(start + std::chrono::milliseconds(200 + bound_ms() + 1000));  // see RESULT below
-      kill(pids[1], SIGCONT);
-    });
-    MPI_Barrier(MPI_COMM_WORLD);
     std::this_thread::sleep_until(start + std::chrono::milliseconds(200));  // PE 1 has stopped by now
     tshmemx_clear_last_error();
     if (which == "finalize") {
@@ -129,7 +121,7 @@ int main(int argc, char **argv) {
   const Clock::time_point finalize_start = Clock::now();
   tshmem_finalize();
   const double ms = ms_since(finalize_start);
-  if (watchdog.joinable()) watchdog.join();
+  peer.join();
   if (which == "finalize" && me == 0) {
     const std::string message = tshmemx_last_error();
     const bool pass = tshmem_my_pe() == -1 && message.find("tears down without") != std::string::npos;

@@ -18,7 +18,7 @@ std::string expect_case(const std::string &which, const std::vector<std::string>
                                   "TSHMEM_DEBUG=warn",      "TSHMEM_PROXY_TIMEOUT_MS=" + std::to_string(kBoundMs)};
   env.insert(env.end(), extra_env.begin(), extra_env.end());
   const tshmem_test::ChildResult r =
-      tshmem_test::run_child({TSHMEM_MPI_TEST_LAUNCHER, "2", TSHMEM_OFFNODE_BOUND_HELPER, which}, 120, env);
+      tshmem_test::run_child({TSHMEM_MPI_TEST_LAUNCHER, "2", TSHMEM_CHILD_HELPER, which}, 120, env);
   EXPECT_FALSE(r.timed_out) << "the job hung:\n" << r.output;
   EXPECT_NE(r.output.find("RESULT " + which + ": PASS"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("PE 0 finalized"), std::string::npos) << r.output;

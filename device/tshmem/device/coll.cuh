@@ -40,6 +40,7 @@
 #define TSHMEM_DEVICE_COLL_CUH
 
 #include "tshmem/device/multimem.cuh"
+#include "tshmem/device/rma.cuh"  // declared (with their default arguments) before impl/coll.cuh defines them
 
 #ifdef TSHMEM_DEVICE_COMPILE
 namespace tshmem {

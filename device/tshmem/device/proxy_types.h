@@ -117,13 +117,13 @@ static_assert(sizeof(tshmemi_proxy_channel) == 256, "channel layout: bump TSHMEM
  * of `poll_gate`) reads the host words and raises the copies; every other waiter reads device memory.
  */
 typedef struct tshmemi_proxy_device_side {
-  uint64_t head;                         /**< next ticket (the device channel's head_ptr points here). */
-  uint64_t tail_seen;                    /**< the highest `tail` a kernel has read: a lower bound of the channel's. */
-  uint64_t done_seen;                    /**< the highest `done` a kernel has read. */
-  uint32_t capacity;                     /**< the channel's, so that a post reads no host memory. */
-  uint32_t poll_gate;                    /**< 1 while a thread reads the channel's host words. */
-  struct tshmemi_proxy_channel *channel; /**< the channel as kernels address it (for the failure text). */
-  int32_t my_pe;                         /**< this PE (for the failure message). */
+  uint64_t head;       /**< next ticket (the device channel's head_ptr points here). */
+  uint64_t tail_seen;  /**< the highest `tail` a kernel has read: a lower bound of the channel's. */
+  uint64_t done_seen;  /**< the highest `done` a kernel has read. */
+  uint32_t capacity;   /**< the channel's, so that a post reads no host memory. */
+  uint32_t poll_gate;  /**< 1 while a thread reads the channel's host words. */
+  const char *failure; /**< the channel's failure text (tshmemi_proxy_failure) as kernels address it. */
+  int32_t my_pe;       /**< this PE (for the failure message). */
   uint32_t pad32;
   uint64_t pad[2];
 } tshmemi_proxy_device_side;

@@ -54,11 +54,12 @@ TSHMEMI_DEVICE bool read_host_word_gated(const uint64_t *host, tshmemi_proxy_dev
 /// tags read TSHMEMI_PROXY_STOPPED): the message the host side wrote says which wait, to which PE, and why. The
 /// bound on every such wait is kept by the host side (transport/proxy.cc), so the poll loops stay as small as
 /// they were: a kernel that can reach the proxy allocates registers for its deepest call chain, on-node code too.
+/// For the same reason the waits inside post (a full channel) and fetch (g, fetching atomics) trap without this
+/// line: there the proxy's own log line, printed when it stopped the path, is the message.
 [[noreturn]] TSHMEMI_DEVICE_COLD void trap_proxy_stopped(const tshmemi_proxy_device_side *ds) {
+  // Two arguments: this function's registers count in every kernel that can reach the proxy.
   if (is_print_leader())
-    printf("tshmem: PE %d: a kernel's wait for the off-node proxy gives up: %s (block (%u,%u,%u), thread (%u,%u,%u))\n",
-           ds->my_pe, tshmemi_proxy_failure(ds->channel, ds->capacity), blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
-           threadIdx.y, threadIdx.z);
+    printf("tshmem: PE %d: a kernel's wait for the off-node proxy gives up: %s\n", ds->my_pe, ds->failure);
   __trap();
   __builtin_unreachable();
 }
@@ -89,7 +90,9 @@ TSHMEMI_DEVICE_COLD unsigned long long post(tshmemi_proxy_request r, const char 
   if (ch == nullptr || ds == nullptr) trap_no_channel(call, r.pe, st);
   const uint32_t capacity = ds->capacity;
   const unsigned long long ticket = atomicAdd(reinterpret_cast<unsigned long long *>(&ds->head), 1ull);
-  if (ticket >= capacity && !wait_above(&ch->tail, &ds->tail_seen, ticket - capacity, ds)) trap_proxy_stopped(ds);
+  // A stopped path ends this wait too. The trap here prints nothing (a printf here would cost every caller
+  // registers): the proxy's own log line, written when it stopped the path, names the wait.
+  if (ticket >= capacity && !wait_above(&ch->tail, &ds->tail_seen, ticket - capacity, ds)) __trap();
   const uint32_t index = static_cast<uint32_t>(ticket & (capacity - 1));
   if (r.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT)
     r.local = reinterpret_cast<uint64_t>(&tshmemi_proxy_results(ch, capacity)[index].value);
@@ -127,7 +130,7 @@ TSHMEMI_DEVICE_COLD uint64_t fetch(tshmemi_proxy_request r, const char *call, co
   uint64_t tag = 0;
   while (!read_host_word_gated(&slot->tag, ds, &tag) || (tag != ticket + 1 && tag != TSHMEMI_PROXY_STOPPED))
     __nanosleep(128);
-  if (tag == TSHMEMI_PROXY_STOPPED) trap_proxy_stopped(ds);
+  if (tag == TSHMEMI_PROXY_STOPPED) __trap();  // as in post: the proxy's log line names the wait
   __threadfence_system();
   const uint64_t value = load_volatile(&slot->value);
   __threadfence_system();  // the value is read before the slot is handed back (proxy_types.h)
