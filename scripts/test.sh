@@ -50,9 +50,8 @@ echo "== format check"
 bash "$root/scripts/check-format.sh"
 echo "== test"
 export TSHMEM_DISABLE_NVLS=1  # multicast stays off wherever tests run
+# The Python packages (label python) are ctest entries too: scripts/python-test.sh builds them as a fixture.
 (cd "$build" && ctest --output-on-failure -j "$jobs" --timeout 600)
-echo "== python package (python/: tshmem_moe with TileKernels' API)"
-bash "$root/scripts/python-test.sh" "$build"
 
 # ThreadSanitizer: the threading tests (TSHMEM_THREAD_MULTIPLE, calls racing finalize) once more, in a small
 # host-only build of just the library and that test. TSHMEM_SKIP_TSAN=1 leaves it out.
