@@ -283,6 +283,17 @@ NB_MODULE(_C, m) {
     check(tshmemx_mc_ptr_checked(team, ptr<void>(p), bytes, &out));
     return reinterpret_cast<uintptr_t>(out);
   });
+  // A buffer's address, bytes and C-contiguity, through the buffer protocol (numpy's __array_interface__ builds a
+  // dict per read: several times slower on the hot path of every call).
+  m.def("buffer_info", [](nb::handle obj) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(obj.ptr(), &b, PyBUF_RECORDS_RO) != 0) throw nb::python_error();
+    const uintptr_t address = reinterpret_cast<uintptr_t>(b.buf);
+    const Py_ssize_t bytes = b.len;
+    const bool contiguous = PyBuffer_IsContiguous(&b, 'C') != 0;
+    PyBuffer_Release(&b);
+    return nb::make_tuple(address, bytes, contiguous);
+  });
   m.def("array", [](uintptr_t address, std::vector<size_t> shape, std::vector<int64_t> strides, int code, int bits,
                     int device_type, int device_id, nb::handle owner, bool torch) {
     return make_array(address, shape, strides, code, bits, device_type, device_id, owner, torch);

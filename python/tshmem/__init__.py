@@ -46,8 +46,11 @@ def get_include():
 
 
 def get_library_dir():
-    """The folder holding libtshmem.so, the library this package runs on: link extensions with
-    ``-L<dir> -ltshmem -Wl,-rpath,<dir>`` so that they share it (and its device-state registry) with tshmem."""
+    """The folder holding libtshmem.so, the library this package runs on. Link CUDA extensions that use the device
+    API with ``-L<dir> -ltshmem -Wl,-rpath,<dir>``: they then share it with the package, and their device state
+    needs one call, tshmem.init(), before or after they load (each unit registers itself when the extension
+    loads; init fills every registered unit, and a unit that loads later is filled on arrival).
+    examples/ring_extension.py builds one with nvcc."""
     return _os.path.join(_HERE, 'lib')
 
 
@@ -57,20 +60,6 @@ def cumodule_init(module):
     _C.cumodule_init(int(module))
 
 
-def load_extension(name, sources, **kwargs):
-    """Builds and loads a CUDA/C++ extension whose kernels use the tshmem device API
-    (torch.utils.cpp_extension.load, with tshmem's headers, -ltshmem and C++17 added). The one call an extension
-    needs: its units register their device state with the libtshmem this package loaded, and are filled at
-    tshmem.init (or when they load, if tshmem is initialised already); kernels then call tshmem:: functions."""
-    from torch.utils import cpp_extension
-    lib = get_library_dir()
-    kwargs['extra_include_paths'] = [get_include()] + list(kwargs.get('extra_include_paths', []))
-    kwargs['extra_ldflags'] = [f'-L{lib}', '-ltshmem', f'-Wl,-rpath,{lib}'] + list(kwargs.get('extra_ldflags', []))
-    kwargs['extra_cuda_cflags'] = ['-std=c++17'] + list(kwargs.get('extra_cuda_cflags', []))
-    kwargs['extra_cflags'] = ['-std=c++17'] + list(kwargs.get('extra_cflags', []))
-    return cpp_extension.load(name, sources, **kwargs)
-
-
 __all__ = [
     'init', 'finalize', 'initialized', 'is_initialized', 'my_pe', 'n_pes', 'local_pe', 'local_n_pes', 'device',
     'backend', 'info', 'mc_status', 'TEAM_WORLD', 'TEAM_NODE', 'TEAM_INVALID', 'team_my_pe', 'team_n_pes',
@@ -78,7 +67,7 @@ __all__ = [
     'scope', 'unfreed', 'peer', 'multicast', 'peer_ptrs', 'put', 'get', 'put_signal', 'signal_wait_until', 'quiet',
     'fence', 'barrier_all', 'barrier', 'all_reduce', 'reduce_scatter', 'all_gather', 'all_to_all', 'broadcast',
     'SignalOp', 'Cmp', 'ReduceOp', 'SIGNAL_SET', 'SIGNAL_ADD', 'CMP_EQ', 'CMP_NE', 'CMP_GT', 'CMP_LE', 'CMP_LT',
-    'CMP_GE', 'get_include', 'get_library_dir', 'cumodule_init', 'load_extension', 'Error', 'AsymmetricError',
+    'CMP_GE', 'get_include', 'get_library_dir', 'cumodule_init', 'Error', 'AsymmetricError',
     'AsymmetricAllocationError', 'InvalidPEError', 'InvalidArgumentError', 'ArgumentTypeError', 'OutOfMemoryError',
     'NotInitializedError', 'ConfigError', 'CudaError', 'MpiError', 'SystemCallError', 'UnreachablePEError',
     'InternalError', 'TimeoutError', 'UnfreedWarning',

@@ -4,6 +4,7 @@ tensor, read through their attributes (the extension links neither numpy nor lib
 
 from collections import namedtuple
 
+from . import _C
 from ._errors import ArgumentTypeError, InvalidArgumentError
 
 try:  # optional: without torch, numpy arrays on the shm backend (how CI tests the package)
@@ -32,8 +33,15 @@ _ALIASES = {'float': 'float32', 'double': 'float64', 'half': 'float16', 'long': 
             'bool_': 'bool'}
 
 
+_DTYPE_CACHE = {}
+
+
 def dtype_of(value, arg, call):
     """The DType named by a torch.dtype, a numpy dtype (or type) or a string; ArgumentTypeError otherwise."""
+    try:
+        return _DTYPE_CACHE[value]
+    except (KeyError, TypeError):
+        pass
     name = None
     if isinstance(value, str):
         name = value
@@ -48,6 +56,10 @@ def dtype_of(value, arg, call):
     if name not in DTYPES:
         raise ArgumentTypeError(f'{call}: {arg} = {value!r} is not a supported dtype (supported: '
                                 f'{", ".join(DTYPES)})')
+    try:
+        _DTYPE_CACHE[value] = DTYPES[name]
+    except TypeError:  # unhashable: not cached
+        pass
     return DTYPES[name]
 
 
@@ -64,23 +76,34 @@ def describe(obj):
     return f'{type(obj).__module__}.{type(obj).__qualname__}'
 
 
+_ARRAY_DTYPES = {}  # a numpy or torch dtype object -> DType (None: not handled)
+
+
+def _array_dtype(dtype):
+    try:
+        return _ARRAY_DTYPES[dtype]
+    except KeyError:
+        name = str(dtype).rpartition('.')[2]
+        dt = _ARRAY_DTYPES[dtype] = DTYPES.get(_ALIASES.get(name, name))
+        return dt
+
+
 def buf(obj, arg, call):
     """Reads an array argument; ArgumentTypeError for anything that is neither a torch tensor nor a numpy array."""
     if torch is not None and isinstance(obj, torch.Tensor):
-        dev = obj.device
-        name = str(obj.dtype).rpartition('.')[2]
-        dt = DTYPES.get(name)
+        dt = _array_dtype(obj.dtype)
         if dt is None:
             raise ArgumentTypeError(f'{call}: {arg} has dtype {obj.dtype}, which tshmem does not handle')
+        dev = obj.device
         numel = obj.numel()
         return Buf(obj.data_ptr(), numel * dt.itemsize, numel, dt, dev.type, -1 if dev.index is None else dev.index,
-                   obj.is_contiguous(), tuple(obj.shape))
+                   obj.is_contiguous(), obj.shape)
     if numpy is not None and isinstance(obj, numpy.ndarray):
-        dt = DTYPES.get(_ALIASES.get(obj.dtype.name, obj.dtype.name))
+        dt = _array_dtype(obj.dtype)
         if dt is None:
             raise ArgumentTypeError(f'{call}: {arg} has dtype {obj.dtype}, which tshmem does not handle')
-        return Buf(obj.__array_interface__['data'][0], obj.nbytes, obj.size, dt, 'cpu', -1,
-                   obj.flags.c_contiguous, obj.shape)
+        address, nbytes, contiguous = _C.buffer_info(obj)
+        return Buf(address, nbytes, obj.size, dt, 'cpu', -1, contiguous, obj.shape)
     raise ArgumentTypeError(f'{call}: {arg} is a {describe(obj)}; it must be a torch.Tensor or a numpy.ndarray')
 
 

@@ -56,11 +56,13 @@ def _require(call):
         raise NotInitializedError(f'{call}: tshmem is not initialised (call tshmem.init first)')
 
 
+_PACKAGE_DIR = os.path.dirname(__file__) + os.sep
+
+
 def _caller():
     """file:line of the first frame outside this package: where an allocation was made."""
     f = sys._getframe(1)
-    here = os.path.dirname(__file__)
-    while f is not None and os.path.dirname(f.f_code.co_filename) == here:
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
         f = f.f_back
     return f'{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}' if f is not None else '?'
 

@@ -18,6 +18,18 @@ except ImportError:
     torch = None
 
 GPU = os.environ.get('TSHMEM_MEM_BACKEND', 'shm') != 'shm'
+TORCHRUN = 'TORCHELASTIC_RUN_ID' in os.environ
+
+# The launcher's rank and size: mpirun's, or torchrun's (then tshmem.init() takes torch.distributed's default
+# group, which this file starts: gloo, a CPU all-gather).
+RANK = int(os.environ.get('OMPI_COMM_WORLD_RANK', os.environ.get('RANK', '0')))
+SIZE = int(os.environ.get('OMPI_COMM_WORLD_SIZE', os.environ.get('WORLD_SIZE', '1')))
+JOB = (os.environ.get('PMIX_NAMESPACE') or os.environ.get('OMPI_MCA_ess_base_jobid') or
+       os.environ.get('TORCHELASTIC_RUN_ID') or str(os.getppid()))
+if TORCHRUN:
+    import torch.distributed as dist
+    if not dist.is_initialized():
+        dist.init_process_group('gloo')
 
 
 @pytest.fixture(scope='module')
@@ -99,10 +111,7 @@ class FileGroup:
 
 
 def file_group(tag):
-    rank = int(os.environ.get('OMPI_COMM_WORLD_RANK', '0'))
-    size = int(os.environ.get('OMPI_COMM_WORLD_SIZE', '1'))
-    job = os.environ.get('PMIX_NAMESPACE') or os.environ.get('OMPI_MCA_ess_base_jobid') or str(os.getppid())
-    return FileGroup(f'/tmp/tshmem-pytest-{job}-{tag}', rank, size)
+    return FileGroup(f'/tmp/tshmem-pytest-{JOB}-{tag}', RANK, SIZE)
 
 
 def close_group(group):
@@ -118,7 +127,6 @@ def close_group(group):
 
 def pytest_sessionfinish(session, exitstatus):
     # Every rank is past the group tests by now: the later modules' collectives needed them all.
-    if int(os.environ.get('OMPI_COMM_WORLD_RANK', '0')) == 0:
-        job = os.environ.get('PMIX_NAMESPACE') or os.environ.get('OMPI_MCA_ess_base_jobid') or str(os.getppid())
-        for folder in glob.glob(f'/tmp/tshmem-pytest-{job}-*'):
+    if RANK == 0:
+        for folder in glob.glob(f'/tmp/tshmem-pytest-{JOB}-*'):
             shutil.rmtree(folder, ignore_errors=True)
