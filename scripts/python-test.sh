@@ -6,8 +6,8 @@
 # TSHMEM_PY_NP (default "1 2"), on the backend TSHMEM_MEM_BACKEND names (default shm).
 # Uses python3 as it is when it already has the build and test tools (the GPU host: torch, numpy, nanobind,
 # scikit-build-core and pytest are installed there and no registry is reachable); otherwise makes a virtual
-# environment in <build>/python-venv and installs numpy, pytest, nanobind and scikit-build-core from PyPI
-# (CI: no torch there, so the tests run on numpy arrays). The interpreter is written to <build>/python-interpreter
+# environment in <build>/python-venv (or $TSHMEM_PY_VENV) and installs numpy, pytest, nanobind and scikit-build-core
+# from PyPI (CI: no torch there, so the tests run on numpy arrays). The interpreter is written to <build>/python-interpreter
 # for ctest's entries (test/python).
 # TSHMEM_PY_BUILD_ONLY=1 builds without testing; extra pytest arguments: TSHMEM_PYTEST_ARGS="-k put -s".
 set -euo pipefail
@@ -17,7 +17,7 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export 
 
 py=python3
 if ! "$py" -c 'import nanobind, scikit_build_core, numpy, pytest' 2>/dev/null; then
-  venv="$build/python-venv"
+  venv="${TSHMEM_PY_VENV:-$build/python-venv}"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pytest nanobind scikit-build-core
   py="$venv/bin/python"

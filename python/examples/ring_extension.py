@@ -8,6 +8,7 @@ every registered unit at init (a unit that loads later is filled on arrival). Ke
     mpirun -np 2 python ring_extension.py   (one GPU per PE, or TSHMEM_ALLOW_SHARED_GPU=1)
 """
 import ctypes
+import hashlib
 import os
 import shutil
 import subprocess
@@ -18,19 +19,27 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def build(tshmem, out_dir):
+def build(tshmem):
+    """Compiles ring_ext.cu once per source, package and PE (later runs load the library built before)."""
     nvcc = shutil.which('nvcc') or os.path.join(os.environ.get('CUDA_HOME', '/usr/local/cuda'), 'bin', 'nvcc')
     major, minor = torch.cuda.get_device_capability(tshmem.device())
+    source = os.path.join(HERE, 'ring_ext.cu')
+    with open(source, 'rb') as f:
+        key = hashlib.sha1(f.read() + tshmem.get_library_dir().encode() + f'{major}{minor}'.encode()).hexdigest()[:12]
+    out_dir = os.path.join(tempfile.gettempdir(), f'tshmem-ring-ext-{key}-pe{tshmem.my_pe()}')
     lib, libdir = os.path.join(out_dir, 'ring_ext.so'), tshmem.get_library_dir()
-    subprocess.run([nvcc, '-shared', '-Xcompiler', '-fPIC', '-std=c++17', f'-arch=sm_{major}{minor}',
-                    f'-I{tshmem.get_include()}', os.path.join(HERE, 'ring_ext.cu'), f'-L{libdir}', '-ltshmem',
-                    f'-Xlinker', f'-rpath={libdir}', '-o', lib], check=True)
+    if not os.path.exists(lib):
+        os.makedirs(out_dir, exist_ok=True)
+        subprocess.run([nvcc, '-shared', '-Xcompiler', '-fPIC', '-std=c++17', f'-arch=sm_{major}{minor}',
+                        f'-I{tshmem.get_include()}', source, f'-L{libdir}', '-ltshmem', '-Xlinker', f'-rpath={libdir}',
+                        '-o', lib + '.tmp'], check=True)
+        os.rename(lib + '.tmp', lib)
     return ctypes.CDLL(lib)
 
 
 def ring(tshmem, count=4096):
     me, n = tshmem.my_pe(), tshmem.n_pes()
-    ext = build(tshmem, tempfile.mkdtemp(prefix='tshmem-ring-ext-'))
+    ext = build(tshmem)
     dst = tshmem.zeros(count, torch.float32)
     src = torch.arange(count, dtype=torch.float32, device=dst.device) - 1e4 * me
     stream = torch.cuda.current_stream(dst.device).cuda_stream

@@ -102,9 +102,9 @@ def _group_callbacks(group):
             if not data:
                 return b''
             mine = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(device)
-            out = torch.empty(len(data) * size, dtype=torch.uint8, device=device)
-            dist.all_gather_into_tensor(out, mine, group=group)
-            return out.cpu().numpy().tobytes()
+            parts = [torch.empty_like(mine) for _ in range(size)]
+            dist.all_gather(parts, mine, group=group)  # every backend has it (gloo lacks all_gather_into_tensor)
+            return torch.cat(parts).cpu().numpy().tobytes()
 
         return rank, size, allgather, lambda: allgather(b'\0')
     for name in ('rank', 'size', 'allgather_bytes', 'barrier'):
@@ -299,10 +299,10 @@ def _array(address, shape, strides, dt, owner, as_torch):
                     owner, as_torch)
 
 
-def _allocate(call, zero, shape, dtype, array_type, alignment):
+def _allocate(call, zero, shape, dtype, array_type, alignment, refused=None):
     _require(call)
     err = None
-    dims, reason = shape_of(shape, call)
+    dims, reason = shape_of(shape, call) if refused is None else (None, refused)
     if reason is not None:
         err = f'{call}: {reason}'
     dt = None
@@ -310,7 +310,7 @@ def _allocate(call, zero, shape, dtype, array_type, alignment):
         dt = dtype_of(dtype, 'dtype', call)
     except ArgumentTypeError as e:
         err = err or str(e)
-    type_error = err is not None and reason is None
+    type_error = err is not None and (reason is None or refused is not None)
     if array_type is None:
         array_type = 'torch' if _state.gpu else 'numpy'
     if array_type not in _ARRAY_TYPES:
@@ -371,22 +371,24 @@ def zeros(shape, dtype='float32', *, array_type=None):
     return _allocate('tshmem.zeros', True, shape, dtype, array_type, None)
 
 
-def _like(t, call):
+def _like(t, call, zero, array_type):
+    """The allocation of t's shape and dtype (and array kind, unless array_type says otherwise)."""
     if is_torch(t):
-        return tuple(t.shape), t.dtype, 'torch'
+        return _allocate(call, zero, tuple(t.shape), t.dtype, array_type or 'torch', None)
     if numpy is not None and isinstance(t, numpy.ndarray):
-        return t.shape, t.dtype, 'numpy'
-    return None, None, None
+        return _allocate(call, zero, t.shape, t.dtype, array_type or 'numpy', None)
+    return _allocate(call, zero, (), 'float32', array_type, None,
+                     refused=f't is a {type(t).__name__}; it must be a torch.Tensor or a numpy.ndarray')
 
 
 def empty_like(t, *, array_type=None):
-    shape, dtype, kind = _like(t, 'tshmem.empty_like')
-    return _allocate('tshmem.empty', False, shape if shape is not None else t, dtype, array_type or kind, None)
+    """empty(t.shape, t.dtype), as a tensor or array like t."""
+    return _like(t, 'tshmem.empty_like', False, array_type)
 
 
 def zeros_like(t, *, array_type=None):
-    shape, dtype, kind = _like(t, 'tshmem.zeros_like')
-    return _allocate('tshmem.zeros', True, shape if shape is not None else t, dtype, array_type or kind, None)
+    """zeros(t.shape, t.dtype), as a tensor or array like t."""
+    return _like(t, 'tshmem.zeros_like', True, array_type)
 
 
 def _release(block, call='tshmem.free', err=None):

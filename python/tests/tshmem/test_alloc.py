@@ -88,6 +88,8 @@ def test_a_refused_argument_fails_every_pe(pe):
         tshmem.empty((3, -2))
     with pytest.raises(tshmem.InvalidArgumentError, match='alignment = 3 is not a power of two'):
         tshmem.empty(4, alignment=3)
+    with pytest.raises(tshmem.ArgumentTypeError, match='t is a list; it must be a torch.Tensor or a numpy.ndarray'):
+        tshmem.zeros_like([1, 2])
     if not GPU:
         with pytest.raises(tshmem.ArgumentTypeError, match='numpy has no bfloat16'):
             tshmem.empty(4, 'bfloat16')

@@ -133,7 +133,7 @@ def test_collective_type_mistakes_raise_before_launch_on_every_pe(pe):
         if n == 1 and 'must hold' in match:
             continue  # 4 == 1 x 4
         with pytest.raises((TypeError, ValueError), match=match) as info:
-            call(blocking=True) if False else call()
+            call()
         assert isinstance(info.value, tshmem.Error)
     if n > 1 and not GPU:  # refused on one PE only: every PE raises, naming it
         with pytest.raises(tshmem.AsymmetricError, match=f'divergent PE {n - 1}'):
