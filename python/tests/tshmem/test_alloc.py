@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tshmem
-from conftest import GPU, allgather, host, needs, pe, same_everywhere  # noqa: F401 - pe is a fixture
+from conftest import GPU, allgather, host, needs, same_everywhere
 
 KIND = 'torch' if GPU else 'numpy'
 
@@ -149,9 +149,9 @@ def test_scope_frees_what_it_allocated(pe):
 
 def test_dropping_the_last_reference_runs_no_collective(pe):
     me, n = pe
-    x = tshmem.empty(64)
+    held = {'x': tshmem.empty(64)}
     if me == 0:
-        del x
+        del held['x']  # the last reference
         gc.collect()
     tshmem.barrier_all(blocking=True)  # PE 0 ran nothing collective meanwhile: the barrier meets
     listed = tshmem.unfreed()

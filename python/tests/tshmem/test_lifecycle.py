@@ -35,12 +35,10 @@ def test_initialized_context_manager():
 
 def test_finalize_lists_what_was_never_freed_in_allocation_order_on_every_pe():
     tshmem.init()
-    kept = tshmem.empty((2, 3), 'int32')  # noqa: F841 - still referenced at finalize
-    freed = tshmem.empty(8)
-    dropped = tshmem.zeros(5, 'float64')
-    tshmem.free(freed)
+    held = {'kept': tshmem.empty((2, 3), 'int32'), 'freed': tshmem.empty(8), 'dropped': tshmem.zeros(5, 'float64')}
+    tshmem.free(held.pop('freed'))
     if tshmem.my_pe() == 0:  # garbage collection differs across PEs: no collective runs from it
-        del dropped
+        del held['dropped']  # the last reference
         gc.collect()
     listed = tshmem.unfreed()
     assert len(listed) == 2

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip('torch')
 import tshmem  # noqa: E402
-from conftest import GPU, pe  # noqa: E402,F401 - pe is a fixture
+from conftest import GPU  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not GPU or not torch.cuda.is_available(), reason='needs a GPU heap (vmm or ipc)')
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tshmem
-from conftest import GPU, arr, host, needs, pe  # noqa: F401 - pe is a fixture
+from conftest import GPU, arr, host
 
 
 def test_peer_of_n_pes_raises(pe):
