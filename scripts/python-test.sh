@@ -28,10 +28,11 @@ echo "$py" > "$build/python-interpreter"
 defines=()
 if [ -e "$build/src/libtshmem.so" ]; then
   defines+=(--config-settings=cmake.define.TSHMEM_PREBUILT_DIR="$build")
-  # tshmem_moe only beside a CUDA build of tshmem (the host-only build's packages have no CUDA to test).
-  if grep -q '^TSHMEM_ENABLE_CUDA:BOOL=OFF' "$build/CMakeCache.txt" 2>/dev/null; then
-    defines+=(--config-settings=cmake.define.TSHMEM_PYTHON_MOE=OFF)
-  fi
+  # tshmem_moe only beside a CUDA build of tshmem (the host-only build's packages have no CUDA to test). Said
+  # either way: the package's CMake cache keeps the last value.
+  moe=ON
+  grep -q '^TSHMEM_ENABLE_CUDA:BOOL=OFF' "$build/CMakeCache.txt" 2>/dev/null && moe=OFF
+  defines+=(--config-settings=cmake.define.TSHMEM_PYTHON_MOE=$moe)
 fi
 site="$build/python-site"
 echo "== python packages: build ($py, into $site${defines:+, libtshmem of $build})"
