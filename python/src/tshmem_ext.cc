@@ -80,6 +80,7 @@ struct Callbacks {
   nb::object error;  // the first exception a callable raised, re-raised by init
 };
 Callbacks *g_callbacks = nullptr;  // lives from init(group=...) to finalize
+bool g_started_mpi = false;        // the package called MPI_Init_thread (and ends MPI at exit)
 
 void remember(Callbacks *cb) {
   nb::python_error e;  // takes the pending exception
@@ -161,16 +162,16 @@ NB_MODULE(_C, m) {
       int initialized = 0, finalized = 0, provided = 0;
       MPI_Initialized(&initialized);
       MPI_Finalized(&finalized);
-      if (!initialized && !finalized) MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+      if (!initialized && !finalized && MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) == 0)
+        g_started_mpi = true;
       rc = tshmem_init();
     }
     check(rc);
   });
-  m.def("finalize_mpi", []() {
-    int initialized = 0, finalized = 0;
-    MPI_Initialized(&initialized);
+  m.def("finalize_mpi", []() {  // only an MPI the package started (mpi4py's, say, is its owner's to end)
+    int finalized = 0;
     MPI_Finalized(&finalized);
-    if (initialized && !finalized && tshmem_my_pe() < 0) MPI_Finalize();
+    if (g_started_mpi && !finalized && tshmem_my_pe() < 0) MPI_Finalize();
   });
   m.def("init_callbacks", [](int rank, int n_pes, nb::object allgather, nb::object barrier, bool nvshmem_env) {
     auto *cb = new Callbacks{allgather, barrier, n_pes, nb::none()};
