@@ -32,7 +32,7 @@ if [ -e "$build/src/libtshmem.so" ]; then
   # either way: the package's CMake cache keeps the last value.
   moe=ON
   grep -q '^TSHMEM_ENABLE_CUDA:BOOL=OFF' "$build/CMakeCache.txt" 2>/dev/null && moe=OFF
-  defines+=(--config-settings=cmake.define.TSHMEM_PYTHON_MOE=$moe)
+  defines+=("--config-settings=cmake.define.TSHMEM_PYTHON_MOE=$moe")
 fi
 site="$build/python-site"
 echo "== python packages: build ($py, into $site${defines:+, libtshmem of $build})"

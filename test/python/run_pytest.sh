@@ -13,7 +13,7 @@ extra=()
 [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
 export PYTHONPATH="$build/python-site${PYTHONPATH:+:$PYTHONPATH}"
 export TSHMEM_MEM_BACKEND=${TSHMEM_MEM_BACKEND:-shm} TSHMEM_DISABLE_NVLS=1
-cd "$build"  # not the source tree: the installed package must be the one imported
+cd "$build" || exit 1  # not the source tree: the installed package must be the one imported
 # shellcheck disable=SC2086,SC2016
 mpirun "${extra[@]}" --oversubscribe --bind-to none --mca btl "${OMPI_MCA_btl:-self,vader}" -np "$np" \
   bash -c '"$0" -m pytest -q -p no:cacheprovider --color=no "$@" > "'"$logs"'/rank.$OMPI_COMM_WORLD_RANK.log" 2>&1' \
