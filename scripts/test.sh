@@ -50,9 +50,8 @@ echo "== format check"
 bash "$root/scripts/check-format.sh"
 echo "== test"
 export TSHMEM_DISABLE_NVLS=1  # multicast stays off wherever tests run
+# The Python packages (label python) are ctest entries too: scripts/python-test.sh builds them as a fixture.
 (cd "$build" && ctest --output-on-failure -j "$jobs" --timeout 600)
-echo "== python package (python/: tshmem_moe with TileKernels' API)"
-bash "$root/scripts/python-test.sh" "$build"
 
 # ThreadSanitizer: the threading tests (TSHMEM_THREAD_MULTIPLE, calls racing finalize) once more, in a small
 # host-only build of just the library and that test. TSHMEM_SKIP_TSAN=1 leaves it out.
@@ -82,6 +81,7 @@ if command -v nvcc >/dev/null && [ "${TSHMEM_SKIP_NO_CUDA_BUILD:-0}" != 1 ]; the
     -DTSHMEM_ENABLE_CUDA=OFF ${TSHMEM_CMAKE_ARGS:-} > "$host_build/configure.log" 2>&1 \
     || { tail -20 "$host_build/configure.log"; exit 1; }
   cmake --build "$host_build" -j "$jobs"
-  # The SLURM job scripts ran above and take a minute; everything else runs again on this build.
-  (cd "$host_build" && ctest --output-on-failure -j "$jobs" --timeout 600 -E "slurm")
+  # The SLURM job scripts ran above and take a minute; everything else runs again on this build (the Python
+  # packages with the virtual environment made above).
+  (cd "$host_build" && TSHMEM_PY_VENV="$build/python-venv" ctest --output-on-failure -j "$jobs" --timeout 600 -E "slurm")
 fi

@@ -76,6 +76,42 @@ TSHMEM_API int tshmemx_init_attr(unsigned flags, tshmemx_init_attr_t *attr) {
       static_cast<int>(TSHMEM_ERR_INTERNAL));
 }
 
+TSHMEM_API int tshmemx_init_callbacks(unsigned flags, const tshmemx_bootstrap_callbacks_t *callbacks) {
+  return guarded(
+      "tshmemx_init_callbacks",
+      [&]() -> int {
+        if ((flags & ~static_cast<unsigned>(TSHMEMX_INIT_NVSHMEM_ENV)) != 0)
+          return set_error(TSHMEM_ERR_INVALID_ARG,
+                           "tshmemx_init_callbacks: unknown flags %#x (known: TSHMEMX_INIT_NVSHMEM_ENV)", flags);
+        if (callbacks == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_init_callbacks: callbacks is NULL");
+        if (callbacks->magic != TSHMEMX_BOOTSTRAP_CALLBACKS_MAGIC ||
+            callbacks->size < sizeof(tshmemx_bootstrap_callbacks_t) ||
+            callbacks->version != TSHMEMX_BOOTSTRAP_CALLBACKS_VERSION)
+          return set_error(TSHMEM_ERR_INVALID_ARG,
+                           "tshmemx_init_callbacks: callbacks not initialised with "
+                           "TSHMEMX_BOOTSTRAP_CALLBACKS_INITIALIZER (magic %#x, size %zu, version %u; expected %#x, "
+                           "%zu, %u)",
+                           callbacks->magic, callbacks->size, callbacks->version, TSHMEMX_BOOTSTRAP_CALLBACKS_MAGIC,
+                           sizeof(tshmemx_bootstrap_callbacks_t), TSHMEMX_BOOTSTRAP_CALLBACKS_VERSION);
+        int provided = 0;
+        return init_context(flags, nullptr, TSHMEM_THREAD_SINGLE, &provided, callbacks);
+      },
+      static_cast<int>(TSHMEM_ERR_INTERNAL));
+}
+
+TSHMEM_API void tshmemx_note_next_collective(const char *description, const char *local_error) {
+  guarded(
+      "tshmemx_note_next_collective",
+      [&] {
+        if (description == nullptr && local_error == nullptr)
+          drop_collective_note();
+        else
+          note_next_collective(description ? description : "", local_error ? local_error : "");
+        return 0;
+      },
+      0);
+}
+
 TSHMEM_API void tshmem_finalize(void) {
   guarded(
       "tshmem_finalize",

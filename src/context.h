@@ -66,8 +66,10 @@ ContextRef require_context(const char *call);
 /// Checks 0 <= pe < n_pes, else TSHMEM_ERR_INVALID_PE naming the call.
 Status check_pe(const Context &ctx, const char *call, int pe);
 
-/// `requested`: a TSHMEM_THREAD_* level, checked collectively; `provided` receives the level given.
-Status init_context(unsigned flags, const void *mpi_comm, int requested, int *provided);
+/// `requested`: a TSHMEM_THREAD_* level, checked collectively; `provided` receives the level given. With
+/// `callbacks` the bootstrap runs over them (tshmemx_init_callbacks) and `mpi_comm` is unused.
+Status init_context(unsigned flags, const void *mpi_comm, int requested, int *provided,
+                    const tshmemx_bootstrap_callbacks_t *callbacks = nullptr);
 /// The level the live context provides; TSHMEM_ERR_NOT_INITIALIZED outside init..finalize.
 Status query_thread_level(int *provided);
 void finalize_context();

@@ -108,6 +108,14 @@ Status create_backend(Context &ctx, const std::string &backend, std::unique_ptr<
 Status create_host_rma(Context &ctx) {
   const bool one_node = ctx.boot->local_size() == ctx.boot->size();  // the same answer on every PE
   if (one_node) return TSHMEM_SUCCESS;
+  if (ctx.boot->native_comm() == nullptr) {  // the proxy talks MPI: a bootstrap over callbacks has none
+    ctx.offnode_reason =
+        "tshmem was initialised over the application's collectives (tshmemx_init_callbacks, tshmem.init(group=...)), "
+        "which carry no off-node transport; start the job under mpirun or srun (tshmem_init) to reach other nodes";
+    if (ctx.boot->rank() == 0)
+      TSHMEMI_LOG(kWarn, kLogInit, "PEs of other nodes are unreachable: %s", ctx.offnode_reason.c_str());
+    return TSHMEM_SUCCESS;
+  }
   ProxyConfig config;
   config.chunk_bytes = ctx.env.proxy_chunk;
   config.ring_entries = static_cast<uint32_t>(ctx.env.proxy_ring);
@@ -148,8 +156,8 @@ struct InitProgress {
 // The steps, in the order of TSHMEM_INIT_STEP_LIST, each through run_step (the fault switch, then an
 // agreement). A step whose work is collective (config, gpu, host-rma, nvls) runs on every PE first, and
 // its run_step carries only the switch and the verdict.
-Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int requested, const int *provided,
-                  InitProgress *progress) {
+Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshmemx_bootstrap_callbacks_t *callbacks,
+                  int requested, const int *provided, InitProgress *progress) {
   // The environment is parsed before the bootstrap, but its verdict is shared after it: a malformed
   // variable on one PE fails init on all of them.
   Status env_status = parse_env(&ctx.env, nullptr, (flags & TSHMEMX_INIT_NVSHMEM_ENV) != 0);
@@ -167,7 +175,9 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, int reques
   if (env_status == TSHMEM_SUCCESS &&
       (ctx.env.mem_backend == "shm" || (ctx.env.mem_backend == "auto" && !TSHMEM_HAVE_CUDA)))
     early_heap = ShmHeapReservation::start(ctx.env.symmetric_size);
-  TSHMEM_CHECK(make_mpi_bootstrap((flags & TSHMEMX_INIT_WITH_MPI_COMM) ? mpi_comm : nullptr, node_size, &ctx.boot));
+  TSHMEM_CHECK(callbacks != nullptr ? make_callback_bootstrap(*callbacks, node_size, &ctx.boot)
+                                    : make_mpi_bootstrap((flags & TSHMEMX_INIT_WITH_MPI_COMM) ? mpi_comm : nullptr,
+                                                         node_size, &ctx.boot));
   Bootstrap &boot = *ctx.boot;
   log_set_pe(boot.rank(), boot.size());
 #if TSHMEM_HAVE_CUDA
@@ -284,14 +294,15 @@ Status check_pe(const Context &ctx, const char *call, int pe) {
   return TSHMEM_SUCCESS;
 }
 
-Status init_context(unsigned flags, const void *mpi_comm, int requested, int *provided) {
+Status init_context(unsigned flags, const void *mpi_comm, int requested, int *provided,
+                    const tshmemx_bootstrap_callbacks_t *callbacks) {
   std::unique_lock<std::shared_mutex> lifetime(lifetime_mutex());
   if (g_context.load() != nullptr)
     return set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_init: already initialised (call tshmem_finalize first)");
   clear_last_error();
   auto ctx = std::make_unique<Context>();
   InitProgress progress;
-  const Status status = init_steps(*ctx, flags, mpi_comm, requested, provided, &progress);
+  const Status status = init_steps(*ctx, flags, mpi_comm, callbacks, requested, provided, &progress);
   disarm_faults();
   if (status != TSHMEM_SUCCESS) {
     // Every PE agreed on the failure at the same step, so every PE runs the same teardown: each collective

@@ -48,6 +48,66 @@ typedef struct tshmemx_init_attr_v1 {
  */
 int tshmemx_init_attr(unsigned flags, tshmemx_init_attr_t *attr) __attribute__((visibility("default")));
 
+#define TSHMEMX_BOOTSTRAP_CALLBACKS_MAGIC 0x74736362u /* "tscb" */
+#define TSHMEMX_BOOTSTRAP_CALLBACKS_VERSION 1u
+
+/**
+ * The application's own collectives, for tshmemx_init_callbacks: how PEs started by another launcher than
+ * mpirun/srun (torchrun and a torch.distributed process group, ...) initialise tshmem without MPI. Start from
+ * TSHMEMX_BOOTSTRAP_CALLBACKS_INITIALIZER, then set every field after `version`.
+ *
+ * Both callbacks are collective over the n_pes PEs and return 0 on success (anything else fails the tshmem call
+ * that needed them with TSHMEM_ERR_SYSTEM). tshmem calls them during tshmem_init and in every checked
+ * collective (allocation, free, barriers), from the thread making that call, never two at once.
+ */
+typedef struct tshmemx_bootstrap_callbacks_v1 {
+  size_t size;      /**< sizeof(tshmemx_bootstrap_callbacks_t) as the application was compiled. */
+  uint32_t magic;   /**< TSHMEMX_BOOTSTRAP_CALLBACKS_MAGIC. */
+  uint32_t version; /**< TSHMEMX_BOOTSTRAP_CALLBACKS_VERSION. */
+  int rank;         /**< This PE's number in [0, n_pes): its PE number in tshmem. */
+  int n_pes;        /**< The number of PEs. */
+  /** Gathers `bytes` bytes of `in` from every PE into `out` (n_pes * bytes, ordered by rank). */
+  int (*allgather)(const void *in, void *out, size_t bytes, void *user);
+  /** Returns once every PE has called it. */
+  int (*barrier)(void *user);
+  void *user; /**< Passed to both callbacks. */
+} tshmemx_bootstrap_callbacks_t;
+
+#define TSHMEMX_BOOTSTRAP_CALLBACKS_INITIALIZER                                                                        \
+  {                                                                                                                    \
+    sizeof(tshmemx_bootstrap_callbacks_t), TSHMEMX_BOOTSTRAP_CALLBACKS_MAGIC, TSHMEMX_BOOTSTRAP_CALLBACKS_VERSION, -1, \
+        0, NULL, NULL, NULL                                                                                            \
+  }
+
+/**
+ * tshmemx_init_attr over the application's collectives instead of MPI (MPI is neither initialised nor needed).
+ * Collective over the callbacks' PEs; `flags`: 0 or TSHMEMX_INIT_NVSHMEM_ENV. PEs of one host (same host name
+ * and kernel boot id) form a node and reach each other by load and store. No off-node proxy runs over callbacks:
+ * PEs of other nodes are unreachable, and every call that would reach one fails with TSHMEM_ERR_UNREACHABLE_PE
+ * saying so (device code traps). tshmem_global_exit ends this process only (the launcher ends the others).
+ * A callbacks struct without the initializer's size, magic and version, a rank outside [0, n_pes) or a NULL
+ * callback fail with TSHMEM_ERR_INVALID_ARG on the PE that passed it, before any callback is called.
+ */
+int tshmemx_init_callbacks(unsigned flags, const tshmemx_bootstrap_callbacks_t *callbacks)
+    __attribute__((visibility("default")));
+
+/**
+ * A note for the calling thread's next checked collective call (tshmem_malloc, _calloc, _align, tshmem_free,
+ * tshmem_barrier_all, tshmem_barrier, the host-blocking collectives, tshmem_team_split_strided), for layers above
+ * the C API that know more about a call than its bytes (a language binding's shape and element type):
+ *  - `description` ("tshmem.empty(shape=(4, 8), dtype=float32)") is compared across PEs with the rest of the
+ *    request, so PEs whose descriptions differ fail like PEs whose sizes differ (TSHMEM_ERR_ASYMMETRIC on every
+ *    PE, nothing allocated), and it is named in front of the call in every message of the check;
+ *  - `local_error`, when not NULL, is this PE's verdict that its call is invalid (an argument the layer above
+ *    refused): the call still joins the check, and fails on every PE, this PE's message named (alone:
+ *    TSHMEM_ERR_INVALID_ARG; beside PEs whose calls differ: TSHMEM_ERR_ASYMMETRIC), with nothing done anywhere.
+ *    So a refused argument on one PE never leaves the others waiting in the collective.
+ * Taken by that call; both NULL drops a note not yet taken (a call that failed before its check, e.g. before
+ * tshmem_init). Not collective; per thread.
+ */
+void tshmemx_note_next_collective(const char *description, const char *local_error)
+    __attribute__((visibility("default")));
+
 /** The memory backend in use ("shm", "vmm", "ipc"), or NULL before init. */
 const char *tshmemx_backend_name(void) __attribute__((visibility("default")));
 
@@ -60,6 +120,23 @@ size_t tshmemx_heap_size(void) __attribute__((visibility("default")));
  * load/store. The own slot is the own heap base, never NULL.
  */
 void *tshmemx_peer_base(int pe) __attribute__((visibility("default")));
+
+/**
+ * tshmem_ptr with reasons: 0 and in *out the address at which this PE loads and stores `pe`'s copy of the
+ * `bytes` bytes at the symmetric address `dest` (dest itself for pe == my_pe); otherwise *out = NULL and
+ * TSHMEM_ERR_INVALID_PE (pe outside [0, n_pes)), TSHMEM_ERR_INVALID_ARG (the range is not inside the symmetric heap
+ * or one registered buffer) or TSHMEM_ERR_UNREACHABLE_PE (a PE of another node: which node, and whether put/get
+ * reach it through the off-node proxy or why not), with the message. Not collective.
+ */
+int tshmemx_ptr_checked(const void *dest, size_t bytes, int pe, void **out) __attribute__((visibility("default")));
+
+/**
+ * What the tshmem-info tool prints (build options, every variable, init steps, off-node proxy figures, backends,
+ * topology, GPU peer access, multicast policy), as text or (json != 0) one JSON object. Writes at most `capacity`
+ * bytes including the terminating NUL into `buffer` (NULL with capacity 0: measure) and returns the length of the
+ * whole text, as snprintf does. Reads only; works before tshmem_init.
+ */
+size_t tshmemx_info(int json, char *buffer, size_t capacity) __attribute__((visibility("default")));
 
 /** Number of PEs on this node and this PE's index among them. */
 int tshmemx_local_pe(void) __attribute__((visibility("default")));
@@ -74,6 +151,33 @@ int tshmemx_cuda_device(void) __attribute__((visibility("default")));
 int tshmemx_putmem_on_stream(void *dest, const void *src, size_t nbytes, int pe, tshmemx_stream_t stream)
     __attribute__((visibility("default")));
 int tshmemx_getmem_on_stream(void *dest, const void *src, size_t nbytes, int pe, tshmemx_stream_t stream)
+    __attribute__((visibility("default")));
+
+/**
+ * Put with signal, from the host: copies `nbytes` from local `src` to the symmetric `dest` on `pe`, then updates
+ * the symmetric uint64_t `*sig_addr` on `pe` by `sig_op` with `signal` (TSHMEM_SIGNAL_SET = 0: the word becomes
+ * `signal`; TSHMEM_SIGNAL_ADD = 1: `signal` is added atomically; tshmem/device/defines.cuh). A PE that sees the
+ * signal's update sees the data. Blocking: returns when the data and the signal are written at the target.
+ * Fails like tshmem_putmem, and with TSHMEM_ERR_INVALID_ARG for another sig_op or a sig_addr that is not an
+ * 8-byte-aligned word of the heap (nothing written). A PE of another node: TSHMEM_ERR_UNREACHABLE_PE.
+ */
+int tshmemx_putmem_signal(void *dest, const void *src, size_t nbytes, uint64_t *sig_addr, uint64_t signal, int sig_op,
+                          int pe) __attribute__((visibility("default")));
+/** The same, stream-ordered (GPU backends): the data, then the signal, when `stream` reaches them. */
+int tshmemx_putmem_signal_on_stream(void *dest, const void *src, size_t nbytes, uint64_t *sig_addr, uint64_t signal,
+                                    int sig_op, int pe, tshmemx_stream_t stream) __attribute__((visibility("default")));
+/**
+ * Waits on the host until this PE's symmetric uint64_t `*sig_addr` compares to `value` by `cmp` (TSHMEM_CMP_EQ,
+ * NE, GT, LE, LT, GE = 0..5; tshmem/device/defines.cuh), and stores the value that satisfied it in *found (may be
+ * NULL). Bounded: after `timeout_ms` milliseconds (0: forever) it fails with TSHMEM_ERR_TIMEOUT naming the word,
+ * the comparison and the last value seen. TSHMEM_ERR_INVALID_ARG for another cmp or a sig_addr that is not an
+ * 8-byte-aligned word of the heap.
+ */
+int tshmemx_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t value, int64_t timeout_ms, uint64_t *found)
+    __attribute__((visibility("default")));
+/** Stream-ordered form (GPU backends): work queued on `stream` after this call runs once the comparison holds (a
+ *  one-thread kernel polls the word; TSHMEM_WAIT_TIMEOUT_MS bounds it with a trap, as every device wait). */
+int tshmemx_signal_wait_until_on_stream(uint64_t *sig_addr, int cmp, uint64_t value, tshmemx_stream_t stream)
     __attribute__((visibility("default")));
 
 /** Fills the tshmem device state of a module loaded at run time (JIT code). Not collective. */
@@ -138,6 +242,15 @@ void *tshmemx_mc_ptr(tshmem_team_t team, const void *ptr) __attribute__((visibil
 
 /** "on", or why multicast is off ("forbidden by TSHMEM_DISABLE_NVLS=1", ...); NULL before init. */
 const char *tshmemx_mc_status(void) __attribute__((visibility("default")));
+
+/**
+ * tshmemx_mc_ptr with reasons: 0 and the multicast address of the `bytes` at `ptr` for `team` in *out; otherwise
+ * *out = NULL and TSHMEM_ERR_CONFIG naming the rule that forbids multicast (the policy: TSHMEM_DISABLE_NVLS,
+ * NVSHMEM_DISABLE_NVLS, NCCL_NVLS_ENABLE, no device support, a backend other than vmm), or a team it cannot serve
+ * (more than this node, a split team), or TSHMEM_ERR_INVALID_ARG (the range is outside the multicast region).
+ */
+int tshmemx_mc_ptr_checked(tshmem_team_t team, const void *ptr, size_t bytes, void **out)
+    __attribute__((visibility("default")));
 
 /**
  * Makes an application's buffer symmetric (NVSHMEM's nvshmemx_buffer_register_symmetric). Collective: every PE

@@ -9,7 +9,7 @@ PeReport make_report(Status status, const std::string &text, const int64_t *fiel
   PeReport report;
   std::memset(&report, 0, sizeof(report));
   report.status = static_cast<int32_t>(status);
-  for (int i = 0; i < n_fields && i < 6; ++i) report.fields[i] = fields[i];
+  for (int i = 0; i < n_fields && i < PeReport::kMaxFields; ++i) report.fields[i] = fields[i];
   std::strncpy(report.text, text.c_str(), sizeof(report.text) - 1);
   return report;
 }

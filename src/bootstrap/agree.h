@@ -12,9 +12,10 @@ namespace tshmemi {
 
 /// Fixed-size record that crosses PEs on the failure path.
 struct PeReport {
-  int64_t fields[6];
+  static constexpr int kMaxFields = 7;
+  int64_t fields[kMaxFields];
   int32_t status;
-  char text[244];
+  char text[236];
 };
 static_assert(sizeof(PeReport) == 296, "PeReport crosses processes: keep its size fixed");
 

@@ -45,7 +45,8 @@ class Bootstrap {
   virtual Status local_barrier() = 0;
   /// Ends every process of the job (tshmem_global_exit).
   [[noreturn]] virtual void abort(int status) = 0;
-  /// The communicator over all PEs, for a transport built on the same library (a pointer to MPI_Comm).
+  /// The communicator over all PEs, for a transport built on the same library (a pointer to MPI_Comm); null
+  /// for a bootstrap without one (callbacks), which no off-node transport can use.
   virtual const void *native_comm() const = 0;
 
   /// From now on barrier() and allreduces of up to NodeSync::kMaxWords words meet in `sync`: shared memory of the
@@ -73,5 +74,10 @@ class Bootstrap {
 /// `node_size` > 0 (TSHMEM_DEBUG_NODE_SIZE) splits every node into groups of that many consecutive
 /// node-local PEs, each treated as a node of its own: the off-node paths run on one host.
 Status make_mpi_bootstrap(const void *comm, int node_size, std::unique_ptr<Bootstrap> *out);
+
+/// Creates the bootstrap over the application's all-gather and barrier (tshmemx_init_callbacks;
+/// bootstrap_callbacks.cc): no MPI. Nodes are PEs of one host (TSHMEM_DEBUG_NODE_SIZE splits them as above).
+Status make_callback_bootstrap(const tshmemx_bootstrap_callbacks_t &callbacks, int node_size,
+                               std::unique_ptr<Bootstrap> *out);
 
 }  // namespace tshmemi

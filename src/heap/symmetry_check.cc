@@ -9,13 +9,37 @@
 namespace tshmemi {
 namespace {
 
-// Field order inside the allreduce and inside the failure-path reports.
-enum Field { kSeq, kKind, kSize, kAlign, kOffset, kStatus, kNumFields };
+// Field order inside the failure-path reports.
+enum Field { kSeq, kKind, kSize, kAlign, kOffset, kStatus, kNote, kNumFields };
+static_assert(kNumFields <= PeReport::kMaxFields, "a report carries every field");
 
 // Which fields describe the *request* (a difference there means the PEs called differently).
-constexpr Field kRequestFields[] = {kSeq, kKind, kSize, kAlign};
+constexpr Field kRequestFields[] = {kSeq, kKind, kSize, kAlign, kNote};
+
+// A note compared as a 62-bit FNV-1a hash (0: no note), so it fits the allreduce's words; the notes themselves
+// travel in the reports of the failure path, which name them.
+int64_t note_hash(const std::string &note) {
+  if (note.empty()) return 0;
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : note) h = (h ^ c) * 1099511628211ull;
+  return static_cast<int64_t>((h >> 2) | 1);
+}
+
+struct CallNote {
+  std::string description, error;
+  bool set = false;
+};
+thread_local CallNote t_note;  // the calling thread's note for its next checked call
 
 }  // namespace
+
+void note_next_collective(std::string description, std::string error) {
+  t_note.description = std::move(description);
+  t_note.error = std::move(error);
+  t_note.set = true;
+}
+
+void drop_collective_note() { t_note = CallNote{}; }
 
 const char *collective_call_name(CollectiveKind kind) {
   switch (kind) {
@@ -38,7 +62,11 @@ const char *collective_call_name(CollectiveKind kind) {
   return "a collective call";
 }
 
-std::string CollectiveRequest::describe() const {
+namespace {
+
+std::string describe_call(const CollectiveRequest &r) {
+  const CollectiveKind kind = r.kind;
+  const int64_t size = r.size, alignment = r.alignment, offset = r.offset;
   std::string text = collective_call_name(kind);
   switch (kind) {
     case CollectiveKind::kMalloc:
@@ -89,6 +117,12 @@ std::string CollectiveRequest::describe() const {
   return text;
 }
 
+}  // namespace
+
+std::string CollectiveRequest::describe() const {
+  return note.empty() ? describe_call(*this) : note + ": " + describe_call(*this);
+}
+
 #if TSHMEM_SYMMETRY_CHECK
 namespace {
 
@@ -97,8 +131,9 @@ namespace {
 // 2^48 bytes (checked at init), so size, offset + 1 and log2(alignment) + 1 fit:
 //   word 0 = size | kind << 48 | status << 52 | (log2(alignment) + 1) << 53     (alignment 0: 0; kind: 4 bits)
 //   word 1 = (offset + 1) | (sequence mod 2^15) << 48
-// Two words instead of six halve the allreduce that every collective call pays for.
-constexpr int kPackedWords = 2;
+//   word 2 = the note's hash (0 without a note)
+// Three words instead of seven shrink the allreduce that every collective call pays for.
+constexpr int kPackedWords = 3;
 constexpr uint64_t kLow48 = (uint64_t{1} << 48) - 1;
 
 bool pack_request(uint64_t sequence, const CollectiveRequest &r, int64_t status, int64_t words[kPackedWords]) {
@@ -114,13 +149,27 @@ bool pack_request(uint64_t sequence, const CollectiveRequest &r, int64_t status,
   words[0] = static_cast<int64_t>(size | static_cast<uint64_t>(r.kind) << 48 | static_cast<uint64_t>(status) << 52 |
                                   align_code << 53);
   words[1] = static_cast<int64_t>(offset_plus_1 | (sequence & 0x7fff) << 48);
+  words[2] = note_hash(r.note);
   return true;
 }
 
 }  // namespace
 #endif
 
-Status SymmetryCheck::agree(const CollectiveRequest &mine) {
+Status SymmetryCheck::agree(const CollectiveRequest &request) {
+  if (!t_note.set) return agree_request(request);
+  // The caller's note joins the request; its error is this PE's verdict, so every PE fails the call alike.
+  CollectiveRequest noted = request;
+  noted.note = std::move(t_note.description);
+  if (!t_note.error.empty()) {
+    noted.local_status = TSHMEM_ERR_INVALID_ARG;
+    noted.local_error = std::move(t_note.error);
+  }
+  drop_collective_note();
+  return agree_request(noted);
+}
+
+Status SymmetryCheck::agree_request(const CollectiveRequest &mine) {
   ++sequence_;
   int64_t status = mine.local_status != TSHMEM_SUCCESS ? 1 : 0;
 #if TSHMEM_SYMMETRY_CHECK
@@ -130,6 +179,7 @@ Status SymmetryCheck::agree(const CollectiveRequest &mine) {
     if (status == 0) return set_error(TSHMEM_ERR_INTERNAL, "symmetry check: request outside the packed range");
     words[0] = static_cast<int64_t>(uint64_t{1} << 52);
     words[1] = 0;
+    words[2] = 0;
   }
   // min and max in one call: max(v) = ~min(~v).
   int64_t both[2 * kPackedWords], reduced[2 * kPackedWords];
@@ -151,9 +201,13 @@ Status SymmetryCheck::agree(const CollectiveRequest &mine) {
 }
 
 Status SymmetryCheck::explain_failure(const CollectiveRequest &mine) {
-  const int64_t fields[kNumFields] = {
-      static_cast<int64_t>(sequence_),        static_cast<int64_t>(mine.kind), mine.size, mine.alignment, mine.offset,
-      static_cast<int64_t>(mine.local_status)};
+  const int64_t fields[kNumFields] = {static_cast<int64_t>(sequence_),
+                                      static_cast<int64_t>(mine.kind),
+                                      mine.size,
+                                      mine.alignment,
+                                      mine.offset,
+                                      static_cast<int64_t>(mine.local_status),
+                                      note_hash(mine.note)};
   std::string text = mine.describe();
   if (mine.local_status != TSHMEM_SUCCESS) text += ": " + mine.local_error;
   std::vector<PeReport> reports;

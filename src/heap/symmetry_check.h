@@ -1,5 +1,6 @@
 // The symmetry check: every collective heap call (and barrier, finalize) carries
-// (sequence no., kind, size, alignment, offset, local status) through ONE allreduce of min and max.
+// (sequence no., kind, size, alignment, offset, local status, the caller's note) through ONE allreduce of min
+// and max.
 // The collective needs that synchronisation anyway (OpenSHMEM allocation ends with a barrier), so the
 // check adds no collective. On a mismatch every PE gets the same status and the same message naming
 // each divergent PE and what it asked for; the caller then rolls back, so nothing is allocated.
@@ -45,9 +46,19 @@ struct CollectiveRequest {
   int64_t offset = -1;                   ///< heap offset this PE allocated / frees (-1: none)
   Status local_status = TSHMEM_SUCCESS;  ///< the PE's own verdict before agreeing (bad argument, exhausted)
   std::string local_error;               ///< its message when local_status != success
+  /// The caller's own account of the call (tshmemx_note_next_collective), e.g. a binding's
+  /// "tshmem.empty(shape=(4, 8), dtype=float32)": compared across PEs like the fields above, and named first in
+  /// every message. Empty: none.
+  std::string note;
 
-  std::string describe() const;  ///< "tshmem_malloc(size=4096) -> offset 65536"
+  std::string describe() const;  ///< "tshmem_malloc(size=4096) -> offset 65536", after "<note>: " if any
 };
+
+/// Records the calling thread's note for its next call that reaches SymmetryCheck::agree (see
+/// tshmemx_note_next_collective); an empty `error` is no error. Replaces a note not yet taken.
+void note_next_collective(std::string description, std::string error);
+/// Drops the calling thread's pending note, if any (a call that failed before its check).
+void drop_collective_note();
 
 class SymmetryCheck {
  public:
@@ -58,12 +69,14 @@ class SymmetryCheck {
   ///   TSHMEM_ERR_ASYMMETRIC when requests or offsets differ (the divergent PEs named, each request listed),
   ///   else the local status of the lowest failing PE (e.g. TSHMEM_ERR_OUT_OF_MEMORY), with each failing PE's
   ///   message.
+  /// A note the calling thread left (note_next_collective) joins this request and is taken.
   Status agree(const CollectiveRequest &mine);
 
   uint64_t calls() const { return sequence_; }
   static constexpr bool enabled() { return TSHMEM_SYMMETRY_CHECK != 0; }
 
  private:
+  Status agree_request(const CollectiveRequest &mine);
   Status explain_failure(const CollectiveRequest &mine);
 
   Bootstrap &boot_;

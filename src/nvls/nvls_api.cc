@@ -46,6 +46,37 @@ TSHMEM_API void *tshmemx_mc_ptr(tshmem_team_t team, const void *ptr) {
   return reinterpret_cast<void *>(ctx->nvls->mc_base() + ctx->heap->offset_of(ptr));
 }
 
+TSHMEM_API int tshmemx_mc_ptr_checked(tshmem_team_t team, const void *ptr, size_t bytes, void **out) {
+  const char *call = "tshmemx_mc_ptr_checked";
+  return guarded_status(call, [&]() -> int {
+    if (out == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: out is NULL", call);
+    *out = nullptr;
+    ContextRef ctx = require_context(call);
+    if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
+    TeamInfo info;
+    TSHMEM_CHECK(team_info(*ctx, team, call, &info));
+    if (!ctx->heap->contains(ptr, bytes))
+      return set_error(TSHMEM_ERR_INVALID_ARG, "%s: [%p, +%zu bytes) is not inside the symmetric heap", call, ptr,
+                       bytes);
+    // The same rules as tshmemx_mc_ptr, each with its reason.
+    if (!ctx->nvls)
+      return set_error(TSHMEM_ERR_CONFIG, "%s: NVLink multicast is off in this job: %s", call,
+                       ctx->nvls_reason.c_str());
+    if (!info.predefined)
+      return set_error(TSHMEM_ERR_CONFIG,
+                       "%s: team %d is a split team: the node's multicast object would reach PEs outside it (use "
+                       "TSHMEMX_TEAM_NODE)",
+                       call, static_cast<int>(team));
+    if (!info.node_local || info.size != ctx->boot->local_size())
+      return set_error(TSHMEM_ERR_CONFIG,
+                       "%s: team %d has PEs of other nodes: a multicast object spans one node's GPUs (use "
+                       "TSHMEMX_TEAM_NODE)",
+                       call, static_cast<int>(team));
+    *out = reinterpret_cast<void *>(ctx->nvls->mc_base() + ctx->heap->offset_of(ptr));
+    return TSHMEM_SUCCESS;
+  });
+}
+
 TSHMEM_API int tshmem_team_split_strided(tshmem_team_t parent, int start, int stride, int size,
                                          const tshmem_team_config_t * /*config*/, long /*config_mask*/,
                                          tshmem_team_t *new_team) {

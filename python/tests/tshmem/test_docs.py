@@ -1,0 +1,18 @@
+"""The README's Python program is python/examples/hello.py, as written (the GPU host runs it under both
+launchers)."""
+import os
+import re
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..')
+
+
+def test_readme_program_is_the_example():
+    with open(os.path.join(ROOT, 'README.md')) as f:
+        readme = f.read()
+    section = readme[readme.index('## From Python'):]
+    program = re.search(r'```python\n(.*?)```', section, re.S).group(1)
+    with open(os.path.join(ROOT, 'python', 'examples', 'hello.py')) as f:
+        example = f.read()
+    body = example[example.index('"""', 3) + 3:].lstrip('\n')  # after the module docstring
+    assert program == body
+    assert 'mpirun -np 2 python hello.py' in section and 'torchrun --nproc-per-node 2 hello.py' in section
