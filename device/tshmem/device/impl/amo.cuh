@@ -4,14 +4,13 @@
 
 #include <type_traits>
 
-#include "tshmem/device/impl/memory.cuh"
-#include "tshmem/device/impl/proxy.cuh"
+#include "tshmem/device/impl/transfer.cuh"
 #include "tshmem/device/remote_ptr.cuh"
 
 #ifdef TSHMEM_DEVICE_COMPILE
 namespace tshmemi {
 
-enum class amo_op { fetch, set, swap, compare_swap, fetch_add, fetch_and, fetch_or, fetch_xor };
+using transfer::amo_op;
 
 /// The unsigned word the hardware operates on.
 template <class T>
@@ -39,22 +38,6 @@ TSHMEMI_DEVICE T from_word(amo_word_t<T> w) {
   }
 }
 
-/// The proxy's kind for `Op` (impl/proxy.cuh): the off-node path of amo().
-template <amo_op Op>
-TSHMEMI_DEVICE constexpr unsigned proxy_amo_kind() {
-  switch (Op) {
-    case amo_op::fetch: return TSHMEMI_AMO_FETCH;
-    case amo_op::set: return TSHMEMI_AMO_SET;
-    case amo_op::swap: return TSHMEMI_AMO_SWAP;
-    case amo_op::compare_swap: return TSHMEMI_AMO_CSWAP;
-    case amo_op::fetch_add: return TSHMEMI_AMO_FETCH_ADD;
-    case amo_op::fetch_and: return TSHMEMI_AMO_FETCH_AND;
-    case amo_op::fetch_or: return TSHMEMI_AMO_FETCH_OR;
-    case amo_op::fetch_xor: return TSHMEMI_AMO_FETCH_XOR;
-  }
-  return 0;
-}
-
 /// Translates `dest` for `pe` (checked) and performs `Op` with system scope; returns the previous value
 /// (`set` returns `value`). A PE of another node: the same atomic through the proxy, done by its GPU; with
 /// kFetch false (the caller drops the old value) it is posted without waiting for it.
@@ -68,34 +51,8 @@ TSHMEMI_DEVICE T amo(T *dest, T value, T cond, int pe, const char *call, const t
   using W = amo_word_t<T>;
   const uint64_t peer = peer_slot_lane(pe, call, st);
   const uint64_t offset = heap_offset_of(dest, st);
-  if (__builtin_expect(peer == 0, 0)) {
-    constexpr unsigned kind = kFetch ? proxy_amo_kind<Op>() : (proxy_amo_kind<Op>() & ~unsigned{TSHMEMI_AMO_FETCH});
-    const uint64_t old = proxy::amo(offset, kind, sizeof(W), to_word(value), to_word(cond), pe, call, st);
-    return Op == amo_op::set ? value : from_word<T>(static_cast<W>(old));
-  }
-  W *word = at_heap_offset<W>(peer, offset);
-  const W v = to_word(value);
-  if constexpr (Op == amo_op::fetch) {
-    return from_word<T>(load_relaxed_sys(word));
-  } else if constexpr (Op == amo_op::set) {
-    store_relaxed_sys(word, v);
-    return value;
-  } else if constexpr (Op == amo_op::swap) {
-    return from_word<T>(atomicExch_system(word, v));
-  } else if constexpr (Op == amo_op::compare_swap) {
-    return from_word<T>(atomicCAS_system(word, to_word(cond), v));
-  } else if constexpr (Op == amo_op::fetch_add) {
-    return from_word<T>(atomicAdd_system(word, v));
-  } else if constexpr (Op == amo_op::fetch_and) {
-    return from_word<T>(atomicAnd_system(word, v));
-  } else if constexpr (Op == amo_op::fetch_or) {
-    return from_word<T>(atomicOr_system(word, v));
-  } else if constexpr (Op == amo_op::fetch_xor) {
-    return from_word<T>(atomicXor_system(word, v));
-  } else {
-    static_assert(tshmem::dependent_false<T>, "unknown atomic operation");
-    return value;
-  }
+  const W old = transfer::atomic<Op, kFetch, W>(peer, offset, to_word(value), to_word(cond), pe, call, st);
+  return Op == amo_op::set ? value : from_word<T>(old);
 }
 
 }  // namespace tshmemi

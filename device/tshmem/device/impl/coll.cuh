@@ -34,9 +34,9 @@
 #include "tshmem/device/impl/copy.cuh"
 #include "tshmem/device/impl/group.cuh"
 #include "tshmem/device/impl/internal_heap.cuh"
-#include "tshmem/device/impl/wait.cuh"
 #include "tshmem/device/multimem.cuh"
 #include "tshmem/device/sync.cuh"
+#include "tshmem/device/wait.cuh"  // the declarations with their default arguments, then the bodies
 
 /// Block rows (blockIdx.x of a *_block call, gridDim.x of a *_grid call) and team size the flags cover.
 #define TSHMEMI_COLL_MAX_ROWS 32

@@ -20,8 +20,8 @@
 #include "tshmem/device/coll_spanning_layout.h"
 
 #ifdef TSHMEM_DEVICE_COMPILE
-#include "tshmem/device/impl/proxy.cuh"
 #include "tshmem/device/impl/rma.cuh"
+#include "tshmem/device/impl/transfer.cuh"
 
 static_assert(TSHMEMI_COLL_SPAN_ROWS == TSHMEMI_COLL_MAX_ROWS && TSHMEMI_COLL_SPAN_TEAM == TSHMEMI_COLL_MAX_TEAM,
               "the spanning area serves every block row and team member of the collectives");
@@ -65,11 +65,7 @@ TSHMEMI_DEVICE void row_barrier(const tshmem::team_view &t, int row, const char 
   const uint64_t flag_offset = heap_offset_of(flags + t.my_index, st);
   for (int i = rank; i < t.size - 1; i += size) {
     const int pe = t.pe((t.my_index + 1 + i) % t.size);
-    const uint64_t peer = peer_slot_lane(pe, call, st);
-    if (peer == 0)
-      proxy::arrive(flag_offset, epoch, pe, call, st);  // after this PE's earlier requests, at the target
-    else
-      store_release_sys(at_heap_offset<uint64_t>(peer, flag_offset), epoch);
+    transfer::arrive(peer_slot_lane(pe, call, st), flag_offset, epoch, pe, call, st);  // after earlier requests
   }
   for (int i = rank; i < t.size - 1; i += size)
     spin_until<uint64_t>(flags + (t.my_index + 1 + i) % t.size, TSHMEM_CMP_GE, epoch, call, st);
@@ -214,11 +210,7 @@ template <class T>
 TSHMEMI_DEVICE T load_elem(const T *src, int pe, const char *call, const tshmemi_device_state &st) {
   const uint64_t peer = peer_slot(pe, call, st);
   const uint64_t offset = heap_offset_of(src, st);
-  if (__builtin_expect(peer != 0, 1)) return *at_heap_offset<const T>(peer, offset);
-  const uint64_t bits = proxy::get_value(offset, sizeof(T), pe, call, st);
-  T x;
-  memcpy(&x, &bits, sizeof(T));
-  return x;
+  return transfer::load<T>(peer, offset, pe, call, st);
 }
 
 }  // namespace coll_spanning

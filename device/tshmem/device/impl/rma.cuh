@@ -4,8 +4,7 @@
 
 #include <type_traits>
 
-#include "tshmem/device/impl/copy.cuh"
-#include "tshmem/device/impl/proxy.cuh"
+#include "tshmem/device/impl/transfer.cuh"
 #include "tshmem/device/remote_ptr.cuh"
 
 #ifdef TSHMEM_DEVICE_COMPILE
@@ -30,20 +29,14 @@ template <class Scope, bool kBlocking>
 TSHMEMI_DEVICE void put_bytes(void *dest, const void *src, size_t nbytes, int pe, const char *call,
                               const tshmemi_device_state &st) {
   const uint64_t peer = peer_slot(pe, call, st);
-  const uint64_t offset = heap_offset_of(dest, st);
-  if (__builtin_expect(peer == 0, 0)) return proxy::put<Scope>(offset, src, nbytes, pe, kBlocking, call, st);
-  copy_bytes<Scope>(at_heap_offset<void>(peer, offset), src, nbytes);
-  if constexpr (kBlocking) group<Scope>::sync();
+  transfer::put<Scope, kBlocking>(peer, heap_offset_of(dest, st), src, nbytes, pe, call, st);
 }
 
 template <class Scope, bool kBlocking>
 TSHMEMI_DEVICE void get_bytes(void *dest, const void *src, size_t nbytes, int pe, const char *call,
                               const tshmemi_device_state &st) {
   const uint64_t peer = peer_slot(pe, call, st);
-  const uint64_t offset = heap_offset_of(src, st);
-  if (__builtin_expect(peer == 0, 0)) return proxy::get<Scope>(dest, offset, nbytes, pe, call, st);
-  copy_bytes<Scope>(dest, at_heap_offset<const void>(peer, offset), nbytes);
-  if constexpr (kBlocking) group<Scope>::sync();
+  transfer::get<Scope, kBlocking>(dest, peer, heap_offset_of(src, st), nbytes, pe, call, st);
 }
 
 }  // namespace tshmemi
@@ -56,8 +49,7 @@ TSHMEMI_DEVICE void p(T *dest, nondeduced_t<T> value, int pe, const tshmemi_devi
   uint64_t peer = tshmemi::peer_slot_lane(pe, "tshmem_p", st);
   const uint64_t offset = tshmemi::heap_offset_of(dest, st);
   T scratch;  // another node: the proxy carries the value, the store below lands here
-  if (__builtin_expect(peer == 0, 0))
-    peer = tshmemi::proxy::put_value_then_scratch<T>(offset, value, pe, "tshmem_p", st, &scratch);
+  peer = tshmemi::transfer::p_slot<T>(peer, offset, value, pe, "tshmem_p", st, &scratch);
   *tshmemi::at_heap_offset<T>(peer, offset) = value;
 }
 
@@ -67,8 +59,7 @@ TSHMEMI_DEVICE T g(const T *src, int pe, const tshmemi_device_state &st) {
   uint64_t peer = tshmemi::peer_slot_lane(pe, "tshmem_g", st);
   const uint64_t offset = tshmemi::heap_offset_of(src, st);
   T scratch;  // another node: the proxy's value, which the load below reads
-  if (__builtin_expect(peer == 0, 0))
-    peer = tshmemi::proxy::get_value_into_scratch<T>(offset, pe, "tshmem_g", st, &scratch);
+  peer = tshmemi::transfer::g_slot<T>(peer, offset, pe, "tshmem_g", st, &scratch);
   return *tshmemi::at_heap_offset<const volatile T>(peer, offset);
 }
 

@@ -6,8 +6,9 @@
 #include "tshmem/device/impl/internal_heap.cuh"
 #include "tshmem/device/impl/memory.cuh"
 #include "tshmem/device/impl/rma.cuh"
-#include "tshmem/device/impl/wait.cuh"
+#include "tshmem/device/impl/transfer.cuh"
 #include "tshmem/device/remote_ptr.cuh"
+#include "tshmem/device/wait.cuh"  // the declarations with their default arguments, then the bodies
 
 #ifdef TSHMEM_DEVICE_COMPILE
 namespace tshmemi {
@@ -38,13 +39,9 @@ TSHMEMI_DEVICE void sync_pes(const char *call, const tshmemi_device_state &st) {
   const uint64_t slot_offset = heap_offset_of(arrival + me, st);
   for (int i = rank; i < n - 1; i += size) {
     const int pe = (me + 1 + i) % n;
-    const uint64_t peer = peer_slot_lane(pe, call, st);
     // Another node: the arrival goes through the proxy after everything posted before it (ticket order, then
     // MPI's pair order), so it also carries quiet's meaning for those.
-    if (__builtin_expect(peer == 0, 0))
-      proxy::arrive(slot_offset, epoch, pe, call, st);
-    else
-      store_release_sys(at_heap_offset<uint64_t>(peer, slot_offset), epoch);
+    transfer::arrive(peer_slot_lane(pe, call, st), slot_offset, epoch, pe, call, st);
   }
   for (int i = rank; i < n - 1; i += size)
     spin_until<uint64_t>(arrival + (me + 1 + i) % n, TSHMEM_CMP_GE, epoch, call, st);
@@ -83,11 +80,7 @@ namespace tshmem {
 
 TSHMEMI_DEVICE void fence() { __threadfence_system(); }
 
-TSHMEMI_DEVICE void quiet(const tshmemi_device_state &st) {
-  __threadfence_system();
-  // In a job that spans nodes: also everything posted to the proxy channel is complete at its target.
-  if (__builtin_expect(st.reserved[TSHMEMI_STATE_PROXY_CHANNEL] != 0, 0)) tshmemi::proxy::quiet(st);
-}
+TSHMEMI_DEVICE void quiet(const tshmemi_device_state &st) { tshmemi::transfer::quiet(st); }
 
 template <class Scope>
 TSHMEMI_DEVICE void sync_all(const tshmemi_device_state &st) {
