@@ -126,13 +126,13 @@ Status coll_allreduce(const char *call, tshmem_team_t team, void *dst, const voi
   launch.dtype = dtype;
   launch.op = op;
   launch.team = team;
-  launch.spanning = !team_view.node_local;  // the kernels of coll_spanning_kernels.cuh
+  launch.spanning = team_view.spans_nodes;  // the kernels of coll_spanning_kernels.cuh
   launch.dst = dst;
   launch.src = src;
   launch.count = count;
   // Across nodes the kernel takes the spanning path (impl/coll_spanning.cuh), which has no LL form: block rows
   // as for the reducing kinds, within TSHMEMI_COLL_MAX_ROWS.
-  if (!team_view.node_local)
+  if (team_view.spans_nodes)
     return coll_launch(launch, blocks_for(bytes, 64 * 1024), kThreads, ctx->coll_early_launch, stream);
   // Up to TSHMEMX_ALLREDUCE_ONESHOT_MAX: the LL one-shot (no barrier; in place allowed) on enough block rows
   // that each row's lines fit its LL slots and each thread has about one line; otherwise two-shot. Split teams
@@ -175,7 +175,7 @@ Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t cou
   launch.dtype = dtype;
   launch.op = op;
   launch.team = team;
-  launch.spanning = !team_view.node_local;  // the kernels of coll_spanning_kernels.cuh
+  launch.spanning = team_view.spans_nodes;  // the kernels of coll_spanning_kernels.cuh
   launch.dst = dst;
   launch.src = src;
   launch.count = count;
@@ -193,7 +193,7 @@ Status coll_move(CollKind kind, const char *call, tshmem_team_t team, void *dst,
   CollLaunch launch;
   launch.kind = kind;
   launch.team = team;
-  launch.spanning = !team_view.node_local;  // the kernels of coll_spanning_kernels.cuh
+  launch.spanning = team_view.spans_nodes;  // the kernels of coll_spanning_kernels.cuh
   if (kind != CollKind::kBarrier) {
     if (nbytes == 0) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: nbytes is 0", call);
     const size_t n = static_cast<size_t>(team_view.size);

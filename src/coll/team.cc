@@ -5,7 +5,8 @@
 
 #include "bootstrap/agree.h"
 #include "context.h"
-#include "tshmem/device/impl/coll.cuh"  // the split teams' barrier words (host-safe macros)
+#include "tshmem/device/coll_spanning_layout.h"  // TSHMEMI_COLL_SPANS_NODES
+#include "tshmem/device/impl/coll.cuh"           // the split teams' barrier words (host-safe macros)
 
 namespace tshmemi {
 
@@ -26,6 +27,7 @@ void TeamTable::init(const Bootstrap &boot) {
   std::fill(std::begin(node_local_), std::end(node_local_), false);
   entries_[TSHMEM_TEAM_WORLD] = {0, 1, boot.size(), boot.rank()};
   node_local_[TSHMEM_TEAM_WORLD] = boot.local_size() == boot.size();
+  local_n_pes_ = boot.local_size();
   // The node team: this node's PEs, which must be evenly strided to have a (start, stride) form.
   const std::vector<int> &pes = boot.local_pes();
   tshmemi_team_entry node{pes.front(), pes.size() > 1 ? pes[1] - pes[0] : 1, static_cast<int>(pes.size()),
@@ -56,6 +58,7 @@ Status TeamTable::lookup(tshmem_team_t team, const char *call, TeamInfo *out) co
   out->my_index = e.my_index;
   out->node_local = node_local_[team];
   out->predefined = team == TSHMEM_TEAM_WORLD || team == TSHMEMX_TEAM_NODE;
+  out->spans_nodes = TSHMEMI_COLL_SPANS_NODES(team, entries_[TSHMEM_TEAM_WORLD].size, local_n_pes_);
   return TSHMEM_SUCCESS;
 }
 

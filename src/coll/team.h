@@ -21,8 +21,9 @@ struct TeamInfo {
   int stride = 1;
   int size = 0;
   int my_index = -1;
-  bool node_local = false;  ///< every member is load/store reachable from this PE
-  bool predefined = false;  ///< WORLD or NODE (their collectives share barrier words and use the LL area)
+  bool node_local = false;   ///< every member is load/store reachable from this PE
+  bool predefined = false;   ///< WORLD or NODE (their collectives share barrier words and use the LL area)
+  bool spans_nodes = false;  ///< its collectives take the spanning path (TSHMEMI_COLL_SPANS_NODES)
 };
 
 class TeamTable {
@@ -45,6 +46,7 @@ class TeamTable {
   mutable std::mutex mutex_;  // split/destroy against queries under TSHMEM_THREAD_MULTIPLE
   tshmemi_team_entry entries_[TSHMEMI_TEAM_SLOTS] = {};
   bool node_local_[TSHMEMI_TEAM_SLOTS] = {};
+  int local_n_pes_ = 0;   ///< PEs on this node (the spanning decision)
   std::string node_pes_;  ///< this node's PEs, for the message when they are not evenly strided
 };
 

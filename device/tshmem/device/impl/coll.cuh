@@ -32,6 +32,7 @@
 #define TSHMEM_DEVICE_IMPL_COLL_CUH
 
 #include "tshmem/device/impl/copy.cuh"
+#include "tshmem/device/impl/epoch_barrier.cuh"
 #include "tshmem/device/impl/group.cuh"
 #include "tshmem/device/impl/internal_heap.cuh"
 #include "tshmem/device/multimem.cuh"
@@ -97,38 +98,22 @@ TSHMEMI_DEVICE void thread_barrier(tshmem_team_t team, const tshmem::team_view &
                                    const tshmemi_device_state &st) {
   char *base = own_heap_base(st);
   const size_t words = thread_words(team);
-  volatile uint64_t *epoch_word = reinterpret_cast<volatile uint64_t *>(base + words);
-  const uint64_t epoch = *epoch_word + 1;
-  uint64_t *flags = reinterpret_cast<uint64_t *>(base + words + 8);
-  for (int i = 1; i < t.size; ++i)
-    store_release_sys(remote_ptr_lane(flags + t.my_index, t.pe((t.my_index + i) % t.size), call, st), epoch);
-  for (int i = 1; i < t.size; ++i)
-    spin_until<uint64_t>(flags + (t.my_index + i) % t.size, TSHMEM_CMP_GE, epoch, call, st);
-  *epoch_word = epoch;
+  epoch_barrier<tshmem::thread_scope, barrier_reach::node>(
+      reinterpret_cast<volatile uint64_t *>(base + words), reinterpret_cast<uint64_t *>(base + words + 8), t.my_index,
+      t.size, [&t](int k) { return t.pe(k); }, call, st);
 }
 
 /// Rendezvous of block row `row` on every member of `team` (viewed as `t`): earlier writes of this block (local
 /// or remote) are visible to every member's block of that row after it. All threads of the block call.
 TSHMEMI_DEVICE void row_barrier(tshmem_team_t team, const tshmem::team_view &t, int row, const char *call,
                                 const tshmemi_device_state &st) {
-  __syncthreads();
   char *base = own_heap_base(st);
   const size_t words = sync_words(team);
-  volatile uint64_t *epoch_word = reinterpret_cast<volatile uint64_t *>(base + words + 8 * row);
-  const uint64_t epoch = *epoch_word + 1;
   uint64_t *flags = reinterpret_cast<uint64_t *>(base + words + 8 * TSHMEMI_COLL_MAX_ROWS) +
                     static_cast<size_t>(row) * TSHMEMI_COLL_MAX_TEAM;
-  const int rank = static_cast<int>(block::rank()), size = static_cast<int>(block::size());
-  // One st.release.sys per peer (the fence itself, cumulative over the block's earlier writes through the
-  // __syncthreads) and one acquire spin per peer; the own slot is neither written nor read.
-  for (int i = rank; i < t.size - 1; i += size) {
-    const int k = (t.my_index + 1 + i) % t.size;
-    store_release_sys(remote_ptr_lane(flags + t.my_index, t.pe(k), call, st), epoch);
-  }
-  for (int i = rank; i < t.size - 1; i += size)
-    spin_until<uint64_t>(flags + (t.my_index + 1 + i) % t.size, TSHMEM_CMP_GE, epoch, call, st);
-  __syncthreads();
-  if (rank == 0) *epoch_word = epoch;  // read again only after the next barrier's leading __syncthreads
+  epoch_barrier<tshmem::block_scope, barrier_reach::node>(
+      reinterpret_cast<volatile uint64_t *>(base + words + 8 * row), flags, t.my_index, t.size,
+      [&t](int k) { return t.pe(k); }, call, st);
 }
 
 TSHMEMI_DEVICE void check_shape(const tshmem::team_view &t, int row, int rows, const char *call,

@@ -20,6 +20,7 @@
 #include "tshmem/device/coll_spanning_layout.h"
 
 #ifdef TSHMEM_DEVICE_COMPILE
+#include "tshmem/device/impl/epoch_barrier.cuh"
 #include "tshmem/device/impl/rma.cuh"
 #include "tshmem/device/impl/transfer.cuh"
 
@@ -33,10 +34,9 @@ using coll_detail::block;
 using coll_detail::span;
 using coll_detail::split;
 
-/// True when `team` reaches a PE of another node: the world team of a job that spans nodes (the node team never
-/// does). Two constant-bank loads and a compare: the on-node forms pay nothing else.
+/// TSHMEMI_COLL_SPANS_NODES for this PE. Two constant-bank loads and a compare: the on-node forms pay nothing else.
 TSHMEMI_DEVICE bool spans_nodes(tshmem_team_t team, const tshmemi_device_state &st) {
-  return team == TSHMEM_TEAM_WORLD && st.local_n_pes != st.n_pes;
+  return TSHMEMI_COLL_SPANS_NODES(team, st.n_pes, st.local_n_pes);
 }
 
 TSHMEMI_DEVICE char *area(const tshmemi_device_state &st) {
@@ -52,25 +52,15 @@ TSHMEMI_DEVICE size_t slot_bytes(int n) {
 }
 
 /// Rendezvous of block row `row` over the team: this block's earlier puts (to any member) are complete at their
-/// targets and visible to every member's block of that row after it. All threads of the block call. The shape of
-/// coll_detail::row_barrier, on words of its own: a member's world and node collectives count separately.
+/// targets and visible to every member's block of that row after it (the epoch barrier on words of its own: a
+/// member's world and node collectives count separately). All threads of the block call.
 TSHMEMI_DEVICE void row_barrier(const tshmem::team_view &t, int row, const char *call, const tshmemi_device_state &st) {
-  __syncthreads();
   char *base = area(st);
-  volatile uint64_t *epoch_word = reinterpret_cast<volatile uint64_t *>(base + TSHMEMI_COLL_SPAN_EPOCHS + 8 * row);
-  const uint64_t epoch = *epoch_word + 1;
   uint64_t *flags =
       reinterpret_cast<uint64_t *>(base + TSHMEMI_COLL_SPAN_FLAGS) + static_cast<size_t>(row) * TSHMEMI_COLL_SPAN_TEAM;
-  const int rank = static_cast<int>(block::rank()), size = static_cast<int>(block::size());
-  const uint64_t flag_offset = heap_offset_of(flags + t.my_index, st);
-  for (int i = rank; i < t.size - 1; i += size) {
-    const int pe = t.pe((t.my_index + 1 + i) % t.size);
-    transfer::arrive(peer_slot_lane(pe, call, st), flag_offset, epoch, pe, call, st);  // after earlier requests
-  }
-  for (int i = rank; i < t.size - 1; i += size)
-    spin_until<uint64_t>(flags + (t.my_index + 1 + i) % t.size, TSHMEM_CMP_GE, epoch, call, st);
-  __syncthreads();
-  if (rank == 0) *epoch_word = epoch;  // read again only after the next barrier's leading __syncthreads
+  epoch_barrier<tshmem::block_scope, barrier_reach::any>(
+      reinterpret_cast<volatile uint64_t *>(base + TSHMEMI_COLL_SPAN_EPOCHS + 8 * row), flags, t.my_index, t.size,
+      [&t](int k) { return t.pe(k); }, call, st);
 }
 
 /// Element `i` of `p`, a staging slot a peer or the proxy's copy filled: volatile, so never an L1 line left from

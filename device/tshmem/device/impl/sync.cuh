@@ -2,6 +2,7 @@
 #ifndef TSHMEM_DEVICE_IMPL_SYNC_CUH
 #define TSHMEM_DEVICE_IMPL_SYNC_CUH
 
+#include "tshmem/device/impl/epoch_barrier.cuh"
 #include "tshmem/device/impl/group.cuh"
 #include "tshmem/device/impl/internal_heap.cuh"
 #include "tshmem/device/impl/memory.cuh"
@@ -18,35 +19,14 @@ TSHMEMI_DEVICE T *internal_slot(size_t offset, const tshmemi_device_state &st) {
   return reinterpret_cast<T *>(own_heap_base(st) + offset);
 }
 
-/// All-to-all epoch exchange, one release store and one acquire spin per peer and nothing else: group
-/// barrier (every thread has arrived); each announcing thread writes the new epoch into its slot at a share of
-/// the peers with st.release.sys and spins (ld.acquire.sys) until those peers' slots here reach the epoch; group
-/// barrier; the leader records the epoch. No RMW and no separate fence: the release store is the fence. It is
-/// cumulative: the other threads' earlier writes (local or to peers) precede it through the group barrier
-/// (base causality order is transitive), so a peer whose acquire sees the epoch sees them too; the trailing
-/// group barrier hands what the spinning threads acquired to the whole group. The own slot is never written or
-/// read (the own arrival is implied). Epochs only grow, so a slot a peer already moved past still satisfies >=.
+/// The barrier of every PE (the epoch barrier, impl/epoch_barrier.cuh). A PE of another node gets the arrival
+/// through the proxy after everything posted before it (ticket order, then MPI's pair order), so it also carries
+/// quiet's meaning for those.
 template <class Scope>
 TSHMEMI_DEVICE void sync_pes(const char *call, const tshmemi_device_state &st) {
-  using G = group<Scope>;
-  G::sync();
-  uint64_t *epoch_word = internal_slot<uint64_t>(internal_heap::kSyncEpoch, st);
-  const uint64_t epoch = *static_cast<volatile uint64_t *>(epoch_word) + 1;
-  uint64_t *arrival = internal_slot<uint64_t>(internal_heap::kSyncArrival, st);
-  const int n = st.n_pes, me = st.my_pe;
-  const int rank = static_cast<int>(G::rank()), size = static_cast<int>(G::size());
-  // Peer j = (me + 1 + i) % n for i = rank, rank + size, ... < n - 1: every thread of the group takes its own.
-  const uint64_t slot_offset = heap_offset_of(arrival + me, st);
-  for (int i = rank; i < n - 1; i += size) {
-    const int pe = (me + 1 + i) % n;
-    // Another node: the arrival goes through the proxy after everything posted before it (ticket order, then
-    // MPI's pair order), so it also carries quiet's meaning for those.
-    transfer::arrive(peer_slot_lane(pe, call, st), slot_offset, epoch, pe, call, st);
-  }
-  for (int i = rank; i < n - 1; i += size)
-    spin_until<uint64_t>(arrival + (me + 1 + i) % n, TSHMEM_CMP_GE, epoch, call, st);
-  G::sync();
-  if (rank == 0) *static_cast<volatile uint64_t *>(epoch_word) = epoch;
+  epoch_barrier<Scope, barrier_reach::any>(
+      internal_slot<volatile uint64_t>(internal_heap::kSyncEpoch, st),
+      internal_slot<uint64_t>(internal_heap::kSyncArrival, st), st.my_pe, st.n_pes, [](int k) { return k; }, call, st);
 }
 
 /// Grid-wide barrier among the blocks of one (co-resident) grid on this PE: the first thread of each block
