@@ -12,32 +12,6 @@ namespace tshmemi {
 
 using transfer::amo_op;
 
-/// The unsigned word the hardware operates on.
-template <class T>
-using amo_word_t = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
-
-template <class T>
-TSHMEMI_DEVICE amo_word_t<T> to_word(T v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return __float_as_uint(v);
-  } else if constexpr (std::is_same_v<T, double>) {
-    return static_cast<unsigned long long>(__double_as_longlong(v));
-  } else {
-    return static_cast<amo_word_t<T>>(v);
-  }
-}
-
-template <class T>
-TSHMEMI_DEVICE T from_word(amo_word_t<T> w) {
-  if constexpr (std::is_same_v<T, float>) {
-    return __uint_as_float(w);
-  } else if constexpr (std::is_same_v<T, double>) {
-    return __longlong_as_double(static_cast<long long>(w));
-  } else {
-    return static_cast<T>(w);
-  }
-}
-
 /// Translates `dest` for `pe` (checked) and performs `Op` with system scope; returns the previous value
 /// (`set` returns `value`). A PE of another node: the same atomic through the proxy, done by its GPU; with
 /// kFetch false (the caller drops the old value) it is posted without waiting for it.
@@ -48,11 +22,9 @@ TSHMEMI_DEVICE T amo(T *dest, T value, T cond, int pe, const char *call, const t
   constexpr bool kExtended = Op == amo_op::fetch || Op == amo_op::set || Op == amo_op::swap;
   static_assert(kInteger || (kFloat && kExtended),
                 "tshmem atomics: 32/64-bit integers (fetch, set, swap also on float and double)");
-  using W = amo_word_t<T>;
   const uint64_t peer = peer_slot_lane(pe, call, st);
   const uint64_t offset = heap_offset_of(dest, st);
-  const W old = transfer::atomic<Op, kFetch, W>(peer, offset, to_word(value), to_word(cond), pe, call, st);
-  return Op == amo_op::set ? value : from_word<T>(old);
+  return transfer::atomic<Op, kFetch>(peer, offset, value, cond, pe, call, st);
 }
 
 }  // namespace tshmemi

@@ -96,24 +96,27 @@ TSHMEMI_DEVICE size_t thread_words(tshmem_team_t team) {
 /// every member after it; what members wrote before it is visible here.
 TSHMEMI_DEVICE void thread_barrier(tshmem_team_t team, const tshmem::team_view &t, const char *call,
                                    const tshmemi_device_state &st) {
-  char *base = own_heap_base(st);
-  const size_t words = thread_words(team);
+  const auto words = [&] {
+    char *base = own_heap_base(st) + thread_words(team);
+    return barrier_words{reinterpret_cast<volatile uint64_t *>(base), reinterpret_cast<uint64_t *>(base + 8)};
+  };
   epoch_barrier<tshmem::thread_scope, barrier_reach::node>(
-      reinterpret_cast<volatile uint64_t *>(base + words), reinterpret_cast<uint64_t *>(base + words + 8), t.my_index,
-      t.size, [&t](int k) { return t.pe(k); }, call, st);
+      words, t.my_index, t.size, [&t](int k) { return t.pe(k); }, call, st);
 }
 
 /// Rendezvous of block row `row` on every member of `team` (viewed as `t`): earlier writes of this block (local
 /// or remote) are visible to every member's block of that row after it. All threads of the block call.
 TSHMEMI_DEVICE void row_barrier(tshmem_team_t team, const tshmem::team_view &t, int row, const char *call,
                                 const tshmemi_device_state &st) {
-  char *base = own_heap_base(st);
-  const size_t words = sync_words(team);
-  uint64_t *flags = reinterpret_cast<uint64_t *>(base + words + 8 * TSHMEMI_COLL_MAX_ROWS) +
-                    static_cast<size_t>(row) * TSHMEMI_COLL_MAX_TEAM;
+  const auto words = [&] {
+    char *base = own_heap_base(st);
+    const size_t team_words = sync_words(team);
+    return barrier_words{reinterpret_cast<volatile uint64_t *>(base + team_words + 8 * row),
+                         reinterpret_cast<uint64_t *>(base + team_words + 8 * TSHMEMI_COLL_MAX_ROWS) +
+                             static_cast<size_t>(row) * TSHMEMI_COLL_MAX_TEAM};
+  };
   epoch_barrier<tshmem::block_scope, barrier_reach::node>(
-      reinterpret_cast<volatile uint64_t *>(base + words + 8 * row), flags, t.my_index, t.size,
-      [&t](int k) { return t.pe(k); }, call, st);
+      words, t.my_index, t.size, [&t](int k) { return t.pe(k); }, call, st);
 }
 
 TSHMEMI_DEVICE void check_shape(const tshmem::team_view &t, int row, int rows, const char *call,

@@ -55,12 +55,14 @@ TSHMEMI_DEVICE size_t slot_bytes(int n) {
 /// targets and visible to every member's block of that row after it (the epoch barrier on words of its own: a
 /// member's world and node collectives count separately). All threads of the block call.
 TSHMEMI_DEVICE void row_barrier(const tshmem::team_view &t, int row, const char *call, const tshmemi_device_state &st) {
-  char *base = area(st);
-  uint64_t *flags =
-      reinterpret_cast<uint64_t *>(base + TSHMEMI_COLL_SPAN_FLAGS) + static_cast<size_t>(row) * TSHMEMI_COLL_SPAN_TEAM;
+  const auto words = [&] {
+    char *base = area(st);
+    return barrier_words{reinterpret_cast<volatile uint64_t *>(base + TSHMEMI_COLL_SPAN_EPOCHS + 8 * row),
+                         reinterpret_cast<uint64_t *>(base + TSHMEMI_COLL_SPAN_FLAGS) +
+                             static_cast<size_t>(row) * TSHMEMI_COLL_SPAN_TEAM};
+  };
   epoch_barrier<tshmem::block_scope, barrier_reach::any>(
-      reinterpret_cast<volatile uint64_t *>(base + TSHMEMI_COLL_SPAN_EPOCHS + 8 * row), flags, t.my_index, t.size,
-      [&t](int k) { return t.pe(k); }, call, st);
+      words, t.my_index, t.size, [&t](int k) { return t.pe(k); }, call, st);
 }
 
 /// Element `i` of `p`, a staging slot a peer or the proxy's copy filled: volatile, so never an L1 line left from

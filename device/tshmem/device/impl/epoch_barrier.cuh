@@ -28,28 +28,39 @@ namespace tshmemi {
 /// off-node call is in their kernels.
 enum class barrier_reach { node, any };
 
-/// The barrier among `size` members, this PE being member `my_index` and member k being PE `pe_of(k)`.
-/// `epoch_word` (this PE's, read and written by the leader) counts the barriers done; `flags[k]` (symmetric)
-/// holds the last epoch member k announced here. Every thread of the Scope group calls.
-template <class Scope, barrier_reach Reach, class PeOf>
-TSHMEMI_DEVICE void epoch_barrier(volatile uint64_t *epoch_word, uint64_t *flags, int my_index, int size, PeOf pe_of,
-                                  const char *call, const tshmemi_device_state &st) {
+/// A barrier's words on this PE: the epoch its leader counts (read and written by the leader only), and
+/// flags[k] (symmetric), the last epoch member k announced here.
+struct barrier_words {
+  volatile uint64_t *epoch;
+  uint64_t *flags;
+};
+
+/// The barrier among `size` members, this PE being member `my_index` and member k being PE `pe_of(k)`, on the
+/// words `words_of()` returns (called after the group barrier: the epoch must be read after it, and the caller's
+/// address arithmetic stays where the barrier's own was). Every thread of the Scope group calls.
+template <class Scope, barrier_reach Reach, class WordsOf, class PeOf>
+TSHMEMI_DEVICE void epoch_barrier(WordsOf words_of, int my_index, int size, PeOf pe_of, const char *call,
+                                  const tshmemi_device_state &st) {
   using G = group<Scope>;
   G::sync();
-  const uint64_t epoch = *epoch_word + 1;
+  const barrier_words words = words_of();
+  const uint64_t epoch = *words.epoch + 1;
   const int rank = static_cast<int>(G::rank()), threads = static_cast<int>(G::size());
   // Member (my_index + 1 + i) % size for i = rank, rank + threads, ... < size - 1: each thread takes its own.
-  for (int i = rank; i < size - 1; i += threads) {
-    const int pe = pe_of((my_index + 1 + i) % size);
-    if constexpr (Reach == barrier_reach::any)
-      transfer::arrive(peer_slot_lane(pe, call, st), heap_offset_of(flags + my_index, st), epoch, pe, call, st);
-    else
-      store_release_sys(remote_ptr_lane(flags + my_index, pe, call, st), epoch);
+  if constexpr (Reach == barrier_reach::any) {
+    const uint64_t flag_offset = heap_offset_of(words.flags + my_index, st);
+    for (int i = rank; i < size - 1; i += threads) {
+      const int pe = pe_of((my_index + 1 + i) % size);
+      transfer::arrive(peer_slot_lane(pe, call, st), flag_offset, epoch, pe, call, st);
+    }
+  } else {
+    for (int i = rank; i < size - 1; i += threads)
+      store_release_sys(remote_ptr_lane(words.flags + my_index, pe_of((my_index + 1 + i) % size), call, st), epoch);
   }
   for (int i = rank; i < size - 1; i += threads)
-    spin_until<uint64_t>(flags + (my_index + 1 + i) % size, TSHMEM_CMP_GE, epoch, call, st);
+    spin_until<uint64_t>(words.flags + (my_index + 1 + i) % size, TSHMEM_CMP_GE, epoch, call, st);
   G::sync();
-  if (rank == 0) *epoch_word = epoch;
+  if (rank == 0) *words.epoch = epoch;
 }
 
 }  // namespace tshmemi

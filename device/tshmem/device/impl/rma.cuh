@@ -29,14 +29,16 @@ template <class Scope, bool kBlocking>
 TSHMEMI_DEVICE void put_bytes(void *dest, const void *src, size_t nbytes, int pe, const char *call,
                               const tshmemi_device_state &st) {
   const uint64_t peer = peer_slot(pe, call, st);
-  transfer::put<Scope, kBlocking>(peer, heap_offset_of(dest, st), src, nbytes, pe, call, st);
+  const uint64_t offset = heap_offset_of(dest, st);
+  transfer::put<Scope, kBlocking>(peer, offset, src, nbytes, pe, call, st);
 }
 
 template <class Scope, bool kBlocking>
 TSHMEMI_DEVICE void get_bytes(void *dest, const void *src, size_t nbytes, int pe, const char *call,
                               const tshmemi_device_state &st) {
   const uint64_t peer = peer_slot(pe, call, st);
-  transfer::get<Scope, kBlocking>(dest, peer, heap_offset_of(src, st), nbytes, pe, call, st);
+  const uint64_t offset = heap_offset_of(src, st);
+  transfer::get<Scope, kBlocking>(dest, peer, offset, nbytes, pe, call, st);
 }
 
 }  // namespace tshmemi

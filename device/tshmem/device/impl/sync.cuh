@@ -24,9 +24,12 @@ TSHMEMI_DEVICE T *internal_slot(size_t offset, const tshmemi_device_state &st) {
 /// quiet's meaning for those.
 template <class Scope>
 TSHMEMI_DEVICE void sync_pes(const char *call, const tshmemi_device_state &st) {
+  const auto words = [&st] {
+    return barrier_words{internal_slot<volatile uint64_t>(internal_heap::kSyncEpoch, st),
+                         internal_slot<uint64_t>(internal_heap::kSyncArrival, st)};
+  };
   epoch_barrier<Scope, barrier_reach::any>(
-      internal_slot<volatile uint64_t>(internal_heap::kSyncEpoch, st),
-      internal_slot<uint64_t>(internal_heap::kSyncArrival, st), st.my_pe, st.n_pes, [](int k) { return k; }, call, st);
+      words, st.my_pe, st.n_pes, [](int k) { return k; }, call, st);
 }
 
 /// Grid-wide barrier among the blocks of one (co-resident) grid on this PE: the first thread of each block

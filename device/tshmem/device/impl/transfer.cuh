@@ -9,6 +9,7 @@
 #define TSHMEM_DEVICE_IMPL_TRANSFER_CUH
 
 #include <cstring>
+#include <type_traits>
 
 #include "tshmem/device/impl/copy.cuh"
 #include "tshmem/device/impl/group.cuh"
@@ -21,14 +22,16 @@
 namespace tshmemi {
 namespace transfer {
 
-/// Whether the PE of peer-table slot `peer` is reached through the off-node proxy (it has no load/store path).
-TSHMEMI_DEVICE bool off_node(uint64_t peer) { return __builtin_expect(peer == 0, 0); }
+/// Whether the PE of peer-table slot `peer` is reached through the off-node proxy (it has no load/store path), as
+/// the condition of the branch itself: the hint attaches to the branch that tests it, which a function returning
+/// the bool would lose (and with it the on-node code's layout).
+#define TSHMEMI_OFF_NODE(peer) __builtin_expect((peer) == 0, 0)
 
 /// nbytes from `src` to heap offset `offset` of the PE of slot `peer`; kBlocking: `src` may be reused on return.
 template <class Scope, bool kBlocking>
 TSHMEMI_DEVICE void put(uint64_t peer, uint64_t offset, const void *src, size_t nbytes, int pe, const char *call,
                         const tshmemi_device_state &st) {
-  if (off_node(peer)) return proxy::put<Scope>(offset, src, nbytes, pe, kBlocking, call, st);
+  if (TSHMEMI_OFF_NODE(peer)) return proxy::put<Scope>(offset, src, nbytes, pe, kBlocking, call, st);
   copy_bytes<Scope>(at_heap_offset<void>(peer, offset), src, nbytes);
   if constexpr (kBlocking) group<Scope>::sync();
 }
@@ -37,7 +40,7 @@ TSHMEMI_DEVICE void put(uint64_t peer, uint64_t offset, const void *src, size_t 
 template <class Scope, bool kBlocking>
 TSHMEMI_DEVICE void get(void *dest, uint64_t peer, uint64_t offset, size_t nbytes, int pe, const char *call,
                         const tshmemi_device_state &st) {
-  if (off_node(peer)) return proxy::get<Scope>(dest, offset, nbytes, pe, call, st);
+  if (TSHMEMI_OFF_NODE(peer)) return proxy::get<Scope>(dest, offset, nbytes, pe, call, st);
   copy_bytes<Scope>(dest, at_heap_offset<const void>(peer, offset), nbytes);
   if constexpr (kBlocking) group<Scope>::sync();
 }
@@ -47,7 +50,7 @@ TSHMEMI_DEVICE void get(void *dest, uint64_t peer, uint64_t offset, size_t nbyte
 template <class T>
 TSHMEMI_DEVICE uint64_t p_slot(uint64_t peer, uint64_t offset, T value, int pe, const char *call,
                                const tshmemi_device_state &st, T *scratch) {
-  if (off_node(peer)) peer = proxy::put_value_then_scratch<T>(offset, value, pe, call, st, scratch);
+  if (TSHMEMI_OFF_NODE(peer)) peer = proxy::put_value_then_scratch<T>(offset, value, pe, call, st, scratch);
   return peer;
 }
 
@@ -55,7 +58,7 @@ TSHMEMI_DEVICE uint64_t p_slot(uint64_t peer, uint64_t offset, T value, int pe, 
 template <class T>
 TSHMEMI_DEVICE uint64_t g_slot(uint64_t peer, uint64_t offset, int pe, const char *call, const tshmemi_device_state &st,
                                T *scratch) {
-  if (off_node(peer)) peer = proxy::get_value_into_scratch<T>(offset, pe, call, st, scratch);
+  if (TSHMEMI_OFF_NODE(peer)) peer = proxy::get_value_into_scratch<T>(offset, pe, call, st, scratch);
   return peer;
 }
 
@@ -86,7 +89,7 @@ TSHMEMI_DEVICE void signal_release(uint64_t *remote_sig, uint64_t signal, int si
 /// A signal operation on the word at `offset` of the PE of slot `peer`.
 TSHMEMI_DEVICE void signal(uint64_t peer, uint64_t offset, uint64_t value, int sig_op, int pe, const char *call,
                            const tshmemi_device_state &st) {
-  if (off_node(peer)) {
+  if (TSHMEMI_OFF_NODE(peer)) {
     if (sig_op != TSHMEM_SIGNAL_SET && sig_op != TSHMEM_SIGNAL_ADD) trap_bad_operator(call, sig_op, st.my_pe);
     proxy::signal(offset, value, sig_op, pe, call, st);
     return;
@@ -98,7 +101,8 @@ TSHMEMI_DEVICE void signal(uint64_t peer, uint64_t offset, uint64_t value, int s
 template <class Scope>
 TSHMEMI_DEVICE void put_signal(uint64_t peer, uint64_t offset, const void *src, size_t nbytes, uint64_t sig_offset,
                                uint64_t signal, int sig_op, int pe, const char *call, const tshmemi_device_state &st) {
-  if (off_node(peer)) return proxy::put_signal<Scope>(offset, src, nbytes, sig_offset, signal, sig_op, pe, call, st);
+  if (TSHMEMI_OFF_NODE(peer))
+    return proxy::put_signal<Scope>(offset, src, nbytes, sig_offset, signal, sig_op, pe, call, st);
   uint64_t *remote_sig = at_heap_offset<uint64_t>(peer, sig_offset);
   void *remote = at_heap_offset<void>(peer, offset);
   copy_bytes<Scope>(remote, src, nbytes);
@@ -111,7 +115,7 @@ TSHMEMI_DEVICE void put_signal(uint64_t peer, uint64_t offset, const void *src, 
 /// thread wrote before (a release on this node; off it, after every request posted before, at the target).
 TSHMEMI_DEVICE void arrive(uint64_t peer, uint64_t slot_offset, uint64_t epoch, int pe, const char *call,
                            const tshmemi_device_state &st) {
-  if (off_node(peer)) return proxy::arrive(slot_offset, epoch, pe, call, st);
+  if (TSHMEMI_OFF_NODE(peer)) return proxy::arrive(slot_offset, epoch, pe, call, st);
   store_release_sys(at_heap_offset<uint64_t>(peer, slot_offset), epoch);
 }
 
@@ -133,37 +137,66 @@ TSHMEMI_DEVICE constexpr unsigned proxy_amo_kind() {
   return 0;
 }
 
-/// `Op` with system scope on the word W (unsigned int or unsigned long long) at `offset` of the PE of slot `peer`;
-/// returns the previous word (`set`: `v`). Off this node the same atomic goes through the proxy and is done by
-/// that PE's GPU; with kFetch false (the caller drops the old word) it is posted without waiting for it.
-template <amo_op Op, bool kFetch, class W>
-TSHMEMI_DEVICE W atomic(uint64_t peer, uint64_t offset, W v, W cond, int pe, const char *call,
+/// The unsigned word the hardware operates on.
+template <class T>
+using amo_word_t = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
+
+template <class T>
+TSHMEMI_DEVICE amo_word_t<T> to_word(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return __float_as_uint(v);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return static_cast<unsigned long long>(__double_as_longlong(v));
+  } else {
+    return static_cast<amo_word_t<T>>(v);
+  }
+}
+
+template <class T>
+TSHMEMI_DEVICE T from_word(amo_word_t<T> w) {
+  if constexpr (std::is_same_v<T, float>) {
+    return __uint_as_float(w);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return __longlong_as_double(static_cast<long long>(w));
+  } else {
+    return static_cast<T>(w);
+  }
+}
+
+/// `Op` with system scope on the T (a 4- or 8-byte integer, float or double) at `offset` of the PE of slot `peer`;
+/// returns the previous value (`set`: `value`). Off this node the same atomic goes through the proxy and is done
+/// by that PE's GPU; with kFetch false (the caller drops the old value) it is posted without waiting for it.
+template <amo_op Op, bool kFetch, class T>
+TSHMEMI_DEVICE T atomic(uint64_t peer, uint64_t offset, T value, T cond, int pe, const char *call,
                         const tshmemi_device_state &st) {
-  if (off_node(peer)) {
+  using W = amo_word_t<T>;
+  if (TSHMEMI_OFF_NODE(peer)) {
     constexpr unsigned kind = kFetch ? proxy_amo_kind<Op>() : (proxy_amo_kind<Op>() & ~unsigned{TSHMEMI_AMO_FETCH});
-    return static_cast<W>(proxy::amo(offset, kind, sizeof(W), v, cond, pe, call, st));
+    const uint64_t old = proxy::amo(offset, kind, sizeof(W), to_word(value), to_word(cond), pe, call, st);
+    return Op == amo_op::set ? value : from_word<T>(static_cast<W>(old));
   }
   W *word = at_heap_offset<W>(peer, offset);
+  const W v = to_word(value);
   if constexpr (Op == amo_op::fetch) {
-    return load_relaxed_sys(word);
+    return from_word<T>(load_relaxed_sys(word));
   } else if constexpr (Op == amo_op::set) {
     store_relaxed_sys(word, v);
-    return v;
+    return value;
   } else if constexpr (Op == amo_op::swap) {
-    return atomicExch_system(word, v);
+    return from_word<T>(atomicExch_system(word, v));
   } else if constexpr (Op == amo_op::compare_swap) {
-    return atomicCAS_system(word, cond, v);
+    return from_word<T>(atomicCAS_system(word, to_word(cond), v));
   } else if constexpr (Op == amo_op::fetch_add) {
-    return atomicAdd_system(word, v);
+    return from_word<T>(atomicAdd_system(word, v));
   } else if constexpr (Op == amo_op::fetch_and) {
-    return atomicAnd_system(word, v);
+    return from_word<T>(atomicAnd_system(word, v));
   } else if constexpr (Op == amo_op::fetch_or) {
-    return atomicOr_system(word, v);
+    return from_word<T>(atomicOr_system(word, v));
   } else if constexpr (Op == amo_op::fetch_xor) {
-    return atomicXor_system(word, v);
+    return from_word<T>(atomicXor_system(word, v));
   } else {
-    static_assert(tshmem::dependent_false<W>, "unknown atomic operation");
-    return v;
+    static_assert(tshmem::dependent_false<T>, "unknown atomic operation");
+    return value;
   }
 }
 
