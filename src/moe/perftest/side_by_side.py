@@ -1,6 +1,6 @@
 """TileKernels and tshmem_moe on the same tensors with the same timing, one table with ratios (GPU host).
 
-    PYTHONPATH=<tilelang site>:<tshmem_moe site>:<TileKernels checkout>:perftest/moe python3 side_by_side.py
+    PYTHONPATH=<tilelang site>:<tshmem_moe site>:<TileKernels checkout>:src/moe/perftest python3 side_by_side.py
     (scripts/tilekernels-gpu.sh sets this up.)  Options: --rep N (default 30), --iters N (back-to-back calls,
     default 100), --only SUBSTRING, --no-tk-shapes, --json FILE, --budget-s S (start no row after S
     seconds), --isolate KERNELS (default get_fused_mapping).

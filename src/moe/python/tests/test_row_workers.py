@@ -1,10 +1,10 @@
-"""perftest/moe/row_workers.py (side_by_side.py's worker processes for rows whose call can lose the CUDA
+"""src/moe/perftest/row_workers.py (side_by_side.py's worker processes for rows whose call can lose the CUDA
 context): a fault, a worker that dies and one that hangs each cost only their own row; no torch, no GPU."""
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', '..', 'perftest', 'moe'))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'perftest'))
 import row_workers  # noqa: E402
 
 FAKE_WORKER = '''

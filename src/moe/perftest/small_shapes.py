@@ -1,8 +1,8 @@
 """The small MoE kernels at TileKernels' smallest benchmark shapes, a few calls each: a driver for ncu (GPU host).
 
-    PYTHONPATH=<tshmem_moe site>[:<tilelang site>:<TileKernels checkout>]:perftest/moe \
+    PYTHONPATH=<tshmem_moe site>[:<tilelang site>:<TileKernels checkout>]:src/moe/perftest \
       ncu --cache-control all -k 'regex:histogram|normalize|mapping|group_count|aux_fi' --set full \
-      -o moe-small python3 perftest/moe/small_shapes.py [--tk] [--spec] [--calls N]
+      -o moe-small python3 src/moe/perftest/small_shapes.py [--tk] [--spec] [--calls N]
 
 Rows: group_count, aux_fi, normalize_weight and get_fused_mapping (align 128, P = 0) at T = 8131 K = 2 E = 9 and
 get_fused_mapping at T = 8881 K = 2 E = 32 (TileKernels' generator: 4001 tokens per rank, 8 ranks of 72 and

@@ -7,7 +7,7 @@ compute-sanitizer memcheck with torch's caching allocator off, so that reads pas
 Variants (E=4 local experts of 256, K=9, alignment 128):
   tk_inputs_sync      TileKernels' own generate_topk_idx (rows with no local expert dropped), P=0: its tests' path
   tk_inputs_small     the same at K=2, 9 of 72 experts (about 7.5 k rows): is the fault tied to the shape?
-  bench_inputs_P      draws over 256 experts masked to -1 unless < 4, all-(-1) rows kept (perftest/moe's
+  bench_inputs_P      draws over 256 experts masked to -1 unless < 4, all-(-1) rows kept (moe_bench's
                       T=34300), P = T*K + 127*E given
   bench_inputs_sync   the same, P=0
   no_sync_P0          force_no_sync=True with P=0: zero-length pos_to_* outputs (a caller's mistake)
