@@ -1,11 +1,12 @@
-// CPU references of the gating entry points (spec §5-§7). Straightforward loops that read like the spec;
-// every top-k is a stable descending selection with true removal (ties to the smaller index).
+// CPU references of the gate family (docs/moe.md, "Gating"). Straightforward loops that read like the
+// semantics; every top-k is a stable descending selection with true removal (ties to the smaller index).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "ops.h"
+#include "core/tp_mask.h"
+#include "gate/gate.h"
 
 namespace tshmem_moe {
 namespace {

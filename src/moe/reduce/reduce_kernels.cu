@@ -1,108 +1,13 @@
-// expand_to_fused(_with_sf) and reduce_fused (spec §14-§16): streaming kernels with 16-byte accesses.
+// CUDA kernels of the reduce family (docs/moe.md, "Reduction"): reduce_fused, a streaming gather with 16-byte
+// accesses, fmaf in slot order.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
-#include "kernels_common.cuh"
+#include "core/kernels_common.cuh"
+#include "reduce/reduce.h"
 
 namespace tshmem_moe {
 namespace {
-
-constexpr int kExpandThreads = 128;
-constexpr int kMaxSlots = 32;  // destinations per pass: one warp compacts them (more are done in passes)
-
-// Blocks [0, ceil(P / kExpandThreads)) zero the padding rows (pos_to_expert < 0) of kExpandThreads fused rows
-// each: one coalesced load of their pos_to_expert, then the padding rows among them; the T blocks after them
-// copy token b's row x[b] to each of its fused rows. (Padding blocks last made a tail: 8.6 µs more at the
-// spec's shape, 240.0 against 231.4.) (One block per fused row, TileKernels' layout too, spends a
-// block launch and a dependent load on each of the P - T rows that are not padding: 41.5 k of 49.5 k blocks at
-// the spec's shape.) V is the access width (uint4 when rows and bases allow, else narrower).
-//
-// A copy makes one memory round trip before its stores: each thread issues the loads of its first
-// kExpandLoads vectors of the row (and its first sf word) before the positions are known, while warp 0 loads
-// the token's K positions (one per lane, not one after another) and compacts the valid ones into shared
-// memory; after the barrier the row goes to every destination.
-constexpr int kExpandLoads = 8;
-
-template <class V>
-__device__ __forceinline__ void expand_zero_padding(const ExpandArgs &a, int64_t r0) {
-  __shared__ int64_t rows[kExpandThreads];
-  __shared__ int nrows;
-  if (threadIdx.x == 0) nrows = 0;
-  __syncthreads();
-  const int64_t r = r0 + threadIdx.x;
-  if (r < a.P && __ldg(a.pos_to_expert + r) < 0) rows[atomicAdd(&nrows, 1)] = r;  // any order
-  __syncthreads();
-  const int n = nrows;
-  const int64_t row_bytes = a.H * a.esize;
-  const int64_t nv = row_bytes / static_cast<int64_t>(sizeof(V));
-  V z;
-  memset(&z, 0, sizeof z);
-  for (int i = 0; i < n; ++i) {
-    const int64_t b = rows[i];
-    V *o = reinterpret_cast<V *>(static_cast<char *>(a.out) + b * row_bytes);
-    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) o[v] = z;
-    if (a.sf_out)
-      for (int64_t j = threadIdx.x; j < a.hsf; j += blockDim.x)
-        a.sf_out[a.col_major ? j * a.P4 + b : b * a.hsf + j] = 0u;
-  }
-}
-
-template <class V>
-__global__ void __launch_bounds__(kExpandThreads) expand_kernel(const ExpandArgs a, DeviceError *err) {
-  __shared__ int64_t dst[kMaxSlots];
-  __shared__ int ndst;
-  // The padding blocks come first, so that their stores overlap the copies instead of trailing them.
-  const int64_t pad_blocks = (a.P + kExpandThreads - 1) / kExpandThreads;
-  if (static_cast<int64_t>(blockIdx.x) < pad_blocks) {
-    expand_zero_padding<V>(a, static_cast<int64_t>(blockIdx.x) * kExpandThreads);
-    return;
-  }
-  const int64_t b = blockIdx.x - pad_blocks;  // the token
-  const int64_t row_bytes = a.H * a.esize;
-  const int64_t nv = row_bytes / static_cast<int64_t>(sizeof(V));
-  const int64_t bd = blockDim.x;
-  const V *src = reinterpret_cast<const V *>(static_cast<const char *>(a.x) + b * row_bytes);
-  const int lane = static_cast<int>(threadIdx.x & 31);
-  for (int64_t k0 = 0; k0 < a.K; k0 += kMaxSlots) {
-    V r[kExpandLoads];
-#pragma unroll
-    for (int u = 0; u < kExpandLoads; ++u)
-      if (threadIdx.x + u * bd < nv) r[u] = src[threadIdx.x + u * bd];
-    const bool has_sf = a.sf_out && static_cast<int64_t>(threadIdx.x) < a.hsf;
-    const uint32_t s0 = has_sf ? __ldg(a.x_sf + b * a.hsf + threadIdx.x) : 0u;
-    __syncthreads();  // the previous pass's destinations are used
-    if (threadIdx.x < 32) {
-      const int64_t k = k0 + lane;
-      int64_t q = -1;
-      if (k < a.K) {
-        q = __ldg(a.pos + b * a.K + k);
-        if (q < -1 || q >= a.P) {
-          record_value_error(err, kErrPosRange, q, b * a.K + k, a.P);
-          q = -1;
-        }
-      }
-      const unsigned valid = __ballot_sync(kFullMask, q >= 0);
-      if (q >= 0) dst[__popc(valid & ((1u << lane) - 1u))] = q;
-      if (lane == 0) ndst = __popc(valid);
-    }
-    __syncthreads();
-    const int m = ndst;
-#pragma unroll
-    for (int u = 0; u < kExpandLoads; ++u)
-      if (threadIdx.x + u * bd < nv)
-        for (int d = 0; d < m; ++d)
-          reinterpret_cast<V *>(static_cast<char *>(a.out) + dst[d] * row_bytes)[threadIdx.x + u * bd] = r[u];
-    for (int64_t i = threadIdx.x + kExpandLoads * bd; i < nv; i += bd) {  // rows beyond the first loads
-      const V v = src[i];
-      for (int d = 0; d < m; ++d) reinterpret_cast<V *>(static_cast<char *>(a.out) + dst[d] * row_bytes)[i] = v;
-    }
-    if (a.sf_out)
-      for (int64_t j = threadIdx.x; j < a.hsf; j += bd) {
-        const uint32_t sv = j == static_cast<int64_t>(threadIdx.x) ? s0 : __ldg(a.x_sf + b * a.hsf + j);
-        for (int d = 0; d < m; ++d) a.sf_out[a.col_major ? j * a.P4 + dst[d] : dst[d] * a.hsf + j] = sv;
-      }
-  }
-}
 
 // 8 consecutive elements of row p, loaded raw (16 bytes of bf16 or 32 of fp32) so that several rows can be in
 // flight before any is converted.
@@ -297,12 +202,6 @@ __global__ void __launch_bounds__(kReduceThreads, 7) reduce_kernel(const ReduceA
   }
 }
 
-template <class V>
-void launch_expand_v(const ExpandArgs &a, const LaunchCtx &c) {
-  const unsigned grid = static_cast<unsigned>(a.T + (a.P + kExpandThreads - 1) / kExpandThreads);
-  expand_kernel<V><<<grid, kExpandThreads, 0, c.stream>>>(a, c.err);
-}
-
 template <bool BF16>
 void launch_reduce_in(const ReduceArgs &a, const LaunchCtx &c, size_t smem) {
   const unsigned grid = static_cast<unsigned>(a.T);
@@ -315,18 +214,6 @@ void launch_reduce_in(const ReduceArgs &a, const LaunchCtx &c, size_t smem) {
 }
 
 }  // namespace
-
-Status launch_expand(const ExpandArgs &a, const LaunchCtx &c) {
-  const uintptr_t align =
-      reinterpret_cast<uintptr_t>(a.x) | reinterpret_cast<uintptr_t>(a.out) | static_cast<uintptr_t>(a.H * a.esize);
-  if (align % 16 == 0)
-    launch_expand_v<uint4>(a, c);
-  else if (align % 4 == 0)
-    launch_expand_v<uint32_t>(a, c);
-  else
-    launch_expand_v<uint8_t>(a, c);
-  return kSuccess;
-}
 
 Status launch_reduce_fused(const ReduceArgs &a, const LaunchCtx &c) {
   const size_t smem = static_cast<size_t>(a.K) * (sizeof(int) + sizeof(float));

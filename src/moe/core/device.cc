@@ -1,7 +1,7 @@
 // Per-device state of tshmem_moe. Everything is keyed by device index: the SM count, the shared-memory limit
 // and the value-error record of device 1 are never taken from device 0 (the multi-GPU bug this library
 // answers).
-#include "device.h"
+#include "core/device.h"
 
 #include <atomic>
 #include <cinttypes>

@@ -1,5 +1,6 @@
-// Internal helpers of tshmem_moe shared by every source: status plumbing, the thread-local last error, and
-// the exception edge of the C API. Host code only.
+// The sublibrary's own error mechanism, shared by every family: status plumbing, the thread-local last error
+// and the exception edge of the C API. It is not tshmem's (src/common/error.h): tshmem_moe has its own public
+// status codes and messages and never links libtshmem (docs/moe.md, "Layout"). Host code only.
 #pragma once
 
 #include <cstdarg>
@@ -19,6 +20,9 @@ constexpr Status kSuccess = TSHMEM_MOE_SUCCESS;
 Status fail(Status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 // Maps a CUDA error to a status (OOM, no device, CUDA) with a message naming the failed expression.
 Status cuda_fail(cudaError_t err, const char *what);
+// A value of a tensor that breaks a rule, as the CPU references report it: INVALID_VALUE with
+// "tensor '<tensor>' holds <value> at flat position <pos>; <rule>".
+Status range_error(const char *tensor, int64_t value, int64_t pos, const char *rule);
 const char *current_call();
 
 // Names the public call for the messages of everything below it on this thread.

@@ -1,10 +1,9 @@
-// Device helpers shared by the kernels: warp arg-max with the spec's tie rule, grid sizing.
+// Device helpers shared by the families' kernels: warp arg-max with the ties-to-the-smaller-index rule,
+// multiply-high division by launch constants, grid sizing.
 #pragma once
 
 #include <climits>
 #include <cstdint>
-
-#include "ops.h"
 
 namespace tshmem_moe {
 
@@ -54,7 +53,7 @@ struct FastDiv31 {
   }
 };
 
-// The three divisions of the 32-bit EP/TP transform (mask_by_tp_32 in ops.h) by launch constants, precomputed
+// The three divisions of the 32-bit EP/TP transform (mask_by_tp_32 in core/tp_mask.h) by launch constants, precomputed
 // for tp_fits_32(per_gpu, tp_rank, num_tp_ranks): every divisor, and every dividend there (v, v / per_gpu and
 // v - tp_rank * per_gpu <= v, for ids v < 2^31), is below 2^31.
 struct TpFastDivide {

@@ -1,10 +1,12 @@
-// CUDA kernels of the gating entry points (spec §5-§7): one warp per token, scores held in registers (lane l
+// CUDA kernels of the gate family (docs/moe.md, "Gating"): one warp per token, scores held in registers (lane l
 // holds experts l, l+32, ...). Every top-k is a sequence of REDUX rounds over order-preserving integer keys
 // (max key, then the smallest index holding it), so the result equals a stable descending sort with true
 // removal; each lane caches its best and second-best remaining slot and rescans only when both were taken.
 #include <cmath>
 
-#include "kernels_common.cuh"
+#include "core/kernels_common.cuh"
+#include "core/tp_mask.h"
+#include "gate/gate.h"
 
 namespace tshmem_moe {
 namespace {

@@ -1,12 +1,12 @@
 // Tensor views: validation, allocation of outputs, and the public tensor helpers.
-#include "tensor.h"
+#include "core/tensor.h"
 
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-#include "device.h"
+#include "core/device.h"
 
 namespace tshmem_moe {
 

@@ -1,9 +1,9 @@
 // Status strings and the thread-local last error of tshmem_moe (its own small mechanism: this library does
 // not depend on libtshmem).
+#include "core/status.h"
+
 #include <cstdio>
 #include <cstring>
-
-#include "common.h"
 
 namespace tshmem_moe {
 namespace {
@@ -32,6 +32,11 @@ Status cuda_fail(cudaError_t err, const char *what) {
   if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver || err == cudaErrorInvalidDevice)
     s = TSHMEM_MOE_ERR_NO_DEVICE;
   return fail(s, "%s failed: %s (%s)", what, cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
+Status range_error(const char *tensor, int64_t value, int64_t pos, const char *rule) {
+  return fail(TSHMEM_MOE_ERR_INVALID_VALUE, "tensor '%s' holds %lld at flat position %lld; %s", tensor,
+              static_cast<long long>(value), static_cast<long long>(pos), rule);
 }
 
 }  // namespace tshmem_moe

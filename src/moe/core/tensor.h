@@ -5,7 +5,7 @@
 #include <initializer_list>
 #include <vector>
 
-#include "common.h"
+#include "core/status.h"
 
 namespace tshmem_moe {
 

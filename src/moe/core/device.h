@@ -1,9 +1,11 @@
-// Device rules: the guard that makes the primary input's device current, the per-device cache of device
-// facts, the SM-count override, and reporting of value violations recorded by kernels.
+// The sublibrary's device rules (docs/moe.md, "Conventions"): the guard that makes the primary input's device
+// current, the per-device cache of device facts, the SM-count override, the stream workspaces and the report of
+// value violations recorded by kernels. The guard is tshmem_moe's own, not tshmem's (src/cuda/device_guard.h):
+// it is a no-op for CPU views and reports a missing device as TSHMEM_MOE_ERR_NO_DEVICE in the sublibrary's words.
 #pragma once
 
-#include "common.h"
-#include "device_error.h"
+#include "core/status.h"
+#include "core/value_errors.h"
 
 namespace tshmem_moe {
 

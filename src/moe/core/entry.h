@@ -1,13 +1,13 @@
 // The shape every entry point follows (CUTLASS-style check -> allocate -> run): validate the views, enter the
 // primary input's device, prepare outputs, then run the CPU reference (host tensors) or the CUDA launcher
-// followed by the value-check report.
+// followed by the value-check report. Included by every family's <family>_api.cc.
 #pragma once
 
 #include <cinttypes>
 
-#include "device.h"
-#include "ops.h"
-#include "tensor.h"
+#include "core/device.h"
+#include "core/launch.h"
+#include "core/tensor.h"
 
 namespace tshmem_moe {
 

@@ -6,7 +6,7 @@
 
 namespace tshmem_moe {
 
-// One code per rule a kernel checks; value_error_text() in device.cc gives the tensor and rule for each.
+// One code per rule a kernel checks; value_error_text() in core/device.cc gives the tensor and rule for each.
 enum ValueErrorCode : int {
   kNoValueError = 0,
   kErrGroupIdxRange = 1,    // group_count: group_idx outside [-1, num_groups)

@@ -1,5 +1,6 @@
-// Entry points of the gating kernels (spec §5-§7): argument rules, then dispatch.
-#include "api_util.h"
+// Entry points of the gate family (docs/moe.md, "Gating"): argument rules, then dispatch.
+#include "core/entry.h"
+#include "gate/gate.h"
 
 using namespace tshmem_moe;
 
