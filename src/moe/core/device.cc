@@ -34,16 +34,13 @@ struct ErrorText {
   const char *tensor;
   const char *rule;
 };
+// The tensor and rule of a recorded code, from the registry (core/value_errors.h).
 ErrorText value_error_text(int code) {
   switch (static_cast<ValueErrorCode>(code)) {
-    case kErrGroupIdxRange: return {"group_idx", "entries must be in [-1, num_groups)"};
-    case kErrTopkIdxRange: return {"topk_idx", "entries must be in [-1, num_experts)"};
-    case kErrUniqueRange: return {"group_indices", "non-negative entries must be < align(num_groups, 64)"};
-    case kErrPosRange: return {"token_topk_to_pos", "entries must be in [-1, P) where P is the fused row count"};
-    case kErrNonFinite: return {"logits", "all values must be finite (no NaN or inf)"};
-    case kErrFixRoutingIdx: return {"unmapped_topk_idx", "fix-routing entries must be in [0, num_routed_experts)"};
-    case kErrLogicalCount: return {"logical_count", "entries must be in [1, to_physical_map.shape[1]]"};
-    case kErrMappingOverflow: return {"num_expanded_tokens", "must be >= the sum of aligned per-expert counts"};
+#define TSHMEM_MOE_VALUE_RULE_TEXT(name, code, tensor, rule) \
+  case name: return {tensor, rule};
+    TSHMEM_MOE_VALUE_RULES(TSHMEM_MOE_VALUE_RULE_TEXT)
+#undef TSHMEM_MOE_VALUE_RULE_TEXT
     case kNoValueError:
     case kNumValueErrors: break;
   }
