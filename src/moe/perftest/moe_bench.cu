@@ -1,7 +1,7 @@
-// tshmem_moe_bench: each MoE kernel at the spec's benchmark shapes (T = 8001 for the gates, H = 7168 bf16,
-// K = 6 for expand/reduce), reporting GB/s by the spec's byte counts and the fraction of the device-to-device
+// tshmem_moe_bench: each MoE kernel at the benchmark shapes of docs/moe.md (T = 8001 for the gates, H = 7168 bf16,
+// K = 6 for expand/reduce), reporting GB/s by their byte counts and the fraction of the device-to-device
 // copy bandwidth measured in the same run, plus an empty-kernel launch floor. Two timings per kernel:
-//  * kernel_us: GPU execution time, as the spec's TileLang do_bench(fn, backend='cupti', rep=30): CUPTI activity
+//  * kernel_us: GPU execution time, as TileKernels' TileLang do_bench(fn, backend='cupti', rep=30): CUPTI activity
 //    records (kernels and memsets) of `rep` calls, summed per call and averaged, with the L2 flushed (a 256 MiB
 //    write) before each call. If CUPTI cannot be initialised, a CUDA graph of `rep` calls, replayed.
 //  * time_us: CUDA events around back-to-back calls (includes launch overhead: never below the launch floor).
@@ -659,9 +659,9 @@ int main(int argc, char **argv) {
       "#   each row, end) %.2f us (min %.2f, max %.2f; %.2f us host time per launch at the start)\n",
       floor_k_us, sorted_floor.size(), floor_us, sorted_floor.front(), sorted_floor.back(), floor_host_us);
   std::printf(
-      "# _k columns: by kernel_us against the kernel-time roofline and floor (roof_k: the spec's GB/s, issue 5's\n"
-      "#   roofline targets); _b columns: by time_us against the back-to-back roofline and the median floor\n"
-      "#   (xfl_b: issue 5's launch-floor targets)\n"
+      "# _k columns: by kernel_us against the kernel-time roofline and floor (roof_k: GB/s by the benchmark's byte\n"
+      "#   counts, the roofline targets); _b columns: by time_us against the back-to-back roofline and the median\n"
+      "#   floor (xfl_b: the launch-floor targets)\n"
       "# read_us: kernel time of a pure streaming read of the row's byte count, timed the same way (L2 flushed):\n"
       "#   the best any kernel touching those bytes can do at this size; read_roof: its fraction of the roofline;\n"
       "#   of_read: read_us / kernel_us\n");

@@ -29,8 +29,8 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-// float -> float8_e4m3fn, round to nearest even, saturating to +-448 (the port's documented choice, spec
-// §16.2); NaN -> 0x7f with the sign.
+// float -> float8_e4m3fn, round to nearest even, saturating to +-448 (the port's documented choice, docs/moe.md,
+// reduce_fused); NaN -> 0x7f with the sign.
 inline uint8_t f32_to_e4m3_sat(float f) {
   const uint32_t u = f32_bits(f);
   const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);

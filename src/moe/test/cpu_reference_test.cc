@@ -83,7 +83,8 @@ TEST(MoeTopkGroup, SumsAreMultisetsAndTiesGoLow) {
   EXPECT_EQ(tshmem_moe_topk_sum_and_topk_group_idx(&st, 1, 4, &bad, nullptr), TSHMEM_MOE_ERR_INVALID_ARGUMENT);
 }
 
-// §7.3: R = 72, num_extra = 32, 4 EP ranks, 2 TP ranks: per_rank = 26, per_dp = 52.
+// top2_sum_gate's worked example (docs/moe.md): R = 72, num_extra = 32, 4 EP ranks, 2 TP ranks: per_rank = 26,
+// per_dp = 52.
 TEST(MoeMaskByTp, WorkedExample73) {
   std::vector<int64_t> ids(104);
   for (int i = 0; i < 104; ++i) ids[i] = i;
@@ -314,7 +315,8 @@ TEST(MoeUnique, KeepsTheLeftmostOccurrence) {
   EXPECT_EQ(tshmem_moe_inplace_unique_group_indices(&gt, 129, nullptr), TSHMEM_MOE_ERR_INVALID_ARGUMENT);
 }
 
-// §13.4: topk_idx = [[1,-1],[0,1],[1,0]], E = 3, alignment 4, canonical (ascending f) order.
+// get_fused_mapping's worked example (docs/moe.md): topk_idx = [[1,-1],[0,1],[1,0]], E = 3, alignment 4, canonical
+// (ascending f) order.
 TEST(MoeFusedMapping, WorkedExample134) {
   std::vector<int64_t> idx = {1, -1, 0, 1, 1, 0};
   Tensor it = view(idx, TSHMEM_MOE_INT64, {3, 2});
@@ -390,7 +392,7 @@ TEST(MoeFusedMapping, EmptyAndAllMinusOne) {
 }
 
 TEST(MoeExpand, CopiesRowsAndZeroesPadding) {
-  // The §13.4 mapping, H = 4 bf16 (bit patterns 0x100*t + i).
+  // The worked example's mapping, H = 4 bf16 (bit patterns 0x100*t + i).
   std::vector<uint16_t> x(12);
   for (int t = 0; t < 3; ++t)
     for (int i = 0; i < 4; ++i) x[t * 4 + i] = static_cast<uint16_t>(0x100 * (t + 1) + i);

@@ -41,7 +41,7 @@ struct SmsReset {
 struct MoeParams {
   int64_t local, ranks, K;
 };
-std::vector<MoeParams> moe_params() {  // §3.1 base matrix: (local, ranks) x num_topk
+std::vector<MoeParams> moe_params() {  // the reference matrix: (local, ranks) x num_topk
   std::vector<MoeParams> v;
   for (auto lr : {std::pair<int64_t, int64_t>{9, 8}, {32, 8}, {4, 64}})
     for (int64_t K : {2, 6, 8, 9}) v.push_back({lr.first, lr.second, K});
@@ -269,7 +269,7 @@ TEST_F(MoeGpu, CountsUniqueMaskNormalize) {
         MOE_OK(tshmem_moe_mask_indices_by_tp(&fd, n, mp.ranks, tp, tpn, &g, nullptr));
         expect_same(r.t, g.t, "mask_indices_by_tp " + tag);
       }
-    // inplace_unique on group ids, §12: group = topk_idx // (E_local * ranks / G).
+    // inplace_unique on group ids: group = topk_idx // (E_local * ranks / G).
     for (int64_t G : {8, 16, 72}) {
       if (n % G) continue;
       std::vector<int64_t> grp(idx.size());

@@ -1,5 +1,6 @@
 // Helpers of the tshmem_moe tests: host views over std::vector, device mirrors, strided gathers for
-// byte-wise comparison, and the spec's topk_idx generator (receive side of an EP dispatch, §3.1).
+// byte-wise comparison, and the reference topk_idx generator (receive side of an EP dispatch; docs/moe.md,
+// "Reference inputs and benchmark shapes").
 #pragma once
 
 #include <gtest/gtest.h>
@@ -127,7 +128,7 @@ inline int gpu_count() {
 // The calling thread's last error message, for find().
 inline std::string last() { return tshmem_moe_last_error(); }
 
-// §3.1 generate_topk_idx: S*R rows pick K distinct experts of E*R uniformly (the top-K of iid scores), ids
+// generate_topk_idx: S*R rows pick K distinct experts of E*R uniformly (the top-K of iid scores), ids
 // not local (>= E) become -1, rows that are all -1 are dropped. Rows have no duplicate and >= 1 valid entry.
 inline std::vector<int64_t> generate_topk_idx(int64_t S, int64_t K, int64_t E, int64_t R, uint32_t seed,
                                               int64_t *rows) {

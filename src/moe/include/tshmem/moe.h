@@ -1,11 +1,12 @@
 /*
  * tshmem_moe — MoE routing kernels (gating, counting, the expert-major "fused" layout, expand and reduce).
  *
- * Semantics: shared/moe-spec.md (a port of DeepSeek TileKernels' tile_kernels.moe). This header is the C API
- * of libtshmem_moe, a separate library that depends on the CUDA runtime only.
+ * The C API of libtshmem_moe, a port of DeepSeek TileKernels' tile_kernels.moe and a separate library that
+ * depends on the CUDA runtime only. Semantics (arguments, shapes, dtypes, outputs, edge cases, errors) of every
+ * entry point: docs/moe.md, "Semantics of the entry points"; the comments below summarise them.
  *
  * Tensors are small views (pointer, dtype, shape, strides in elements, device). A view whose `device` is
- * TSHMEM_MOE_DEVICE_CPU lives in host memory: the call then runs the CPU reference of the spec and makes no
+ * TSHMEM_MOE_DEVICE_CPU lives in host memory: the call then runs the CPU reference and makes no
  * CUDA call at all. A view with `device >= 0` lives on that CUDA device: the call runs the CUDA kernels.
  *
  * Device rules: every call runs on the device of its primary input (the first tensor argument) under a guard
@@ -48,10 +49,10 @@ extern "C" {
 /** Status codes. 0 is success. */
 typedef enum tshmem_moe_status {
   TSHMEM_MOE_SUCCESS = 0,
-  TSHMEM_MOE_ERR_INVALID_ARGUMENT = 1, /**< A shape, dtype, stride or value rule of the spec is broken. */
+  TSHMEM_MOE_ERR_INVALID_ARGUMENT = 1, /**< A shape, dtype, stride or scalar rule (docs/moe.md) is broken. */
   TSHMEM_MOE_ERR_DEVICE_MISMATCH = 2,  /**< A tensor lives on another device than the primary input. */
   TSHMEM_MOE_ERR_INVALID_VALUE = 3,    /**< A value inside a tensor breaks a rule (index out of range, NaN). */
-  TSHMEM_MOE_ERR_UNSUPPORTED = 4,      /**< Valid per the spec but beyond this port's kernel limits. */
+  TSHMEM_MOE_ERR_UNSUPPORTED = 4,      /**< Valid by the semantics but beyond this port's kernel limits. */
   TSHMEM_MOE_ERR_NO_DEVICE = 5,        /**< No CUDA device, or the device index does not exist. */
   TSHMEM_MOE_ERR_OUT_OF_MEMORY = 6,    /**< An allocation failed. */
   TSHMEM_MOE_ERR_CUDA = 7,             /**< A CUDA runtime call failed. */
@@ -84,7 +85,7 @@ typedef struct tshmem_moe_tensor {
   int32_t device; /**< CUDA device index, or TSHMEM_MOE_DEVICE_CPU for host memory. */
 } tshmem_moe_tensor_t;
 
-/** Scoring functions of top2_sum_gate (spec §7). IDENTITY exists for parsing only and is rejected. */
+/** Scoring functions of top2_sum_gate. IDENTITY exists for parsing only and is rejected. */
 typedef enum tshmem_moe_scoring_func {
   TSHMEM_MOE_SCORING_SIGMOID = 0,
   TSHMEM_MOE_SCORING_SQRTSOFTPLUS = 1,
@@ -133,22 +134,22 @@ TSHMEM_MOE_API tshmem_moe_check_mode_t tshmem_moe_get_check_mode(void);
  *  device since the last report, as TSHMEM_MOE_ERR_INVALID_VALUE with a message; SUCCESS if none. */
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_check_device_errors(int device, cudaStream_t stream);
 
-/* ---- gating (spec §5-§7) ------------------------------------------------------------------------------- */
+/* ---- gating (docs/moe.md, "Gating"; src/moe/gate) ---------------------------------------------------------------- */
 
-/** §5. scores [T, E] fp32 contiguous; 1 <= num_topk <= E. topk_idx: [T, K] int64, the K best experts per row
- *  in descending score, ties to the smaller index (a stable descending sort; true removal, so -inf scores
- *  never repeat an index). Port limit: E <= 1024. */
+/** topk_gate (docs/moe.md). scores [T, E] fp32 contiguous; 1 <= num_topk <= E. topk_idx: [T, K] int64, the K best
+ *  experts per row in descending score, ties to the smaller index (a stable descending sort; true removal, so
+ *  -inf scores never repeat an index). Port limit: E <= 1024. */
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_topk_gate(const tshmem_moe_tensor_t *scores, int64_t num_topk,
                                                         tshmem_moe_tensor_t *topk_idx, cudaStream_t stream);
 
-/** §6. scores [T, G, Epg] fp32 contiguous; num_topk_sum in {1, 2}, <= Epg; 1 <= num_topk_groups <= G <= 32.
- *  group_idx: [T, num_topk_groups] int64. */
+/** topk_sum_and_topk_group_idx (docs/moe.md). scores [T, G, Epg] fp32 contiguous; num_topk_sum in {1, 2},
+ *  <= Epg; 0 <= num_topk_groups <= G <= 32. group_idx: [T, num_topk_groups] int64. */
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_topk_sum_and_topk_group_idx(const tshmem_moe_tensor_t *scores,
                                                                           int64_t num_topk_sum, int64_t num_topk_groups,
                                                                           tshmem_moe_tensor_t *group_idx,
                                                                           cudaStream_t stream);
 
-/** Scalar arguments of top2_sum_gate, in the spec's order (§7.1). */
+/** Scalar arguments of top2_sum_gate, in TileKernels' order. */
 typedef struct tshmem_moe_top2_sum_gate_params {
   int64_t num_topk;
   int64_t num_topk_groups;
@@ -163,11 +164,11 @@ typedef struct tshmem_moe_top2_sum_gate_params {
   tshmem_moe_scoring_func_t scoring_func;
 } tshmem_moe_top2_sum_gate_params_t;
 
-/** §7. logits [T, R] fp32, bias [R] fp32. Optional (NULL): mask [T] bool, fix_routing_mask [T] bool,
- *  to_physical_map [R+S, D] int32 with logical_count [R+S] int32, unmapped_topk_idx [T, K] int64 (in/out,
- *  last-dim stride 1). Outputs topk_idx [T, K+S] int64, topk_weights [T, K+S] fp32. Replica arithmetic is
- *  64-bit. Non-finite logits, fix-routing ids outside [0, R) and logical_count outside [1, D] are value
- *  errors. Port limits: R <= 1024, K + S <= 32; group mode G <= 32, R / G <= 32. */
+/** top2_sum_gate (docs/moe.md). logits [T, R] fp32, bias [R] fp32. Optional (NULL): mask [T] bool,
+ *  fix_routing_mask [T] bool, to_physical_map [R+S, D] int32 with logical_count [R+S] int32, unmapped_topk_idx
+ *  [T, K] int64 (in/out, last-dim stride 1). Outputs topk_idx [T, K+S] int64, topk_weights [T, K+S] fp32.
+ *  Replica arithmetic is 64-bit. Non-finite logits, fix-routing ids outside [0, R) and logical_count outside
+ *  [1, D] are value errors. Port limits: R <= 1024, K + S <= 32; group mode G <= 32, R / G <= 32. */
 TSHMEM_MOE_API tshmem_moe_status_t
 tshmem_moe_top2_sum_gate(const tshmem_moe_tensor_t *logits, const tshmem_moe_tensor_t *bias,
                          const tshmem_moe_top2_sum_gate_params_t *params, const tshmem_moe_tensor_t *mask,
@@ -175,37 +176,42 @@ tshmem_moe_top2_sum_gate(const tshmem_moe_tensor_t *logits, const tshmem_moe_ten
                          const tshmem_moe_tensor_t *logical_count, tshmem_moe_tensor_t *unmapped_topk_idx,
                          tshmem_moe_tensor_t *topk_idx, tshmem_moe_tensor_t *topk_weights, cudaStream_t stream);
 
-/* ---- counting and index utilities (spec §8-§12) -------------------------------------------------------- */
+/* ---- counting (docs/moe.md, "Counting"; src/moe/count) ----------------------------------------------------------- */
 
-/** §8. group_idx [T, K] int64 contiguous, entries in [-1, num_groups). counts: [num_groups] int32. */
+/** group_count (docs/moe.md). group_idx [T, K] int64 contiguous, entries in [-1, num_groups).
+ *  counts: [num_groups] int32. */
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_group_count(const tshmem_moe_tensor_t *group_idx, int64_t num_groups,
                                                           tshmem_moe_tensor_t *counts, cudaStream_t stream);
 
-/** §9. topk_idx [T, K] int64, entries in [-1, E). fi: [E] fp32, fi[e] = (float(count_e) * E) / float(T * A),
- *  computed once per expert from integer counts (deterministic, equal to the reference). */
+/** aux_fi (docs/moe.md). topk_idx [T, K] int64, entries in [-1, E). fi: [E] fp32,
+ *  fi[e] = (float(count_e) * E) / float(T * A), computed once per expert from integer counts (deterministic,
+ *  equal to the reference). */
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_aux_fi(const tshmem_moe_tensor_t *topk_idx, int64_t num_experts,
                                                      int64_t num_aux_topk, tshmem_moe_tensor_t *fi,
                                                      cudaStream_t stream);
 
-/** §11. topk_weights [T, K] fp32. denominator [T] = 1e-20f + w0 + w1 + ... (in order), normalized = w / d. */
+/* ---- row-wise transforms of a top-k result (docs/moe.md; src/moe/rowwise) ---------------------------------------- */
+
+/** normalize_weight (docs/moe.md). topk_weights [T, K] fp32. denominator [T] = 1e-20f + w0 + w1 + ... (in
+ *  order), normalized = w / d. */
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_normalize_weight(const tshmem_moe_tensor_t *topk_weights,
                                                                tshmem_moe_tensor_t *denominator,
                                                                tshmem_moe_tensor_t *normalized, cudaStream_t stream);
 
-/** §10. indices [T, K] int64 or int32, contiguous. out: same shape and dtype. */
+/** mask_indices_by_tp (docs/moe.md). indices [T, K] int64 or int32, contiguous. out: same shape and dtype. */
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_mask_indices_by_tp(const tshmem_moe_tensor_t *indices, int64_t n,
                                                                  int64_t num_ep_ranks, int64_t tp_rank,
                                                                  int64_t num_tp_ranks, tshmem_moe_tensor_t *out,
                                                                  cudaStream_t stream);
 
-/** §12. group_indices [T, K] int64 contiguous, modified in place; num_groups <= 128; entries must be
- *  < align(num_groups, 64) (negative entries are left alone). */
+/** inplace_unique_group_indices (docs/moe.md). group_indices [T, K] int64 contiguous, modified in place;
+ *  num_groups <= 128; entries must be < align(num_groups, 64) (negative entries are left alone). */
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_inplace_unique_group_indices(tshmem_moe_tensor_t *group_indices,
                                                                            int64_t num_groups, cudaStream_t stream);
 
-/* ---- the fused layout (spec §13-§16) ------------------------------------------------------------------- */
+/* ---- the fused layout (docs/moe.md, "The fused layout"; src/moe/mapping) ----------------------------------------- */
 
-/** Outputs of get_fused_mapping, in the spec's order (§13.2). */
+/** Outputs of get_fused_mapping, in TileKernels' order. */
 typedef struct tshmem_moe_fused_mapping {
   tshmem_moe_tensor_t pos_to_expert;         /**< [P] int32 */
   tshmem_moe_tensor_t pos_to_token;          /**< [P] int32 */
@@ -216,13 +222,14 @@ typedef struct tshmem_moe_fused_mapping {
   tshmem_moe_tensor_t num_tokens_per_expert; /**< [E] int32, aligned counts */
 } tshmem_moe_fused_mapping_t;
 
-/** §13. topk_idx [T, K] int64 contiguous with entries in [-1, E); E <= 1024; alignment >= 1.
- *  num_expanded_tokens P > 0: outputs of length P (P must be >= sum of aligned counts: rows beyond it are a
- *  value error). P == 0 and not force_no_sync: the library allocates an upper bound, synchronises, and
- *  returns the pos_to_* views trimmed to P = sum of aligned counts; `num_tokens_per_expert_host` (E entries,
- *  may be NULL) receives the aligned counts and `*host_list_filled` (may be NULL) is set to 1 (else 0); the
- *  pos_to_* outputs must then be library-allocated. Order within an expert segment: ascending flat slot
- *  f = t*K + k (the spec's canonical order); padding at the tail of each segment. */
+/** get_fused_mapping (docs/moe.md). topk_idx [T, K] int64 contiguous with entries in [-1, E); E <= 1024;
+ *  alignment >= 1. num_expanded_tokens P > 0: outputs of length P (P must be >= sum of aligned counts: rows
+ *  beyond it are a value error). P == 0 and not force_no_sync: the library allocates an upper bound,
+ *  synchronises, and returns the pos_to_* views trimmed to P = sum of aligned counts;
+ *  `num_tokens_per_expert_host` (E entries, may be NULL) receives the aligned counts and `*host_list_filled`
+ *  (may be NULL) is set to 1 (else 0); the pos_to_* outputs must then be library-allocated. Order within an
+ *  expert segment: ascending flat slot f = t*K + k (the canonical order); padding at the tail of each
+ *  segment. */
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_fused_mapping(const tshmem_moe_tensor_t *topk_idx,
                                                                 int64_t num_experts, int64_t num_expanded_tokens,
                                                                 int64_t alignment, int32_t force_no_sync,
@@ -230,27 +237,30 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_fused_mapping(const tshmem_moe
                                                                 int32_t *num_tokens_per_expert_host,
                                                                 int32_t *host_list_filled, cudaStream_t stream);
 
-/** §14. x [T, H] (any dtype, copied bit for bit), token_topk_to_pos [T, K] int32, pos_to_expert [P] int32
- *  (sign only). x_fused [P, H]: padding rows zeroed (also when T == 0). Positions outside [-1, P) are value
- *  errors. */
+/** expand_to_fused (docs/moe.md). x [T, H] (any dtype, copied bit for bit), token_topk_to_pos [T, K] int32,
+ *  pos_to_expert [P] int32 (sign only). x_fused [P, H]: padding rows zeroed (also when T == 0). Positions
+ *  outside [-1, P) are value errors. */
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_expand_to_fused(const tshmem_moe_tensor_t *x,
                                                               const tshmem_moe_tensor_t *token_topk_to_pos,
                                                               const tshmem_moe_tensor_t *pos_to_expert,
                                                               tshmem_moe_tensor_t *x_fused, cudaStream_t stream);
 
-/** §15. As expand_to_fused, plus x_sf [T, hidden_sf] fp32 or int32 (packed UE8M0), row-major contiguous;
- *  num_per_channels in {32, 128}. sf_fused [P, hidden_sf]: row-major, or with use_tma_aligned_col_major_sf
- *  column-major with strides (1, align(P, 4)) (required for int32 sf). */
+/** expand_to_fused_with_sf (docs/moe.md). As expand_to_fused, plus x_sf [T, hidden_sf] fp32 or int32 (packed
+ *  UE8M0), row-major contiguous; num_per_channels in {32, 128}. sf_fused [P, hidden_sf]: row-major, or with
+ *  use_tma_aligned_col_major_sf column-major with strides (1, align(P, 4)) (required for int32 sf). */
 TSHMEM_MOE_API tshmem_moe_status_t
 tshmem_moe_expand_to_fused_with_sf(const tshmem_moe_tensor_t *x, const tshmem_moe_tensor_t *x_sf,
                                    int64_t num_per_channels, const tshmem_moe_tensor_t *token_topk_to_pos,
                                    const tshmem_moe_tensor_t *pos_to_expert, int32_t use_tma_aligned_col_major_sf,
                                    tshmem_moe_tensor_t *x_fused, tshmem_moe_tensor_t *sf_fused, cudaStream_t stream);
 
-/** §16. x [P, H] fp32 or bf16 with H % 256 == 0; x_sf [P] fp32 (optional); topk_weights [T, K] fp32
- *  (optional: weight 1); token_topk_to_pos [T, K] int32; fp8_format NULL or "" (output dtype of x) or "e4m3"
- *  (float8_e4m3fn, saturating: |v| > 448 gives +-448, NaN stays NaN); sf [1] fp32 only with "e4m3".
- *  y [T, H]: acc = fmaf(x[p,i], s, acc) in slot order, times sf, then a round-to-nearest-even cast. */
+/* ---- reduction (docs/moe.md, "Reduction"; src/moe/reduce) -------------------------------------------------------- */
+
+/** reduce_fused (docs/moe.md). x [P, H] fp32 or bf16 with H % 256 == 0; x_sf [P] fp32 (optional);
+ *  topk_weights [T, K] fp32 (optional: weight 1); token_topk_to_pos [T, K] int32; fp8_format NULL or ""
+ *  (output dtype of x) or "e4m3" (float8_e4m3fn, saturating: |v| > 448 gives +-448, NaN stays NaN); sf [1]
+ *  fp32 only with "e4m3". y [T, H]: acc = fmaf(x[p,i], s, acc) in slot order, times sf, then a
+ *  round-to-nearest-even cast. */
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_reduce_fused(const tshmem_moe_tensor_t *x,
                                                            const tshmem_moe_tensor_t *x_sf,
                                                            const tshmem_moe_tensor_t *topk_weights,

@@ -1,7 +1,7 @@
 """tshmem_moe: the MoE routing kernels of tshmem with DeepSeek TileKernels' Python API.
 
 The 12 entry points of ``tile_kernels.moe`` with its names, argument order, defaults and return types, over
-libtshmem_moe (semantics: shared/moe-spec.md). Tensors are torch tensors: CUDA tensors run the CUDA kernels on
+libtshmem_moe (semantics: docs/moe.md). Tensors are torch tensors: CUDA tensors run the CUDA kernels on
 torch's current stream of their device, and outputs are allocated on that device; CPU tensors (and numpy
 arrays) run the library's CPU reference. The extension reads tensors through their Python attributes and
 never links libtorch, so one build serves every torch version.
