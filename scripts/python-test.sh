@@ -2,8 +2,8 @@
 # Builds the Python packages (python/: tshmem and, where nvcc is found, tshmem_moe) with pip and runs their tests.
 #   scripts/python-test.sh [build-folder]     default ./build; the packages go to <build>/python-site
 # libtshmem: the build folder's own when it holds one (src/libtshmem.so: no second compile), else the package
-# builds it. Tests: tshmem_moe's (python/tests), then tshmem's (python/tests/tshmem) under mpirun at each PE count of
-# TSHMEM_PY_NP (default "1 2"), on the backend TSHMEM_MEM_BACKEND names (default shm).
+# builds it. Tests: tshmem_moe's (src/moe/python/tests), then tshmem's (python/tests/tshmem) under mpirun at each PE
+# count of TSHMEM_PY_NP (default "1 2"), on the backend TSHMEM_MEM_BACKEND names (default shm).
 # Uses python3 as it is when it already has the build and test tools (the GPU host: torch, numpy, nanobind,
 # scikit-build-core and pytest are installed there and no registry is reachable); otherwise makes a virtual
 # environment in <build>/python-venv (or $TSHMEM_PY_VENV) and installs numpy, pytest, nanobind and scikit-build-core
@@ -47,8 +47,8 @@ cd "$build"  # not the source tree: the installed packages must be the ones impo
 if compgen -G "$site/tshmem_moe/_C*.so" >/dev/null; then
   echo "== tshmem_moe tests"
   # shellcheck disable=SC2086
-  PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" "$py" -m pytest -q -p no:cacheprovider "$root/python/tests" \
-    --ignore="$root/python/tests/tshmem" ${TSHMEM_PYTEST_ARGS:-}
+  PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" "$py" -m pytest -q -p no:cacheprovider "$root/src/moe/python/tests" \
+    ${TSHMEM_PYTEST_ARGS:-}
 fi
 for np in ${TSHMEM_PY_NP:-1 2}; do
   echo "== tshmem tests, $np PE(s)"

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# One GPU-host round of issue 16 in one command: builds the tshmem_moe package and runs its tests, TileKernels'
+# One GPU-host round against TileKernels in one command: builds the tshmem_moe package and runs its tests, TileKernels'
 # MoE tests against it, and the side-by-side table, writing the logs and a summary to LOG_DIR ($OUT, else
 # build/tilekernels).
 #   scripts/tilekernels-gpu.sh [all|tests|table|diag] [CARRY]
-#     all    python/tests, then TileKernels' tests/moe (scripts/tilekernels-tests.sh: parallel processes, one
+#     all    src/moe/python/tests, then TileKernels' tests/moe (scripts/tilekernels-tests.sh: parallel processes, one
 #            table file | passed | failed | skipped | reasons) while in the background the library's GPU tests
 #            of the MoE kernels build and run (ctest -L moe; TK_CTEST=0: not) and a process fills tilelang's
-#            JIT cache for the table's TileKernels kernels, then the table (perftest/moe/side_by_side.py: both
+#            JIT cache for the table's TileKernels kernels, then the table (src/moe/perftest/side_by_side.py: both
 #            implementations on the same tensors, TileKernels' CUPTI timer, L2 flushed, spec and TileKernels'
 #            benchmark shapes); summary.txt gathers the result lines
-#     tests  python/tests + TileKernels' tests/moe (+ ctest -L moe);  table  the package build + the table
-#     diag   perftest/moe/tk_mapping_diag.py (which inputs make TileKernels' get_fused_mapping fault)
+#     tests  src/moe/python/tests + TileKernels' tests/moe (+ ctest -L moe);  table  the package build + the table
+#     diag   src/moe/perftest/tk_mapping_diag.py (which inputs make TileKernels' get_fused_mapping fault)
 #     CARRY  default .carry: tilelang-site.tar.xz and TileKernels/ (scripts/tilekernels-prepare.sh made them)
 # Budgets: TK_BUDGET_S (TileKernels' tests, default 240 s), TK_TABLE_BUDGET_S (start no table row after it,
 # default 120 s); TK_TABLE_ONLY=KERNEL: only that kernel's rows; TK_FILES (scripts/tilekernels-tests.sh): only
@@ -44,7 +44,7 @@ tail -3 "$logs/python-test.log"
 counts=$(grep -E '(passed|failed|skipped).* in [0-9.]+s' "$logs/python-test.log" | tail -1)
 note "== python package: ${counts:-no pytest summary (see python-test.log)} ($(( $(date +%s) - start )) s, rc $rc)"
 site=$(bash "$root/scripts/tilekernels-env.sh" "$carry") || exit 1
-export PYTHONPATH="$site:$root/build/python-site:$carry/TileKernels:$root/perftest/moe${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$site:$root/build/python-site:$carry/TileKernels:$root/src/moe/perftest${PYTHONPATH:+:$PYTHONPATH}"
 note "== carry unpacked: $(( $(date +%s) - t0 )) s since start"
 
 # The library's own GPU tests of the MoE kernels (ctest -L moe: bitwise against the CPU reference, every kernel
@@ -66,7 +66,7 @@ fi
 warm_pid=
 if [ "$mode" = all ]; then
   rm -rf "$table_cache"
-  (cd "$root/perftest/moe" && TILELANG_CACHE_DIR=$table_cache exec python3 side_by_side.py --warm-only) \
+  (cd "$root/src/moe/perftest" && TILELANG_CACHE_DIR=$table_cache exec python3 side_by_side.py --warm-only) \
     > "$logs/table-warm.log" 2>&1 &
   warm_pid=$!
 fi
@@ -94,7 +94,7 @@ if [ "$mode" = table ] || [ "$mode" = all ]; then
   # TileKernels' get_fused_mapping faults at some shapes (docs/moe.md): its side of those rows runs in worker
   # processes, and a fault shows as 'TK faults (...)' in its cell. Exit status 1: tshmem_moe lost the context.
   trc=0
-  (cd "$root/perftest/moe" && TILELANG_CACHE_DIR=$table_cache python3 side_by_side.py \
+  (cd "$root/src/moe/perftest" && TILELANG_CACHE_DIR=$table_cache python3 side_by_side.py \
     --budget-s "${TK_TABLE_BUDGET_S:-120}" --json "$logs/side_by_side.jsonl" ${TK_TABLE_ONLY:+--only "$TK_TABLE_ONLY"}) \
     > "$logs/side-by-side.log" 2>&1 || trc=$?
   grep -E '^(\||# )' "$logs/side-by-side.log" | tee -a "$summary"
@@ -104,7 +104,7 @@ if [ "$mode" = diag ]; then
   start=$(date +%s)
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   # memcheck only where the inputs keep TileKernels' contract: a fault there is the kernel's.
-  (cd "$root/perftest/moe" && timeout 150 python3 tk_mapping_diag.py \
+  (cd "$root/src/moe/perftest" && timeout 150 python3 tk_mapping_diag.py \
     && { [ -x "$san" ] && timeout 120 python3 tk_mapping_diag.py --sanitizer "$san" \
       --variants tk_inputs_sync,bench_inputs_P; }) > "$logs/tk-mapping-diag.log" 2>&1
   tail -20 "$logs/tk-mapping-diag.log"

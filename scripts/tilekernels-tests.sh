@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs DeepSeek TileKernels' own MoE tests (tests/moe/test_*.py) with TileKernels' 12 tile_kernels.moe
-# functions replaced by tshmem_moe's (perftest/moe/tilekernels_compat.py) as parallel pytest processes inside
-# one time budget (perftest/moe/tk_tests_run.py says where the time goes), and prints one table:
+# functions replaced by tshmem_moe's (src/moe/perftest/tilekernels_compat.py) as parallel pytest processes inside
+# one time budget (src/moe/perftest/tk_tests_run.py says where the time goes), and prints one table:
 # file | passed | failed | skipped | reasons (every skip reason with its count). GPU host only.
 #   scripts/tilekernels-tests.sh TK_SRC CARRY [LOG_DIR]
 #     TK_SRC   a TileKernels checkout (tile_kernels/, tests/); never part of this repository
@@ -24,14 +24,14 @@ mkdir -p "$logs"
 tsite=${TSHMEM_MOE_SITE:-$root/build/python-site}
 
 site=$(bash "$root/scripts/tilekernels-env.sh" "$carry") || exit 1
-export PYTHONPATH="$site:$tsite:$tk:$root/perftest/moe${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$site:$tsite:$tk:$root/src/moe/perftest${PYTHONPATH:+:$PYTHONPATH}"
 export TSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 # The tests' own tilelang JIT cache, empty at the start: the kernels in it afterwards are the tilelang kernels
 # the tests compiled (0 expected: the MoE functions are tshmem_moe's, the references torch).
 export TILELANG_CACHE_DIR=${TK_TESTS_TILELANG_CACHE:-/tmp/tk-tests-tilelang-cache}
 rm -rf "$TILELANG_CACHE_DIR"
 # shellcheck disable=SC2086
-python3 "$root/perftest/moe/tk_tests_run.py" --tk "$tk" --logs "$logs" --budget-s "${TK_BUDGET_S:-300}" \
+python3 "$root/src/moe/perftest/tk_tests_run.py" --tk "$tk" --logs "$logs" --budget-s "${TK_BUDGET_S:-300}" \
   --jobs "${TK_TEST_JOBS:-12}" --shards "${TK_SHARDS:-}" --files "${TK_FILES:-}" --stall-s "${TK_STALL_S:-75}" \
   -- ${TK_TEST_ARGS:-}
 rc=$?

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs tshmem into a prefix and builds an outside project against it, as a user would: CMake
 # (find_package(tshmem)) with a host C program and a .cu kernel using the device API without -rdc, and
-# pkg-config for the C program. Runs the C program with 2 PEs on shm; the kernel only where a GPU is.
+# pkg-config for the C program; where the build has tshmem_moe, a C program on tshmem::moe. Runs the C program
+# with 2 PEs on shm (the MoE program on its CPU reference); the kernel only where a GPU is.
 #   install_test.sh <build dir> <source dir> <mpi launcher>
 set -uo pipefail
 build=$1 src=$2 launcher=$3
@@ -39,6 +40,15 @@ for exe in "$work/consumer/nvshmem_hello" "$work/nvshmem-hello-pc"; do
   echo "$out" | grep -q "nvshmem PE 1 of 2: got 500, expected 500" || { echo "$out"; fail "$exe with 2 PEs"; }
 done
 echo "PASS: NVSHMEM program (find_package COMPONENTS nvshmem, pkg-config) ran with 2 PEs on shm"
+
+# tshmem_moe, where this build has it: the header installed as tshmem/moe.h, tshmem::moe found and linked.
+if [ -e "$build/src/moe/libtshmem_moe.so" ]; then
+  [ -e "$work/prefix/include/tshmem/moe.h" ] || fail "installed tree lacks include/tshmem/moe.h"
+  [ -x "$work/consumer/moe_hello" ] || fail "the outside project did not build moe_hello (tshmem::moe not found)"
+  out=$(LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer/moe_hello" 2>&1)
+  echo "$out" | grep -q "moe topk_gate: 1 3 / 0 1" || { echo "$out"; fail "moe_hello"; }
+  echo "PASS: tshmem_moe program (tshmem/moe.h, tshmem::moe) ran its CPU reference"
+fi
 
 for kernel in ring nvshmem_ring; do
 if [ -x "$work/consumer/$kernel" ]; then

@@ -3,4 +3,4 @@
 set -euo pipefail
 build=$1 tests=$2
 cd "$build"  # not the source tree: the installed package must be the one imported
-exec "$(cat "$build/python-interpreter")" -m pytest -q -p no:cacheprovider --color=no "$tests" --ignore="$tests/tshmem"
+exec "$(cat "$build/python-interpreter")" -m pytest -q -p no:cacheprovider --color=no "$tests"

@@ -1,0 +1,476 @@
+// CUDA kernels of the mapping family (docs/moe.md, "The fused layout"): get_fused_mapping and
+// expand_to_fused(_with_sf).
+//
+// get_fused_mapping as ONE cooperative kernel. The layout is the canonical one (ascending flat slot f inside
+// each expert segment), so the result never depends on the grid:
+//   1. each warp loads its contiguous sub-chunk of topk_idx in one round trip (kept in registers for step 4)
+//      and counts it per expert; per expert, the warp counts become an exclusive prefix over the block's warps
+//      (a segmented warp scan), and the block's totals go to its row of a table in the stream's workspace
+//      (core/device.h: allocated on the stream's first use, no memset per call) or, where a stream has none (graph
+//      capture, cudaStreamPerThread), in block 0's slots of the token_topk_to_pos output;
+//   2. grid barrier; every block reads every row (all loads in flight at once) into the global count and the
+//      prefix of the blocks before it; with the table in block 0's slots it then signals that it is done
+//      reading (a release add);
+//   3. each warp, on its own (no block barrier), scans the aligned counts over the experts (segment starts),
+//      turns its row of prefixes into running bases, writes the padding rows of the experts its block owns and
+//      its block's share of the tail [total, P) as -1;
+//   4. each warp places its slots: base + the rank step 1 gave each slot among the warp's slots of its expert
+//      (a warp whose sub-chunk passed one batch ranks again, 32 slots at a time); with the table in block
+//      0's slots, a warp of block 0 whose slots hold rows writes its token_topk_to_pos entries last, once
+//      every block has signalled (acquire).
+// Every output element is written exactly once (with the table in block 0's slots, those twice). The
+// kernel's time is a chain of dependent round trips (HBM, L2, barriers), so it keeps that chain short: no
+// load behind a branch on an earlier load, no division (multiply-high by launch constants), no loop-carried
+// shared-memory chain where a warp scan serves.
+#include <cooperative_groups.h>
+
+#include <algorithm>
+
+#include "core/device.h"
+#include "core/kernels_common.cuh"
+#include "mapping/mapping.h"
+
+namespace tshmem_moe {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kMaxThreads = 512;
+constexpr int kSteps = 8;     // 32-slot steps per load batch: a warp's first 256 slots in one round trip
+constexpr int kRowLoads = 8;  // table loads in flight per thread in step 2
+
+struct MappingGeometry {
+  int n;          // T * K (<= kMappingIndexLimit, checked by the API, as P is)
+  int chunk;      // slots per block
+  int warp_len;   // slots per warp, a multiple of 32
+  int row_shift;  // a table row is 1 << row_shift ints: >= E and >= 8 (whole 32-byte sectors)
+  FastDiv31 by_k, by_alignment, by_blocks;
+  int *table;  // the stream workspace's rows table, or NULL: the table lives in block 0's slots
+};
+
+// The experts of a batch of kSteps * 32 slots starting at f0 (lane l holds f0 + 32 s + l), -1 for skips and
+// for slots at or past `end`. Every load is issued before any value is looked at (the address is clamped, not
+// guarded): one memory round trip per batch. Returns whether this lane saw a value outside [-1, E).
+__device__ __forceinline__ bool load_batch(int (&v)[kSteps], const int64_t *__restrict__ idx, int f0, int end, int E) {
+  const int lane = threadIdx.x & 31;
+  int64_t x[kSteps];
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) x[s] = __ldg(idx + min(f0 + s * 32 + lane, end - 1));
+  bool bad = false;
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+    const bool in = f0 + s * 32 + lane < end;
+    const bool ok = static_cast<uint64_t>(x[s]) < static_cast<uint64_t>(E);
+    v[s] = in && ok ? static_cast<int>(x[s]) : -1;
+    bad |= in && !ok && x[s] != -1;
+  }
+  return bad;
+}
+
+// Out of line, taken only with a bad value: records this lane's bad slots of the batch.
+__device__ __noinline__ void report_batch(const int64_t *__restrict__ idx, int f0, int end, int E, DeviceError *err) {
+  const int last = min(end, f0 + kSteps * 32);
+  for (int f = f0 + static_cast<int>(threadIdx.x & 31); f < last; f += 32) {
+    const int64_t x = idx[f];
+    if (x != -1 && static_cast<uint64_t>(x) >= static_cast<uint64_t>(E))
+      record_value_error(err, kErrTopkIdxRange, x, f, E);
+  }
+}
+
+// -1 over p[b0, b1) by the whole block: 16-byte stores between a scalar head and tail.
+__device__ __forceinline__ void fill_minus_one(int32_t *p, int b0, int b1) {
+  if (b0 >= b1) return;
+  const int head = min(b1, b0 + static_cast<int>(((16u - (reinterpret_cast<uintptr_t>(p + b0) & 15u)) & 15u) >> 2));
+  const int tid = threadIdx.x;
+  if (tid < head - b0) p[b0 + tid] = -1;
+  const int vecs = (b1 - head) >> 2;
+  int4 *v = reinterpret_cast<int4 *>(p + head);
+  for (int i = tid; i < vecs; i += blockDim.x) v[i] = make_int4(-1, -1, -1, -1);
+  if (head + vecs * 4 + tid < b1) p[head + vecs * 4 + tid] = -1;
+}
+
+// Block 0's warps whose slots hold the rows table (or the counter after it): wait until every block has read
+// the table. Only warp 0 reads the global counter; it then opens a shared flag for the other waiting warps.
+// (When every such warp polled the counter, the warp whose slots hold the counter could see it complete and
+// overwrite it with a position before a slower warp of block 0 had read it; a position below the block count
+// left that warp spinning for ever: the rare hang of TileKernels' tests on a shared GPU.)
+__device__ __forceinline__ void wait_for_readers(const unsigned *done, unsigned blocks, volatile int *rows_free) {
+  if ((threadIdx.x & 31) == 0) {
+    if (threadIdx.x == 0) {
+      unsigned seen;
+      do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(done) : "memory");
+      } while (seen < blocks);
+      __threadfence_block();
+      *rows_free = 1;
+    } else {
+      while (*rows_free == 0) {
+      }
+      __threadfence_block();
+    }
+  }
+  __syncwarp();
+}
+
+__global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, MappingGeometry g, DeviceError *err) {
+  extern __shared__ int smem[];  // [W][E] warp counts -> prefix over warps -> bases; [E] prefix of earlier
+                                 // blocks; [E] global count
+  __shared__ int rows_free;      // block 0: every block has read the rows table (wait_for_readers)
+  cg::grid_group grid = cg::this_grid();
+  const int E = static_cast<int>(a.E), P = static_cast<int>(a.P);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, W = blockDim.x >> 5;
+  const int w_shift = 31 - __clz(W);  // W is 8 or 16
+  const int nb = gridDim.x, b = blockIdx.x, row = 1 << g.row_shift;
+  const unsigned below = (1u << lane) - 1u;
+  int *counts = smem, *pre_blocks = smem + W * E, *count_all = pre_blocks + E;
+  int *my = counts + warp * E;
+  // The rows table: the stream's workspace, else block 0's first slots until step 4 writes them, followed by
+  // the count of blocks done reading it (block 0's warps that hold them wait for it: wait_for_readers).
+  const bool own_table = g.table != nullptr;
+  int *rows = own_table ? g.table : a.token_topk_to_pos;
+  unsigned *done = reinterpret_cast<unsigned *>(rows + (nb << g.row_shift));
+
+  const int c0 = static_cast<int>(min(static_cast<int64_t>(b) * g.chunk, static_cast<int64_t>(g.n)));
+  const int c1 = static_cast<int>(min(static_cast<int64_t>(c0) + g.chunk, static_cast<int64_t>(g.n)));
+  const int w0 = static_cast<int>(
+      min(static_cast<int64_t>(c0) + static_cast<int64_t>(warp) * g.warp_len, static_cast<int64_t>(c1)));
+  const int w1 = static_cast<int>(min(static_cast<int64_t>(w0) + g.warp_len, static_cast<int64_t>(c1)));
+  const bool kept = w1 - w0 <= kSteps * 32;  // the whole sub-chunk stays in v[] for step 4
+
+  // ---- 1. counts ----
+  // The first batch's loads are issued before the barrier that orders the zeroing below.
+  int v[kSteps];
+  int off[kSteps];  // kept: each slot's rank among this warp's slots of its expert (step 4 adds the base)
+  bool bad = w0 < w1 && load_batch(v, a.idx, w0, w1, E);
+  for (int i = tid; i < W * E + 2 * E; i += blockDim.x) smem[i] = 0;
+  if (tid == 0) rows_free = 0;
+  __syncthreads();
+  for (int f0 = w0; f0 < w1; f0 += kSteps * 32) {  // warp-uniform
+    if (f0 != w0) bad = load_batch(v, a.idx, f0, w1, E);
+    if (bad) report_batch(a.idx, f0, w1, E, err);
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      if (f0 + s * 32 >= w1) break;  // warp-uniform: only the batch's steps that hold slots
+      const unsigned peers = __match_any_sync(kFullMask, v[s]);
+      int before = 0;
+      if (v[s] >= 0 && (peers & below) == 0) {  // one leader per expert advances the warp's count
+        before = my[v[s]];
+        my[v[s]] = before + __popc(peers);
+      }
+      off[s] = __shfl_sync(kFullMask, before, __ffs(peers) - 1) + __popc(peers & below);
+      __syncwarp();
+    }
+  }
+  __syncthreads();
+  // Per expert, the W warp counts -> exclusive prefix over warps (32 / W experts per warp pass, one lane
+  // per warp); the last lane holds the block total.
+  int *my_row = rows + (static_cast<int64_t>(b) << g.row_shift);
+  if (nb > 1 && b == 0 && tid == 0 && !own_table) *done = 0u;
+  for (int e0 = warp << (5 - w_shift); e0 < E; e0 += 32) {  // warp-uniform; 32 / W experts per pass
+    const int e = e0 + (lane >> w_shift), w = lane & (W - 1);
+    const int x = e < E ? counts[w * E + e] : 0;
+    int incl = x;
+    for (int o = 1; o < W; o <<= 1) {
+      const int y = __shfl_up_sync(kFullMask, incl, o, W);
+      if (w >= o) incl += y;
+    }
+    if (e < E) {
+      counts[w * E + e] = incl - x;
+      if (w == W - 1) {
+        if (nb > 1)
+          my_row[e] = incl;
+        else
+          count_all[e] = incl;
+      }
+    }
+  }
+  if (nb > 1) {
+    for (int e = E + tid; e < row; e += blockDim.x) my_row[e] = 0;
+    grid.sync();
+  } else {
+    __syncthreads();
+  }
+
+  // ---- 2. every block's totals: the global count and the prefix of the earlier blocks ----
+  if (nb > 1) {
+    const int cells = nb << g.row_shift;
+    for (int j0 = tid; j0 < cells; j0 += kRowLoads * blockDim.x) {
+      int x[kRowLoads];
+#pragma unroll
+      for (int k = 0; k < kRowLoads; ++k) {
+        const int j = j0 + k * blockDim.x;
+        x[k] = j < cells ? __ldcg(rows + j) : 0;
+      }
+#pragma unroll
+      for (int k = 0; k < kRowLoads; ++k) {
+        const int j = j0 + k * blockDim.x;
+        if (x[k] != 0) {  // zero also for the padding cells of a row (e >= E)
+          atomicAdd(&count_all[j & (row - 1)], x[k]);
+          if ((j >> g.row_shift) < b) atomicAdd(&pre_blocks[j & (row - 1)], x[k]);
+        }
+      }
+    }
+    __syncthreads();  // every load above has delivered its value
+    // The block's last thread signals: its warp holds the fewest slots (often none), and the release waits
+    // for the block's earlier memory operations, which would hold back warp 0's placement.
+    if (!own_table && tid == static_cast<int>(blockDim.x) - 1)
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(done) : "memory");
+  }
+
+  // ---- 3. segments (every warp scans the experts itself), this warp's bases, padding rows ----
+  const unsigned al = static_cast<unsigned>(a.alignment);
+  long long carry = 0;
+  for (int c = 0; c < E; c += 32) {  // warp-uniform
+    const int e = c + lane;
+    const int cnt = e < E ? count_all[e] : 0;
+    const long long A = cnt == 0 ? 0 : static_cast<long long>(g.by_alignment.div(cnt - 1) + 1) * al;
+    long long incl = A;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const long long y = __shfl_up_sync(kFullMask, incl, o);
+      if (lane >= o) incl += y;
+    }
+    const long long start = carry + incl - A;
+    carry += __shfl_sync(kFullMask, incl, 31);
+    // Exact whenever the segments fit in P (else the overflow is reported and no base is used).
+    const unsigned start32 = static_cast<unsigned>(start);
+    if (e < E) {
+      my[e] = static_cast<int>(static_cast<unsigned>(my[e]) + start32 + static_cast<unsigned>(pre_blocks[e]));
+      if (b == 0 && warp == 0) {
+        a.expert_start[e] = static_cast<int32_t>(start32);
+        a.expert_end[e] = static_cast<int32_t>(start32 + static_cast<unsigned>(A));
+        a.num_tokens_per_expert[e] = static_cast<int32_t>(A);
+      }
+    }
+    // Padding rows [start + cnt, start + A) of expert e: block e % nb, warp (e / nb) % W writes them.
+    const unsigned q = g.by_blocks.div(static_cast<unsigned>(e));
+    const bool mine = e < E && A > cnt && start + A <= P && static_cast<int>(e - q * nb) == b &&
+                      static_cast<int>(q & (W - 1)) == warp;
+    for (unsigned todo = __ballot_sync(kFullMask, mine); todo != 0; todo &= todo - 1) {
+      const int src = __ffs(todo) - 1;
+      const int p0 = __shfl_sync(kFullMask, static_cast<int>(start32) + cnt, src);
+      const int p1 = __shfl_sync(kFullMask, static_cast<int>(start32 + static_cast<unsigned>(A)), src);
+      for (int p = p0 + lane; p < p1; p += 32)
+        a.pos_to_expert[p] = -1, a.pos_to_token[p] = -1, a.pos_to_token_topk[p] = -1;
+    }
+  }
+  const bool overflow = carry > P;
+  if (overflow && b == 0 && tid == 0) record_value_error(err, kErrMappingOverflow, carry, 0, P);
+  if (!overflow) {  // this block's share of the tail [total, P)
+    const int total = static_cast<int>(carry);
+    const int share = ((P - total + nb - 1) / nb + 3) & ~3;
+    const int t0 =
+        static_cast<int>(min(static_cast<int64_t>(total) + static_cast<int64_t>(b) * share, static_cast<int64_t>(P)));
+    const int t1 = min(t0 + share, P);
+    fill_minus_one(a.pos_to_expert, t0, t1);
+    fill_minus_one(a.pos_to_token, t0, t1);
+    fill_minus_one(a.pos_to_token_topk, t0, t1);
+  }
+
+  // ---- 4. placement ----
+  __syncwarp();  // this warp's bases (written by lane e above) are visible to every lane
+  bool may_write_rows = own_table || !(nb > 1 && b == 0 && w0 <= (nb << g.row_shift));
+  if (kept) {  // one batch, ranked in step 1: base + rank, no second pass over the warp's slots
+    int pos[kSteps];
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      pos[s] = -1;
+      if (w0 + s * 32 >= w1) break;  // warp-uniform
+      const int f = w0 + s * 32 + lane;
+      if (v[s] >= 0 && !overflow) pos[s] = my[v[s]] + off[s];
+      if (f < w1 && pos[s] >= 0) {
+        a.pos_to_expert[pos[s]] = v[s];
+        a.pos_to_token[pos[s]] = static_cast<int32_t>(g.by_k.div(static_cast<unsigned>(f)));
+        a.pos_to_token_topk[pos[s]] = f;
+      }
+    }
+    if (!may_write_rows) wait_for_readers(done, static_cast<unsigned>(nb), &rows_free);
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s)
+      if (w0 + s * 32 + lane < w1) a.token_topk_to_pos[w0 + s * 32 + lane] = pos[s];
+    return;
+  }
+  for (int f0 = w0; f0 < w1; f0 += kSteps * 32) {  // warp-uniform
+    load_batch(v, a.idx, f0, w1, E);               // bad values were reported in step 1
+    int pos[kSteps];
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      const int f = f0 + s * 32 + lane;
+      const unsigned peers = __match_any_sync(kFullMask, v[s]);
+      pos[s] = -1;
+      if (v[s] >= 0 && !overflow) pos[s] = my[v[s]] + __popc(peers & below);
+      __syncwarp();
+      if (v[s] >= 0 && (peers & below) == 0) my[v[s]] += __popc(peers);  // the lowest peer advances it
+      __syncwarp();
+      if (f < w1 && pos[s] >= 0) {
+        a.pos_to_expert[pos[s]] = v[s];
+        a.pos_to_token[pos[s]] = static_cast<int32_t>(g.by_k.div(static_cast<unsigned>(f)));
+        a.pos_to_token_topk[pos[s]] = f;
+      }
+    }
+    if (!may_write_rows) {  // the wait overlaps the scattered stores above
+      wait_for_readers(done, static_cast<unsigned>(nb), &rows_free);
+      may_write_rows = true;
+    }
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s)
+      if (f0 + s * 32 + lane < w1) a.token_topk_to_pos[f0 + s * 32 + lane] = pos[s];
+  }
+}
+
+// ---- expand_to_fused(_with_sf): streaming copies with 16-byte accesses ----------------------------------------
+
+constexpr int kExpandThreads = 128;
+constexpr int kMaxSlots = 32;  // destinations per pass: one warp compacts them (more are done in passes)
+
+// Blocks [0, ceil(P / kExpandThreads)) zero the padding rows (pos_to_expert < 0) of kExpandThreads fused rows
+// each: one coalesced load of their pos_to_expert, then the padding rows among them; the T blocks after them
+// copy token b's row x[b] to each of its fused rows. (Padding blocks last made a tail: 8.6 µs more at the
+// spec's shape, 240.0 against 231.4.) (One block per fused row, TileKernels' layout too, spends a
+// block launch and a dependent load on each of the P - T rows that are not padding: 41.5 k of 49.5 k blocks at
+// the spec's shape.) V is the access width (uint4 when rows and bases allow, else narrower).
+//
+// A copy makes one memory round trip before its stores: each thread issues the loads of its first
+// kExpandLoads vectors of the row (and its first sf word) before the positions are known, while warp 0 loads
+// the token's K positions (one per lane, not one after another) and compacts the valid ones into shared
+// memory; after the barrier the row goes to every destination.
+constexpr int kExpandLoads = 8;
+
+template <class V>
+__device__ __forceinline__ void expand_zero_padding(const ExpandArgs &a, int64_t r0) {
+  __shared__ int64_t rows[kExpandThreads];
+  __shared__ int nrows;
+  if (threadIdx.x == 0) nrows = 0;
+  __syncthreads();
+  const int64_t r = r0 + threadIdx.x;
+  if (r < a.P && __ldg(a.pos_to_expert + r) < 0) rows[atomicAdd(&nrows, 1)] = r;  // any order
+  __syncthreads();
+  const int n = nrows;
+  const int64_t row_bytes = a.H * a.esize;
+  const int64_t nv = row_bytes / static_cast<int64_t>(sizeof(V));
+  V z;
+  memset(&z, 0, sizeof z);
+  for (int i = 0; i < n; ++i) {
+    const int64_t b = rows[i];
+    V *o = reinterpret_cast<V *>(static_cast<char *>(a.out) + b * row_bytes);
+    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) o[v] = z;
+    if (a.sf_out)
+      for (int64_t j = threadIdx.x; j < a.hsf; j += blockDim.x)
+        a.sf_out[a.col_major ? j * a.P4 + b : b * a.hsf + j] = 0u;
+  }
+}
+
+template <class V>
+__global__ void __launch_bounds__(kExpandThreads) expand_kernel(const ExpandArgs a, DeviceError *err) {
+  __shared__ int64_t dst[kMaxSlots];
+  __shared__ int ndst;
+  // The padding blocks come first, so that their stores overlap the copies instead of trailing them.
+  const int64_t pad_blocks = (a.P + kExpandThreads - 1) / kExpandThreads;
+  if (static_cast<int64_t>(blockIdx.x) < pad_blocks) {
+    expand_zero_padding<V>(a, static_cast<int64_t>(blockIdx.x) * kExpandThreads);
+    return;
+  }
+  const int64_t b = blockIdx.x - pad_blocks;  // the token
+  const int64_t row_bytes = a.H * a.esize;
+  const int64_t nv = row_bytes / static_cast<int64_t>(sizeof(V));
+  const int64_t bd = blockDim.x;
+  const V *src = reinterpret_cast<const V *>(static_cast<const char *>(a.x) + b * row_bytes);
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  for (int64_t k0 = 0; k0 < a.K; k0 += kMaxSlots) {
+    V r[kExpandLoads];
+#pragma unroll
+    for (int u = 0; u < kExpandLoads; ++u)
+      if (threadIdx.x + u * bd < nv) r[u] = src[threadIdx.x + u * bd];
+    const bool has_sf = a.sf_out && static_cast<int64_t>(threadIdx.x) < a.hsf;
+    const uint32_t s0 = has_sf ? __ldg(a.x_sf + b * a.hsf + threadIdx.x) : 0u;
+    __syncthreads();  // the previous pass's destinations are used
+    if (threadIdx.x < 32) {
+      const int64_t k = k0 + lane;
+      int64_t q = -1;
+      if (k < a.K) {
+        q = __ldg(a.pos + b * a.K + k);
+        if (q < -1 || q >= a.P) {
+          record_value_error(err, kErrPosRange, q, b * a.K + k, a.P);
+          q = -1;
+        }
+      }
+      const unsigned valid = __ballot_sync(kFullMask, q >= 0);
+      if (q >= 0) dst[__popc(valid & ((1u << lane) - 1u))] = q;
+      if (lane == 0) ndst = __popc(valid);
+    }
+    __syncthreads();
+    const int m = ndst;
+#pragma unroll
+    for (int u = 0; u < kExpandLoads; ++u)
+      if (threadIdx.x + u * bd < nv)
+        for (int d = 0; d < m; ++d)
+          reinterpret_cast<V *>(static_cast<char *>(a.out) + dst[d] * row_bytes)[threadIdx.x + u * bd] = r[u];
+    for (int64_t i = threadIdx.x + kExpandLoads * bd; i < nv; i += bd) {  // rows beyond the first loads
+      const V v = src[i];
+      for (int d = 0; d < m; ++d) reinterpret_cast<V *>(static_cast<char *>(a.out) + dst[d] * row_bytes)[i] = v;
+    }
+    if (a.sf_out)
+      for (int64_t j = threadIdx.x; j < a.hsf; j += bd) {
+        const uint32_t sv = j == static_cast<int64_t>(threadIdx.x) ? s0 : __ldg(a.x_sf + b * a.hsf + j);
+        for (int d = 0; d < m; ++d) a.sf_out[a.col_major ? j * a.P4 + dst[d] : dst[d] * a.hsf + j] = sv;
+      }
+  }
+}
+
+template <class V>
+void launch_expand_v(const ExpandArgs &a, const LaunchCtx &c) {
+  const unsigned grid = static_cast<unsigned>(a.T + (a.P + kExpandThreads - 1) / kExpandThreads);
+  expand_kernel<V><<<grid, kExpandThreads, 0, c.stream>>>(a, c.err);
+}
+}  // namespace
+
+Status launch_get_fused_mapping(const MappingArgs &a, const LaunchCtx &c) {
+  const int64_t n = a.T * a.K;
+  const int E = static_cast<int>(a.E);
+  // 16 warps (fewer warps wait at each block barrier than with 32; more slots per warp in flight than with
+  // 8), 8 when the [W][E] table would pass 48 KB (E > 682).
+  int threads = kMaxThreads;
+  if ((static_cast<size_t>(threads / 32) * E + 2 * static_cast<size_t>(E)) * 4 > 48 * 1024) threads /= 2;
+  MappingGeometry g{};
+  g.row_shift = 3;
+  while ((1 << g.row_shift) < E) ++g.row_shift;
+  // Blocks: at most one per SM (co-resident for the cooperative launch), >= 1024 slots each, at most
+  // kMappingTableCells table cells (what the workspace holds, and each block reads them all in step 2);
+  // without a stream workspace for the table, block 0's slots must hold it and its counter.
+  void *workspace = nullptr;
+  MOE_TRY(stream_workspace(c.device, c.stream, &workspace));
+  int64_t nb = c.num_sms;
+  nb = std::min<int64_t>(nb, std::max<int64_t>(1, static_cast<int64_t>(kMappingTableCells) >> g.row_shift));
+  nb = std::min<int64_t>(nb, std::max<int64_t>(1, n / 1024));
+  if (workspace == nullptr)
+    while (nb > 1 && (n + nb - 1) / nb < (nb << g.row_shift) + 1) --nb;
+  g.table = workspace ? reinterpret_cast<int *>(static_cast<char *>(workspace) + kMappingTableOffset) : nullptr;
+  const int64_t chunk = std::max<int64_t>(1, (n + nb - 1) / nb);
+  const int64_t W = threads / 32;
+  g.n = static_cast<int>(n);
+  g.chunk = static_cast<int>(chunk);
+  g.warp_len = static_cast<int>(((chunk + W - 1) / W + 31) / 32 * 32);
+  g.by_k = FastDiv31::make(static_cast<uint32_t>(a.K));
+  g.by_alignment = FastDiv31::make(static_cast<uint32_t>(a.alignment));  // <= INT32_MAX (API)
+  g.by_blocks = FastDiv31::make(static_cast<uint32_t>(nb));
+  const size_t smem = (static_cast<size_t>(W) * E + 2 * static_cast<size_t>(E)) * 4;
+  MappingArgs args = a;
+  DeviceError *err = c.err;
+  void *params[] = {&args, &g, &err};
+  MOE_CUDA(cudaLaunchCooperativeKernel(reinterpret_cast<void *>(mapping_kernel), dim3(static_cast<unsigned>(nb)),
+                                       dim3(static_cast<unsigned>(threads)), params, smem, c.stream));
+  return kSuccess;
+}
+
+Status launch_expand(const ExpandArgs &a, const LaunchCtx &c) {
+  const uintptr_t align =
+      reinterpret_cast<uintptr_t>(a.x) | reinterpret_cast<uintptr_t>(a.out) | static_cast<uintptr_t>(a.H * a.esize);
+  if (align % 16 == 0)
+    launch_expand_v<uint4>(a, c);
+  else if (align % 4 == 0)
+    launch_expand_v<uint32_t>(a, c);
+  else
+    launch_expand_v<uint8_t>(a, c);
+  return kSuccess;
+}
+}  // namespace tshmem_moe
