@@ -32,7 +32,11 @@ done
 out=${out:-$build/nvshmem-examples}
 mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
-arch=${CUDA_ARCH:-90}
+# The architecture the tshmem build was made for (its CMakeCache.txt, cmake/TshmemCudaArch.cmake), unless
+# TSHMEM_CUDA_ARCH (or CUDA_ARCH, as before) names one; a build from before that record: 90.
+arch=${TSHMEM_CUDA_ARCH:-${CUDA_ARCH:-$(sed -n 's/^TSHMEM_CUDA_ARCHITECTURES:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)}}
+arch=${arch%%;*}
+arch=${arch:-90}
 inc=(-I"$here/include/nvshmem-compat" -I"$here/include" -I"$build/include" -I"$here/device")
 lib=(-L"$build/src" -ltshmem -Xlinker -rpath -Xlinker "$build/src")
 mpi_c=$(mpicc --showme:compile 2>/dev/null) mpi_l=$(mpicc --showme:link 2>/dev/null)

@@ -2,9 +2,9 @@
 # Installs tshmem into a prefix and builds an outside project against it, as a user would: CMake
 # (find_package(tshmem)) with a host C program and a .cu kernel using the device API without -rdc, and
 # pkg-config for the C program. Runs the C program with 2 PEs on shm; the kernel only where a GPU is.
-#   install_test.sh <build dir> <source dir> <mpi launcher>
+#   install_test.sh <build dir> <source dir> <mpi launcher> [GPU architectures, comma-separated: the build's]
 set -uo pipefail
-build=$1 src=$2 launcher=$3
+build=$1 src=$2 launcher=$3 arch=${4:-}
 work=$(mktemp -d /tmp/tshmem-install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -17,6 +17,7 @@ for f in include/tshmem/tshmem.h include/tshmem/tshmemx.h include/tshmem/version
 done
 
 cmake -S "$src/test/install/consumer" -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
+  ${arch:+"-DCMAKE_CUDA_ARCHITECTURES=${arch//,/;}"} \
   > "$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "configuring the outside project"; }
 cmake --build "$work/consumer" > "$work/build.log" 2>&1 || { cat "$work/build.log"; fail "building the outside project"; }
 echo "PASS: outside project built with find_package(tshmem)"
