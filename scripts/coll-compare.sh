@@ -66,8 +66,8 @@ for c in $only; do [ -x "$bin/tshmem_coll_$c" ] || missing="$missing tshmem_coll
 if [ -n "$missing" ]; then
   echo "== configure + build$missing in $build"
   # shellcheck disable=SC2086  # TSHMEM_CMAKE_ARGS is a list of options
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DTSHMEM_ENABLE_CUDA=ON -DTSHMEM_BUILD_MOE=OFF ${TSHMEM_CMAKE_ARGS:-} > "$out/logs/configure.log" 2>&1 \
+  cmake -S "$root" --preset gpu -B "$build" -DTSHMEM_BUILD_MOE=OFF ${TSHMEM_CMAKE_ARGS:-} \
+    > "$out/logs/configure.log" 2>&1 \
     || { tail -20 "$out/logs/configure.log"; exit 1; }
   # shellcheck disable=SC2086  # target names
   cmake --build "$build" -j "$(nproc)" --target $missing > "$out/logs/build.log" 2>&1 \

@@ -65,8 +65,8 @@ for t in $targets; do [ -x "$build/perftest/device/$t" ] || [ -x "$build/perftes
 [ "$with_tests" = 1 ] && missing=" (everything, tests on)"
 if [ -n "$missing" ]; then
   echo "== build$missing in $build"
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DTSHMEM_ENABLE_CUDA=$cuda -DTSHMEM_BUILD_TESTS=$tests -DTSHMEM_BUILD_MOE=OFF > "$out/configure.log" 2>&1 \
+  cmake -S "$root" --preset gpu -B "$build" -DTSHMEM_ENABLE_CUDA=$cuda -DTSHMEM_BUILD_TESTS=$tests \
+    -DTSHMEM_BUILD_MOE=OFF > "$out/configure.log" 2>&1 \
     || { tail -20 "$out/configure.log"; exit 1; }
   # With the tests: everything (every test labelled offnode needs its binary); else the benchmarks only.
   read -r -a list <<< "--target $missing"

@@ -56,8 +56,8 @@ host="$build/perftest/host"
 if [ ! -x "$dev/tshmem_put_bw" ]; then
   echo "== configure + build the perftest targets in $build"
   # shellcheck disable=SC2086  # TSHMEM_CMAKE_ARGS is a list of options
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DTSHMEM_ENABLE_CUDA=ON -DTSHMEM_BUILD_MOE=OFF ${TSHMEM_CMAKE_ARGS:-} > "$out/logs/configure.log" 2>&1 \
+  cmake -S "$root" --preset gpu -B "$build" -DTSHMEM_BUILD_MOE=OFF ${TSHMEM_CMAKE_ARGS:-} \
+    > "$out/logs/configure.log" 2>&1 \
     || { tail -20 "$out/logs/configure.log"; exit 1; }
   targets=$(sed -n 's/^\([a-z_]*\).*/\1/p' "$root/perftest/device/compare.list" | sort -u)
   list=""
