@@ -3,7 +3,7 @@
 # alike in one binary and run), at each PE count of --np, back-to-back on a stream and, for the collectives of
 # --graph, replayed from a CUDA graph. Prints one scaling table per collective and mode (size; per PE count:
 # tshmem latency and bus bandwidth, NCCL's, and the ratio NCCL time / tshmem time, > 1 = tshmem faster),
-# issue 8's targets at 2 PEs, and writes a JSON summary.
+# the collectives' targets at 2 PEs (docs/results.md), and writes a JSON summary.
 #
 #   scripts/coll-compare.sh [--build DIR] [--out DIR] [--np "2 4 8"] [--only "allreduce alltoall"]
 #                           [--graph "allreduce"] [-d bfloat16] [-b 8K] [-e 256M]

@@ -113,7 +113,7 @@ if [ "${TSHMEM_SKIP_COLL_COMPARE:-0}" != 1 ] && [ -n "$compare_nps" ]; then
   sed -n '/^## /,$p' "$logs/coll-compare/coll.txt" >> "$summary" 2>/dev/null || tail -40 "$logs/coll-compare.log" >> "$summary"
 fi
 step "scripts/run.sh, as a newcomer runs it (this build; log: run-sh.log)"
-# The README's main command must work on this host (issue 17): its failure fails this round. It runs the MoE
+# The README's main command must work on a GPU host too: its failure fails this round. It runs the MoE
 # benchmark and the host benchmarks too; TSHMEM_SKIP_RUN_SH=1 runs only those instead.
 run_sh_rc=0
 if [ "${TSHMEM_SKIP_RUN_SH:-0}" != 1 ]; then

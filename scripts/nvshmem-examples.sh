@@ -43,7 +43,7 @@ mpi_c=$(mpicc --showme:compile 2>/dev/null) mpi_l=$(mpicc --showme:link 2>/dev/n
 launcher=(mpirun --oversubscribe --bind-to none -np "$np")
 [ "$(id -u)" = 0 ] && launcher=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np")
 
-# Excluded features (the scope), with the reason printed in the table.
+# Features tshmem does not offer, with the reason printed in the table.
 declare -A excluded=(
   [uid-based-init]="unique-ID bootstrap (excluded: tshmem bootstraps over MPI)"
   [shmem-based-init]="OpenSHMEM bootstrap (excluded: needs an OpenSHMEM library and shmem.h)"
@@ -69,7 +69,7 @@ errors='error|failure|Error|FAIL|mismatch'
 declare -A example_np=([moe_shuffle]=16)
 # And its options: -c puts its index tables in cudaMalloc memory; by default they are host malloc memory that
 # its kernels read, which needs HMM or ATS (without -c, at 16 PEs on the 1 x H200 host, it stopped with an
-# illegal memory access; with -c it ran to the end there, session 7).
+# illegal memory access; with -c it ran to the end there: docs/results.md, "NVSHMEM's examples").
 declare -A example_args=([moe_shuffle]="-c")
 
 # The cudaSetDevice shim, used when there are fewer GPUs than PEs.

@@ -2,7 +2,7 @@
 # perftest-compare.sh — every tshmem device benchmark against its NVSHMEM twin (same source, same options),
 # plus the PE-check variants and the host malloc / barrier_all twins, at 2 PEs (and the all-pairs benchmarks
 # at every count of --np); one table per benchmark (size, tshmem, NVSHMEM, ratio; each library at its best -c
-# where -c is swept), the PE-check cost, the targets, a JSON summary and PNG charts.
+# where -c is swept), the PE-check cost, the device RMA targets (docs/results.md), a JSON summary and PNG charts.
 #
 #   scripts/perftest-compare.sh [--build DIR] [--out DIR] [--ctas "32 64 132"] [--only "put_bw p_latency"]
 #                               [--np "2 4 8"]

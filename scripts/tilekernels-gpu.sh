@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU-host round of issue 16 in one command: builds the tshmem_moe package and runs its tests, TileKernels'
+# One GPU-host round of tshmem_moe against TileKernels in one command: builds the tshmem_moe package and runs its tests, TileKernels'
 # MoE tests against it, and the side-by-side table, writing the logs and a summary to LOG_DIR ($OUT, else
 # build/tilekernels).
 #   scripts/tilekernels-gpu.sh [all|tests|table|diag] [CARRY]

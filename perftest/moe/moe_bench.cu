@@ -659,9 +659,9 @@ int main(int argc, char **argv) {
       "#   each row, end) %.2f us (min %.2f, max %.2f; %.2f us host time per launch at the start)\n",
       floor_k_us, sorted_floor.size(), floor_us, sorted_floor.front(), sorted_floor.back(), floor_host_us);
   std::printf(
-      "# _k columns: by kernel_us against the kernel-time roofline and floor (roof_k: the spec's GB/s, issue 5's\n"
-      "#   roofline targets); _b columns: by time_us against the back-to-back roofline and the median floor\n"
-      "#   (xfl_b: issue 5's launch-floor targets)\n"
+      "# _k columns: by kernel_us against the kernel-time roofline and floor (roof_k: the spec's GB/s, which its\n"
+      "#   roofline targets use); _b columns: by time_us against the back-to-back roofline and the median floor\n"
+      "#   (xfl_b: the launch-floor targets)\n"
       "# read_us: kernel time of a pure streaming read of the row's byte count, timed the same way (L2 flushed):\n"
       "#   the best any kernel touching those bytes can do at this size; read_roof: its fraction of the roofline;\n"
       "#   of_read: read_us / kernel_us\n");

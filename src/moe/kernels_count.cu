@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(kNormalizeDirectThreads)
 // normalize_weight for K = 1, 2, 4 or 8 known at compile time, rows aligned to their vector (4 K bytes, at most
 // 16): one thread per token, the row in one vector load (two of 16 bytes at K = 8) and one vector store, the
 // sum and the divisions unrolled (TileKernels' K is a compile-time constant: 1.41 µs at T = 8131 K = 2 against
-// the run-time-K kernel above's 1.54; a K-templated kernel measured 1.47 in round E). The same arithmetic:
+// the run-time-K kernel above's 1.54; a K-templated kernel measured 1.47). The same arithmetic:
 // 1e-20f seed, sequential sum, IEEE division.
 template <int K>
 struct NormalizeVec;

@@ -1,4 +1,4 @@
-// The multi-GPU test of issue 5: with device 0 current, every entry point on inputs that live on another
+// The multi-GPU test of tshmem_moe: with device 0 current, every entry point on inputs that live on another
 // device returns outputs on that device, equal to the same call on device 0, and leaves device 0 current
 // and idle; then the same shapes on device 0 again (per-device caches must not leak another device's
 // facts). Every other device takes its turn, so an 8-GPU host checks device 7 as well as device 1.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18, item 1, for real (no fault switch): PE 0 runs under `ulimit -v`, so only its heap mapping
+# A one-PE init failure for real (no fault switch): PE 0 runs under `ulimit -v`, so only its heap mapping
 # fails. Every PE must report the same error naming PE 0 and exit by itself, promptly (this hung: PE 1
 # waited in the backend's destroy barrier while PE 0 was in MPI_Finalize), with no segment left behind.
 # Usage: rlimit_heap_test.sh <launcher> <np> <kill_helper>
