@@ -27,7 +27,9 @@ while [ $# -gt 0 ]; do
     *) examples=$(cd "$1" && pwd); shift ;;
   esac
 done
-[ -n "$examples" ] && [ -d "$examples" ] || { echo "usage: $0 <nvshmem examples dir> [--build DIR] [--np N]" >&2; exit 2; }
+if [ -z "$examples" ] || [ ! -d "$examples" ]; then
+  echo "usage: $0 <nvshmem examples dir> [--build DIR] [--np N]" >&2; exit 2
+fi
 [ -f "$build/src/libtshmem.so" ] || { echo "no libtshmem.so under $build/src: build tshmem first" >&2; exit 2; }
 out=${out:-$build/nvshmem-examples}
 mkdir -p "$out"
@@ -135,13 +137,15 @@ for src in "$examples"/*.cu "$examples"/*.cpp; do
   if [ -n "${excluded[$name]:-}" ]; then rows+=("$name|no|no|-|${excluded[$name]}"); continue; fi
   exe="$out/$name" log="$out/$name.build.log"
   extra=()
+  # shellcheck disable=SC2206  # mpicc's flags: lists of words
   grep -q '"mpi.h"\|<mpi.h>' "$src" && extra+=($mpi_c $mpi_l)
   grep -q 'cuMem\|cuInit' "$src" && extra+=(-lcuda)
   if [[ "$src" == *.cpp ]]; then
+    # shellcheck disable=SC2054  # -Wl,-rpath,<dir> is one word
     build_cmd=(g++ -std=c++17 "${inc[@]}" -I/usr/local/cuda/include "$src" -o "$exe" -L"$build/src" -ltshmem
                -Wl,-rpath,"$build/src" -L/usr/local/cuda/lib64 -lcudart "${extra[@]}")
   else
-    build_cmd=(nvcc -std=c++17 -arch=sm_$arch -cudart shared "${inc[@]}" "$src" -o "$exe" "${lib[@]}" "${extra[@]}")
+    build_cmd=(nvcc -std=c++17 "-arch=sm_$arch" -cudart shared "${inc[@]}" "$src" -o "$exe" "${lib[@]}" "${extra[@]}")
   fi
   if ! "${build_cmd[@]}" > "$log" 2>&1; then
     why=$(grep -m1 -oE 'identifier "[A-Za-z0-9_]+" is undefined|error: [^(]*' "$log" | head -1)
@@ -151,9 +155,10 @@ for src in "$examples"/*.cu "$examples"/*.cpp; do
   run_log="$out/$name.run.log"
   run_np=${example_np[$name]:-$np}
   run_launcher=("${launcher[@]}")
-  run_launcher[$(( ${#run_launcher[@]} - 1 ))]=$run_np
+  run_launcher[${#run_launcher[@]} - 1]=$run_np
   # NVSHMEM grows its heap on demand; tshmem's is fixed at init, so the examples get room for their largest
   # allocations (ring-reduce takes 2 x 512 MiB) plus tshmem's own region: 2 GiB unless the caller set a size.
+  # shellcheck disable=SC2086  # the example's arguments: a list of words
   env TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_DISABLE_NVLS=1 NVSHMEM_SYMMETRIC_SIZE="${NVSHMEM_SYMMETRIC_SIZE:-2G}" \
     timeout 300 "${run_launcher[@]}" -x TSHMEM_ALLOW_SHARED_GPU -x TSHMEM_DISABLE_NVLS -x NVSHMEM_SYMMETRIC_SIZE \
     ${preload:+-x LD_PRELOAD="$preload"} "$exe" ${example_args[$name]:-} > "$run_log" 2>&1

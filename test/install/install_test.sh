@@ -23,9 +23,11 @@ cmake --build "$work/consumer" > "$work/build.log" 2>&1 || { cat "$work/build.lo
 echo "PASS: outside project built with find_package(tshmem)"
 
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
+# shellcheck disable=SC2046  # pkg-config prints a list of flags
 cc "$src/test/install/consumer/hello.c" -o "$work/hello-pc" $(pkg-config --cflags --libs tshmem) \
   -Wl,-rpath,"$work/prefix/lib" || fail "building with pkg-config"
 echo "PASS: C program built with pkg-config"
+# shellcheck disable=SC2046  # pkg-config prints a list of flags
 cc "$src/test/install/consumer/nvshmem_hello.c" -o "$work/nvshmem-hello-pc" $(pkg-config --cflags --libs tshmem-nvshmem) \
   -Wl,-rpath,"$work/prefix/lib" || fail "building the NVSHMEM program with pkg-config tshmem-nvshmem"
 echo "PASS: NVSHMEM program built with pkg-config tshmem-nvshmem"
