@@ -8,7 +8,9 @@ install(TARGETS tshmem tshmem_device tshmem_nvshmem EXPORT tshmemTargets
 install(FILES include/tshmem/tshmem.h include/tshmem/tshmemx.h include/tshmem/host_device_api.h include/tshmem/tshmemx_typed.h
   include/tshmem/tshmemx_launch.h ${PROJECT_BINARY_DIR}/include/tshmem/version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tshmem)
-install(DIRECTORY device/tshmem/device DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tshmem
+# <prefix>/include/tshmem/device/ from both roots: the device API (device/) and the C names over it that
+# include the C API (include/tshmem/device/: tshmem_device.cuh, c_api.cuh, c_coll.cuh, host_device_names.cuh).
+install(DIRECTORY device/tshmem/device include/tshmem/device DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tshmem
   FILES_MATCHING PATTERN "*.h" PATTERN "*.cuh")
 install(DIRECTORY include/nvshmem-compat/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/nvshmem-compat
   FILES_MATCHING PATTERN "*.h")

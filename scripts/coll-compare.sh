@@ -3,7 +3,7 @@
 # alike in one binary and run), at each PE count of --np, back-to-back on a stream and, for the collectives of
 # --graph, replayed from a CUDA graph. Prints one scaling table per collective and mode (size; per PE count:
 # tshmem latency and bus bandwidth, NCCL's, and the ratio NCCL time / tshmem time, > 1 = tshmem faster),
-# issue 8's targets at 2 PEs, and writes a JSON summary.
+# the collectives' targets at 2 PEs (docs/results.md), and writes a JSON summary.
 #
 #   scripts/coll-compare.sh [--build DIR] [--out DIR] [--np "2 4 8"] [--only "allreduce alltoall"]
 #                           [--graph "allreduce"] [-d bfloat16] [-b 8K] [-e 256M]
@@ -66,8 +66,8 @@ for c in $only; do [ -x "$bin/tshmem_coll_$c" ] || missing="$missing tshmem_coll
 if [ -n "$missing" ]; then
   echo "== configure + build$missing in $build"
   # shellcheck disable=SC2086  # TSHMEM_CMAKE_ARGS is a list of options
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DTSHMEM_ENABLE_CUDA=ON -DTSHMEM_BUILD_MOE=OFF ${TSHMEM_CMAKE_ARGS:-} > "$out/logs/configure.log" 2>&1 \
+  cmake -S "$root" --preset gpu -B "$build" -DTSHMEM_BUILD_MOE=OFF ${TSHMEM_CMAKE_ARGS:-} \
+    > "$out/logs/configure.log" 2>&1 \
     || { tail -20 "$out/logs/configure.log"; exit 1; }
   # shellcheck disable=SC2086  # target names
   cmake --build "$build" -j "$(nproc)" --target $missing > "$out/logs/build.log" 2>&1 \

@@ -27,19 +27,25 @@ while [ $# -gt 0 ]; do
     *) examples=$(cd "$1" && pwd); shift ;;
   esac
 done
-[ -n "$examples" ] && [ -d "$examples" ] || { echo "usage: $0 <nvshmem examples dir> [--build DIR] [--np N]" >&2; exit 2; }
+if [ -z "$examples" ] || [ ! -d "$examples" ]; then
+  echo "usage: $0 <nvshmem examples dir> [--build DIR] [--np N]" >&2; exit 2
+fi
 [ -f "$build/src/libtshmem.so" ] || { echo "no libtshmem.so under $build/src: build tshmem first" >&2; exit 2; }
 out=${out:-$build/nvshmem-examples}
 mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
-arch=${CUDA_ARCH:-90}
+# The architecture the tshmem build was made for (its CMakeCache.txt, cmake/TshmemCudaArch.cmake), unless
+# TSHMEM_CUDA_ARCH (or CUDA_ARCH, as before) names one; a build from before that record: 90.
+arch=${TSHMEM_CUDA_ARCH:-${CUDA_ARCH:-$(sed -n 's/^TSHMEM_CUDA_ARCHITECTURES:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)}}
+arch=${arch%%;*}
+arch=${arch:-90}
 inc=(-I"$here/include/nvshmem-compat" -I"$here/include" -I"$build/include" -I"$here/device")
 lib=(-L"$build/src" -ltshmem -Xlinker -rpath -Xlinker "$build/src")
 mpi_c=$(mpicc --showme:compile 2>/dev/null) mpi_l=$(mpicc --showme:link 2>/dev/null)
 launcher=(mpirun --oversubscribe --bind-to none -np "$np")
 [ "$(id -u)" = 0 ] && launcher=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np")
 
-# Excluded features (the scope), with the reason printed in the table.
+# Features tshmem does not offer, with the reason printed in the table.
 declare -A excluded=(
   [uid-based-init]="unique-ID bootstrap (excluded: tshmem bootstraps over MPI)"
   [shmem-based-init]="OpenSHMEM bootstrap (excluded: needs an OpenSHMEM library and shmem.h)"
@@ -65,7 +71,7 @@ errors='error|failure|Error|FAIL|mismatch'
 declare -A example_np=([moe_shuffle]=16)
 # And its options: -c puts its index tables in cudaMalloc memory; by default they are host malloc memory that
 # its kernels read, which needs HMM or ATS (without -c, at 16 PEs on the 1 x H200 host, it stopped with an
-# illegal memory access; with -c it ran to the end there, session 7).
+# illegal memory access; with -c it ran to the end there: docs/results.md, "NVSHMEM's examples").
 declare -A example_args=([moe_shuffle]="-c")
 
 # The cudaSetDevice shim, used when there are fewer GPUs than PEs.
@@ -131,13 +137,15 @@ for src in "$examples"/*.cu "$examples"/*.cpp; do
   if [ -n "${excluded[$name]:-}" ]; then rows+=("$name|no|no|-|${excluded[$name]}"); continue; fi
   exe="$out/$name" log="$out/$name.build.log"
   extra=()
+  # shellcheck disable=SC2206  # mpicc's flags: lists of words
   grep -q '"mpi.h"\|<mpi.h>' "$src" && extra+=($mpi_c $mpi_l)
   grep -q 'cuMem\|cuInit' "$src" && extra+=(-lcuda)
   if [[ "$src" == *.cpp ]]; then
+    # shellcheck disable=SC2054  # -Wl,-rpath,<dir> is one word
     build_cmd=(g++ -std=c++17 "${inc[@]}" -I/usr/local/cuda/include "$src" -o "$exe" -L"$build/src" -ltshmem
                -Wl,-rpath,"$build/src" -L/usr/local/cuda/lib64 -lcudart "${extra[@]}")
   else
-    build_cmd=(nvcc -std=c++17 -arch=sm_$arch -cudart shared "${inc[@]}" "$src" -o "$exe" "${lib[@]}" "${extra[@]}")
+    build_cmd=(nvcc -std=c++17 "-arch=sm_$arch" -cudart shared "${inc[@]}" "$src" -o "$exe" "${lib[@]}" "${extra[@]}")
   fi
   if ! "${build_cmd[@]}" > "$log" 2>&1; then
     why=$(grep -m1 -oE 'identifier "[A-Za-z0-9_]+" is undefined|error: [^(]*' "$log" | head -1)
@@ -147,9 +155,10 @@ for src in "$examples"/*.cu "$examples"/*.cpp; do
   run_log="$out/$name.run.log"
   run_np=${example_np[$name]:-$np}
   run_launcher=("${launcher[@]}")
-  run_launcher[$(( ${#run_launcher[@]} - 1 ))]=$run_np
+  run_launcher[${#run_launcher[@]} - 1]=$run_np
   # NVSHMEM grows its heap on demand; tshmem's is fixed at init, so the examples get room for their largest
   # allocations (ring-reduce takes 2 x 512 MiB) plus tshmem's own region: 2 GiB unless the caller set a size.
+  # shellcheck disable=SC2086  # the example's arguments: a list of words
   env TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_DISABLE_NVLS=1 NVSHMEM_SYMMETRIC_SIZE="${NVSHMEM_SYMMETRIC_SIZE:-2G}" \
     timeout 300 "${run_launcher[@]}" -x TSHMEM_ALLOW_SHARED_GPU -x TSHMEM_DISABLE_NVLS -x NVSHMEM_SYMMETRIC_SIZE \
     ${preload:+-x LD_PRELOAD="$preload"} "$exe" ${example_args[$name]:-} > "$run_log" 2>&1

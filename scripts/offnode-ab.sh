@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# The on-node path must not get slower with the off-node proxy (issue 13): builds the device perftest of two
-# source trees and runs their on-node rows alternately (old, new, old, new, ...) in one job, then prints
-# old / new per row with the ratio and the old tree's own spread between its runs (the noise floor).
+# A change must not make the on-node path slower (the off-node proxy was checked this way): builds the device
+# perftest of two source trees and runs their on-node rows alternately (old, new, old, new, ...) in one job,
+# then prints old / new per row with the ratio and the old tree's own spread between its runs (the noise floor).
 #   scripts/offnode-ab.sh OLD [NEW] [--rounds N] [--out DIR]
-#     OLD   a source tree of the commit before the proxy: a folder, or a tarball of one (.tar, .tar.gz),
-#           prepared where the git history is, e.g.  git archive -o ab-old.tar.gz 0b45ef7^1
-#           (an untracked file in the checkout travels with the working tree to the GPU host)
+#     OLD   a source tree of the commit to compare against: a folder, or a tarball of one (.tar, .tar.gz),
+#           e.g. from  git archive -o ab-old.tar.gz <commit>
 #     NEW   a source tree, default: this checkout
 #     --rounds N   runs of each side per row (default 2); --out DIR  logs (default $OUT/offnode-ab, ./offnode-ab)
-# Builds only the perftest targets it runs, both trees at once (half the cores each), in /tmp/tshmem-ab.
+# Builds only the perftest targets it runs, both trees at once (half the cores each), in /tmp/tshmem-ab, both
+# for the architectures the NEW tree's gpu preset decides (TSHMEM_CUDA_ARCH, else the GPUs here).
 # Rows: put_bw, p_latency, atomic_latency at 1 PE (their local rows: the GPU's own memory through the peer
 # table, the on-node code path) or at 2 PEs with 2+ GPUs; put_signal_ping_pong_latency and p_ping_pong_latency
 # at 2 PEs (on a 1-GPU host sharing it, TSHMEM_ALLOW_SHARED_GPU=1: time-sliced, see the spread column).
@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "offnode-ab.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) if [ -z "$old" ]; then old=$1; elif [ -z "$new" ]; then new=$1; else
          echo "offnode-ab.sh: one OLD and at most one NEW tree, got '$1' too" >&2; exit 2; fi; shift ;;
@@ -81,15 +81,32 @@ for r in "${rows[@]}"; do targets="$targets tshmem_${r%% *}"; done
 
 echo "== build the perftest of both trees ($half cores each): old $old_src, new $new_src"
 start=$SECONDS
-build_side() {
-  local side=$1 src=$2 dir="$work/build-$1"
-  # shellcheck disable=SC2086  # a list of targets
-  cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DTSHMEM_ENABLE_CUDA=ON \
-    -DTSHMEM_BUILD_TESTS=OFF -DTSHMEM_BUILD_MOE=OFF > "$out/configure-$side.log" 2>&1 &&
-    cmake --build "$dir" -j "$half" --target $targets > "$out/build-$side.log" 2>&1
+# configure_side <side> <tree> [architectures]: the gpu preset where the tree has CMakePresets.json, else (a tree
+# from before the presets) the same options by hand.
+configure_side() {
+  local side=$1 src=$2 arch=${3:-} dir="$work/build-$1"
+  if [ -f "$src/CMakePresets.json" ]; then
+    cmake -S "$src" --preset gpu -B "$dir" ${arch:+"-DTSHMEM_CUDA_ARCH=$arch"} -DTSHMEM_BUILD_TESTS=OFF \
+      -DTSHMEM_BUILD_MOE=OFF > "$out/configure-$side.log" 2>&1
+  else
+    cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTSHMEM_ENABLE_CUDA=ON \
+      ${arch:+"-DCMAKE_CUDA_ARCHITECTURES=$arch"} -DTSHMEM_BUILD_TESTS=OFF -DTSHMEM_BUILD_MOE=OFF \
+      > "$out/configure-$side.log" 2>&1
+  fi
 }
-build_side old "$old_src" & old_pid=$!
-build_side new "$new_src" & new_pid=$!
+build_side() {
+  # shellcheck disable=SC2086  # a list of targets
+  cmake --build "$work/build-$1" -j "$half" --target $targets > "$out/build-$1.log" 2>&1
+}
+# The new tree decides the architectures; the old one is built for the same.
+configure_side new "$new_src" || { echo "new tree: configure failed:"; tail -n 20 "$out/configure-new.log"; exit 1; }
+cache="$work/build-new/CMakeCache.txt"
+arch=$(sed -n 's/^TSHMEM_CUDA_ARCHITECTURES:INTERNAL=//p' "$cache")
+[ -n "$arch" ] || arch=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$cache")
+echo "CUDA architectures: ${arch:-as each tree decides}"
+configure_side old "$old_src" "$arch" || { echo "old tree: configure failed:"; tail -n 20 "$out/configure-old.log"; exit 1; }
+build_side old & old_pid=$!
+build_side new & new_pid=$!
 ok=1
 wait $old_pid || { echo "old tree: build failed:"; tail -n 20 "$out/configure-old.log" "$out/build-old.log"; ok=0; }
 wait $new_pid || { echo "new tree: build failed:"; tail -n 20 "$out/configure-new.log" "$out/build-new.log"; ok=0; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The across-node perftest rows of issue 13 in one run: PE 1 on another "node" (TSHMEM_DEBUG_NODE_SIZE=1, 2
+# The across-node perftest rows in one run: PE 1 on another "node" (TSHMEM_DEBUG_NODE_SIZE=1, 2
 # PEs), over both of Open MPI's transports (OMPI_MCA_btl=self,vader and self,tcp), with the limits of the
 # staged path measured in the same run, and one table: every row, its target, and bandwidth as % of the
 # smallest limit at 16 MiB.
@@ -12,7 +12,7 @@
 # Without a GPU (the heap is shm): the same limits (memcpy instead of PCIe copies), host put/get, and the
 # device-channel rows driven by CPU producers (tshmem_host_proxy: p rate, p ping-pong, put + quiet).
 # Builds the targets it needs in --build (default /tmp/tshmem-offnode-build) unless built there already.
-# Targets (issue 13): put/get bandwidth at >= 16 MiB >= 70 % of the smallest limit; p ping-pong and 8-byte
+# Targets of the off-node path: put/get bandwidth at >= 16 MiB >= 70 % of the smallest limit; p ping-pong and 8-byte
 # put + quiet <= 15 us (half round trip) over shared memory; >= 0.5 M p/s through one proxy.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,8 +65,8 @@ for t in $targets; do [ -x "$build/perftest/device/$t" ] || [ -x "$build/perftes
 [ "$with_tests" = 1 ] && missing=" (everything, tests on)"
 if [ -n "$missing" ]; then
   echo "== build$missing in $build"
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DTSHMEM_ENABLE_CUDA=$cuda -DTSHMEM_BUILD_TESTS=$tests -DTSHMEM_BUILD_MOE=OFF > "$out/configure.log" 2>&1 \
+  cmake -S "$root" --preset gpu -B "$build" -DTSHMEM_ENABLE_CUDA=$cuda -DTSHMEM_BUILD_TESTS=$tests \
+    -DTSHMEM_BUILD_MOE=OFF > "$out/configure.log" 2>&1 \
     || { tail -20 "$out/configure.log"; exit 1; }
   # With the tests: everything (every test labelled offnode needs its binary); else the benchmarks only.
   read -r -a list <<< "--target $missing"

@@ -2,7 +2,7 @@
 # perftest-compare.sh — every tshmem device benchmark against its NVSHMEM twin (same source, same options),
 # plus the PE-check variants and the host malloc / barrier_all twins, at 2 PEs (and the all-pairs benchmarks
 # at every count of --np); one table per benchmark (size, tshmem, NVSHMEM, ratio; each library at its best -c
-# where -c is swept), the PE-check cost, the targets, a JSON summary and PNG charts.
+# where -c is swept), the PE-check cost, the device RMA targets (docs/results.md), a JSON summary and PNG charts.
 #
 #   scripts/perftest-compare.sh [--build DIR] [--out DIR] [--ctas "32 64 132"] [--only "put_bw p_latency"]
 #                               [--np "2 4 8"]
@@ -56,8 +56,8 @@ host="$build/perftest/host"
 if [ ! -x "$dev/tshmem_put_bw" ]; then
   echo "== configure + build the perftest targets in $build"
   # shellcheck disable=SC2086  # TSHMEM_CMAKE_ARGS is a list of options
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DTSHMEM_ENABLE_CUDA=ON -DTSHMEM_BUILD_MOE=OFF ${TSHMEM_CMAKE_ARGS:-} > "$out/logs/configure.log" 2>&1 \
+  cmake -S "$root" --preset gpu -B "$build" -DTSHMEM_BUILD_MOE=OFF ${TSHMEM_CMAKE_ARGS:-} \
+    > "$out/logs/configure.log" 2>&1 \
     || { tail -20 "$out/logs/configure.log"; exit 1; }
   targets=$(sed -n 's/^\([a-z_]*\).*/\1/p' "$root/perftest/device/compare.list" | sort -u)
   list=""

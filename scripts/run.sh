@@ -17,7 +17,7 @@ build=${TSHMEM_BUILD_DIR:-$root/build}
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 if [ ! -x "$build/perftest/host/tshmem_host_bw" ] || [ ! -x "$build/perftest/host/tshmem_host_shmem" ]; then
   echo "== building (first run)"
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
+  cmake -S "$root" --preset default -B "$build" >/dev/null || exit 1  # CMakePresets.json
   cmake --build "$build" -j "$(nproc)" || exit 1
 fi
 

@@ -3,8 +3,10 @@
 #   scripts/test.sh                 build in ./build and run ctest
 #   TSHMEM_BUILD_DIR=dir scripts/test.sh     another build folder
 #   TSHMEM_CMAKE_ARGS="-D..." scripts/test.sh   extra configure options
-# Tests that need a GPU skip with a reason on machines without one. Where nvcc is found, the host-only
-# build (-DTSHMEM_ENABLE_CUDA=OFF, in <build>-no-cuda) is built and tested too.
+#   TSHMEM_CUDA_ARCH=100 scripts/test.sh     GPU architectures to build for (default: the GPUs here, else 90)
+# The builds are CMakePresets.json's: ci (in the build folder), tsan (<build>-tsan) and, where nvcc is found,
+# host-only (-DTSHMEM_ENABLE_CUDA=OFF, in <build>-no-cuda), built and tested too. Tests that need a GPU skip
+# with a reason on machines without one.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TSHMEM_BUILD_DIR:-$root/build}
@@ -43,7 +45,7 @@ fi
 jobs=$(nproc)
 echo "== configure ($build)"
 # shellcheck disable=SC2086
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTSHMEM_WERROR=ON "${cmake_extra[@]}" ${TSHMEM_CMAKE_ARGS:-}
+cmake -S "$root" --preset ci -B "$build" "${cmake_extra[@]}" ${TSHMEM_CMAKE_ARGS:-}
 echo "== build (-j$jobs)"
 cmake --build "$build" -j "$jobs"
 echo "== format check"
@@ -59,11 +61,8 @@ if [ "${TSHMEM_SKIP_TSAN:-0}" != 1 ]; then
   tsan_build="$build-tsan"
   echo "== ThreadSanitizer ($tsan_build)"
   mkdir -p "$tsan_build"
-  # -Wno-tsan: TSan does not model the shm backend's fence (it orders stores for other processes, not threads).
-  cmake -S "$root" -B "$tsan_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTSHMEM_WERROR=ON \
-    -DTSHMEM_ENABLE_CUDA=OFF -DTSHMEM_BUILD_PERFTEST=OFF -DTSHMEM_BUILD_MOE=OFF \
-    "-DCMAKE_CXX_FLAGS=-fsanitize=thread -Wno-tsan" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
-    -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread > "$tsan_build/configure.log" 2>&1 \
+  # The tsan preset: host only, -fsanitize=thread, -Wno-tsan (CMakePresets.json says why).
+  cmake -S "$root" --preset tsan -B "$tsan_build" > "$tsan_build/configure.log" 2>&1 \
     || { tail -20 "$tsan_build/configure.log"; exit 1; }
   cmake --build "$tsan_build" -j "$jobs" --target tshmem_thread_tests
   # A report makes the process exit non-zero, which fails the test.
@@ -77,8 +76,7 @@ if command -v nvcc >/dev/null && [ "${TSHMEM_SKIP_NO_CUDA_BUILD:-0}" != 1 ]; the
   echo "== the same without CUDA ($host_build)"
   mkdir -p "$host_build"
   # shellcheck disable=SC2086
-  cmake -S "$root" -B "$host_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTSHMEM_WERROR=ON \
-    -DTSHMEM_ENABLE_CUDA=OFF ${TSHMEM_CMAKE_ARGS:-} > "$host_build/configure.log" 2>&1 \
+  cmake -S "$root" --preset host-only -B "$host_build" ${TSHMEM_CMAKE_ARGS:-} > "$host_build/configure.log" 2>&1 \
     || { tail -20 "$host_build/configure.log"; exit 1; }
   cmake --build "$host_build" -j "$jobs"
   # The SLURM job scripts ran above and take a minute; everything else runs again on this build (the Python

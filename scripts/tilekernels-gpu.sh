@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU-host round against TileKernels in one command: builds the tshmem_moe package and runs its tests, TileKernels'
+# One GPU-host round of tshmem_moe against TileKernels in one command: builds the tshmem_moe package and runs its tests, TileKernels'
 # MoE tests against it, and the side-by-side table, writing the logs and a summary to LOG_DIR ($OUT, else
 # build/tilekernels).
 #   scripts/tilekernels-gpu.sh [all|tests|table|diag] [CARRY]
@@ -55,8 +55,7 @@ if { [ "$mode" = all ] || [ "$mode" = tests ]; } && [ "${TK_CTEST:-1}" = 1 ]; th
   (
     export PATH=/usr/local/cuda/bin:$PATH
     [ -x /opt/gcc/bin/g++ ] && export CUDAHOSTCXX=/opt/gcc/bin/g++
-    cmake -S "$root" -B "$mb" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-      -DTSHMEM_ENABLE_CUDA=ON > "$logs/moe-ctest.log" 2>&1 &&
+    cmake -S "$root" --preset gpu -B "$mb" > "$logs/moe-ctest.log" 2>&1 &&
       cmake --build "$mb" -j 8 --target tshmem_moe_gpu_test tshmem_moe_cpu_test >> "$logs/moe-ctest.log" 2>&1 &&
       cd "$mb" && timeout $(( ${TK_BUDGET_S:-240} - 20 )) ctest -L moe -j 8 --output-on-failure \
       >> "$logs/moe-ctest.log" 2>&1

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tshmem/device/team_types.h" /* team handles (shared with the device API) */
 #include "tshmem/host_device_api.h"
 
 #ifdef __cplusplus
@@ -186,15 +187,8 @@ int tshmemx_cumodule_init(tshmemx_cumodule_t module) __attribute__((visibility("
 /* ==== Teams, NVLink multicast and collectives (src/nvls, src/coll; device side: tshmem/device/multimem.cuh,
  * tshmem/device/coll.cuh) ======================================================================== */
 
-/** A team of PEs: the predefined ones (NVSHMEM's numbering) and those made by tshmem_team_split_strided. A
- *  handle indexes this PE's team table; PEs may hold different handles for the same split team. */
-typedef int32_t tshmem_team_t;
-#define TSHMEM_TEAM_INVALID (-1)
-#define TSHMEM_TEAM_WORLD 0 /**< Every PE. */
-#define TSHMEMX_TEAM_NODE 2 /**< The PEs of this node (load/store reachable); equals WORLD on one node. */
-/** Most teams alive at once on one PE, the predefined ones and the unused handle 1 included (a split that would
- *  exceed it fails on every PE, nothing created). */
-#define TSHMEM_MAX_TEAMS 32
+/* Teams: tshmem_team_t, TSHMEM_TEAM_WORLD, TSHMEMX_TEAM_NODE, TSHMEM_TEAM_INVALID and TSHMEM_MAX_TEAMS are defined
+ * in tshmem/device/team_types.h (included above), which the device API shares. */
 
 /** Options of a new team (OpenSHMEM's shmem_team_config_t). tshmem reads none of them: contexts do not exist. */
 typedef struct tshmem_team_config {

@@ -6,7 +6,7 @@ written by one perftest/device/coll run with --json (columns size(B), count, typ
 algbw(GB/s), busbw(GB/s), nccl_latency(us), nccl_busbw(GB/s), ratio; the barrier binary adds a table
 "... in one kernel" with latency(us) per device barrier). Output: per collective and mode, one row per size
 with, for each PE count, tshmem's latency and bus bandwidth, NCCL's bus bandwidth and the ratio NCCL time /
-tshmem time (> 1: tshmem faster); then issue 8's targets at 2 PEs, each marked met or missed.
+tshmem time (> 1: tshmem faster); then the collectives' targets at 2 PEs, each marked met or missed.
 
   coll_table.py --runs DIR --out SUMMARY.json
 """
@@ -87,7 +87,7 @@ def print_tables(runs, in_kernel, out):
 
 
 def check_targets(runs, in_kernel, out):
-    """Issue 8's targets, on the 2-PE runs."""
+    """The collectives' targets against NCCL, on the 2-PE runs."""
     targets = []
 
     def add(name, rows, ok_row, detail_row):
@@ -118,7 +118,7 @@ def check_targets(runs, in_kernel, out):
         if best is not None:
             targets.append({"target": "device barrier <= 2 us at 2 PEs", "met": best <= 2.0,
                             "detail": "%.3f us per barrier in one kernel" % best})
-    print("\n## Targets (issue 8, 2 PEs)", file=out)
+    print("\n## Targets (collectives against NCCL, 2 PEs)", file=out)
     for t in targets:
         print("%-7s %-48s %s" % ("met" if t["met"] else "MISSED", t["target"], t["detail"]), file=out)
     if not targets:

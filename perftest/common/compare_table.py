@@ -5,7 +5,7 @@ Input: the JSON lines every benchmark appended with --json (keys: bench, lib, bu
 columns in order, metric, value, ctas, threads, iters, bidir) and the Google Benchmark JSON files of the
 host malloc runs. For each benchmark and table: one row per key (the columns before the measurement), each
 library at its best launch shape (-c swept by the script), and the ratio tshmem / NVSHMEM. Then the cost of
-the device PE check (put_bw, p_latency), malloc + free, and the issue's targets, each marked met or missed.
+the device PE check (put_bw, p_latency), malloc + free, and the device RMA targets, each marked met or missed.
 
   compare_table.py --jsonl RUN.jsonl [--malloc-json FILE ...] --out SUMMARY.json
 """
@@ -154,7 +154,7 @@ def find(comparisons, bench, bidir=False):
 
 
 def check_targets(comparisons, pe_costs, malloc, out):
-    """The issue's targets (2 x H200), each with the figure that decides it."""
+    """The device RMA targets against NVSHMEM (2 x H200), each with the figure that decides it."""
     targets = []
 
     def add(name, ok, detail):
@@ -210,7 +210,7 @@ def check_targets(comparisons, pe_costs, malloc, out):
     if m.get("check") and m.get("nvshmem"):
         add("malloc+free 4 KiB <= 0.25x NVSHMEM", m["check"] / m["nvshmem"] <= 0.25,
             "%.2f vs %.2f us (%.3fx)" % (m["check"], m["nvshmem"], m["check"] / m["nvshmem"]))
-    print("\n## Targets (issue 4)", file=out)
+    print("\n## Targets (device RMA against NVSHMEM, 2 PEs)", file=out)
     for t in targets:
         print("%-7s %-44s %s" % ("met" if t["met"] else "MISSED", t["target"], t["detail"]), file=out)
     return targets

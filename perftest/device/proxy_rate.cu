@@ -2,7 +2,7 @@
 // every thread of the grid p's -n values into its own word of PE 1, then each block's thread 0 calls quiet
 // (time = the kernel, all p's delivered). Rows double the blocks from 1 to -c (-t threads each). Across
 // nodes (TSHMEM_DEBUG_NODE_SIZE=1) every p is a request to PE 0's off-node proxy: this is the rate one proxy
-// thread sustains (issue 13's target: >= 500 k/s). On one node it is the p rate over load/store. PE 1 checks
+// thread sustains (the off-node path's target: >= 500 k/s). On one node it is the p rate over load/store. PE 1 checks
 // that every word holds its last value.
 #include <algorithm>
 #include <vector>

@@ -1,5 +1,5 @@
 // put_bw_all_pairs: every PE puts to every other PE at the same time (putmem_nbi_block), the traffic of an
-// all-to-all over NVLink, at any PE count from 2 (issue 7's scaling run: 2, 4, 8 PEs). The -c blocks of
+// all-to-all over NVLink, at any PE count from 2 (the scaling runs: 2, 4, 8 PEs). The -c blocks of
 // each PE split evenly over its n - 1 targets; each sender writes its own region at every receiver; a grid
 // barrier after every transfer, as put_bw. Reported: the sum over PEs of (n - 1) x size x iters / time, the
 // aggregate egress of the node (per PE: divide by the PE count).

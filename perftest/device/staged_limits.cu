@@ -152,7 +152,7 @@ int main(int argc, char **argv) {
     std::printf("%-28s %12.2f %12.2f\n", "MPI host->host (PE 0->1)", mpi_chunk, mpi_large);
     for (const auto &row : swept) std::printf("MPI host->host %10zu B %12.2f\n", row.first, row.second);
     const double floor = std::min({d2h, h2d, mpi_large});
-    std::printf("smallest at 16 MiB: %.2f GB/s; issue 13's put_bw/get_bw target (70 %%): %.2f GB/s (chunk %zu B)\n",
+    std::printf("smallest at 16 MiB: %.2f GB/s; the off-node put_bw/get_bw target (70 %%): %.2f GB/s (chunk %zu B)\n",
                 floor, 0.7 * floor, chunk);
     // One line for scripts (scripts/offnode-perf.sh): the three limits at 16 MiB and the smallest.
     std::printf("limits_16MiB copy_out=%.3f copy_in=%.3f mpi=%.3f smallest=%.3f\n", d2h, h2d, mpi_large, floor);

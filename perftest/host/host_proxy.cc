@@ -2,7 +2,7 @@
 // GPU. Producer threads of PE 0 post to PE 0's device channel exactly what a kernel posts (proxy_types.h),
 // on the shm heap with PE 1 on another node (TSHMEM_DEBUG_NODE_SIZE=1):
 //   - p request rate: -t threads each post -n inline 8-byte puts (a kernel's p) to their own word of PE 1,
-//     then one QUIET; rows for 1, 2, 4, ... -t threads. Issue 13's target: >= 500 k/s.
+//     then one QUIET; rows for 1, 2, 4, ... -t threads. The off-node path's target: >= 500 k/s.
 //   - p ping-pong: PE 0 p's a counter to PE 1, which waits for it in its heap and p's it back; half round trip.
 //   - put + quiet: an 8-byte put from PE 0's memory, then a QUIET waited for; per pair.
 // The device twins are proxy_rate, p_ping_pong_latency and put_latency run across nodes on a GPU.

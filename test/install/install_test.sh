@@ -3,9 +3,9 @@
 # (find_package(tshmem)) with a host C program and a .cu kernel using the device API without -rdc, and
 # pkg-config for the C program; where the build has tshmem_moe, a C program on tshmem::moe. Runs the C program
 # with 2 PEs on shm (the MoE program on its CPU reference); the kernel only where a GPU is.
-#   install_test.sh <build dir> <source dir> <mpi launcher>
+#   install_test.sh <build dir> <source dir> <mpi launcher> [GPU architectures, comma-separated: the build's]
 set -uo pipefail
-build=$1 src=$2 launcher=$3
+build=$1 src=$2 launcher=$3 arch=${4:-}
 work=$(mktemp -d /tmp/tshmem-install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -18,14 +18,17 @@ for f in include/tshmem/tshmem.h include/tshmem/tshmemx.h include/tshmem/version
 done
 
 cmake -S "$src/test/install/consumer" -B "$work/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
+  ${arch:+"-DCMAKE_CUDA_ARCHITECTURES=${arch//,/;}"} \
   > "$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "configuring the outside project"; }
 cmake --build "$work/consumer" > "$work/build.log" 2>&1 || { cat "$work/build.log"; fail "building the outside project"; }
 echo "PASS: outside project built with find_package(tshmem)"
 
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
+# shellcheck disable=SC2046  # pkg-config prints a list of flags
 cc "$src/test/install/consumer/hello.c" -o "$work/hello-pc" $(pkg-config --cflags --libs tshmem) \
   -Wl,-rpath,"$work/prefix/lib" || fail "building with pkg-config"
 echo "PASS: C program built with pkg-config"
+# shellcheck disable=SC2046  # pkg-config prints a list of flags
 cc "$src/test/install/consumer/nvshmem_hello.c" -o "$work/nvshmem-hello-pc" $(pkg-config --cflags --libs tshmem-nvshmem) \
   -Wl,-rpath,"$work/prefix/lib" || fail "building the NVSHMEM program with pkg-config tshmem-nvshmem"
 echo "PASS: NVSHMEM program built with pkg-config tshmem-nvshmem"

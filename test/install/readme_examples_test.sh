@@ -2,11 +2,12 @@
 # The README's examples, exactly as written: extracts "A complete program" (C) and "A kernel" (CUDA) from
 # README.md, builds them as an outside project against an installed tshmem, and runs them.
 #   readme_examples_test.sh <build dir> <source dir> <mpi launcher> <shm|gpu> "<PE counts>" [cuda: ON|OFF]
+#                           [GPU architectures of the kernel, comma-separated: the build's]
 #   shm  the host program on the shm backend (the kernel is built when CUDA is, not run): CI
 #   gpu  the host program on shm, vmm and ipc, the kernel on vmm and ipc; more PEs than GPUs share them
 #        (TSHMEM_ALLOW_SHARED_GPU=1). Without a GPU: "SKIPPED: no GPU", exit 0.
 set -uo pipefail
-build=$1 src=$2 launcher=$3 mode=$4 nps=$5 cuda=${6:-OFF}
+build=$1 src=$2 launcher=$3 mode=$4 nps=$5 cuda=${6:-OFF} arch=${7:-}
 fail() { echo "FAIL: $*"; exit 1; }
 case "$mode" in shm|gpu) ;; *) fail "mode must be shm or gpu, got '$mode'" ;; esac
 
@@ -56,6 +57,7 @@ kernel=OFF
 [ "$cuda" = ON ] && kernel=ON
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log" 2>&1 || { cat "$work/install.log"; fail "cmake --install"; }
 cmake -S "$work/examples" -B "$work/out" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" -DREADME_KERNEL=$kernel \
+  ${arch:+"-DCMAKE_CUDA_ARCHITECTURES=${arch//,/;}"} \
   > "$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "configuring the README examples"; }
 cmake --build "$work/out" > "$work/build.log" 2>&1 || { cat "$work/build.log"; fail "building the README examples"; }
 echo "PASS: README examples built against the installed tshmem (kernel: $kernel)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""coll_table.py on recorded runs: the tables and issue 8's targets come out as the figures say.
+"""coll_table.py on recorded runs: the tables and the collectives' targets come out as the figures say.
 
-coll_runs_2xh200/ holds the JSON lines of the collective runs on the 2 x H200 host (session 1, run 10: NCCL
+coll_runs_2xh200/ holds the JSON lines of the collective runs on the 2 x H200 host (scripts/coll-compare.sh: NCCL
 2.28, multicast off), as the benchmarks write them. A 4-PE file with made-up round figures is added in a
 temporary folder to check the scaling layout; it is never presented as a measurement.
 """

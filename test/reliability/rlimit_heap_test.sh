@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18, item 1, for real (no fault switch): PE 0 runs under `ulimit -v`, so only its heap mapping
+# A one-PE init failure for real (no fault switch): PE 0 runs under `ulimit -v`, so only its heap mapping
 # fails. Every PE must report the same error naming PE 0 and exit by itself, promptly (this hung: PE 1
 # waited in the backend's destroy barrier while PE 0 was in MPI_Finalize), with no segment left behind.
 # Usage: rlimit_heap_test.sh <launcher> <np> <kill_helper>
@@ -7,10 +7,12 @@ set -u
 launcher=$1 np=$2 helper=$3
 uid=$(id -u)
 tshmem_segments() { find /dev/shm -maxdepth 1 -name 'tshmem*' -uid "$uid" -printf '%f\n' 2>/dev/null | sort; }
+# shellcheck disable=SC2010  # ls -l shows where each descriptor points (a glob cannot)
 in_use() { grep -qsF "/dev/shm/$1" /proc/[0-9]*/maps || ls -l /proc/[0-9]*/fd 2>/dev/null | grep -qF "/dev/shm/$1"; }
 
 before=$(tshmem_segments)
 # 1 GiB of heap cannot be mapped in 600 MB of address space; MPI itself fits.
+# shellcheck disable=SC2016  # the script runs in the PE's shell, not here
 out=$(TSHMEM_SYMMETRIC_SIZE=1G timeout 60 "$launcher" "$np" bash -c \
   'if [ "${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}" = 0 ]; then ulimit -v 600000; fi; exec "$0" expect-init-failure' \
   "$helper" 2>&1)

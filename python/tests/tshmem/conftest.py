@@ -1,6 +1,6 @@
 """Shared by the tshmem tests. They run under mpirun (every rank runs the same tests in the same order, so the
-collectives meet): ctest's tshmem_python_np{1,2,4} on the shm backend with numpy arrays, and .gpu-py.sh with torch
-tensors on a GPU heap. Tests that need more PEs than the job has skip."""
+collectives meet): ctest's tshmem_python_np{1,2,4} on the shm backend with numpy arrays, and on a GPU host
+scripts/python-test.sh with TSHMEM_MEM_BACKEND=vmm and torch tensors on the GPU heap. Tests that need more PEs than the job has skip."""
 import glob
 import os
 import shutil
@@ -116,7 +116,7 @@ def file_group(tag):
 
 def close_group(group):
     """Removes this rank's files that every rank has read: those before the last round (writing round k needs
-    every file of round k - 1 read). The last round's go with the folder at the end of the session."""
+    every file of round k - 1 read). The last round's go with the folder at the end of the pytest session."""
     group.barrier()
     for seq in range(max(1, group.seq - 4), group.seq):
         try:

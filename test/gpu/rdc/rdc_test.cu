@@ -1,4 +1,4 @@
-// The device API under separate compilation (-rdc, issue 19): 16 units, each with its own kernel, device-link
+// The device API under separate compilation (-rdc): 16 units, each with its own kernel, device-link
 // into one program with one device state (16 per-unit copies would not fit the 64 KiB constant bank), and
 // every unit's kernel reaches the right peer: each writes a distinct value into the next PE's inbox, and
 // every PE checks all 16 slots against what its previous PE's units wrote. The same program links a shared

@@ -7,7 +7,7 @@
 
 #include "tshmem/device/impl/trap.cuh"
 #include "tshmem/device/state.cuh"
-#include "tshmem/tshmemx.h"
+#include "tshmem/device/team_types.h"
 
 #ifdef TSHMEM_DEVICE_COMPILE
 namespace tshmem {
