@@ -16,7 +16,7 @@
 #include "env.h"
 #include "init_steps.h"
 #include "transport/host_rma.h"
-#include "tshmem/device/coll_spanning_layout.h"
+#include "tshmem/device/internal_regions.h"
 #include "tshmem/device/state_types.h"
 #include "tshmem/tshmem.h"
 

@@ -17,7 +17,7 @@
 #endif
 #include "init_steps.h"
 #include "state/registry.h"
-#include "tshmem/device/coll_spanning_layout.h"
+#include "tshmem/device/internal_regions.h"
 #include "tshmem/device/state_types.h"
 
 namespace tshmemi {
@@ -222,7 +222,7 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
   attach_node_sync(ctx);
   ctx.teams.init(boot);
   // A job that spans nodes also keeps the end of the heap: the collectives' area for the world team
-  // (coll_spanning_layout.h; the same offset on every PE, as the heap size is).
+  // (internal_regions.h; the same offset on every PE, as the heap size is).
   static_assert(TSHMEM_INTERNAL_HEAP_BYTES + TSHMEMI_COLL_SPAN_BYTES + 4096 < 2 * TSHMEM_INTERNAL_HEAP_BYTES,
                 "the smallest heap (TSHMEM_SYMMETRIC_SIZE) leaves no room for user blocks");
   const bool spans_nodes = boot.local_size() != boot.size();

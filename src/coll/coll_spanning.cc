@@ -6,7 +6,7 @@ namespace tshmemi {
 
 Status check_spanning_team(const Context &ctx, const char *call, tshmem_team_t team) {
   // The spanning path keeps its barrier words and staging per block row for one team: the world's
-  // (coll_spanning_layout.h). The node team is node-local by definition, split teams are refused before.
+  // (internal_regions.h). The node team is node-local by definition, split teams are refused before.
   if (team != TSHMEM_TEAM_WORLD)
     return set_error(TSHMEM_ERR_INVALID_ARG,
                      "%s: team %d spans more than this node; across nodes the collectives take TSHMEM_TEAM_WORLD only",

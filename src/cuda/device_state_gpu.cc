@@ -1,6 +1,7 @@
-// create_device_state: the device state of a GPU-backed PE. It fills the tshmemi_device_state from the
-// context, keeps a device-global mirror of the peer table (per-lane PE lookups __ldg it instead of
-// serialising on the constant cache), and publishes the state to every registered translation unit.
+// create_device_state: the device state of a GPU-backed PE. It gathers the parts of the tshmemi_device_state
+// from the context (state/device_state_builder.h lays them out), keeps a device-global mirror of the peer table
+// (per-lane PE lookups __ldg it instead of serialising on the constant cache), and publishes the state to every
+// registered translation unit.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -10,6 +11,7 @@
 #include "cuda/driver.h"
 #include "cuda/gpu_runtime.h"
 #include "cuda/module_loading.h"
+#include "state/device_state_builder.h"
 #include "state/registry.h"
 
 namespace tshmemi {
@@ -64,23 +66,17 @@ class GpuDeviceState final : public DeviceState {
   tshmemi_team_entry *teams_ = nullptr;
 };
 
-uint64_t timeout_ns(int64_t ms) {
-  if (ms <= 0) return 0;
-  const uint64_t limit = std::numeric_limits<uint64_t>::max() / 1000000u;
-  return std::min(static_cast<uint64_t>(ms), limit) * 1000000u;
-}
-
 // Kernels reach PEs of other nodes through the proxy's device channel (pinned host memory mapped into the
 // device); without a proxy in a job that spans nodes, a flag lets the device trap say why.
-Status publish_proxy_channel(const Context &ctx, tshmemi_device_state *state) {
+Status proxy_channel_parts(const Context &ctx, DeviceStateParts *parts) {
   if (!ctx.host_rma) {
-    if (!ctx.offnode_reason.empty()) state->flags |= TSHMEMI_STATE_PROXY_UNAVAILABLE;
+    parts->proxy_unavailable = !ctx.offnode_reason.empty();
     return TSHMEM_SUCCESS;
   }
   void *device = nullptr;
   TSHMEM_CUDA_CHECK(cudaHostGetDevicePointer(&device, ctx.host_rma->device_channel(), 0));
-  state->reserved[TSHMEMI_STATE_PROXY_CHANNEL] = reinterpret_cast<uint64_t>(device);
-  state->reserved[TSHMEMI_STATE_PROXY_DEVICE_SIDE] = reinterpret_cast<uint64_t>(ctx.host_rma->device_side());
+  parts->proxy_channel = static_cast<tshmemi_proxy_channel *>(device);
+  parts->proxy_device_side = ctx.host_rma->device_side();
   return TSHMEM_SUCCESS;
 }
 
@@ -94,33 +90,28 @@ Status create_device_state(Context &ctx) {
     return set_error(TSHMEM_ERR_CONFIG, "create_device_state: %d PEs exceed TSHMEM_MAX_PES (%d)", peers.n_pes(),
                      TSHMEM_MAX_PES);
 
-  tshmemi_device_state state;
-  std::memset(&state, 0, sizeof(state));
-  state.version = TSHMEMI_DEVICE_STATE_VERSION;
-  state.size = static_cast<uint32_t>(sizeof(state));
-  state.my_pe = peers.my_pe();
-  state.n_pes = peers.n_pes();
-  state.flags = TSHMEMI_STATE_INITIALIZED | TSHMEMI_STATE_GPU_HEAP;
-  state.local_n_pes = ctx.boot->local_size();
-  state.heap_base = peers.heap_base();
-  state.heap_size = ctx.heap->size();
-  state.mc_base = 0;  // multicast is mapped by src/nvls/, which sets it and TSHMEMI_STATE_MULTICAST
-  state.wait_timeout_ns = timeout_ns(ctx.env.wait_timeout_ms);
-  std::copy(peers.bases().begin(), peers.bases().end(), state.peer_base);
-  TSHMEM_CHECK(publish_proxy_channel(ctx, &state));
+  DeviceStateParts parts;
+  parts.my_pe = peers.my_pe();
+  parts.n_pes = peers.n_pes();
+  parts.local_n_pes = ctx.boot->local_size();
+  parts.heap_base = peers.heap_base();
+  parts.heap_size = ctx.heap->size();
+  parts.peer_bases = &peers.bases();
+  parts.wait_timeout_ms = ctx.env.wait_timeout_ms;
+  TSHMEM_CHECK(proxy_channel_parts(ctx, &parts));
 
   auto owned = std::make_unique<GpuDeviceState>(ctx.cuda_device);
   TSHMEM_CHECK(owned->upload(peers.bases()));
-  state.peer_base_global = owned->mirror();
+  parts.peer_base_global = owned->mirror();
   TSHMEM_CHECK(owned->create_teams(ctx));
-  state.reserved[TSHMEMI_STATE_TEAM_TABLE] = reinterpret_cast<uint64_t>(owned->teams());
+  parts.team_table = owned->teams();
   if (ctx.mem->registration_capacity() != 0)
-    state.reserved[TSHMEMI_STATE_SYMMETRIC_SPAN] = ctx.mem->registration_base() + ctx.mem->registration_capacity();
+    parts.symmetric_span = ctx.mem->registration_base() + ctx.mem->registration_capacity();
   ctx.device_state = std::move(owned);  // from here on, teardown withdraws whatever was published
   // Kernels that wait on the off-node proxy must not meet a kernel's first load (cuda/module_loading.h): where
   // CUDA started lazily before tshmem_init, every unit's kernels are loaded as its state is filled.
   if (ctx.host_rma && lazy_module_loading()) {
-    state.flags |= TSHMEMI_STATE_LOAD_KERNELS;
+    parts.load_kernels = true;
     if (ctx.boot->rank() == 0)
       TSHMEMI_LOG(kWarn, kLogCuda,
                   "CUDA loads kernels lazily in this job over several nodes (CUDA_MODULE_LOADING=LAZY, or CUDA started "
@@ -128,6 +119,7 @@ Status create_device_state(Context &ctx) {
                   "kernel of another module launched for the first time while a kernel waits on a PE of another "
                   "node stalls both until TSHMEM_PROXY_TIMEOUT_MS; set CUDA_MODULE_LOADING=EAGER to rule it out");
   }
+  const tshmemi_device_state state = build_device_state(parts);
   TSHMEM_CHECK(registry_publish(ctx.cuda_device, state));
   return TSHMEM_SUCCESS;
 }

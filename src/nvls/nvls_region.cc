@@ -24,6 +24,7 @@
 #include "mem/handle_exchange.h"
 #include "nvls/nvls.h"
 #include "nvls/nvls_driver.h"
+#include "state/device_state_builder.h"
 #include "state/registry.h"
 
 namespace tshmemi {
@@ -202,12 +203,7 @@ Status create_region(Context &ctx, McRegion &region, uint64_t granularity) {
 Status republish_state(Context &ctx, uint64_t mc_base) {
   tshmemi_device_state state = registry_current();
   if ((state.flags & TSHMEMI_STATE_INITIALIZED) == 0) return TSHMEM_SUCCESS;  // no device state (shm backend)
-  state.mc_base = mc_base;
-  if (mc_base != 0)
-    state.flags |= TSHMEMI_STATE_MULTICAST;
-  else
-    state.flags &= ~static_cast<uint32_t>(TSHMEMI_STATE_MULTICAST);
-  return registry_publish(ctx.cuda_device, state);
+  return registry_publish(ctx.cuda_device, with_multicast(state, mc_base));
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ namespace tshmemi {
 class DeviceState {
  public:
   virtual ~DeviceState() = default;
-  /// Replaces the device mirror of the team table (TSHMEMI_STATE_TEAM_TABLE) with `entries`.
+  /// Replaces the device mirror of the team table (the state's team_table) with `entries`.
   virtual Status upload_teams(const tshmemi_team_entry *entries) = 0;
 };
 

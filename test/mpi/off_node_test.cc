@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "mpi_test_env.h"
-#include "tshmem/device/coll_spanning_layout.h"
+#include "tshmem/device/internal_regions.h"
 #include "tshmem/device/state_types.h"
 #include "tshmem/tshmem.h"
 #include "tshmem/tshmemx.h"
@@ -153,7 +153,7 @@ TEST_F(OffNode, BadCallsToOtherNodesAreStillRefused) {
   tshmem_free(p);
 }
 
-// A job that spans nodes keeps the end of the heap for the collectives across nodes (coll_spanning_layout.h):
+// A job that spans nodes keeps the end of the heap for the collectives across nodes (internal_regions.h):
 // the allocator never hands it out and host calls refuse it, naming the region; the rest is the user's.
 TEST_F(OffNode, TheEndOfTheHeapIsTheCollectivesArea) {
   const size_t heap = tshmemx_heap_size();

@@ -1,11 +1,11 @@
 /*
  * The device state: everything a kernel needs to reach another PE, in one trivially-copyable struct.
  *
- * One struct, two deliveries: every translation unit that includes the device API holds a `static
- * __constant__` copy (under -rdc, every binary one `__device__` copy) that tshmem fills at init (registration,
- * see state.cuh), and
- * tshmemx_device_view() returns the same bytes for kernels that take it as a `__grid_constant__`
- * argument. This header is plain C++ so that the host runtime builds the struct without CUDA.
+ * One struct, two deliveries: every translation unit that includes the device API reads a copy of it (its own
+ * `__constant__` copy without -rdc, one `__device__` copy per binary with -rdc; state.cuh) that tshmem fills at init
+ * and on registration, and tshmemx_device_view() returns the same bytes for kernels that take it as a
+ * `__grid_constant__` argument. Plain C so that the host runtime builds the struct without CUDA; one builder on the
+ * host writes it (src/state/device_state_builder.h).
  *
  * ABI: `version` is the first field and `size` the second; a mismatch between the headers an application
  * was compiled with and the library is an error at registration, naming both values.
@@ -22,10 +22,6 @@
 /** Bump when the layout of tshmemi_device_state changes. */
 #define TSHMEM_DEVICE_STATE_LAYOUT 1u
 
-/** Bytes at the start of every heap that tshmem keeps for itself: device barrier and sync counters (first
- *  64 KiB), then the 2 MiB the collectives' flag-in-data (LL) one-shot all-reduce receives into. */
-#define TSHMEM_INTERNAL_HEAP_BYTES (64u * 1024u + 2048u * 1024u + 1024u * 1024u)
-
 enum tshmemi_state_flags {
   TSHMEMI_STATE_INITIALIZED = 1u << 0, /**< Filled by a live tshmem_init. */
   TSHMEMI_STATE_MULTICAST = 1u << 1,   /**< mc_base maps an NVLink multicast object. */
@@ -37,43 +33,6 @@ enum tshmemi_state_flags {
   TSHMEMI_STATE_LOAD_KERNELS = 1u << 4,
 };
 
-typedef struct tshmemi_device_state {
-  uint32_t version;                   /**< (TSHMEM_DEVICE_STATE_LAYOUT << 16) | (sizeof & 0xffff): first, always. */
-  uint32_t size;                      /**< sizeof(tshmemi_device_state) as compiled: second, always. */
-  int32_t my_pe;                      /**< This PE, in [0, n_pes). */
-  int32_t n_pes;                      /**< Number of PEs in the job. */
-  uint32_t flags;                     /**< tshmemi_state_flags. */
-  int32_t local_n_pes;                /**< PEs on this node. */
-  uint64_t heap_base;                 /**< This PE's heap base (equals peer_base[my_pe]). */
-  uint64_t heap_size;                 /**< Bytes in every PE's heap (symmetric). */
-  uint64_t mc_base;                   /**< Multicast mapping of the heap, 0 without multicast. */
-  uint64_t wait_timeout_ns;           /**< TSHMEM_WAIT_TIMEOUT_MS in ns: a wait longer than this traps; 0 = never. */
-  const uint64_t *peer_base_global;   /**< Device-global mirror of peer_base: per-lane PE lookups __ldg it. */
-  uint64_t reserved[4];               /**< Room to grow without a layout change; [TSHMEMI_STATE_PROXY_CHANNEL]
-                                           is this PE's off-node proxy channel (device address), 0 without;
-                                           [TSHMEMI_STATE_TEAM_TABLE] its team table; [TSHMEMI_STATE_SYMMETRIC_SPAN]
-                                           the heap and registration range; [TSHMEMI_STATE_PROXY_DEVICE_SIDE]
-                                           the channel's device-memory side (proxy_types.h), 0 without. */
-  uint64_t peer_base[TSHMEM_MAX_PES]; /**< Where this PE sees each PE's heap; 0 = no load/store path. */
-} tshmemi_device_state;
-
-#ifdef __cplusplus
-static_assert(offsetof(tshmemi_device_state, version) == 0, "version must be the first field");
-static_assert(offsetof(tshmemi_device_state, size) == 4, "size must be the second field");
-static_assert(offsetof(tshmemi_device_state, heap_base) == 24, "layout frozen: bump TSHMEM_DEVICE_STATE_LAYOUT");
-static_assert(offsetof(tshmemi_device_state, peer_base) == 96, "layout frozen: bump TSHMEM_DEVICE_STATE_LAYOUT");
-static_assert(sizeof(tshmemi_device_state) == 96 + 8 * TSHMEM_MAX_PES, "layout frozen: bump the layout");
-#endif
-
-/** Which reserved word holds the proxy channel (proxy_types.h). */
-#define TSHMEMI_STATE_PROXY_CHANNEL 0
-/** Which reserved word holds the device address of this PE's team table (TSHMEMI_TEAM_SLOTS entries), 0 without. */
-#define TSHMEMI_STATE_TEAM_TABLE 1
-/** Which reserved word holds the bytes from heap_base that are symmetric: the heap and, after it, the range where
- *  registered buffers are mapped (tshmemx_buffer_register_symmetric); 0 means heap_size. */
-#define TSHMEMI_STATE_SYMMETRIC_SPAN 2
-/** Which reserved word holds the proxy channel's device-memory side (tshmemi_proxy_device_side), 0 without. */
-#define TSHMEMI_STATE_PROXY_DEVICE_SIDE 3
 /** Entries of the team table; equals TSHMEM_MAX_TEAMS (checked in src/coll/team.cc). */
 #define TSHMEMI_TEAM_SLOTS 32
 
@@ -85,6 +44,43 @@ typedef struct tshmemi_team_entry {
   int32_t size;
   int32_t my_index;
 } tshmemi_team_entry;
+
+/* The off-node proxy's channel and its device-memory side (proxy_types.h). */
+struct tshmemi_proxy_channel;
+struct tshmemi_proxy_device_side;
+
+/** Written by one builder on the host (src/state/device_state_builder.cc); read by every kernel. */
+typedef struct tshmemi_device_state {
+  uint32_t version;                 /**< (TSHMEM_DEVICE_STATE_LAYOUT << 16) | (sizeof & 0xffff): first, always. */
+  uint32_t size;                    /**< sizeof(tshmemi_device_state) as compiled: second, always. */
+  int32_t my_pe;                    /**< This PE, in [0, n_pes). */
+  int32_t n_pes;                    /**< Number of PEs in the job. */
+  uint32_t flags;                   /**< tshmemi_state_flags. */
+  int32_t local_n_pes;              /**< PEs on this node. */
+  uint64_t heap_base;               /**< This PE's heap base (equals peer_base[my_pe]). */
+  uint64_t heap_size;               /**< Bytes in every PE's heap (symmetric). */
+  uint64_t mc_base;                 /**< Multicast mapping of the heap, 0 without multicast. */
+  uint64_t wait_timeout_ns;         /**< TSHMEM_WAIT_TIMEOUT_MS in ns: a wait longer than this traps; 0 = never. */
+  const uint64_t *peer_base_global; /**< Device-global mirror of peer_base: per-lane PE lookups __ldg it. */
+  struct tshmemi_proxy_channel *proxy_channel; /**< This PE's off-node proxy channel (device address), NULL without. */
+  const tshmemi_team_entry *team_table;        /**< This PE's team table (TSHMEMI_TEAM_SLOTS entries), NULL without. */
+  uint64_t symmetric_span; /**< Bytes from heap_base that are symmetric: the heap and, after it, the range where
+                                registered buffers are mapped (tshmemx_buffer_register_symmetric); 0 = heap_size. */
+  struct tshmemi_proxy_device_side *proxy_device_side; /**< The channel's device-memory side, NULL without. */
+  uint64_t peer_base[TSHMEM_MAX_PES]; /**< Where this PE sees each PE's heap; 0 = no load/store path. */
+} tshmemi_device_state;
+
+#ifdef __cplusplus
+static_assert(offsetof(tshmemi_device_state, version) == 0, "version must be the first field");
+static_assert(offsetof(tshmemi_device_state, size) == 4, "size must be the second field");
+static_assert(offsetof(tshmemi_device_state, heap_base) == 24, "layout frozen: bump TSHMEM_DEVICE_STATE_LAYOUT");
+static_assert(offsetof(tshmemi_device_state, proxy_channel) == 64 && offsetof(tshmemi_device_state, team_table) == 72 &&
+                  offsetof(tshmemi_device_state, symmetric_span) == 80 &&
+                  offsetof(tshmemi_device_state, proxy_device_side) == 88,
+              "layout frozen: bump TSHMEM_DEVICE_STATE_LAYOUT");
+static_assert(offsetof(tshmemi_device_state, peer_base) == 96, "layout frozen: bump TSHMEM_DEVICE_STATE_LAYOUT");
+static_assert(sizeof(tshmemi_device_state) == 96 + 8 * TSHMEM_MAX_PES, "layout frozen: bump the layout");
+#endif
 
 #define TSHMEMI_DEVICE_STATE_VERSION \
   ((TSHMEM_DEVICE_STATE_LAYOUT << 16) | ((uint32_t)sizeof(tshmemi_device_state) & 0xffffu))

@@ -17,7 +17,7 @@
  *    otherwise it deadlocks. Only one grid per PE may be inside a grid barrier at a time.
  * Waits inside honour the wait timeout of the state (trap with a message).
  * The counters live in tshmem's internal region at the start of every heap (TSHMEM_INTERNAL_HEAP_BYTES,
- * zeroed at init): see impl/internal_heap.cuh for the layout.
+ * zeroed at init): see internal_regions.h for the layout.
  */
 #ifndef TSHMEM_DEVICE_SYNC_CUH
 #define TSHMEM_DEVICE_SYNC_CUH

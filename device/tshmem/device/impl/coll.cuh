@@ -1,19 +1,9 @@
 // Bodies of tshmem/device/coll.cuh.
 //
-// Barrier words and the LL receive area, in tshmem's internal heap region (the first
-// TSHMEM_INTERNAL_HEAP_BYTES of every heap, zeroed at init), after the 16 KiB the device sync uses
-// (impl/internal_heap.cuh):
-//   16 KiB                    uint64 row_epoch[ROWS]          barriers row r has completed on this PE
-//   16 KiB + 8 * ROWS         uint64 flag[ROWS][MAX_TEAM]     flag[r][k]: last epoch member k announced on row r
-//   after the flags           uint64 ll_calls[LL_ROWS]        LL all-reduces LL row r has completed on this PE
-//   64 KiB                    LL area, 2 MiB: [LL_ROWS][2 parities][n - 1 senders][lines] of 16-byte lines
-//   after the LL calls        uint64 thread_epoch, thread_flag[MAX_TEAM]   the thread forms' row (WORLD, NODE)
-//   64 KiB + 2 MiB            per split team handle h >= 3: uint64 row_epoch[ROWS], flag[ROWS][MAX_TEAM],
-//                             thread_epoch, thread_flag[MAX_TEAM]
-// WORLD and NODE share the first barrier words (they are the same PEs whenever both are node-local). A split team
-// has words of its own, so its collectives never mix with another team's: split handles are the same on every
-// member (tshmem_team_split_strided agrees on one), and a handle's words are zero while it is free (zeroed at
-// init and by tshmem_team_destroy). Split teams do not use the LL area (their all-reduce is barrier-bracketed).
+// Barrier words and the LL receive area live in tshmem's internal heap region (internal_regions.h has the layout).
+// A split team has words of its own, so its collectives never mix with another team's: split handles are the same
+// on every member (tshmem_team_split_strided agrees on one), and a handle's words are zero while it is free (zeroed
+// at init and by tshmem_team_destroy). Split teams do not use the LL area (their all-reduce is barrier-bracketed).
 // ROWS (32) bounds the barrier-bracketed forms; the LL all-reduce has its own, larger bound LL_ROWS (128), so a
 // small all-reduce can spread over most of the SMs (the LL area's capacity is the same however it is split).
 //
@@ -34,48 +24,18 @@
 #include "tshmem/device/impl/copy.cuh"
 #include "tshmem/device/impl/epoch_barrier.cuh"
 #include "tshmem/device/impl/group.cuh"
-#include "tshmem/device/impl/internal_heap.cuh"
+#include "tshmem/device/internal_regions.h"
 #include "tshmem/device/multimem.cuh"
 #include "tshmem/device/sync.cuh"
 #include "tshmem/device/wait.cuh"  // the declarations with their default arguments, then the bodies
-
-/// Block rows (blockIdx.x of a *_block call, gridDim.x of a *_grid call) and team size the flags cover.
-#define TSHMEMI_COLL_MAX_ROWS 32
-#define TSHMEMI_COLL_MAX_TEAM 128
-/// Block rows of the LL all-reduce (its own counters and slots; no barrier flags).
-#define TSHMEMI_COLL_LL_MAX_ROWS 128
-/// The LL area: offset in the internal region, size, bytes per row and parity.
-#define TSHMEMI_COLL_LL_OFFSET (64u * 1024u)
-#define TSHMEMI_COLL_LL_BYTES (2048u * 1024u)
-#define TSHMEMI_COLL_LL_PARITY_BYTES (TSHMEMI_COLL_LL_BYTES / TSHMEMI_COLL_LL_MAX_ROWS / 2)
-/// Barrier words of split team handle h (>= TSHMEMI_COLL_FIRST_SPLIT_TEAM): offset in the internal region, bytes.
-#define TSHMEMI_COLL_FIRST_SPLIT_TEAM 3
-#define TSHMEMI_COLL_TEAM_SYNC_BYTES \
-  (8u * TSHMEMI_COLL_MAX_ROWS + 8u * TSHMEMI_COLL_MAX_ROWS * TSHMEMI_COLL_MAX_TEAM + 8u + 8u * TSHMEMI_COLL_MAX_TEAM)
-#define TSHMEMI_COLL_TEAM_SYNC_OFFSET(h)            \
-  (TSHMEMI_COLL_LL_OFFSET + TSHMEMI_COLL_LL_BYTES + \
-   static_cast<size_t>((h)-TSHMEMI_COLL_FIRST_SPLIT_TEAM) * TSHMEMI_COLL_TEAM_SYNC_BYTES)
-/// Data bytes per 16-byte LL line for elements of `elem_size` bytes (ll_format below says why).
-#define TSHMEMI_COLL_LL_LINE_BYTES(elem_size) ((elem_size) == 8 ? 8u : 12u)
-/// Lines one block row can take per LL call in a team of n: (n - 1) slots per parity.
-#define TSHMEMI_COLL_LL_ROW_LINES(n) \
-  (static_cast<size_t>(TSHMEMI_COLL_LL_PARITY_BYTES / 16) / static_cast<size_t>((n) > 1 ? (n)-1 : 1))
 
 #ifdef TSHMEM_DEVICE_COMPILE
 namespace tshmemi {
 namespace coll_detail {
 
-constexpr size_t kRowEpochs = internal_heap::kDeviceBytes;
-constexpr size_t kFlags = kRowEpochs + 8 * TSHMEMI_COLL_MAX_ROWS;
-constexpr size_t kLlCalls = kFlags + 8 * TSHMEMI_COLL_MAX_ROWS * TSHMEMI_COLL_MAX_TEAM;
-constexpr size_t kThreadEpoch = kLlCalls + 8 * TSHMEMI_COLL_LL_MAX_ROWS;
-static_assert(kThreadEpoch + 8 + 8 * TSHMEMI_COLL_MAX_TEAM <= TSHMEMI_COLL_LL_OFFSET,
-              "collective barrier words overflow into the LL area");
-static_assert(TSHMEMI_COLL_TEAM_SYNC_OFFSET(TSHMEMI_TEAM_SLOTS) <= TSHMEM_INTERNAL_HEAP_BYTES,
-              "the split teams' barrier words do not fit the internal heap region");
-static_assert(TSHMEMI_COLL_LL_OFFSET < TSHMEM_INTERNAL_HEAP_BYTES && TSHMEMI_COLL_LL_PARITY_BYTES % 16 == 0 &&
-                  TSHMEMI_COLL_LL_ROW_LINES(TSHMEMI_COLL_MAX_TEAM) >= 1,
-              "the LL area does not fit the internal heap region");
+constexpr size_t kRowEpochs = TSHMEMI_COLL_ROW_EPOCHS_OFFSET;
+constexpr size_t kLlCalls = TSHMEMI_COLL_LL_CALLS_OFFSET;
+constexpr size_t kThreadEpoch = TSHMEMI_COLL_THREAD_EPOCH_OFFSET;
 
 using block = group<tshmem::block_scope>;
 

@@ -1,7 +1,7 @@
 // The device collectives on a team that spans nodes (TSHMEM_TEAM_WORLD in a job over several nodes), chosen by
 // impl/coll.cuh's forms when spans_nodes() holds; the on-node forms are untouched. Data moves with the device
 // API's putmem_nbi, which stores over NVLink to a PE of this node and posts to the off-node proxy for a PE of
-// another; members synchronise by a barrier of their own words (the area's header, coll_spanning_layout.h),
+// another; members synchronise by a barrier of their own words (the area's header, internal_regions.h),
 // whose arrival at a PE of another node is a proxy signal, applied after everything the block posted before it
 // (ticket order, then MPI's pair order): so it also completes those puts at their targets.
 //
@@ -17,15 +17,12 @@
 #ifndef TSHMEM_DEVICE_IMPL_COLL_SPANNING_CUH
 #define TSHMEM_DEVICE_IMPL_COLL_SPANNING_CUH
 
-#include "tshmem/device/coll_spanning_layout.h"
+#include "tshmem/device/internal_regions.h"
 
 #ifdef TSHMEM_DEVICE_COMPILE
 #include "tshmem/device/impl/epoch_barrier.cuh"
 #include "tshmem/device/impl/rma.cuh"
 #include "tshmem/device/impl/transfer.cuh"
-
-static_assert(TSHMEMI_COLL_SPAN_ROWS == TSHMEMI_COLL_MAX_ROWS && TSHMEMI_COLL_SPAN_TEAM == TSHMEMI_COLL_MAX_TEAM,
-              "the spanning area serves every block row and team member of the collectives");
 
 namespace tshmemi {
 namespace coll_spanning {

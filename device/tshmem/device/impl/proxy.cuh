@@ -14,9 +14,7 @@
 namespace tshmemi {
 namespace proxy {
 
-TSHMEMI_DEVICE tshmemi_proxy_channel *channel(const tshmemi_device_state &st) {
-  return reinterpret_cast<tshmemi_proxy_channel *>(st.reserved[TSHMEMI_STATE_PROXY_CHANNEL]);
-}
+TSHMEMI_DEVICE tshmemi_proxy_channel *channel(const tshmemi_device_state &st) { return st.proxy_channel; }
 
 template <class T>
 TSHMEMI_DEVICE T load_volatile(const T *p) {
@@ -36,9 +34,7 @@ TSHMEMI_DEVICE_COLD void trap_no_channel(const char *call, int pe, const tshmemi
   __trap();
 }
 
-TSHMEMI_DEVICE tshmemi_proxy_device_side *device_side(const tshmemi_device_state &st) {
-  return reinterpret_cast<tshmemi_proxy_device_side *>(st.reserved[TSHMEMI_STATE_PROXY_DEVICE_SIDE]);
-}
+TSHMEMI_DEVICE tshmemi_proxy_device_side *device_side(const tshmemi_device_state &st) { return st.proxy_device_side; }
 
 /// Reads `host` (a word of the channel, in mapped host memory) if no other thread of this GPU is reading one:
 /// true with *value when it did. One reader at a time (proxy_types.h, tshmemi_proxy_device_side: why).

@@ -79,8 +79,7 @@ TSHMEMI_DEVICE uint64_t peer_slot_lane(int pe, const char *call, const tshmemi_d
 template <class T>
 TSHMEMI_DEVICE T *translate_or_null(T *local, int pe, const tshmemi_device_state &st) {
   if (static_cast<unsigned>(pe) >= static_cast<unsigned>(st.n_pes)) return nullptr;
-  const uint64_t span = st.reserved[TSHMEMI_STATE_SYMMETRIC_SPAN] != 0 ? st.reserved[TSHMEMI_STATE_SYMMETRIC_SPAN]
-                                                                       : st.heap_size;  // + registered buffers
+  const uint64_t span = st.symmetric_span != 0 ? st.symmetric_span : st.heap_size;  // + registered buffers
   if (heap_offset_of(local, st) >= span) return nullptr;
   const uint64_t peer = st.peer_base[pe];
   return peer == 0 ? nullptr : detail::rebase(local, peer, st);

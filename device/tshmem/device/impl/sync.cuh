@@ -4,10 +4,10 @@
 
 #include "tshmem/device/impl/epoch_barrier.cuh"
 #include "tshmem/device/impl/group.cuh"
-#include "tshmem/device/impl/internal_heap.cuh"
 #include "tshmem/device/impl/memory.cuh"
 #include "tshmem/device/impl/rma.cuh"
 #include "tshmem/device/impl/transfer.cuh"
+#include "tshmem/device/internal_regions.h"
 #include "tshmem/device/remote_ptr.cuh"
 #include "tshmem/device/wait.cuh"  // the declarations with their default arguments, then the bodies
 
@@ -25,8 +25,8 @@ TSHMEMI_DEVICE T *internal_slot(size_t offset, const tshmemi_device_state &st) {
 template <class Scope>
 TSHMEMI_DEVICE void sync_pes(const char *call, const tshmemi_device_state &st) {
   const auto words = [&st] {
-    return barrier_words{internal_slot<volatile uint64_t>(internal_heap::kSyncEpoch, st),
-                         internal_slot<uint64_t>(internal_heap::kSyncArrival, st)};
+    return barrier_words{internal_slot<volatile uint64_t>(TSHMEMI_SYNC_EPOCH_OFFSET, st),
+                         internal_slot<uint64_t>(TSHMEMI_SYNC_ARRIVAL_OFFSET, st)};
   };
   epoch_barrier<Scope, barrier_reach::any>(
       words, st.my_pe, st.n_pes, [](int k) { return k; }, call, st);
@@ -39,8 +39,8 @@ TSHMEMI_DEVICE void sync_pes(const char *call, const tshmemi_device_state &st) {
 TSHMEMI_DEVICE void grid_barrier(const char *call, const tshmemi_device_state &st) {
   __syncthreads();
   if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
-    unsigned *arrived = internal_slot<unsigned>(internal_heap::kGridArrived, st);
-    unsigned *generation = internal_slot<unsigned>(internal_heap::kGridGeneration, st);
+    unsigned *arrived = internal_slot<unsigned>(TSHMEMI_GRID_ARRIVED_OFFSET, st);
+    unsigned *generation = internal_slot<unsigned>(TSHMEMI_GRID_GENERATION_OFFSET, st);
     const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
     const unsigned current = load_acquire_sys(generation);  // cannot move on before this block arrives
     fence_acq_rel_sys();

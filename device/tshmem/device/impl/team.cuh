@@ -1,5 +1,5 @@
 // Teams on the device: member k of a team is PE start + k * stride, read from this PE's team table (the host's
-// entries mirrored to device memory, src/coll/team.cc; its address in reserved[TSHMEMI_STATE_TEAM_TABLE]).
+// entries mirrored to device memory, src/coll/team.cc; its address in the state's team_table).
 // TSHMEM_TEAM_WORLD needs no table. team_of (the collectives) traps on a handle that is not live; team_any_of
 // (the queries) answers size 0 for it.
 #ifndef TSHMEM_DEVICE_IMPL_TEAM_CUH
@@ -24,7 +24,7 @@ struct team_view {
 
 /// The table entry of `team`, or nullptr for a handle outside the table or before init. One global load per field.
 TSHMEMI_DEVICE const tshmemi_team_entry *team_entry(tshmem_team_t team, const tshmemi_device_state &st) {
-  const auto *table = reinterpret_cast<const tshmemi_team_entry *>(st.reserved[TSHMEMI_STATE_TEAM_TABLE]);
+  const tshmemi_team_entry *table = st.team_table;
   if (table == nullptr || team < 0 || team >= TSHMEMI_TEAM_SLOTS) return nullptr;
   return table + team;
 }

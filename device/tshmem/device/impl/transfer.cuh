@@ -204,7 +204,7 @@ TSHMEMI_DEVICE T atomic(uint64_t peer, uint64_t offset, T value, T cond, int pe,
 /// quiet too.
 TSHMEMI_DEVICE void quiet(const tshmemi_device_state &st) {
   __threadfence_system();
-  if (__builtin_expect(st.reserved[TSHMEMI_STATE_PROXY_CHANNEL] != 0, 0)) proxy::quiet(st);
+  if (__builtin_expect(st.proxy_channel != nullptr, 0)) proxy::quiet(st);
 }
 
 }  // namespace transfer
