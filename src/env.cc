@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "init_steps.h"
-#include "tshmem/device/state_types.h"
+#include "tshmem/device/internal_regions.h"
 
 namespace tshmemi {
 namespace {

@@ -1,6 +1,7 @@
 #include "heap/heap.h"
 
 #include "transport/host_rma.h"
+#include "tshmem/device/internal_regions.h"
 
 namespace tshmemi {
 

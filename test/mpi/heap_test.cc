@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "fixture.h"
-#include "tshmem/device/state_types.h"
+#include "tshmem/device/internal_regions.h"
 
 namespace tshmem_test {
 namespace {

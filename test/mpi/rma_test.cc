@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "fixture.h"
-#include "tshmem/device/state_types.h"  // TSHMEM_INTERNAL_HEAP_BYTES
+#include "tshmem/device/internal_regions.h"  // TSHMEM_INTERNAL_HEAP_BYTES
 
 namespace tshmem_test {
 namespace {
