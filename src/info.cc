@@ -15,7 +15,7 @@
 #include "cuda/gpu_runtime.h"
 #include "env.h"
 #include "init_steps.h"
-#include "transport/host_rma.h"
+#include "transport/proxy.h"
 #include "tshmem/device/coll_spanning_layout.h"
 #include "tshmem/device/state_types.h"
 #include "tshmem/tshmem.h"

@@ -73,14 +73,14 @@ uint64_t timeout_ns(int64_t ms) {
 // Kernels reach PEs of other nodes through the proxy's device channel (pinned host memory mapped into the
 // device); without a proxy in a job that spans nodes, a flag lets the device trap say why.
 Status publish_proxy_channel(const Context &ctx, tshmemi_device_state *state) {
-  if (!ctx.host_rma) {
+  if (!ctx.proxy) {
     if (!ctx.offnode_reason.empty()) state->flags |= TSHMEMI_STATE_PROXY_UNAVAILABLE;
     return TSHMEM_SUCCESS;
   }
   void *device = nullptr;
-  TSHMEM_CUDA_CHECK(cudaHostGetDevicePointer(&device, ctx.host_rma->device_channel(), 0));
+  TSHMEM_CUDA_CHECK(cudaHostGetDevicePointer(&device, ctx.proxy->device_channel(), 0));
   state->reserved[TSHMEMI_STATE_PROXY_CHANNEL] = reinterpret_cast<uint64_t>(device);
-  state->reserved[TSHMEMI_STATE_PROXY_DEVICE_SIDE] = reinterpret_cast<uint64_t>(ctx.host_rma->device_side());
+  state->reserved[TSHMEMI_STATE_PROXY_DEVICE_SIDE] = reinterpret_cast<uint64_t>(ctx.proxy->device_side());
   return TSHMEM_SUCCESS;
 }
 
@@ -119,7 +119,7 @@ Status create_device_state(Context &ctx) {
   ctx.device_state = std::move(owned);  // from here on, teardown withdraws whatever was published
   // Kernels that wait on the off-node proxy must not meet a kernel's first load (cuda/module_loading.h): where
   // CUDA started lazily before tshmem_init, every unit's kernels are loaded as its state is filled.
-  if (ctx.host_rma && lazy_module_loading()) {
+  if (ctx.proxy && lazy_module_loading()) {
     state.flags |= TSHMEMI_STATE_LOAD_KERNELS;
     if (ctx.boot->rank() == 0)
       TSHMEMI_LOG(kWarn, kLogCuda,

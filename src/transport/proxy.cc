@@ -29,7 +29,7 @@
 // TSHMEMI_PROXY_STOPPED in their counters and result tags (a kernel's wait ends there and traps with the
 // message), tells every other PE's proxy (which stops too: the off-node path is one thing), and every later host
 // call fails at once with the reason.
-#include "transport/host_rma.h"
+#include "transport/proxy.h"
 
 #include <algorithm>
 #include <atomic>
@@ -159,9 +159,9 @@ const char *op_name(unsigned op) {
 
 bool within(uint64_t offset, uint64_t bytes, uint64_t heap) { return offset <= heap && bytes <= heap - offset; }
 
-class Proxy final : public HostRma {
+class ProxyEngine final : public Proxy {
  public:
-  Proxy(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const ProxyConfig &config)
+  ProxyEngine(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const ProxyConfig &config)
       : boot_(boot),
         heap_(static_cast<char *>(mem.local_base())),
         heap_bytes_(heap_bytes),
@@ -179,7 +179,7 @@ class Proxy final : public HostRma {
     for (int i = kProxyMaxPending - 1; i >= 0; --i) free_expected_.push_back(i);
   }
 
-  ~Proxy() override {
+  ~ProxyEngine() override {
     stop_thread();
     if (!memory_) return;
     // After destroy() nothing is active; after a failed start, nothing was sent. After a failure a send may
@@ -1328,8 +1328,8 @@ uint64_t proxy_reply_queue_bytes(int n_pes) {
   return uint64_t{static_cast<uint64_t>(n_pes)} * kProxyMaxPending * sizeof(Reply);
 }
 
-Status make_proxy_host_rma(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const ProxyConfig &config,
-                           int cuda_device, std::unique_ptr<HostRma> *out, std::string *unavailable) {
+Status make_proxy(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const ProxyConfig &config, int cuda_device,
+                  std::unique_ptr<Proxy> *out, std::string *unavailable) {
   out->reset();
   // Every PE sizes its receive buffers for the largest message any PE sends: the chunk size must agree.
   const int64_t chunk = static_cast<int64_t>(config.chunk_bytes);
@@ -1350,7 +1350,7 @@ Status make_proxy_host_rma(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes
   (void)cuda_device;
 #endif
   if (local == TSHMEM_SUCCESS && !memory) local = make_host_proxy_memory(&memory);
-  auto proxy = std::make_unique<Proxy>(boot, mem, heap_bytes, config);
+  auto proxy = std::make_unique<ProxyEngine>(boot, mem, heap_bytes, config);
   if (local == TSHMEM_SUCCESS) local = proxy->create(std::move(messenger), std::move(memory));
   const Status agreed = agree_on_status(boot, local, "tshmem_init: starting the off-node proxy");
   if (agreed != TSHMEM_SUCCESS) return agreed;  // nothing was posted: each proxy stops on its own

@@ -1,5 +1,5 @@
-// Access to PEs of other nodes (design.md, "Beyond one node"): one transport for every backend, the proxy
-// over two-sided MPI (proxy.cc). Host calls (tshmem_putmem, tshmem_getmem, tshmem_quiet) post requests to
+// The off-node proxy (design.md, "Beyond one node"): how PEs of other nodes are reached, from every backend:
+// one thread over two-sided MPI (proxy.cc). Host calls (tshmem_putmem, tshmem_getmem, tshmem_quiet) post requests to
 // the proxy's host channel; kernels (and the tests' CPU producers) post to its device channel.
 #pragma once
 
@@ -14,9 +14,9 @@
 
 namespace tshmemi {
 
-class HostRma {
+class Proxy {
  public:
-  virtual ~HostRma() = default;
+  virtual ~Proxy() = default;
   /// Writes `bytes` from `src` (host or device memory) to offset `heap_offset` of `pe`'s heap; `src` may be
   /// reused on return. Remote completion: quiet().
   virtual Status put(uint64_t heap_offset, const void *src, size_t bytes, int pe) = 0;
@@ -64,7 +64,7 @@ uint64_t proxy_reply_queue_bytes(int n_pes);
 /// Collective over all PEs of `boot`: starts this PE's proxy thread over the heap of `mem` (host memory or,
 /// with cuda_device >= 0, GPU memory). When MPI cannot serve a second thread, returns success with *out empty
 /// and the reason in *unavailable (the same on every PE). Fails on every PE when it fails on one.
-Status make_proxy_host_rma(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const ProxyConfig &config,
-                           int cuda_device, std::unique_ptr<HostRma> *out, std::string *unavailable);
+Status make_proxy(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const ProxyConfig &config, int cuda_device,
+                  std::unique_ptr<Proxy> *out, std::string *unavailable);
 
 }  // namespace tshmemi
