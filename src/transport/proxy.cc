@@ -649,10 +649,10 @@ class ProxyEngine final : public Proxy {
         return nullptr;
       case TSHMEMI_PROXY_AMO:
         if (r.width != 4 && r.width != 8) return "atomic width is not 4 or 8";
-        if (!amo_known(r.amo)) return "unknown atomic kind";
+        if (!amo_kind::known(r.amo)) return "unknown atomic kind";
         if (!within(r.remote, r.width, heap_bytes_) || r.remote % r.width != 0)
           return "atomic word outside the heap or not aligned to its width";
-        if ((r.amo & TSHMEMI_AMO_FETCH) && r.local == 0) return "fetching atomic without a result address";
+        if (amo_kind::fetches(r.amo) && r.local == 0) return "fetching atomic without a result address";
         return nullptr;
     }
     return "unknown op";
@@ -863,7 +863,7 @@ class ProxyEngine final : public Proxy {
         break;
       }
       case TSHMEMI_PROXY_AMO: {
-        const bool fetching = (r.amo & TSHMEMI_AMO_FETCH) != 0;
+        const bool fetching = amo_kind::fetches(r.amo);
         if (fetching && free_expected_.empty()) return TSHMEM_SUCCESS;
         Wire wire;
         wire.kind = kAmo;
@@ -1044,7 +1044,7 @@ class ProxyEngine final : public Proxy {
         return TSHMEM_SUCCESS;
       case kAmo: {
         const bool fetching = wire.id != 0;
-        if ((wire.width == 4 || wire.width == 8) && amo_known(wire.amo) &&
+        if ((wire.width == 4 || wire.width == 8) && amo_kind::known(wire.amo) &&
             within(wire.offset, wire.width, heap_bytes_) && wire.offset % wire.width == 0) {
           // A fetched value goes to a slot of its own and is sent once the atomic is done; with every slot
           // taken (as many unserved fetches), the thread waits for this one, in the spare slot at the end.
