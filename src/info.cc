@@ -15,6 +15,7 @@
 #include "cuda/gpu_runtime.h"
 #include "env.h"
 #include "init_steps.h"
+#include "transport/mpi_transport.h"
 #include "transport/proxy.h"
 #include "tshmem/device/coll_spanning_layout.h"
 #include "tshmem/device/state_types.h"
