@@ -14,7 +14,7 @@
 #include "nvls/nvls.h"
 #include "state/device_state.h"
 #include "state/peer_table.h"
-#include "transport/host_rma.h"
+#include "transport/proxy.h"
 
 namespace tshmemi {
 
@@ -24,10 +24,10 @@ struct Context {
   std::unique_ptr<MemBackend> mem;
   std::unique_ptr<SymmetricHeap> heap;
   PeerTable peers;
-  TeamTable teams;                    ///< WORLD and NODE from init, split teams after
-  std::unique_ptr<HostRma> host_rma;  ///< the off-node proxy; null on one node or when MPI cannot carry it
-  std::string offnode_reason;         ///< why host_rma is null although the job spans nodes
-  int cuda_device = -1;               ///< -1 on the shm backend
+  TeamTable teams;               ///< WORLD and NODE from init, split teams after
+  std::unique_ptr<Proxy> proxy;  ///< the off-node proxy; null on one node or when MPI cannot carry it
+  std::string offnode_reason;    ///< why proxy is null although the job spans nodes
+  int cuda_device = -1;          ///< -1 on the shm backend
   /// On-stream collectives launch as programmatic dependent launches: TSHMEM_COLL_PDL and a device of
   /// compute capability 9.0 or later (decided once, when the device is selected).
   bool coll_early_launch = false;

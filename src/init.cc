@@ -105,7 +105,7 @@ Status create_backend(Context &ctx, const std::string &backend, std::unique_ptr<
 
 // PEs of other nodes have no load/store path: every backend reaches them through the off-node proxy
 // (design.md, "Beyond one node"). Every PE takes the same decision from agreed facts.
-Status create_host_rma(Context &ctx) {
+Status create_proxy(Context &ctx) {
   const bool one_node = ctx.boot->local_size() == ctx.boot->size();  // the same answer on every PE
   if (one_node) return TSHMEM_SUCCESS;
   if (ctx.boot->native_comm() == nullptr) {  // the proxy talks MPI: a bootstrap over callbacks has none
@@ -121,11 +121,10 @@ Status create_host_rma(Context &ctx) {
   config.ring_entries = static_cast<uint32_t>(ctx.env.proxy_ring);
   config.timeout_ms = ctx.env.proxy_timeout_ms;
   config.device_wait_timeout_ms = ctx.env.wait_timeout_ms;
-  TSHMEM_CHECK(make_proxy_host_rma(*ctx.boot, *ctx.mem, ctx.env.symmetric_size, config,
-                                   ctx.mem->device_memory() ? ctx.cuda_device : -1, &ctx.host_rma,
-                                   &ctx.offnode_reason));
-  if (ctx.host_rma) {
-    ctx.heap->attach_host_rma(ctx.host_rma.get());
+  TSHMEM_CHECK(make_proxy(*ctx.boot, *ctx.mem, ctx.env.symmetric_size, config,
+                          ctx.mem->device_memory() ? ctx.cuda_device : -1, &ctx.proxy, &ctx.offnode_reason));
+  if (ctx.proxy) {
+    ctx.heap->attach_proxy(ctx.proxy.get());
   } else if (ctx.boot->rank() == 0) {
     TSHMEMI_LOG(kWarn, kLogInit, "PEs of other nodes are unreachable: %s", ctx.offnode_reason.c_str());
   }
@@ -154,7 +153,7 @@ struct InitProgress {
 };
 
 // The steps, in the order of TSHMEM_INIT_STEP_LIST, each through run_step (the fault switch, then an
-// agreement). A step whose work is collective (config, gpu, host-rma, nvls) runs on every PE first, and
+// agreement). A step whose work is collective (config, gpu, proxy, nvls) runs on every PE first, and
 // its run_step carries only the switch and the verdict.
 Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshmemx_bootstrap_callbacks_t *callbacks,
                   int requested, const int *provided, InitProgress *progress) {
@@ -237,8 +236,8 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
     if (internal != TSHMEM_SUCCESS || !spans_nodes) return internal;
     return ctx.mem->zero(static_cast<char *>(ctx.mem->local_base()) + reserved_end, TSHMEMI_COLL_SPAN_HEADER_BYTES);
   }));
-  TSHMEM_CHECK(create_host_rma(ctx));  // agrees internally; ctx.host_rma is set on every PE or on none
-  TSHMEM_CHECK(run_step(boot, InitStep::kHostRma, [] { return TSHMEM_SUCCESS; }));
+  TSHMEM_CHECK(create_proxy(ctx));  // agrees internally; ctx.proxy is set on every PE or on none
+  TSHMEM_CHECK(run_step(boot, InitStep::kProxy, [] { return TSHMEM_SUCCESS; }));
   TSHMEM_CHECK(run_step(boot, InitStep::kDeviceState,
                         [&] { return ctx.mem->device_memory() ? create_device_state(ctx) : Status(TSHMEM_SUCCESS); }));
   TSHMEM_CHECK(nvls_init(ctx));  // collective: the multicast policy; ctx.nvls is set on every PE or on none
@@ -246,7 +245,7 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
   TSHMEM_CHECK(run_step(boot, InitStep::kReady, [] { return TSHMEM_SUCCESS; }));  // an allreduce: the last barrier
   TSHMEMI_LOG(kInfo, kLogInit, "initialised: %d PEs (%d on this node), backend %s, heap %llu bytes at %p%s",
               boot.size(), boot.local_size(), ctx.mem->name(), static_cast<unsigned long long>(ctx.env.symmetric_size),
-              ctx.mem->local_base(), ctx.host_rma ? ", other nodes through the proxy" : "");
+              ctx.mem->local_base(), ctx.proxy ? ", other nodes through the proxy" : "");
   return TSHMEM_SUCCESS;
 }
 
@@ -258,7 +257,7 @@ Context::~Context() {
   if (boot) boot->detach_node_sync();  // it lives in the backend's memory
   device_state.reset();
   nvls.reset();  // local undo only; finalize and the failed-init path run the collective teardown first
-  host_rma.reset();
+  proxy.reset();
   heap.reset();
   mem.reset();
   boot.reset();
@@ -311,8 +310,8 @@ Status init_context(unsigned flags, const void *mpi_comm, int requested, int *pr
     const std::string message = last_error_message();
     // The node sync lives in the backend's memory, which the teardown below unmaps.
     if (ctx->boot) ctx->boot->detach_node_sync();
-    if (ctx->boot) nvls_finalize(*ctx);           // ctx.nvls: set on every PE or on none
-    if (ctx->host_rma) ctx->host_rma->destroy();  // the same
+    if (ctx->boot) nvls_finalize(*ctx);     // ctx.nvls: set on every PE or on none
+    if (ctx->proxy) ctx->proxy->destroy();  // the same
     if (progress.backend_on_every_pe) ctx->mem->destroy(*ctx->boot);
     ctx.reset();
     log_set_pe(-1, -1);
@@ -352,7 +351,7 @@ void finalize_context() {
   // without draining, and the error it returns is what finalize leaves behind.
   Status lost = TSHMEM_SUCCESS;
   std::string lost_message;
-  if (ctx->host_rma && (lost = ctx->host_rma->destroy()) != TSHMEM_SUCCESS) lost_message = last_error_message();
+  if (ctx->proxy && (lost = ctx->proxy->destroy()) != TSHMEM_SUCCESS) lost_message = last_error_message();
   ctx->mem->destroy(*ctx->boot);
   delete ctx;
   log_set_pe(-1, -1);

@@ -15,7 +15,7 @@
   X(kHeapPeers, "heap-peers", "mapping the node-local peers' heaps")                               \
   X(kPeerTable, "peer-table", "building the peer table")                                           \
   X(kReservedRegion, "reserved-region", "clearing tshmem's reserved heap region")                  \
-  X(kHostRma, "host-rma", "starting the off-node proxy (a job on several nodes)")                  \
+  X(kProxy, "proxy", "starting the off-node proxy (a job on several nodes)")                       \
   X(kDeviceState, "device-state", "filling the device state (vmm, ipc)")                           \
   X(kNvls, "nvls", "deciding on NVLink multicast")                                                 \
   X(kReady, "ready", "the closing barrier")

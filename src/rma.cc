@@ -2,7 +2,7 @@
 // waits, their stream-ordered forms, quiet, barrier.
 // The remote address is computed here and only here on the host (peer_address: peer_base[pe] + heap
 // offset, for tshmem_ptr and the transfers); a PE of another node (peer_base 0) is reached at the same heap
-// offset through the off-node proxy (ctx.host_rma).
+// offset through the off-node proxy (ctx.proxy).
 #include <chrono>
 #include <thread>
 
@@ -32,7 +32,7 @@ void *peer_address(const Context &ctx, int pe, uint64_t offset) {
 
 // Host put/get reach `pe`: by load/store, or through the off-node transport.
 bool reachable(const Context &ctx, int pe) {
-  return pe >= 0 && pe < ctx.peers.n_pes() && (ctx.peers.base(pe) != 0 || ctx.host_rma != nullptr);
+  return pe >= 0 && pe < ctx.peers.n_pes() && (ctx.peers.base(pe) != 0 || ctx.proxy != nullptr);
 }
 
 // Validates a transfer and resolves where `symmetric` lives on `pe`.
@@ -51,7 +51,7 @@ Status resolve(Context &ctx, const char *call, const void *symmetric, const void
                      "%s: PE %d is on another node: a registered buffer (tshmemx_buffer_register_symmetric) is "
                      "reachable from its own node only; the off-node proxy serves the heap",
                      call, pe);
-  if (ctx.host_rma == nullptr)
+  if (ctx.proxy == nullptr)
     return set_error(TSHMEM_ERR_UNREACHABLE_PE, "%s: PE %d is on another node and unreachable from PE %d: %s", call, pe,
                      ctx.peers.my_pe(),
                      ctx.offnode_reason.empty() ? "no off-node transport" : ctx.offnode_reason.c_str());
@@ -63,7 +63,7 @@ Status resolve(Context &ctx, const char *call, const void *symmetric, const void
 // proxy is a host thread); the transfer itself is done, as a blocking one, when the call returns.
 Status off_node_put(Context &ctx, uint64_t heap_offset, const void *src, size_t bytes, int pe, bool on_stream) {
   if (on_stream) TSHMEM_CHECK(ctx.mem->quiet());
-  return ctx.host_rma->put(heap_offset, src, bytes, pe);
+  return ctx.proxy->put(heap_offset, src, bytes, pe);
 }
 
 int put(const char *call, void *dest, const void *src, size_t bytes, int pe, tshmemx_stream_t stream, bool on_stream) {
@@ -85,7 +85,7 @@ int get(const char *call, void *dest, const void *src, size_t bytes, int pe, tsh
   if (bytes == 0) return TSHMEM_SUCCESS;
   if (target.off_node) {
     if (on_stream) TSHMEM_CHECK(ctx->mem->quiet());  // after the work before it (see off_node_put)
-    return ctx->host_rma->get(dest, target.heap_offset, bytes, pe);
+    return ctx->proxy->get(dest, target.heap_offset, bytes, pe);
   }
   return on_stream ? ctx->mem->copy_on_stream(dest, target.remote, bytes, stream)
                    : ctx->mem->copy(dest, target.remote, bytes);
@@ -278,7 +278,7 @@ TSHMEM_API int tshmemx_ptr_checked(const void *dest, size_t bytes, int pe, void 
     const std::vector<int> &node = ctx->boot->node_of_pe();
     const int me = ctx->peers.my_pe();
     const std::string how =
-        ctx->host_rma != nullptr
+        ctx->proxy != nullptr
             ? std::string("host and stream put/get reach it through the off-node proxy")
             : "put and get cannot reach it either: " +
                   (ctx->offnode_reason.empty() ? std::string("no off-node transport") : ctx->offnode_reason);
@@ -317,9 +317,9 @@ TSHMEM_API void tshmem_quiet(void) {
   ContextRef ctx = require_context("tshmem_quiet");
   if (!ctx) return;
   ctx->mem->quiet();
-  if (ctx->host_rma) {
-    ctx->host_rma->quiet();  // puts to other nodes complete at their targets
-    ctx->host_rma->sync();   // and what other nodes put here is visible to this PE's loads
+  if (ctx->proxy) {
+    ctx->proxy->quiet();  // puts to other nodes complete at their targets
+    ctx->proxy->sync();   // and what other nodes put here is visible to this PE's loads
   }
 }
 

@@ -11,7 +11,7 @@ Status check_spanning_team(const Context &ctx, const char *call, tshmem_team_t t
     return set_error(TSHMEM_ERR_INVALID_ARG,
                      "%s: team %d spans more than this node; across nodes the collectives take TSHMEM_TEAM_WORLD only",
                      call, static_cast<int>(team));
-  if (ctx.host_rma == nullptr)
+  if (ctx.proxy == nullptr)
     return set_error(TSHMEM_ERR_UNREACHABLE_PE,
                      "%s: team %d spans nodes and the PEs of other nodes are unreachable from PE %d: %s", call,
                      static_cast<int>(team), ctx.peers.my_pe(),

@@ -69,14 +69,14 @@ class GpuDeviceState final : public DeviceState {
 // Kernels reach PEs of other nodes through the proxy's device channel (pinned host memory mapped into the
 // device); without a proxy in a job that spans nodes, a flag lets the device trap say why.
 Status proxy_channel_parts(const Context &ctx, DeviceStateParts *parts) {
-  if (!ctx.host_rma) {
+  if (!ctx.proxy) {
     parts->proxy_unavailable = !ctx.offnode_reason.empty();
     return TSHMEM_SUCCESS;
   }
   void *device = nullptr;
-  TSHMEM_CUDA_CHECK(cudaHostGetDevicePointer(&device, ctx.host_rma->device_channel(), 0));
+  TSHMEM_CUDA_CHECK(cudaHostGetDevicePointer(&device, ctx.proxy->device_channel(), 0));
   parts->proxy_channel = static_cast<tshmemi_proxy_channel *>(device);
-  parts->proxy_device_side = ctx.host_rma->device_side();
+  parts->proxy_device_side = ctx.proxy->device_side();
   return TSHMEM_SUCCESS;
 }
 
@@ -110,7 +110,7 @@ Status create_device_state(Context &ctx) {
   ctx.device_state = std::move(owned);  // from here on, teardown withdraws whatever was published
   // Kernels that wait on the off-node proxy must not meet a kernel's first load (cuda/module_loading.h): where
   // CUDA started lazily before tshmem_init, every unit's kernels are loaded as its state is filled.
-  if (ctx.host_rma && lazy_module_loading()) {
+  if (ctx.proxy && lazy_module_loading()) {
     parts.load_kernels = true;
     if (ctx.boot->rank() == 0)
       TSHMEMI_LOG(kWarn, kLogCuda,

@@ -1,6 +1,6 @@
 #include "heap/heap.h"
 
-#include "transport/host_rma.h"
+#include "transport/proxy.h"
 #include "tshmem/device/internal_regions.h"
 
 namespace tshmemi {
@@ -168,7 +168,7 @@ Status SymmetricHeap::rendezvous(CollectiveRequest request) {
     request.local_error = last_error_message();
   }
   TSHMEM_CHECK(check_.agree(request));
-  return host_rma_ != nullptr ? host_rma_->sync() : TSHMEM_SUCCESS;
+  return proxy_ != nullptr ? proxy_->sync() : TSHMEM_SUCCESS;
 }
 
 Status SymmetricHeap::agree(const CollectiveRequest &request) {
@@ -184,7 +184,7 @@ Status SymmetricHeap::agree_then_min(const CollectiveRequest &request, const int
 
 Status SymmetricHeap::quiet_all() {
   TSHMEM_CHECK(backend_.quiet());
-  return host_rma_ != nullptr ? host_rma_->quiet() : TSHMEM_SUCCESS;
+  return proxy_ != nullptr ? proxy_->quiet() : TSHMEM_SUCCESS;
 }
 
 }  // namespace tshmemi

@@ -11,7 +11,7 @@
 
 namespace tshmemi {
 
-class HostRma;  // transport/host_rma.h
+class Proxy;  // transport/proxy.h
 
 class SymmetricHeap {
  public:
@@ -38,7 +38,7 @@ class SymmetricHeap {
 
   /// From now on a rendezvous (barrier_all, finalize) and a free complete this PE's puts to other nodes
   /// first, and a rendezvous makes theirs visible here after.
-  void attach_host_rma(HostRma *rma) { host_rma_ = rma; }
+  void attach_proxy(Proxy *proxy) { proxy_ = proxy; }
 
   bool contains(const void *ptr, uint64_t bytes) const;
   /// contains(), or [ptr, +bytes) inside one registered buffer (tshmemx_buffer_register_symmetric).
@@ -79,7 +79,7 @@ class SymmetricHeap {
   uint64_t reserved_end_;
   HeapAllocator allocator_;
   SymmetryCheck check_;
-  HostRma *host_rma_ = nullptr;  ///< owned by the context; outlives the heap's use of it
+  Proxy *proxy_ = nullptr;  ///< the off-node proxy, owned by the context; outlives the heap's use of it
   mutable std::mutex registered_mutex_;
   std::vector<Registered> registered_;
 };

@@ -10,14 +10,14 @@ extern "C" {
 
 TSHMEM_API tshmemi_proxy_channel *tshmemi_proxy_device_channel(void) {
   ContextRef ctx = context();
-  return ctx && ctx->host_rma ? ctx->host_rma->device_channel() : nullptr;
+  return ctx && ctx->proxy ? ctx->proxy->device_channel() : nullptr;
 }
 
 TSHMEM_API uint64_t tshmemi_proxy_refused(char *text, size_t text_bytes) {
   ContextRef ctx = context();
-  if (!ctx || !ctx->host_rma) return 0;
+  if (!ctx || !ctx->proxy) return 0;
   std::string last;
-  const uint64_t count = ctx->host_rma->refused(&last);
+  const uint64_t count = ctx->proxy->refused(&last);
   if (text != nullptr && text_bytes > 0) {
     const size_t n = std::min(last.size(), text_bytes - 1);
     std::memcpy(text, last.data(), n);
@@ -28,8 +28,8 @@ TSHMEM_API uint64_t tshmemi_proxy_refused(char *text, size_t text_bytes) {
 
 TSHMEM_API int tshmemi_proxy_send_unsolicited_reply(int pe, uint64_t id, uint64_t bytes) {
   ContextRef ctx = context();
-  if (!ctx || !ctx->host_rma || pe < 0 || pe >= ctx->peers.n_pes()) return TSHMEM_ERR_INVALID_ARG;
-  return ctx->host_rma->send_unsolicited_reply(pe, id, bytes);
+  if (!ctx || !ctx->proxy || pe < 0 || pe >= ctx->peers.n_pes()) return TSHMEM_ERR_INVALID_ARG;
+  return ctx->proxy->send_unsolicited_reply(pe, id, bytes);
 }
 
 }  // extern "C"

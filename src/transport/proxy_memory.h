@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "common/error.h"
+#include "transport/amo_kind.h"
 #include "tshmem/device/proxy_types.h"
 
 namespace tshmemi {
@@ -45,9 +46,9 @@ class ProxyMemory {
   /// earlier apply (a signal SET: on a GPU a copy-engine write, which the GPU sees whole, so it needs no
   /// kernel and no compute time slice).
   virtual Status apply_store(void *word, const void *staging, unsigned width) = 0;
-  /// Atomic `amo` (tshmemi_proxy_amo) of `width` bytes at `word` in the heap, on the target lane after every
-  /// earlier apply; complete at a later mark(). With `old` (staging memory), the old value is written there:
-  /// on return with `wait`, else once that mark has passed (the thread never waits for a GPU time slice).
+  /// Atomic `amo` (tshmemi_proxy_amo, amo_kind.h) of `width` bytes at `word` in the heap, on the target lane after
+  /// every earlier apply; complete at a later mark(). With `old` (staging memory), the old value is written there: on
+  /// return with `wait`, else once that mark has passed (the thread never waits for a GPU time slice).
   virtual Status apply_amo(void *word, unsigned amo, unsigned width, uint64_t value, uint64_t compare, uint64_t *old,
                            bool wait) = 0;
   /// A point on `lane`: everything issued there before it is complete (and in the heap, visible to this
@@ -60,28 +61,5 @@ Status make_host_proxy_memory(std::unique_ptr<ProxyMemory> *out);
 #if TSHMEM_HAVE_CUDA
 Status make_gpu_proxy_memory(int cuda_device, std::unique_ptr<ProxyMemory> *out);
 #endif
-
-/// The one definition of each atomic kind's new value: for the host and the GPU kernel alike.
-template <class T>
-#ifdef __CUDACC__
-__host__ __device__
-#endif
-    inline T
-    amo_result(unsigned amo, T old, T value, T compare) {
-  switch (amo & 15u) {
-    case 1: return value;  // SET
-    case 2: return static_cast<T>(old + value);
-    case 3: return static_cast<T>(old + 1);
-    case 4: return static_cast<T>(old & value);
-    case 5: return static_cast<T>(old | value);
-    case 6: return static_cast<T>(old ^ value);
-    case 7: return value;                         // SWAP
-    case 8: return old == compare ? value : old;  // CSWAP
-  }
-  return old;  // FETCH
-}
-
-/// Whether `amo` names an atomic kind (validation before anything is applied).
-inline bool amo_known(unsigned amo) { return (amo >= 1 && amo <= 6) || (amo >= 16 && amo <= 24); }
 
 }  // namespace tshmemi

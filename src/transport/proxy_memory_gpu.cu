@@ -13,21 +13,22 @@ namespace tshmemi {
 namespace {
 
 template <class T>
-__global__ void amo_kernel(T *word, unsigned amo, T value, T compare, unsigned long long *old_out) {
+__global__ void amo_kernel(T *word, unsigned kind, T value, T compare, unsigned long long *old_out) {
   T old;
-  if ((amo & 15u) == 0) {
+  // (kind & 15u) is amo_kind::op(kind), written out: with the call this kernel compiled to other code.
+  if ((kind & 15u) == amo_kind::kRead) {
     old = atomicAdd(word, T(0));
-  } else if ((amo & 15u) == 8) {
+  } else if ((kind & 15u) == amo_kind::kCswap) {
     old = atomicCAS(word, compare, value);
-  } else if ((amo & 15u) == 1 || (amo & 15u) == 7) {
+  } else if ((kind & 15u) == amo_kind::kSet || (kind & 15u) == amo_kind::kSwap) {
     old = atomicExch(word, value);
-  } else if ((amo & 15u) == 2) {
+  } else if ((kind & 15u) == amo_kind::kAdd) {
     old = atomicAdd(word, value);
   } else {
     T seen = *reinterpret_cast<volatile T *>(word);
     do {
       old = seen;
-      seen = atomicCAS(word, old, amo_result<T>(amo, old, value, compare));
+      seen = atomicCAS(word, old, amo_kind::result<T>(kind, old, value, compare));
     } while (seen != old);
   }
   __threadfence_system();

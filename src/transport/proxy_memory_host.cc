@@ -9,12 +9,12 @@ namespace tshmemi {
 namespace {
 
 template <class T>
-T host_amo(T *word, unsigned amo, T value, T compare) {
+T host_amo(T *word, unsigned kind, T value, T compare) {
   T old = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-  if ((amo & 15u) == 0) return old;  // FETCH
-  // One compare-exchange loop serves every kind; the kinds are defined once (amo_result).
-  while (!__atomic_compare_exchange_n(word, &old, amo_result<T>(amo, old, value, compare), false, __ATOMIC_ACQ_REL,
-                                      __ATOMIC_ACQUIRE)) {
+  if (amo_kind::op(kind) == amo_kind::kRead) return old;
+  // One compare-exchange loop serves every kind; the kinds are defined once (amo_kind::result).
+  while (!__atomic_compare_exchange_n(word, &old, amo_kind::result<T>(kind, old, value, compare), false,
+                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
   }
   return old;
 }

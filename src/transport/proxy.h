@@ -1,6 +1,9 @@
-// Access to PEs of other nodes (design.md, "Beyond one node"): one transport for every backend, the proxy
-// over two-sided MPI (proxy.cc). Host calls (tshmem_putmem, tshmem_getmem, tshmem_quiet) post requests to
-// the proxy's host channel; kernels (and the tests' CPU producers) post to its device channel.
+// The off-node proxy (design.md, "Beyond one node"): PEs of other nodes are reached through it, from every
+// backend. Host calls (tshmem_putmem, tshmem_getmem, tshmem_quiet) post requests to its host channel; kernels (and
+// the tests' CPU producers) post to its device channel. One thread per PE drains both into a transport.
+// The parts: proxy.cc (this interface, the thread, bounded waits and failure), channel_reader.h (the channels'
+// consuming side), wire.h (requests' rules, records, batching), transport.h (what a transport does) with
+// mpi_transport.h (two-sided MPI, staged through host memory), proxy_memory.h (how the heap is touched).
 #pragma once
 
 #include <cstddef>
@@ -14,9 +17,9 @@
 
 namespace tshmemi {
 
-class HostRma {
+class Proxy {
  public:
-  virtual ~HostRma() = default;
+  virtual ~Proxy() = default;
   /// Writes `bytes` from `src` (host or device memory) to offset `heap_offset` of `pe`'s heap; `src` may be
   /// reused on return. Remote completion: quiet().
   virtual Status put(uint64_t heap_offset, const void *src, size_t bytes, int pe) = 0;
@@ -48,13 +51,6 @@ struct ProxyConfig {
   int64_t timeout_ms = 300000;         ///< TSHMEM_PROXY_TIMEOUT_MS: the longest wait for the proxy
   int64_t device_wait_timeout_ms = 0;  ///< TSHMEM_WAIT_TIMEOUT_MS: a kernel's waits end at the smaller nonzero bound
 };
-constexpr int kProxySendBuffers = 8;
-constexpr int kProxyRecvBuffers = 8;
-/// Messages one PE may have sent to another that the target has not handled yet (flow control): what piles up
-/// unmatched at a target is at most this many messages per origin PE.
-constexpr int kProxyCreditsPerPeer = 8;
-/// Most replies (get chunks, fetched values, flush acknowledgements) one PE awaits at once.
-constexpr int kProxyMaxPending = 64;
 
 /// Bytes of staging memory one PE's proxy holds: independent of the number of PEs and of message sizes.
 uint64_t proxy_staging_bytes(const ProxyConfig &config);
@@ -64,7 +60,7 @@ uint64_t proxy_reply_queue_bytes(int n_pes);
 /// Collective over all PEs of `boot`: starts this PE's proxy thread over the heap of `mem` (host memory or,
 /// with cuda_device >= 0, GPU memory). When MPI cannot serve a second thread, returns success with *out empty
 /// and the reason in *unavailable (the same on every PE). Fails on every PE when it fails on one.
-Status make_proxy_host_rma(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const ProxyConfig &config,
-                           int cuda_device, std::unique_ptr<HostRma> *out, std::string *unavailable);
+Status make_proxy(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const ProxyConfig &config, int cuda_device,
+                  std::unique_ptr<Proxy> *out, std::string *unavailable);
 
 }  // namespace tshmemi

@@ -1,0 +1,123 @@
+// What the off-node proxy asks of a transport: the one-sided operations on the heap of a PE of another node, and
+// their progress. The proxy (proxy.cc) takes requests from its channels and calls these; the transport moves
+// them (mpi_transport.cc: two-sided MPI, staged through host memory). A CUDA-aware MPI or UCX transport
+// (GPU memory handed to the network directly, ucp_put_nbx into a registered heap) implements the same.
+//
+// Called from the proxy thread only, except waiting_on() and send_raw(). Every operation is non-blocking: one
+// that lacks a resource now (a send buffer, a reply entry) does what it can and says how far it got; the proxy
+// calls progress() and then the operation again with the same arguments.
+// Ordering: the operations to one PE apply there in the order issued (puts in order, a signal after its data),
+// so fence() has nothing to wait for; quiet() completes once everything issued before it is complete at its
+// target and every reply awaited has come.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/error.h"
+
+namespace tshmemi {
+
+/// Who waits for an operation's reply (a get's data, a fetched value, a quiet's acknowledgement).
+struct Waiter {
+  uint64_t tag = 0;     ///< nonzero: a result slot waits for the value (handed back as is on delivery)
+  bool kernel = false;  ///< asked for by a kernel (the device channel): for a timeout's message
+};
+
+/// Bytes from this PE to heap offset `offset` of `pe`.
+struct PutOp {
+  int pe = -1;
+  uint64_t offset = 0;
+  const void *src = nullptr;  ///< host or device memory of this PE
+  uint64_t bytes = 0;
+  bool immediate = false;  ///< `src` is ordinary host memory valid only during the call (a request's inline value)
+};
+
+/// Bytes at heap offset `offset` of `pe` into `dst` (host or device memory of this PE).
+struct GetOp {
+  int pe = -1;
+  uint64_t offset = 0;
+  uint64_t dst = 0;
+  uint64_t bytes = 0;
+  Waiter waiter;
+};
+
+/// Atomic `kind` (transport/amo_kind.h) of `width` bytes (4 or 8) on the word at heap offset `offset` of `pe`; a
+/// fetching kind writes the old value to `dst`.
+struct AmoOp {
+  int pe = -1;
+  uint64_t offset = 0;
+  unsigned kind = 0;
+  unsigned width = 0;
+  uint64_t value = 0, compare = 0;
+  uint64_t dst = 0;
+  Waiter waiter;
+};
+
+/// A signal: SET (a store) or ADD (an atomic) of `value` on the 64-bit word at heap offset `offset` of `pe`.
+struct SignalOp {
+  int pe = -1;
+  uint64_t offset = 0;
+  unsigned kind = 0;  ///< TSHMEMI_AMO_SET or TSHMEMI_AMO_ADD (amo_kind::of_signal)
+  uint64_t value = 0;
+};
+
+/// What a transport tells the proxy, from the proxy thread.
+class TransportSink {
+ public:
+  virtual ~TransportSink() = default;
+  /// The data or value of a get or fetching atomic is at its `dst`: the waiter may have it.
+  virtual void delivered(uint64_t dst, const Waiter &waiter) = 0;
+  /// Something a peer sent was refused (malformed, or a reply that matches no request): logged and counted.
+  virtual void message_refused(const std::string &message) = 0;
+  /// `pe`'s off-node path has stopped; it has told every PE itself.
+  virtual void peer_stopped(int pe) = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // --- operations ---
+  /// Issues bytes [*done, op.bytes) as far as it can and advances *done. `src` is read until released() passes
+  /// issued() as it was after the last byte.
+  virtual Status put(const PutOp &op, uint64_t *done) = 0;
+  /// Issues the get of bytes [*done, op.bytes) as far as it can and advances *done; the data is at `dst` once
+  /// delivered() says so, or at the latest when a later quiet() completes.
+  virtual Status get(const GetOp &op, uint64_t *done) = 0;
+  /// *issued when the atomic was issued (else call again). A fetched value is delivered like a get's data.
+  virtual Status amo(const AmoOp &op, bool *issued) = 0;
+  /// *issued when the signal was issued (else call again).
+  virtual Status signal(const SignalOp &op, bool *issued) = 0;
+  /// Orders what was issued before it to each PE before what is issued after it.
+  virtual Status fence() = 0;
+  /// *complete once everything issued before the first call is complete at its target and no reply is awaited.
+  virtual Status quiet(const Waiter &waiter, bool *complete) = 0;
+  /// Moves everything on without blocking: hands what is ready to the network, applies what arrived, answers.
+  /// *worked: something happened (an operation issued since the last call counts).
+  virtual Status progress(bool *worked) = 0;
+
+  // --- local completion: when a source may be reused ---
+  /// A point after every operation issued so far.
+  virtual uint64_t issued() const = 0;
+  /// Every operation issued before this point has been read out of its source (a point from issued()).
+  virtual uint64_t released() const = 0;
+
+  // --- bounds and failure ---
+  /// What this PE has awaited from a peer for longer than `bound` (a reply, or room to send), as the message that
+  /// stops the off-node path; empty when nothing has.
+  virtual std::string overdue(std::chrono::milliseconds bound) = 0;
+  /// Whom this PE awaits now, for a timeout's message ("; awaiting replies from PE(s) 1, 3"); any thread.
+  virtual std::string waiting_on() const = 0;
+  /// Tells every other PE, best effort, that this PE's off-node path has stopped (theirs stop too).
+  virtual void tell_stopped() = 0;
+  /// Teardown, after the last progress(): withdraws what waits for peers (posted receives).
+  virtual void close() = 0;
+  /// For tests, any thread: sends `pe` the raw `bytes` at `message` as one message, as a broken or hostile peer
+  /// could; returns once the network has taken it.
+  virtual Status send_raw(int pe, const void *message, size_t bytes) = 0;
+};
+
+}  // namespace tshmemi
