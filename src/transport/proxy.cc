@@ -261,18 +261,24 @@ class ProxyEngine final : public Proxy, private TransportSink {
   // The watchdog: the proxy thread counts its passes; one that has not moved for the bound is held somewhere it
   // cannot leave by itself (a CUDA call waiting for a kernel that waits for this proxy), and only a stopped path
   // (written to host memory, which those kernels read) frees it.
+  // A watchdog that itself woke far later than it asked was paused with the whole process (SIGSTOP, a debugger,
+  // a suspended machine): the proxy thread was not held, and it gets the bound again from the resumption.
   void watch() {
     const auto bound = bound_of(config_);
+    constexpr auto kTick = std::chrono::milliseconds(100);
+    constexpr auto kPaused = std::chrono::milliseconds(1000);
     uint64_t last = heartbeat_.load(std::memory_order_relaxed);
-    Clock::time_point moved = Clock::now();
+    Clock::time_point moved = Clock::now(), woke = moved;
     std::unique_lock<std::mutex> lock(watchdog_mutex_);
     while (!watchdog_stop_) {
-      watchdog_wake_.wait_for(lock, std::chrono::milliseconds(100));
+      watchdog_wake_.wait_for(lock, kTick);
       const uint64_t now = heartbeat_.load(std::memory_order_relaxed);
-      if (now != last || failed_.load(std::memory_order_acquire)) {
+      const Clock::time_point previous = woke;
+      woke = Clock::now();
+      if (now != last || failed_.load(std::memory_order_acquire) || woke - previous > kTick + kPaused) {
         last = now;
-        moved = Clock::now();
-      } else if (Clock::now() - moved > bound) {
+        moved = woke;
+      } else if (woke - moved > bound) {
         record_failure(TSHMEM_ERR_TIMEOUT,
                        format("the off-node proxy thread of PE %d has not run for %lld ms (TSHMEM_PROXY_TIMEOUT_MS): "
                               "it is held, as in a CUDA call that waits for the device (cudaFree, a module load) "
