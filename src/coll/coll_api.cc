@@ -10,7 +10,7 @@
 #include "coll/coll_spanning.h"
 #include "coll/team.h"
 #include "context.h"
-#include "tshmem/device/impl/coll.cuh"  // TSHMEMI_COLL_MAX_ROWS / TSHMEMI_COLL_MAX_TEAM (host-safe)
+#include "tshmem/device/internal_regions.h"  // TSHMEMI_COLL_MAX_ROWS, TSHMEMI_COLL_MAX_TEAM, the LL rows
 #include "tshmem/tshmem.h"
 
 namespace tshmemi {

@@ -5,8 +5,7 @@
 
 #include "bootstrap/agree.h"
 #include "context.h"
-#include "tshmem/device/impl/coll.cuh"       // the split teams' barrier words (host-safe macros)
-#include "tshmem/device/internal_regions.h"  // TSHMEMI_COLL_SPANS_NODES
+#include "tshmem/device/internal_regions.h"  // the split teams' barrier words, TSHMEMI_COLL_SPANS_NODES
 
 namespace tshmemi {
 

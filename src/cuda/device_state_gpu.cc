@@ -2,10 +2,6 @@
 // from the context (state/device_state_builder.h lays them out), keeps a device-global mirror of the peer table
 // (per-lane PE lookups __ldg it instead of serialising on the constant cache), and publishes the state to every
 // registered translation unit.
-#include <algorithm>
-#include <cstring>
-#include <limits>
-
 #include "context.h"
 #include "cuda/device_guard.h"
 #include "cuda/driver.h"
