@@ -1,7 +1,8 @@
 // tshmem._C: the C API of libtshmem for the Python package (tshmem/__init__.py), without libtorch. Pointers and
 // streams cross as Python ints; the Python layer reads tensors through their attributes and allocates nothing
-// itself. Arrays over the symmetric heap are made here, through DLPack (nanobind's ndarray), as numpy arrays or
-// torch tensors that keep a Python owner alive.
+// itself. Arrays over memory that is not this PE's heap (peer and multicast views) are made here, through DLPack
+// (nanobind's ndarray), as numpy arrays or torch tensors that keep a Python owner alive; arrays over this PE's heap
+// and the plain case of the hot calls are fast_path.cc's.
 //
 // Every failing call raises the exception class registered for its status with the library's message
 // (tshmemx_last_error). Blocking calls release the GIL; the bootstrap callbacks of init(group=...) take it back.
@@ -18,58 +19,37 @@
 #include <string>
 #include <vector>
 
+#include "ext_common.h"
 #include "tshmem/tshmem.h"
 
 namespace nb = nanobind;
+using namespace tshmem_py;
+
+namespace tshmem_py {
 
 namespace {
-
 nb::object *g_errors = nullptr;  // tuple of exception classes, indexed by status
+}  // namespace
 
-/// Raises the class registered for `status` (each carries its code) with the library's message.
-[[noreturn]] void raise_status(int status) {
-  PyObject *cls = PyExc_RuntimeError;
+void set_error_classes(nb::tuple classes) {
+  if (g_errors == nullptr) g_errors = new nb::object();  // for the process: exceptions outlive the module
+  *g_errors = classes;
+}
+
+PyObject *error_class(int status) {
   if (g_errors != nullptr && status >= 0 && static_cast<size_t>(status) < nb::len(*g_errors))
-    cls = (*g_errors)[static_cast<size_t>(status)].ptr();
-  PyErr_SetString(cls, tshmemx_last_error());
+    return (*g_errors)[static_cast<size_t>(status)].ptr();
+  return PyExc_RuntimeError;
+}
+
+[[noreturn]] void raise_status(int status) {
+  PyErr_SetString(error_class(status), tshmemx_last_error());
   throw nb::python_error();
 }
 
-inline void check(int status) {
-  if (status != TSHMEM_SUCCESS) raise_status(status);
-}
+}  // namespace tshmem_py
 
-/// For the C calls that return nothing (or a pointer): the last error decides.
-inline void check_last() {
-  const int code = tshmemx_last_error_code();
-  if (code != TSHMEM_SUCCESS) raise_status(code);
-}
-
-template <class T>
-inline T *ptr(uintptr_t p) {
-  return reinterpret_cast<T *>(p);
-}
-inline tshmemx_stream_t stream_of(uintptr_t s) { return reinterpret_cast<tshmemx_stream_t>(s); }
-
-using Note = std::optional<std::string>;  // None, or the text
-
-/// Runs one collective call with its note (description, this PE's refusal), drops a note the call did not take,
-/// and raises its failure.
-template <class F>
-void noted(const Note &description, const Note &local_error, F &&call) {
-  tshmemx_clear_last_error();
-  int status = 0;
-  {
-    nb::gil_scoped_release release;
-    if (description || local_error)
-      tshmemx_note_next_collective(description ? description->c_str() : nullptr,
-                                   local_error ? local_error->c_str() : nullptr);
-    status = call();
-    tshmemx_note_next_collective(nullptr, nullptr);  // a call that failed before its check leaves it
-  }
-  if (status == 0) status = tshmemx_last_error_code();
-  if (status != 0) raise_status(status);
-}
+namespace {
 
 // ---- init over Python callables (tshmem.init(group=...)) ------------------------------------------------------
 
@@ -143,10 +123,8 @@ nb::object make_array(uintptr_t address, const std::vector<size_t> &shape, const
 }  // namespace
 
 NB_MODULE(_C, m) {
-  m.def("_register", [](nb::tuple errors) {
-    if (g_errors == nullptr) g_errors = new nb::object();  // for the process: exceptions outlive the module
-    *g_errors = errors;
-  });
+  m.def("_register", [](nb::tuple errors) { set_error_classes(errors); });
+  define_fast_path(m);
   m.def("num_status", []() { return static_cast<int>(TSHMEM_NUM_STATUS); });
   m.def("strerror", [](int code) { return std::string(tshmemx_strerror(code)); });
   m.def("last_error", []() { return std::string(tshmemx_last_error()); });

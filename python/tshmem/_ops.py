@@ -13,7 +13,7 @@ import enum
 from . import _C
 from ._arrays import DTYPES, buf, invalid, torch
 from ._errors import ArgumentTypeError, InvalidArgumentError
-from ._runtime import TEAM_INVALID, TEAM_WORLD, _checked_collective, _int_arg, _require, _state
+from ._runtime import _SLOW, TEAM_INVALID, TEAM_WORLD, _checked_collective, _int_arg, _require, _state
 
 
 class SignalOp(enum.IntEnum):
@@ -188,6 +188,8 @@ def _redop(op, dt, call):
 def put(dst, src, pe, *, stream=None, blocking=False):
     """Copies the local array src into PE `pe`'s copy of the symmetric array dst (same dtype and size). Complete at
     the target after quiet or a barrier."""
+    if _C.fast_put(dst, src, pe, stream, blocking) is not _SLOW:
+        return
     call = 'tshmem.put'
     _require(call)
     mode = _mode(call, stream, blocking)
@@ -204,6 +206,8 @@ def put(dst, src, pe, *, stream=None, blocking=False):
 
 def get(dst, src, pe, *, stream=None, blocking=False):
     """Copies PE `pe`'s copy of the symmetric array src into the local array dst."""
+    if _C.fast_get(dst, src, pe, stream, blocking) is not _SLOW:
+        return
     call = 'tshmem.get'
     _require(call)
     mode = _mode(call, stream, blocking)
@@ -280,6 +284,8 @@ def fence(*, stream=None, blocking=False):
 
 def barrier_all(*, stream=None, blocking=False):
     """Every PE waits for all others after completing its puts (collective)."""
+    if _C.fast_barrier_all(stream, blocking) is not _SLOW:
+        return
     call = 'tshmem.barrier_all'
     _require(call)
     if _mode(call, stream, blocking) == 'stream':
@@ -340,6 +346,8 @@ def all_reduce(dst, src=None, op='sum', team=TEAM_WORLD, *, stream=None, blockin
     """dst = op over the team's PEs of src, element-wise (src None: dst in place). sum, min, max, prod (and, or,
     xor for integers) over int32, int64, uint32, uint64, float16, bfloat16, float32, float64; results are the C
     API's: accumulated in team-index order, identical on every PE."""
+    if _C.fast_all_reduce(dst, src, op, team, stream, blocking) is not _SLOW:
+        return
     call = 'tshmem.all_reduce'
 
     def check(on_stream):

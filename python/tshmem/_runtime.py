@@ -8,8 +8,8 @@ import sys
 import warnings
 
 from . import _C
-from ._arrays import (DTYPES, ArgumentTypeError, buf, dtype_of, element_strides, extent, invalid, is_torch, numpy,
-                      shape_of, torch)
+from ._arrays import (_ARRAY_DTYPES, _DTYPE_CACHE, DTYPES, ArgumentTypeError, _array_dtype, buf, dtype_of,
+                      element_strides, extent, invalid, is_torch, numpy, shape_of, torch)
 from ._errors import (AsymmetricAllocationError, AsymmetricError, ConfigError, Error, InvalidArgumentError,
                       NotInitializedError, UnfreedWarning)
 
@@ -18,6 +18,7 @@ TEAM_WORLD = 0
 TEAM_NODE = 2
 
 _KDL_CPU, _KDL_CUDA = 1, 2
+_SLOW = _C.SLOW  # what a fast-path function returns for a call it leaves to the Python layer
 
 
 class _State:
@@ -40,7 +41,7 @@ _state = _State()
 
 
 class _Block:
-    """One symmetric allocation: what finalize lists, and the owner that arrays over it keep alive."""
+    """One symmetric allocation: what finalize lists (where: "file:line", or the fast path's (code, byte offset))."""
 
     __slots__ = ('ptr', 'nbytes', 'desc', 'where', '__weakref__')
 
@@ -48,7 +49,11 @@ class _Block:
         self.ptr, self.nbytes, self.desc, self.where = ptr, nbytes, desc, where
 
     def __repr__(self):
-        return f'{self.desc} from {self.where}'
+        where = self.where
+        if isinstance(where, tuple):  # (code, byte offset) from _C's fast path: the line is looked up now
+            code, offset = where
+            where = f'{os.path.basename(code.co_filename)}:{_C.code_line(code, offset)}'
+        return f'{self.desc} from {where}'
 
 
 def _require(call):
@@ -151,6 +156,42 @@ def init(group=None, *, nvshmem_env=False):
     s.gpu = s.backend in ('vmm', 'ipc')
     s.blocks, s.scopes = {}, []
     s.live = True
+    _bind_fast_path()
+
+
+def _bind_fast_path():
+    """Hands _C's fast path (python/src/fast_path.cc) what it needs of this job: the heap, the live allocations,
+    the dtype tables (filled here for the names and the torch and numpy dtypes; others join as the Python layer
+    meets them) and one array over the whole heap, of which every allocation's array is a view."""
+    from ._ops import ReduceOp
+    s = _state
+    numpy_dtypes, torch_dtypes = {}, {}
+    for name, dt in DTYPES.items():
+        dtype_of(name, 'dtype', 'tshmem.init')
+        if torch is not None:
+            torch_dtypes[name] = getattr(torch, name)
+            dtype_of(torch_dtypes[name], 'dtype', 'tshmem.init')
+            _array_dtype(torch_dtypes[name])
+        if numpy is not None and name != 'bfloat16':
+            numpy_dtypes[name] = numpy.dtype(name)
+            _array_dtype(numpy_dtypes[name])
+    u8 = DTYPES['uint8']
+    dev_type, dev_id = (_KDL_CUDA, s.device) if s.gpu else (_KDL_CPU, 0)
+    # The library owns the heap's memory until finalize; the arrays' owner is only a placeholder that lives as long.
+    heap = lambda as_torch: _C.array(s.base, [s.size], [], u8.dl_code, u8.dl_bits, dev_type, dev_id, s,  # noqa
+                                     as_torch)
+    raw_stream = getattr(torch._C, '_cuda_getCurrentRawStream', None) if torch is not None and s.gpu else None
+    _C.fast_bind({
+        'base': s.base, 'size': s.size, 'gpu': s.gpu, 'device': s.device, 'blocks': s.blocks, 'scopes': s.scopes,
+        'block_class': _Block, 'array_dtypes': _ARRAY_DTYPES, 'dtype_args': _DTYPE_CACHE,
+        'ndarray_type': numpy.ndarray if numpy is not None else None,
+        'tensor_type': torch.Tensor if torch is not None else None, 'reduce_op_type': ReduceOp,
+        'raw_stream': raw_stream, 'as_strided': torch.as_strided if torch is not None else None,
+        'numpy_dtypes': numpy_dtypes, 'torch_dtypes': torch_dtypes,
+        'heap_numpy': heap(False) if numpy is not None and not s.gpu else None,
+        'heap_torch': heap(True) if torch is not None else None,
+        'asymmetric_alloc': AsymmetricAllocationError, 'package_dir': _PACKAGE_DIR,
+    })
 
 
 def finalize():
@@ -165,6 +206,7 @@ def finalize():
         warnings.warn(UnfreedWarning(f'tshmem.finalize: {len(s.blocks)} symmetric allocation(s) never freed, '
                                      f'released now: {listed}'), stacklevel=2)
     _C.finalize()  # raises (on every PE) when some PE is not finalizing: tshmem then stays initialised
+    _C.fast_unbind()
     s.__init__()
 
 
@@ -293,7 +335,8 @@ _ARRAY_TYPES = ('numpy', 'torch')
 
 
 def _array(address, shape, strides, dt, owner, as_torch):
-    """An array over heap memory (this PE's or a mapped peer's) that keeps `owner` alive."""
+    """An array over a mapped peer's or the multicast heap that keeps `owner` alive (this PE's own allocations are
+    _C.heap_view's)."""
     dev_type, dev_id = (_KDL_CUDA, _state.device) if _state.gpu else (_KDL_CPU, 0)
     return _C.array(address, list(shape), list(strides) if strides else [], dt.dl_code, dt.dl_bits, dev_type, dev_id,
                     owner, as_torch)
@@ -354,7 +397,7 @@ def _allocate(call, zero, shape, dtype, array_type, alignment, refused=None):
     _state.blocks[address] = block
     if _state.scopes:
         _state.scopes[-1].append(block)
-    return _array(address, dims, None, dt, block, as_torch)
+    return _C.heap_view(address - _state.base, list(dims), dt, as_torch)
 
 
 def empty(shape, dtype='float32', *, array_type=None, alignment=None):
@@ -363,11 +406,19 @@ def empty(shape, dtype='float32', *, array_type=None, alignment=None):
     Collective and checked: every PE must ask for the same shape and dtype in the same order, or every PE raises
     AsymmetricAllocationError naming the divergent PEs and both requests, with nothing allocated. Free it with
     tshmem.free (collective) or a tshmem.scope(); dropping the array frees nothing."""
+    if array_type is None and alignment is None:
+        t = _C.fast_empty(shape, dtype)
+        if t is not _SLOW:
+            return t
     return _allocate('tshmem.empty', False, shape, dtype, array_type, alignment)
 
 
 def zeros(shape, dtype='float32', *, array_type=None):
     """As empty, zeroed on every PE before any PE returns."""
+    if array_type is None:
+        t = _C.fast_zeros(shape, dtype)
+        if t is not _SLOW:
+            return t
     return _allocate('tshmem.zeros', True, shape, dtype, array_type, None)
 
 
@@ -404,6 +455,8 @@ def _release(block, call='tshmem.free', err=None):
 def free(t):
     """Frees the allocation that t is (the array empty/zeros returned). Collective and checked like empty: a
     PE whose t is not a live allocation makes every PE raise, with nothing freed anywhere."""
+    if _C.fast_free(t) is not _SLOW:
+        return
     call = 'tshmem.free'
     _require(call)
     err, block, type_error = None, None, False
