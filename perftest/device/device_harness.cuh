@@ -47,6 +47,9 @@ inline void check_cuda(cudaError_t rc, const char *what, const char *file, int l
 /// timed iteration reads a line that an earlier one (warm-up included) left in a cache.
 constexpr size_t kRotateBytes = size_t{128} << 20;
 
+/// The symmetric pool a rotating remote source needs for transfers of up to `max_size` bytes.
+inline size_t rotation_pool_bytes(size_t max_size) { return std::max(kRotateBytes, (max_size + 255) & ~size_t{255}); }
+
 /// Where the next remote read starts: slot k of `slots` slots, `stride` bytes apart.
 struct Rotation {
   size_t stride = 0;
@@ -98,6 +101,20 @@ struct DeviceBench {
   /// has no GPU or fewer GPUs than PEs (exit 0 after a "skipped:" line), starts MPI and the library.
   /// Returns false when main should return *exit_code at once.
   bool start(int argc, char **argv, const char *bench_name, int *exit_code);
+  /// Before start(), for a benchmark of a pair whose PE 0 works and PE 1 only serves (so it also runs at 1 PE: a
+  /// local row): sizes `min_size` to `max_size` bytes, `iters` timed iterations after `warmup_iters`.
+  void pair_defaults(size_t min_size, size_t max_size, int iters, int warmup_iters) {
+    config.min_size = min_size;
+    config.max_size = max_size;
+    config.iters = iters;
+    config.warmup_iters = warmup_iters;
+    runs_alone = true;
+  }
+  /// pair_defaults in NVSHMEM's bandwidth shape: 4 KiB up, 200 iterations after 20, 32 CTAs.
+  void pair_bandwidth_defaults(size_t max_size) {
+    pair_defaults(4096, max_size, 200, 20);
+    config.ctas = 32;
+  }
   /// Frees what start() made, finalizes the library and MPI.
   void finish();
 

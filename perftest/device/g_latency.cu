@@ -25,15 +25,11 @@ __global__ void g_latency_kernel(T *local, const T *remote, size_t n, size_t str
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.min_size = 4;
-  b.config.max_size = 4096;
-  b.config.iters = 1000;
-  b.config.warmup_iters = 100;
+  b.pair_defaults(4, 4096, 1000, 100);
   int exit_code = 0;
-  b.runs_alone = true;  // PE 0 works, PE 1 only serves: at 1 PE a local row
   if (!b.start(argc, argv, "g_latency", &exit_code)) return exit_code;
 
-  const size_t pool_bytes = std::max(kRotateBytes, (b.config.max_size + 255) & ~size_t{255});
+  const size_t pool_bytes = rotation_pool_bytes(b.config.max_size);
   char *pool = sym_alloc(pool_bytes, "g_latency");
   char *target = sym_alloc(b.config.max_size, "g_latency");
   Reporter report(b.config, "g_latency", b.me == 0);

@@ -8,16 +8,11 @@ using namespace tshmem_perf;
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.min_size = 4096;
-  b.config.max_size = size_t{256} << 20;
-  b.config.iters = 200;
-  b.config.warmup_iters = 20;
-  b.config.ctas = 32;
+  b.pair_bandwidth_defaults(size_t{256} << 20);
   int exit_code = 0;
-  b.runs_alone = true;  // PE 0 works, PE 1 only serves: at 1 PE a local row
   if (!b.start(argc, argv, "get_bw", &exit_code)) return exit_code;
 
-  const size_t pool_bytes = std::max(kRotateBytes, (b.config.max_size + 255) & ~size_t{255});
+  const size_t pool_bytes = rotation_pool_bytes(b.config.max_size);
   char *pool = sym_alloc(pool_bytes, "get_bw");
   char *target = sym_alloc(b.config.max_size, "get_bw");
   Reporter report(b.config, "get_bw", b.me == 0);

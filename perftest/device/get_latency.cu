@@ -34,15 +34,11 @@ void scope_rows(DeviceBench &b, Reporter &report, char *target, char *pool, size
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.min_size = 8;
-  b.config.max_size = size_t{64} << 10;
-  b.config.iters = 500;
-  b.config.warmup_iters = 50;
+  b.pair_defaults(8, size_t{64} << 10, 500, 50);
   int exit_code = 0;
-  b.runs_alone = true;  // PE 0 works, PE 1 only serves: at 1 PE a local row
   if (!b.start(argc, argv, "get_latency", &exit_code)) return exit_code;
 
-  const size_t pool_bytes = std::max(kRotateBytes, (b.config.max_size + 255) & ~size_t{255});
+  const size_t pool_bytes = rotation_pool_bytes(b.config.max_size);
   char *pool = sym_alloc(pool_bytes, "get_latency");
   char *target = sym_alloc(b.config.max_size, "get_latency");
   Reporter report(b.config, "get_latency", b.me == 0);

@@ -7,13 +7,8 @@ using namespace tshmem_perf;
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.min_size = 4096;
-  b.config.max_size = size_t{32} << 20;
-  b.config.iters = 200;
-  b.config.warmup_iters = 20;
-  b.config.ctas = 32;
+  b.pair_bandwidth_defaults(size_t{32} << 20);
   int exit_code = 0;
-  b.runs_alone = true;  // PE 0 works, PE 1 only serves: at 1 PE a local row
   if (!b.start(argc, argv, "p_bw", &exit_code)) return exit_code;
 
   char *source = sym_alloc(b.config.max_size, "p_bw");

@@ -20,12 +20,8 @@ __global__ void p_latency_kernel(T *remote, const T *local, size_t n, int peer, 
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.min_size = 4;
-  b.config.max_size = 4096;
-  b.config.iters = 1000;
-  b.config.warmup_iters = 100;
+  b.pair_defaults(4, 4096, 1000, 100);
   int exit_code = 0;
-  b.runs_alone = true;  // PE 0 works, PE 1 only serves: at 1 PE a local row
   if (!b.start(argc, argv, "p_latency", &exit_code)) return exit_code;
 
   char *source = sym_alloc(b.config.max_size, "p_latency");

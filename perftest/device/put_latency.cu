@@ -29,12 +29,8 @@ void scope_rows(DeviceBench &b, Reporter &report, char *target, char *source) {
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.min_size = 8;
-  b.config.max_size = size_t{64} << 10;
-  b.config.iters = 500;
-  b.config.warmup_iters = 50;
+  b.pair_defaults(8, size_t{64} << 10, 500, 50);
   int exit_code = 0;
-  b.runs_alone = true;  // PE 0 works, PE 1 only serves: at 1 PE a local row
   if (!b.start(argc, argv, "put_latency", &exit_code)) return exit_code;
 
   char *source = sym_alloc(b.config.max_size, "put_latency");
