@@ -124,7 +124,9 @@ Status create_proxy(Context &ctx) {
   TSHMEM_CHECK(make_proxy(*ctx.boot, *ctx.mem, ctx.env.symmetric_size, config,
                           ctx.mem->device_memory() ? ctx.cuda_device : -1, &ctx.proxy, &ctx.offnode_reason));
   if (ctx.proxy) {
-    ctx.heap->attach_proxy(ctx.proxy.get());
+    Proxy *proxy = ctx.proxy.get();
+    ctx.heap->set_offnode_quiet([proxy] { return proxy->quiet(); });
+    ctx.rendezvous->attach_proxy(proxy);
   } else if (ctx.boot->rank() == 0) {
     TSHMEMI_LOG(kWarn, kLogInit, "PEs of other nodes are unreachable: %s", ctx.offnode_reason.c_str());
   }
@@ -227,8 +229,10 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
   const bool spans_nodes = boot.local_size() != boot.size();
   const uint64_t reserved_end =
       spans_nodes ? TSHMEMI_COLL_SPAN_OFFSET(ctx.env.symmetric_size) : uint64_t{ctx.env.symmetric_size};
-  ctx.heap =
-      std::make_unique<SymmetricHeap>(boot, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES, reserved_end);
+  ctx.check = std::make_unique<CollectiveCheck>(boot);
+  ctx.heap = std::make_unique<SymmetricHeap>(*ctx.check, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES,
+                                             reserved_end);
+  ctx.rendezvous = std::make_unique<Rendezvous>(*ctx.mem, *ctx.check);
   // tshmem's own regions (device barrier counters) start zeroed on every PE.
   TSHMEM_CHECK(run_step(boot, InitStep::kReservedRegion, [&] {
     if (ctx.mem->created_zeroed()) return Status(TSHMEM_SUCCESS);
@@ -258,7 +262,9 @@ Context::~Context() {
   device_state.reset();
   nvls.reset();  // local undo only; finalize and the failed-init path run the collective teardown first
   proxy.reset();
+  rendezvous.reset();
   heap.reset();
+  check.reset();
   mem.reset();
   boot.reset();
 }
@@ -333,7 +339,7 @@ void finalize_context() {
     return;
   }
   // The finalize rendezvous is checked like any collective: a PE still allocating is named, not hung.
-  if (ctx->heap->rendezvous(CollectiveKind::kFinalize) != TSHMEM_SUCCESS) {
+  if (ctx->rendezvous->finalize() != TSHMEM_SUCCESS) {
     // Some PE is not finalizing: tearing down now would leave it in a collective nobody else joins.
     // tshmem stays initialised everywhere; the error (on every PE) says which PE did what.
     set_error_message(static_cast<Status>(last_error_code()),

@@ -102,14 +102,11 @@ Status team_info(const Context &ctx, tshmem_team_t team, const char *call, TeamI
 
 namespace {
 
-// The arguments as the symmetry check compares them (CollectiveKind::kTeamSplit): start, stride and size in
-// 16 bits each of `size`, the parent as the exponent of `alignment`. Only locally valid arguments (parent
-// below TSHMEM_MAX_TEAMS, the others below TSHMEM_MAX_PES) must encode exactly.
-void encode_split(tshmem_team_t parent, int start, int stride, int size, CollectiveRequest *r) {
-  auto field = [](int v) { return static_cast<int64_t>(static_cast<uint32_t>(v) & 0xffffu); };
-  r->kind = CollectiveKind::kTeamSplit;
-  r->size = field(start) | field(stride) << 16 | field(size) << 32;
-  r->alignment = valid_handle(parent) ? int64_t{1} << parent : 0;
+// The split as the collective check compares it across PEs.
+CollectiveRequest split_request(tshmem_team_t parent, int start, int stride, int size) {
+  CollectiveRequest r("tshmem_team_split_strided");
+  r.arg("parent", parent).arg("start", start).arg("stride", stride).arg("size", size);
+  return r;
 }
 
 Status check_split(const TeamInfo &parent_info, tshmem_team_t parent, int start, int stride, int size,
@@ -157,8 +154,7 @@ Status team_split_strided(Context &ctx, tshmem_team_t parent, int start, int str
                      "checked rendezvous is job-wide); split TSHMEM_TEAM_WORLD",
                      call, static_cast<int>(parent), p.size, ctx.boot->size());
 
-  CollectiveRequest request;
-  encode_split(parent, start, stride, size, &request);
+  CollectiveRequest request = split_request(parent, start, stride, size);
   Status local = check_split(p, parent, start, stride, size, new_team);
   const int offset = p.my_index - start;
   const bool member = local == TSHMEM_SUCCESS && offset >= 0 && offset % stride == 0 && offset / stride < size;
@@ -173,7 +169,7 @@ Status team_split_strided(Context &ctx, tshmem_team_t parent, int start, int str
   // be the same words on every member (tshmem/device/impl/coll.cuh).
   int64_t offered[TSHMEMI_TEAM_SLOTS], common[TSHMEMI_TEAM_SLOTS];
   for (int h = 0; h < TSHMEMI_TEAM_SLOTS; ++h) offered[h] = member ? (ctx.teams.is_free(h) ? 1 : 0) : 1;
-  TSHMEM_CHECK(ctx.heap->agree_then_min(request, offered, common, TSHMEMI_TEAM_SLOTS));
+  TSHMEM_CHECK(ctx.check->agree_then_min(request, offered, common, TSHMEMI_TEAM_SLOTS));
   handle = TSHMEM_TEAM_INVALID;
   for (int h = kFirstSplitHandle; h < TSHMEMI_TEAM_SLOTS && handle == TSHMEM_TEAM_INVALID; ++h)
     if (common[h] == 1) handle = h;

@@ -1,6 +1,6 @@
 // tshmemx_buffer_register_symmetric / tshmemx_buffer_unregister_symmetric: an application's buffer made symmetric.
 // Collective and checked like tshmem_malloc: every PE's local verdict (arguments, backend, allocation, room) and its
-// request (size, the offset it chose in the registration range) go through the heap's symmetry check, so PEs that
+// request (size, the offset it chose in the registration range) go through the collective check, so PEs that
 // differ are named on every PE and nothing is mapped; then the backend maps every node PE's buffer at that offset
 // of the registration range in every view (src/mem/vmm_backend.cc), and the device's address formula reaches it
 // like heap memory. The offsets are chosen first fit by the same rule on every PE, like the heap's.
@@ -36,6 +36,16 @@ bool first_fit(const std::vector<SymmetricHeap::Registered> &live, uint64_t base
   if (at > capacity || capacity - at < bytes) return false;
   *offset = at;
   return true;
+}
+
+/// A (un)registration as the collective check compares it across PEs: the size, and the offset in the
+/// registration range, which names the buffer.
+CollectiveRequest registration_request(const char *call, size_t size) {
+  CollectiveRequest request(call);
+  request.arg("size", static_cast<int64_t>(size));
+  request.offset_is_argument = true;
+  request.offset_label = "at registration offset";
+  return request;
 }
 
 /// This PE's verdict on a registration and the offset it would use; nothing held on failure.
@@ -83,9 +93,7 @@ void *register_symmetric(void *buf, size_t size, int flags) {
   ContextRef ctx = require_context(kRegister);
   if (!ctx) return nullptr;
   const std::lock_guard<std::mutex> lock(registration_mutex());
-  CollectiveRequest request;
-  request.kind = CollectiveKind::kRegister;
-  request.size = static_cast<int64_t>(std::min<uint64_t>(size, (uint64_t{1} << 47) - 1));
+  CollectiveRequest request = registration_request(kRegister, size);
   uint64_t offset = 0;
   const Status local = check_register(*ctx, buf, size, flags, &offset);
   if (local == TSHMEM_SUCCESS) {
@@ -94,7 +102,7 @@ void *register_symmetric(void *buf, size_t size, int flags) {
     request.local_status = local;
     request.local_error = last_error_message();
   }
-  const Status agreed = ctx->heap->agree(request);  // every PE the same verdict, disagreeing PEs named
+  const Status agreed = ctx->check->agree(request);  // every PE the same verdict, disagreeing PEs named
   if (agreed != TSHMEM_SUCCESS) {
     ctx->mem->abandon_registration();
     return nullptr;
@@ -109,9 +117,7 @@ int unregister_symmetric(void *addr, size_t size) {
   ContextRef ctx = require_context(kUnregister);
   if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
   const std::lock_guard<std::mutex> lock(registration_mutex());
-  CollectiveRequest request;
-  request.kind = CollectiveKind::kUnregister;
-  request.size = static_cast<int64_t>(std::min<uint64_t>(size, (uint64_t{1} << 47) - 1));
+  CollectiveRequest request = registration_request(kUnregister, size);
   Status local = TSHMEM_SUCCESS;
   const SymmetricHeap::Registered *found = nullptr;
   const std::vector<SymmetricHeap::Registered> live = ctx->heap->registered();
@@ -135,7 +141,7 @@ int unregister_symmetric(void *addr, size_t size) {
     request.local_status = local;
     request.local_error = last_error_message();
   }
-  TSHMEM_CHECK(ctx->heap->agree(request));
+  TSHMEM_CHECK(ctx->check->agree(request));
   const uint64_t offset = found->offset;
   ctx->heap->remove_registered(offset);
   return ctx->mem->unmap_registration(offset - ctx->mem->registration_base());

@@ -18,9 +18,9 @@
 #include <cstring>
 
 #include "bootstrap/agree.h"
+#include "bootstrap/collective_check.h"
 #include "context.h"
 #include "cuda/device_guard.h"
-#include "heap/symmetry_check.h"
 #include "mem/handle_exchange.h"
 #include "nvls/nvls.h"
 #include "nvls/nvls_driver.h"
@@ -190,13 +190,10 @@ Status create_region(Context &ctx, McRegion &region, uint64_t granularity) {
   TSHMEM_CHECK(agree_on_status(boot, region.bind(), "multicast: binding every PE's heap"));
   TSHMEM_CHECK(agree_on_status(boot, region.map(), "multicast: mapping the multicast object"));
 
-  // 6. Same size and granularity on every PE, through the symmetry check (a divergent PE is named).
-  SymmetryCheck check(boot);
-  CollectiveRequest request;
-  request.kind = CollectiveKind::kMulticast;
-  request.size = static_cast<int64_t>(region.size());
-  request.alignment = static_cast<int64_t>(granularity);
-  request.offset = 0;
+  // 6. Same size and granularity on every PE, through a collective check of its own (a divergent PE is named).
+  CollectiveCheck check(boot);
+  CollectiveRequest request("tshmem_init (multicast region)");
+  request.arg("granularity", static_cast<int64_t>(granularity)).arg("size", static_cast<int64_t>(region.size()));
   return check.agree(request);
 }
 
