@@ -6,7 +6,7 @@
 namespace tshmemi {
 namespace {
 
-void *allocate(const char *call, CollectiveKind kind, uint64_t size, uint64_t alignment) {
+void *allocate(const char *call, HeapCall kind, uint64_t size, uint64_t alignment) {
   return guarded(
       call,
       [&]() -> void * {
@@ -136,18 +136,18 @@ TSHMEM_API void tshmem_info_get_version(int *major, int *minor) {
   if (minor) *minor = TSHMEM_MINOR_VERSION;
 }
 
-TSHMEM_API void *tshmem_malloc(size_t size) { return allocate("tshmem_malloc", CollectiveKind::kMalloc, size, 0); }
+TSHMEM_API void *tshmem_malloc(size_t size) { return allocate("tshmem_malloc", HeapCall::kMalloc, size, 0); }
 
 TSHMEM_API void *tshmem_calloc(size_t count, size_t size) {
   if (size != 0 && count > SIZE_MAX / size) {
     // Still collective: every PE must make the call so that none is left waiting.
-    return allocate("tshmem_calloc", CollectiveKind::kCalloc, UINT64_MAX, 0);
+    return allocate("tshmem_calloc", HeapCall::kCalloc, UINT64_MAX, 0);
   }
-  return allocate("tshmem_calloc", CollectiveKind::kCalloc, count * size, 0);
+  return allocate("tshmem_calloc", HeapCall::kCalloc, count * size, 0);
 }
 
 TSHMEM_API void *tshmem_align(size_t alignment, size_t size) {
-  return allocate("tshmem_align", CollectiveKind::kAlign, size, alignment);
+  return allocate("tshmem_align", HeapCall::kAlign, size, alignment);
 }
 
 TSHMEM_API void tshmem_free(void *ptr) {

@@ -7,6 +7,8 @@
 #include <shared_mutex>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/collective_check.h"
+#include "coll/rendezvous.h"
 #include "coll/team.h"
 #include "env.h"
 #include "heap/heap.h"
@@ -22,7 +24,9 @@ struct Context {
   EnvOptions env;
   std::unique_ptr<Bootstrap> boot;
   std::unique_ptr<MemBackend> mem;
+  std::unique_ptr<CollectiveCheck> check;  ///< every checked collective call of this PE, in one sequence
   std::unique_ptr<SymmetricHeap> heap;
+  std::unique_ptr<Rendezvous> rendezvous;  ///< barrier_all, the host team barrier, finalize
   PeerTable peers;
   TeamTable teams;               ///< WORLD and NODE from init, split teams after
   std::unique_ptr<Proxy> proxy;  ///< the off-node proxy; null on one node or when MPI cannot carry it

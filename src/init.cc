@@ -124,7 +124,9 @@ Status create_proxy(Context &ctx) {
   TSHMEM_CHECK(make_proxy(*ctx.boot, *ctx.mem, ctx.env.symmetric_size, config,
                           ctx.mem->device_memory() ? ctx.cuda_device : -1, &ctx.proxy, &ctx.offnode_reason));
   if (ctx.proxy) {
-    ctx.heap->attach_proxy(ctx.proxy.get());
+    Proxy *proxy = ctx.proxy.get();
+    ctx.heap->set_offnode_quiet([proxy] { return proxy->quiet(); });
+    ctx.rendezvous->attach_proxy(proxy);
   } else if (ctx.boot->rank() == 0) {
     TSHMEMI_LOG(kWarn, kLogInit, "PEs of other nodes are unreachable: %s", ctx.offnode_reason.c_str());
   }
@@ -144,6 +146,39 @@ void attach_node_sync(Context &ctx) {
     pages.push_back(page);
   }
   boot.attach_node_sync(std::make_unique<NodeSync>(std::move(pages), boot.local_rank()));
+}
+
+// The device state from the parts init made (cuda/gpu_runtime.h).
+Status make_device_state(Context &ctx) {
+  tshmemi_team_entry teams[TSHMEMI_TEAM_SLOTS];
+  ctx.teams.snapshot(teams);
+  DeviceStateInputs in;
+  in.cuda_device = ctx.cuda_device;
+  in.peers = &ctx.peers;
+  in.boot = ctx.boot.get();
+  in.mem = ctx.mem.get();
+  in.heap_size = ctx.heap->size();
+  in.wait_timeout_ms = ctx.env.wait_timeout_ms;
+  in.teams = teams;
+  if (ctx.proxy) {
+    in.proxy_channel = ctx.proxy->device_channel();
+    in.proxy_device_side = ctx.proxy->device_side();
+  } else {
+    in.proxy_unavailable = !ctx.offnode_reason.empty();
+  }
+  return create_device_state(in, &ctx.device_state);
+}
+
+// What the multicast policy looks at (nvls/nvls.h).
+NvlsPolicyInput nvls_input(const Context &ctx) {
+  NvlsPolicyInput input;
+  input.env = &ctx.env;
+  input.backend = ctx.mem->name();
+  input.cuda_device = ctx.cuda_device;
+  input.local_n_pes = ctx.boot->local_size();
+  input.heap_base = reinterpret_cast<uintptr_t>(ctx.mem->local_base());
+  input.heap_size = ctx.heap->size();
+  return input;
 }
 
 // What every PE holds after the steps that completed: the teardown of a failed init follows this, never
@@ -212,7 +247,10 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
   TSHMEM_CHECK(validate_configuration(ctx, backend));
   TSHMEM_CHECK(run_step(boot, InitStep::kConfig, [] { return TSHMEM_SUCCESS; }));
   // select_gpu is collective (a node-local allgather): it runs on every PE, and the switch after it.
-  const Status gpu_selected = backend != "shm" ? select_gpu(ctx) : TSHMEM_SUCCESS;
+  GpuChoice gpu;
+  const Status gpu_selected = backend != "shm" ? select_gpu(ctx.env, boot, &gpu) : TSHMEM_SUCCESS;
+  ctx.cuda_device = gpu.device;
+  ctx.coll_early_launch = gpu.coll_early_launch;
   TSHMEM_CHECK(run_step(boot, InitStep::kGpu, [&] { return gpu_selected; }));
   TSHMEM_CHECK(run_step(boot, InitStep::kBackend, [&] { return create_backend(ctx, backend, std::move(early_heap)); }));
   progress->backend_on_every_pe = true;
@@ -227,8 +265,10 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
   const bool spans_nodes = boot.local_size() != boot.size();
   const uint64_t reserved_end =
       spans_nodes ? TSHMEMI_COLL_SPAN_OFFSET(ctx.env.symmetric_size) : uint64_t{ctx.env.symmetric_size};
-  ctx.heap =
-      std::make_unique<SymmetricHeap>(boot, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES, reserved_end);
+  ctx.check = std::make_unique<CollectiveCheck>(boot);
+  ctx.heap = std::make_unique<SymmetricHeap>(*ctx.check, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES,
+                                             reserved_end);
+  ctx.rendezvous = std::make_unique<Rendezvous>(*ctx.mem, *ctx.check);
   // tshmem's own regions (device barrier counters) start zeroed on every PE.
   TSHMEM_CHECK(run_step(boot, InitStep::kReservedRegion, [&] {
     if (ctx.mem->created_zeroed()) return Status(TSHMEM_SUCCESS);
@@ -239,8 +279,9 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
   TSHMEM_CHECK(create_proxy(ctx));  // agrees internally; ctx.proxy is set on every PE or on none
   TSHMEM_CHECK(run_step(boot, InitStep::kProxy, [] { return TSHMEM_SUCCESS; }));
   TSHMEM_CHECK(run_step(boot, InitStep::kDeviceState,
-                        [&] { return ctx.mem->device_memory() ? create_device_state(ctx) : Status(TSHMEM_SUCCESS); }));
-  TSHMEM_CHECK(nvls_init(ctx));  // collective: the multicast policy; ctx.nvls is set on every PE or on none
+                        [&] { return ctx.mem->device_memory() ? make_device_state(ctx) : Status(TSHMEM_SUCCESS); }));
+  // Collective: the multicast policy; ctx.nvls is set on every PE or on none.
+  TSHMEM_CHECK(nvls_init(boot, nvls_input(ctx), &ctx.nvls, &ctx.nvls_reason));
   TSHMEM_CHECK(run_step(boot, InitStep::kNvls, [] { return TSHMEM_SUCCESS; }));
   TSHMEM_CHECK(run_step(boot, InitStep::kReady, [] { return TSHMEM_SUCCESS; }));  // an allreduce: the last barrier
   TSHMEMI_LOG(kInfo, kLogInit, "initialised: %d PEs (%d on this node), backend %s, heap %llu bytes at %p%s",
@@ -258,7 +299,9 @@ Context::~Context() {
   device_state.reset();
   nvls.reset();  // local undo only; finalize and the failed-init path run the collective teardown first
   proxy.reset();
+  rendezvous.reset();
   heap.reset();
+  check.reset();
   mem.reset();
   boot.reset();
 }
@@ -310,8 +353,8 @@ Status init_context(unsigned flags, const void *mpi_comm, int requested, int *pr
     const std::string message = last_error_message();
     // The node sync lives in the backend's memory, which the teardown below unmaps.
     if (ctx->boot) ctx->boot->detach_node_sync();
-    if (ctx->boot) nvls_finalize(*ctx);     // ctx.nvls: set on every PE or on none
-    if (ctx->proxy) ctx->proxy->destroy();  // the same
+    if (ctx->boot) nvls_finalize(*ctx->boot, &ctx->nvls);  // ctx.nvls: set on every PE or on none
+    if (ctx->proxy) ctx->proxy->destroy();                 // the same
     if (progress.backend_on_every_pe) ctx->mem->destroy(*ctx->boot);
     ctx.reset();
     log_set_pe(-1, -1);
@@ -333,7 +376,7 @@ void finalize_context() {
     return;
   }
   // The finalize rendezvous is checked like any collective: a PE still allocating is named, not hung.
-  if (ctx->heap->rendezvous(CollectiveKind::kFinalize) != TSHMEM_SUCCESS) {
+  if (ctx->rendezvous->finalize() != TSHMEM_SUCCESS) {
     // Some PE is not finalizing: tearing down now would leave it in a collective nobody else joins.
     // tshmem stays initialised everywhere; the error (on every PE) says which PE did what.
     set_error_message(static_cast<Status>(last_error_code()),
@@ -344,7 +387,7 @@ void finalize_context() {
   g_context.store(nullptr, std::memory_order_release);
   g_finalizing.store(false, std::memory_order_release);  // calls from now on find no context anyway
   ctx->device_state.reset();                             // withdraws the state from every registered unit
-  nvls_finalize(*ctx);                                   // collective: unmap, unbind, release the multicast object
+  nvls_finalize(*ctx->boot, &ctx->nvls);                 // collective: unmap, unbind, release the multicast object
   // The node sync lives in the backend's memory, which goes below: the collectives from here on take MPI.
   ctx->boot->detach_node_sync();
   // Collective: drained before the memory under it goes. When the off-node path had stopped it tears down

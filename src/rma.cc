@@ -325,7 +325,7 @@ TSHMEM_API void tshmem_quiet(void) {
 
 TSHMEM_API void tshmem_barrier_all(void) {
   ContextRef ctx = require_context("tshmem_barrier_all");
-  if (ctx) ctx->heap->rendezvous(CollectiveKind::kBarrier);
+  if (ctx) ctx->rendezvous->barrier_all();
 }
 
 TSHMEM_API void tshmem_sync_all(void) { tshmem_barrier_all(); }

@@ -1,4 +1,4 @@
-// The one boundary between the host collectives (coll_api.cc, plain C++) and their kernels (coll_kernels.cu).
+// The one boundary between the host collectives (coll_on_stream.cc, plain C++) and their kernels (coll_kernels.cu).
 #pragma once
 
 #include <cstddef>
@@ -29,14 +29,6 @@ struct CollLaunch {
 /// become resident while the previous work on the stream finishes, and wait for it (griddepcontrol.wait)
 /// before touching memory, so the launch latency overlaps the previous kernel instead of following it.
 Status coll_launch(const CollLaunch &launch, int blocks, int threads, bool early_launch, tshmemx_stream_t stream);
-
-/// The on-stream collectives' checks and launch (coll_api.cc), for the host-blocking forms (coll_host.cc): with
-/// `check_only`, every check of the on-stream call and nothing launched. `call` names the caller in messages.
-/// Builds without CUDA (coll_none.cc) fail every call alike.
-Status coll_allreduce(const char *call, tshmem_team_t team, void *dst, const void *src, size_t count,
-                      tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream, bool check_only);
-Status coll_move(CollKind kind, const char *call, tshmem_team_t team, void *dst, const void *src, size_t nbytes,
-                 int root, tshmemx_stream_t stream, bool check_only);
 
 /// Runs `launch` on tshmem's internal stream (one per device, made on first use) after synchronising the device
 /// (work that wrote src is complete), and waits for it.

@@ -7,10 +7,10 @@
 
 namespace tshmemi {
 
-struct Context;
+struct CollRuntime;  // coll/coll_on_stream.h
 
 /// For a team that is not node-local: TSHMEM_SUCCESS when the collectives reach its members (the world team, with
 /// the off-node proxy running); else an error naming `call`, the team and the reason.
-Status check_spanning_team(const Context &ctx, const char *call, tshmem_team_t team);
+Status check_spanning_team(const CollRuntime &rt, const char *call, tshmem_team_t team);
 
 }  // namespace tshmemi

@@ -1,15 +1,12 @@
 // The library's half of the cooperative launch (tshmem/tshmemx_launch.h): the caller's CUDA runtime measures
 // and launches, this file decides and words every refusal, so messages have one home.
-#include "context.h"
-#include "tshmem/tshmemx_launch.h"
+#include "coll/coll_on_stream.h"
 
-extern "C" TSHMEM_API int tshmemi_collective_launch_check(const char *call, long long grid_blocks,
-                                                          unsigned block_threads, size_t shared_mem, int cuda_rc,
-                                                          const char *cuda_what, const char *cuda_msg,
-                                                          int blocks_per_sm, int sm_count, int device) {
-  using namespace tshmemi;
-  if (call == nullptr) call = "tshmemx_collective_launch";
-  if (!require_context(call)) return TSHMEM_ERR_NOT_INITIALIZED;
+namespace tshmemi {
+
+Status check_cooperative_launch(const char *call, long long grid_blocks, unsigned block_threads, size_t shared_mem,
+                                int cuda_rc, const char *cuda_what, const char *cuda_msg, int blocks_per_sm,
+                                int sm_count, int device) {
   if (cuda_rc != 0)
     return set_error(TSHMEM_ERR_CUDA, "%s: %s failed on device %d: %s (CUDA error %d)", call,
                      cuda_what ? cuda_what : "a CUDA call", device, cuda_msg ? cuda_msg : "?", cuda_rc);
@@ -24,3 +21,5 @@ extern "C" TSHMEM_API int tshmemi_collective_launch_check(const char *call, long
                      call, grid_blocks, device, fit, block_threads, shared_mem, blocks_per_sm, sm_count);
   return TSHMEM_SUCCESS;
 }
+
+}  // namespace tshmemi

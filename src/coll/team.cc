@@ -4,7 +4,6 @@
 #include <cstdint>
 
 #include "bootstrap/agree.h"
-#include "context.h"
 #include "tshmem/device/internal_regions.h"  // the split teams' barrier words, TSHMEMI_COLL_SPANS_NODES
 
 namespace tshmemi {
@@ -96,20 +95,13 @@ void TeamTable::snapshot(tshmemi_team_entry out[TSHMEMI_TEAM_SLOTS]) const {
   std::copy(std::begin(entries_), std::end(entries_), out);
 }
 
-Status team_info(const Context &ctx, tshmem_team_t team, const char *call, TeamInfo *out) {
-  return ctx.teams.lookup(team, call, out);
-}
-
 namespace {
 
-// The arguments as the symmetry check compares them (CollectiveKind::kTeamSplit): start, stride and size in
-// 16 bits each of `size`, the parent as the exponent of `alignment`. Only locally valid arguments (parent
-// below TSHMEM_MAX_TEAMS, the others below TSHMEM_MAX_PES) must encode exactly.
-void encode_split(tshmem_team_t parent, int start, int stride, int size, CollectiveRequest *r) {
-  auto field = [](int v) { return static_cast<int64_t>(static_cast<uint32_t>(v) & 0xffffu); };
-  r->kind = CollectiveKind::kTeamSplit;
-  r->size = field(start) | field(stride) << 16 | field(size) << 32;
-  r->alignment = valid_handle(parent) ? int64_t{1} << parent : 0;
+// The split as the collective check compares it across PEs.
+CollectiveRequest split_request(tshmem_team_t parent, int start, int stride, int size) {
+  CollectiveRequest r("tshmem_team_split_strided");
+  r.arg("parent", parent).arg("start", start).arg("stride", stride).arg("size", size);
+  return r;
 }
 
 Status check_split(const TeamInfo &parent_info, tshmem_team_t parent, int start, int stride, int size,
@@ -132,38 +124,37 @@ Status check_split(const TeamInfo &parent_info, tshmem_team_t parent, int start,
   return TSHMEM_SUCCESS;
 }
 
-Status mirror_to_device(Context &ctx) {
-  if (!ctx.device_state) return TSHMEM_SUCCESS;
+Status mirror_to_device(const TeamTable &teams, DeviceState *device_state) {
+  if (device_state == nullptr) return TSHMEM_SUCCESS;
   tshmemi_team_entry entries[TSHMEMI_TEAM_SLOTS];
-  ctx.teams.snapshot(entries);
-  return ctx.device_state->upload_teams(entries);
+  teams.snapshot(entries);
+  return device_state->upload_teams(entries);
 }
 
 }  // namespace
 
-Status team_split_strided(Context &ctx, tshmem_team_t parent, int start, int stride, int size,
-                          tshmem_team_t *new_team) {
+Status team_split_strided(TeamTable &teams, const Bootstrap &boot, CollectiveCheck &check, DeviceState *device_state,
+                          tshmem_team_t parent, int start, int stride, int size, tshmem_team_t *new_team) {
   const char *call = "tshmem_team_split_strided";
   // Two threads splitting at once (TSHMEM_THREAD_MULTIPLE) must not pick the same free handle.
   static std::mutex split_mutex;
   const std::lock_guard<std::mutex> lock(split_mutex);
   TeamInfo p;
-  TSHMEM_CHECK(ctx.teams.lookup(parent, call, &p));
+  TSHMEM_CHECK(teams.lookup(parent, call, &p));
   // Only the parent's members call; the rendezvous is job-wide, so a smaller parent fails here, on each caller
   // alike, before any PE waits for the others.
-  if (p.size != ctx.boot->size())
+  if (p.size != boot.size())
     return set_error(TSHMEM_ERR_INVALID_ARG,
                      "%s: parent team %d has %d of the job's %d PEs: tshmem splits only teams that span the job (its "
                      "checked rendezvous is job-wide); split TSHMEM_TEAM_WORLD",
-                     call, static_cast<int>(parent), p.size, ctx.boot->size());
+                     call, static_cast<int>(parent), p.size, boot.size());
 
-  CollectiveRequest request;
-  encode_split(parent, start, stride, size, &request);
+  CollectiveRequest request = split_request(parent, start, stride, size);
   Status local = check_split(p, parent, start, stride, size, new_team);
   const int offset = p.my_index - start;
   const bool member = local == TSHMEM_SUCCESS && offset >= 0 && offset % stride == 0 && offset / stride < size;
   tshmem_team_t handle = TSHMEM_TEAM_INVALID;
-  if (member) local = ctx.teams.free_handle(call, &handle);
+  if (member) local = teams.free_handle(call, &handle);
   if (local != TSHMEM_SUCCESS) {
     request.local_status = local;
     request.local_error = last_error_message();
@@ -172,8 +163,8 @@ Status team_split_strided(Context &ctx, tshmem_team_t parent, int start, int str
   // (non-members offer every handle): a split team's collectives use barrier words indexed by handle, which must
   // be the same words on every member (tshmem/device/impl/coll.cuh).
   int64_t offered[TSHMEMI_TEAM_SLOTS], common[TSHMEMI_TEAM_SLOTS];
-  for (int h = 0; h < TSHMEMI_TEAM_SLOTS; ++h) offered[h] = member ? (ctx.teams.is_free(h) ? 1 : 0) : 1;
-  TSHMEM_CHECK(ctx.heap->agree_then_min(request, offered, common, TSHMEMI_TEAM_SLOTS));
+  for (int h = 0; h < TSHMEMI_TEAM_SLOTS; ++h) offered[h] = member ? (teams.is_free(h) ? 1 : 0) : 1;
+  TSHMEM_CHECK(check.agree_then_min(request, offered, common, TSHMEMI_TEAM_SLOTS));
   handle = TSHMEM_TEAM_INVALID;
   for (int h = kFirstSplitHandle; h < TSHMEMI_TEAM_SLOTS && handle == TSHMEM_TEAM_INVALID; ++h)
     if (common[h] == 1) handle = h;
@@ -188,21 +179,21 @@ Status team_split_strided(Context &ctx, tshmem_team_t parent, int start, int str
     return TSHMEM_SUCCESS;
   }
   const int team_start = p.start + start * p.stride, team_stride = p.stride * stride;
-  const std::vector<int> &node = ctx.boot->local_pes();
+  const std::vector<int> &node = boot.local_pes();
   bool node_local = true;
   for (int k = 0; k < size; ++k)
     node_local = node_local && std::find(node.begin(), node.end(), team_start + k * team_stride) != node.end();
-  ctx.teams.set(handle, team_start, team_stride, size, offset / stride, node_local);
-  const Status mirrored = mirror_to_device(ctx);
+  teams.set(handle, team_start, team_stride, size, offset / stride, node_local);
+  const Status mirrored = mirror_to_device(teams, device_state);
   if (mirrored != TSHMEM_SUCCESS) {
-    ctx.teams.clear(handle);
+    teams.clear(handle);
     return mirrored;
   }
   *new_team = handle;
   return TSHMEM_SUCCESS;
 }
 
-Status team_destroy(Context &ctx, tshmem_team_t team) {
+Status team_destroy(TeamTable &teams, MemBackend &mem, DeviceState *device_state, tshmem_team_t team) {
   const char *call = "tshmem_team_destroy";
   if (team == TSHMEM_TEAM_WORLD || team == TSHMEMX_TEAM_NODE)
     return set_error(TSHMEM_ERR_INVALID_ARG,
@@ -214,14 +205,14 @@ Status team_destroy(Context &ctx, tshmem_team_t team) {
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: team %d is no handle from tshmem_team_split_strided", call,
                      static_cast<int>(team));
   }
-  TSHMEM_CHECK(ctx.teams.lookup(team, call, &info));
+  TSHMEM_CHECK(teams.lookup(team, call, &info));
   // The handle's barrier words go back to zero, the state a later split that takes the handle starts from. No
   // member writes them any more: each member's writes here belong to a collective this PE has completed.
-  TSHMEM_CHECK(ctx.mem->quiet());  // this PE's kernels (GPU backends) have finished
-  char *words = static_cast<char *>(ctx.mem->local_base()) + TSHMEMI_COLL_TEAM_SYNC_OFFSET(team);
-  TSHMEM_CHECK(ctx.mem->zero(words, TSHMEMI_COLL_TEAM_SYNC_BYTES));
-  ctx.teams.clear(team);
-  return mirror_to_device(ctx);
+  TSHMEM_CHECK(mem.quiet());  // this PE's kernels (GPU backends) have finished
+  char *words = static_cast<char *>(mem.local_base()) + TSHMEMI_COLL_TEAM_SYNC_OFFSET(team);
+  TSHMEM_CHECK(mem.zero(words, TSHMEMI_COLL_TEAM_SYNC_BYTES));
+  teams.clear(team);
+  return mirror_to_device(teams, device_state);
 }
 
 }  // namespace tshmemi

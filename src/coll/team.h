@@ -7,13 +7,14 @@
 #include <string>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/collective_check.h"
 #include "common/error.h"
+#include "mem/backend.h"
+#include "state/device_state.h"
 #include "tshmem/device/state_types.h"
 #include "tshmem/tshmemx.h"
 
 namespace tshmemi {
-
-struct Context;
 
 /// Team member k is PE start + k * stride.
 struct TeamInfo {
@@ -50,12 +51,13 @@ class TeamTable {
   std::string node_pes_;  ///< this node's PEs, for the message when they are not evenly strided
 };
 
-/// team_info(ctx, team): ctx's table lookup.
-Status team_info(const Context &ctx, tshmem_team_t team, const char *call, TeamInfo *out);
-
-/// The collective split (tshmem_team_split_strided's body); *new_team is set on success only.
-Status team_split_strided(Context &ctx, tshmem_team_t parent, int start, int stride, int size, tshmem_team_t *new_team);
-/// tshmem_team_destroy's body.
-Status team_destroy(Context &ctx, tshmem_team_t team);
+/// The collective split (tshmem_team_split_strided's body): agreed through `check`; the new team goes into `teams`
+/// and, where there is one, the device's mirror of the table (`device_state`, may be null). *new_team is set on
+/// success only.
+Status team_split_strided(TeamTable &teams, const Bootstrap &boot, CollectiveCheck &check, DeviceState *device_state,
+                          tshmem_team_t parent, int start, int stride, int size, tshmem_team_t *new_team);
+/// tshmem_team_destroy's body: its barrier words in `mem` go back to zero, the handle is freed in `teams` and the
+/// device's mirror (`device_state`, may be null).
+Status team_destroy(TeamTable &teams, MemBackend &mem, DeviceState *device_state, tshmem_team_t team);
 
 }  // namespace tshmemi

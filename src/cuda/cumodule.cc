@@ -6,9 +6,8 @@
 //
 // The module is filled with the state of the moment; it is not in the registry, so tshmem_finalize does
 // not withdraw it: call tshmemx_cumodule_init again after a new tshmem_init.
-#include <exception>
+#include "cuda/cumodule.h"
 
-#include "context.h"
 #include "cuda/driver.h"
 #include "state/registry.h"
 
@@ -17,14 +16,10 @@ namespace {
 
 constexpr const char *kModuleStateSymbol = "tshmemi_device_state_c";
 
-Status cumodule_init(CUmodule module) {
-  const char *call = "tshmemx_cumodule_init";
-  if (module == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: module is NULL", call);
-  ContextRef ctx = require_context(call);
-  if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
-  if (!ctx->device_state)
-    return set_error(TSHMEM_ERR_CONFIG, "%s: the %s backend keeps the heap in host memory: there is no device state",
-                     call, ctx->mem->name());
+}  // namespace
+
+Status fill_module_state(tshmemx_cumodule_t module_handle, const char *call) {
+  CUmodule module = module_handle;  // tshmemx_cumodule_t is struct CUmod_st *, i.e. CUmodule
   TSHMEM_CHECK(cu_driver_load());
 
   CUdeviceptr address = 0;
@@ -49,15 +44,4 @@ Status cumodule_init(CUmodule module) {
   return TSHMEM_SUCCESS;
 }
 
-}  // namespace
 }  // namespace tshmemi
-
-extern "C" TSHMEM_API int tshmemx_cumodule_init(tshmemx_cumodule_t module) {
-  try {
-    return tshmemi::cumodule_init(module);  // tshmemx_cumodule_t is struct CUmod_st *, i.e. CUmodule
-  } catch (const std::exception &e) {
-    return tshmemi::set_error(TSHMEM_ERR_INTERNAL, "tshmemx_cumodule_init: unexpected exception: %s", e.what());
-  } catch (...) {
-    return tshmemi::set_error(TSHMEM_ERR_INTERNAL, "tshmemx_cumodule_init: unexpected exception");
-  }
-}

@@ -1,13 +1,14 @@
-// create_device_state: the device state of a GPU-backed PE. It gathers the parts of the tshmemi_device_state
-// from the context (state/device_state_builder.h lays them out), keeps a device-global mirror of the peer table
+// create_device_state: the device state of a GPU-backed PE. It takes the parts of the tshmemi_device_state
+// that init gathered (state/device_state_builder.h lays them out), keeps a device-global mirror of the peer table
 // (per-lane PE lookups __ldg it instead of serialising on the constant cache), and publishes the state to every
 // registered translation unit.
-#include "context.h"
 #include "cuda/device_guard.h"
 #include "cuda/driver.h"
 #include "cuda/gpu_runtime.h"
 #include "cuda/module_loading.h"
+#include "state/device_state.h"
 #include "state/device_state_builder.h"
+#include "state/peer_table.h"
 #include "state/registry.h"
 
 namespace tshmemi {
@@ -37,11 +38,9 @@ class GpuDeviceState final : public DeviceState {
   }
   const uint64_t *mirror() const { return mirror_; }
 
-  /// Allocates the team table and fills it from `ctx`'s (WORLD and NODE at init).
-  Status create_teams(const Context &ctx) {
+  /// Allocates the team table and fills it with `entries` (WORLD and NODE at init).
+  Status create_teams(const tshmemi_team_entry *entries) {
     TSHMEM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&teams_), sizeof(tshmemi_team_entry) * TSHMEMI_TEAM_SLOTS));
-    tshmemi_team_entry entries[TSHMEMI_TEAM_SLOTS];
-    ctx.teams.snapshot(entries);
     return upload_teams(entries);
   }
   const tshmemi_team_entry *teams() const { return teams_; }
@@ -64,24 +63,24 @@ class GpuDeviceState final : public DeviceState {
 
 // Kernels reach PEs of other nodes through the proxy's device channel (pinned host memory mapped into the
 // device); without a proxy in a job that spans nodes, a flag lets the device trap say why.
-Status proxy_channel_parts(const Context &ctx, DeviceStateParts *parts) {
-  if (!ctx.proxy) {
-    parts->proxy_unavailable = !ctx.offnode_reason.empty();
+Status proxy_channel_parts(const DeviceStateInputs &in, DeviceStateParts *parts) {
+  if (in.proxy_channel == nullptr) {
+    parts->proxy_unavailable = in.proxy_unavailable;
     return TSHMEM_SUCCESS;
   }
   void *device = nullptr;
-  TSHMEM_CUDA_CHECK(cudaHostGetDevicePointer(&device, ctx.proxy->device_channel(), 0));
+  TSHMEM_CUDA_CHECK(cudaHostGetDevicePointer(&device, in.proxy_channel, 0));
   parts->proxy_channel = static_cast<tshmemi_proxy_channel *>(device);
-  parts->proxy_device_side = ctx.proxy->device_side();
+  parts->proxy_device_side = in.proxy_device_side;
   return TSHMEM_SUCCESS;
 }
 
 }  // namespace
 
-Status create_device_state(Context &ctx) {
+Status create_device_state(const DeviceStateInputs &in, std::unique_ptr<DeviceState> *out) {
   DeviceGuard guard;
-  TSHMEM_CHECK(guard.enter(ctx.cuda_device));
-  const PeerTable &peers = ctx.peers;
+  TSHMEM_CHECK(guard.enter(in.cuda_device));
+  const PeerTable &peers = *in.peers;
   if (peers.n_pes() > TSHMEM_MAX_PES)
     return set_error(TSHMEM_ERR_CONFIG, "create_device_state: %d PEs exceed TSHMEM_MAX_PES (%d)", peers.n_pes(),
                      TSHMEM_MAX_PES);
@@ -89,26 +88,26 @@ Status create_device_state(Context &ctx) {
   DeviceStateParts parts;
   parts.my_pe = peers.my_pe();
   parts.n_pes = peers.n_pes();
-  parts.local_n_pes = ctx.boot->local_size();
+  parts.local_n_pes = in.boot->local_size();
   parts.heap_base = peers.heap_base();
-  parts.heap_size = ctx.heap->size();
+  parts.heap_size = in.heap_size;
   parts.peer_bases = &peers.bases();
-  parts.wait_timeout_ms = ctx.env.wait_timeout_ms;
-  TSHMEM_CHECK(proxy_channel_parts(ctx, &parts));
+  parts.wait_timeout_ms = in.wait_timeout_ms;
+  TSHMEM_CHECK(proxy_channel_parts(in, &parts));
 
-  auto owned = std::make_unique<GpuDeviceState>(ctx.cuda_device);
+  auto owned = std::make_unique<GpuDeviceState>(in.cuda_device);
   TSHMEM_CHECK(owned->upload(peers.bases()));
   parts.peer_base_global = owned->mirror();
-  TSHMEM_CHECK(owned->create_teams(ctx));
+  TSHMEM_CHECK(owned->create_teams(in.teams));
   parts.team_table = owned->teams();
-  if (ctx.mem->registration_capacity() != 0)
-    parts.symmetric_span = ctx.mem->registration_base() + ctx.mem->registration_capacity();
-  ctx.device_state = std::move(owned);  // from here on, teardown withdraws whatever was published
+  if (in.mem->registration_capacity() != 0)
+    parts.symmetric_span = in.mem->registration_base() + in.mem->registration_capacity();
+  *out = std::move(owned);  // from here on, teardown withdraws whatever was published
   // Kernels that wait on the off-node proxy must not meet a kernel's first load (cuda/module_loading.h): where
   // CUDA started lazily before tshmem_init, every unit's kernels are loaded as its state is filled.
-  if (ctx.proxy && lazy_module_loading()) {
+  if (in.proxy_channel != nullptr && lazy_module_loading()) {
     parts.load_kernels = true;
-    if (ctx.boot->rank() == 0)
+    if (in.boot->rank() == 0)
       TSHMEMI_LOG(kWarn, kLogCuda,
                   "CUDA loads kernels lazily in this job over several nodes (CUDA_MODULE_LOADING=LAZY, or CUDA started "
                   "before tshmem_init): tshmem loads every kernel of the units that include its device API now. A "
@@ -116,7 +115,7 @@ Status create_device_state(Context &ctx) {
                   "node stalls both until TSHMEM_PROXY_TIMEOUT_MS; set CUDA_MODULE_LOADING=EAGER to rule it out");
   }
   const tshmemi_device_state state = build_device_state(parts);
-  TSHMEM_CHECK(registry_publish(ctx.cuda_device, state));
+  TSHMEM_CHECK(registry_publish(in.cuda_device, state));
   return TSHMEM_SUCCESS;
 }
 

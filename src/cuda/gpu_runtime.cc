@@ -12,7 +12,6 @@
 #include <cstring>
 
 #include "bootstrap/agree.h"
-#include "context.h"
 #include "cuda/driver.h"
 #include "cuda/gpu_runtime.h"
 #include "topo/placement.h"
@@ -95,28 +94,27 @@ std::string gpu_unavailable_reason() {
   return format("cudaGetDeviceCount failed: %s (%s)", cudaGetErrorName(rc), cudaGetErrorString(rc));
 }
 
-Status select_gpu(Context &ctx) {
-  Bootstrap &boot = *ctx.boot;
+Status select_gpu(const EnvOptions &env, Bootstrap &boot, GpuChoice *out) {
   LocalGpuChoice mine;
   std::memset(&mine, 0, sizeof(mine));
   mine.device = -1;
-  Status status = choose_device(ctx.env, boot, &mine);
+  Status status = choose_device(env, boot, &mine);
   mine.ok = status == TSHMEM_SUCCESS ? 1 : 0;
   const std::string my_error = status != TSHMEM_SUCCESS ? last_error_message() : std::string();
   // Every PE of the node takes part, whatever its own outcome: nobody is left waiting.
   std::vector<LocalGpuChoice> all(static_cast<size_t>(boot.local_size()));
   TSHMEM_CHECK(boot.local_allgather(&mine, all.data(), sizeof(mine)));
   if (status != TSHMEM_SUCCESS) return set_error_message(status, my_error);
-  if (!ctx.env.allow_shared_gpu) TSHMEM_CHECK(check_not_shared(boot, all));
+  if (!env.allow_shared_gpu) TSHMEM_CHECK(check_not_shared(boot, all));
 
   TSHMEM_CUDA_CHECK(cudaSetDevice(mine.device));
   TSHMEM_CUDA_CHECK(cudaFree(nullptr));  // creates the primary context now, not inside a later timed call
-  ctx.cuda_device = mine.device;
+  out->device = mine.device;
   int cc_major = 0;
   TSHMEM_CUDA_CHECK(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, mine.device));
-  ctx.coll_early_launch = ctx.env.coll_pdl && cc_major >= 9;
+  out->coll_early_launch = env.coll_pdl && cc_major >= 9;
 
-  if (ctx.env.bind != "none") {
+  if (env.bind != "none") {
     std::string described;
     if (bind_near_gpu(mine.device, &described) == TSHMEM_SUCCESS)
       TSHMEMI_LOG(kInfo, kLogTopo, "CPU binding: %s", described.c_str());

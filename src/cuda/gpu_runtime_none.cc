@@ -1,13 +1,14 @@
 // gpu_runtime.h for builds without CUDA: only the shm backend exists.
-#include "context.h"
 #include "cuda/gpu_runtime.h"
 
 namespace tshmemi {
 
 bool gpu_available() { return false; }
 std::string gpu_unavailable_reason() { return "tshmem was built without CUDA"; }
-Status select_gpu(Context &) { return set_error(TSHMEM_ERR_CUDA, "select_gpu: tshmem was built without CUDA"); }
-Status create_device_state(Context &) {
+Status select_gpu(const EnvOptions &, Bootstrap &, GpuChoice *) {
+  return set_error(TSHMEM_ERR_CUDA, "select_gpu: tshmem was built without CUDA");
+}
+Status create_device_state(const DeviceStateInputs &, std::unique_ptr<DeviceState> *) {
   return set_error(TSHMEM_ERR_CUDA, "create_device_state: tshmem was built without CUDA");
 }
 

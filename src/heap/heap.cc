@@ -1,20 +1,28 @@
 #include "heap/heap.h"
 
-#include "transport/proxy.h"
-#include "tshmem/device/internal_regions.h"
-
 namespace tshmemi {
+namespace {
 
-SymmetricHeap::SymmetricHeap(Bootstrap &boot, MemBackend &backend, uint64_t size, uint64_t reserved,
+const char *call_name(HeapCall call) {
+  switch (call) {
+    case HeapCall::kMalloc: return "tshmem_malloc";
+    case HeapCall::kCalloc: return "tshmem_calloc";
+    case HeapCall::kAlign: return "tshmem_align";
+  }
+  return "tshmem_malloc";
+}
+
+}  // namespace
+
+SymmetricHeap::SymmetricHeap(CollectiveCheck &check, MemBackend &backend, uint64_t size, uint64_t reserved,
                              uint64_t reserved_end)
-    : boot_(boot),
+    : check_(check),
       backend_(backend),
       base_(reinterpret_cast<uintptr_t>(backend.local_base())),
       size_(size),
       reserved_(reserved),
       reserved_end_(reserved_end),
-      allocator_(reserved, reserved_end, kMinAlignment),
-      check_(boot) {}
+      allocator_(reserved, reserved_end, kMinAlignment) {}
 
 bool SymmetricHeap::contains(const void *ptr, uint64_t bytes) const {
   const uintptr_t address = reinterpret_cast<uintptr_t>(ptr);
@@ -74,17 +82,16 @@ Status SymmetricHeap::check_user_range(const char *call, const char *what, const
   return TSHMEM_SUCCESS;
 }
 
-Status SymmetricHeap::allocate(CollectiveKind kind, uint64_t size, uint64_t alignment, void **out) {
+Status SymmetricHeap::allocate(HeapCall call, uint64_t size, uint64_t alignment, void **out) {
   const std::lock_guard<std::mutex> collective(collective_mutex_);
   *out = nullptr;
-  CollectiveRequest request;
-  request.kind = kind;
-  request.size = static_cast<int64_t>(size);
-  request.alignment = static_cast<int64_t>(alignment);
-  if (kind == CollectiveKind::kAlign && (alignment == 0 || (alignment & (alignment - 1)) != 0)) {
+  CollectiveRequest request(call_name(call));
+  if (call == HeapCall::kAlign) request.arg("alignment", static_cast<int64_t>(alignment));
+  request.arg("size", static_cast<int64_t>(size));
+  if (call == HeapCall::kAlign && (alignment == 0 || (alignment & (alignment - 1)) != 0)) {
     request.local_status = TSHMEM_ERR_INVALID_ARG;
     request.local_error = format("alignment %llu is not a power of two", static_cast<unsigned long long>(alignment));
-  } else if (kind == CollectiveKind::kAlign && alignment > size_) {
+  } else if (call == HeapCall::kAlign && alignment > size_) {
     request.local_status = TSHMEM_ERR_INVALID_ARG;
     request.local_error = format("alignment %llu exceeds the heap size %llu",
                                  static_cast<unsigned long long>(alignment), static_cast<unsigned long long>(size_));
@@ -103,7 +110,7 @@ Status SymmetricHeap::allocate(CollectiveKind kind, uint64_t size, uint64_t alig
           static_cast<unsigned long long>(allocator_.largest_free()), static_cast<unsigned long long>(size_));
     } else {
       request.offset = static_cast<int64_t>(*offset);
-      if (kind == CollectiveKind::kCalloc) {
+      if (call == HeapCall::kCalloc) {
         const Status zeroed = backend_.zero(reinterpret_cast<void *>(base_ + *offset), size);
         if (zeroed != TSHMEM_SUCCESS) {
           request.local_status = zeroed;
@@ -124,8 +131,9 @@ Status SymmetricHeap::allocate(CollectiveKind kind, uint64_t size, uint64_t alig
 
 Status SymmetricHeap::release(void *ptr) {
   const std::lock_guard<std::mutex> collective(collective_mutex_);
-  CollectiveRequest request;
-  request.kind = CollectiveKind::kFree;
+  CollectiveRequest request("tshmem_free");  // for a live block: its size, and its offset names it
+  request.offset_is_argument = true;
+  request.offset_label = "at heap offset";
   if (ptr != nullptr) {
     const uintptr_t address = reinterpret_cast<uintptr_t>(ptr);
     const auto block = contains(ptr, 0) ? allocator_.block_size(address - base_) : std::nullopt;
@@ -137,8 +145,8 @@ Status SymmetricHeap::release(void *ptr) {
                                 : format("%p is outside the symmetric heap [%p, %p)", ptr,
                                          reinterpret_cast<void *>(base_), reinterpret_cast<void *>(base_ + size_));
     } else {
+      request.arg("size", static_cast<int64_t>(*block));
       request.offset = static_cast<int64_t>(address - base_);
-      request.size = static_cast<int64_t>(*block);
     }
   }
   // Complete this PE's outstanding transfers before anyone's block can be reused.
@@ -152,39 +160,9 @@ Status SymmetricHeap::release(void *ptr) {
   return TSHMEM_SUCCESS;
 }
 
-Status SymmetricHeap::rendezvous(CollectiveKind kind) {
-  CollectiveRequest request;
-  request.kind = kind;
-  return rendezvous(request);
-}
-
-Status SymmetricHeap::rendezvous(CollectiveRequest request) {
-  const std::lock_guard<std::mutex> collective(collective_mutex_);
-  const Status quiet = quiet_all();
-  // A finalize goes ahead when this PE's transfers cannot complete (the off-node path has stopped): refusing
-  // would keep every PE initialised with no way out. The teardown reports what was lost.
-  if (quiet != TSHMEM_SUCCESS && request.local_status == TSHMEM_SUCCESS && request.kind != CollectiveKind::kFinalize) {
-    request.local_status = quiet;
-    request.local_error = last_error_message();
-  }
-  TSHMEM_CHECK(check_.agree(request));
-  return proxy_ != nullptr ? proxy_->sync() : TSHMEM_SUCCESS;
-}
-
-Status SymmetricHeap::agree(const CollectiveRequest &request) {
-  const std::lock_guard<std::mutex> collective(collective_mutex_);
-  return check_.agree(request);
-}
-
-Status SymmetricHeap::agree_then_min(const CollectiveRequest &request, const int64_t *in, int64_t *out, int count) {
-  const std::lock_guard<std::mutex> collective(collective_mutex_);
-  TSHMEM_CHECK(check_.agree(request));
-  return boot_.allreduce(in, out, count, ReduceOp::kMin);
-}
-
 Status SymmetricHeap::quiet_all() {
   TSHMEM_CHECK(backend_.quiet());
-  return proxy_ != nullptr ? proxy_->quiet() : TSHMEM_SUCCESS;
+  return offnode_quiet_ ? offnode_quiet_() : TSHMEM_SUCCESS;
 }
 
 }  // namespace tshmemi

@@ -50,7 +50,7 @@ class MemBackend {
   /// Completes every transfer this PE has issued (host copies, and the device for GPU backends).
   virtual Status quiet() = 0;
 
-  // ---- Registered buffers (tshmemx_buffer_register_symmetric; src/mem/registration.cc) --------------------------
+  // ---- Registered buffers (tshmemx_buffer_register_symmetric; src/heap/registration.cc) -------------------------
   // A backend that can register keeps `registration_capacity()` bytes of VA after every heap view (its own and
   // each node peer's), from offset `registration_base()` of the view, where applications' buffers are mapped at
   // the same offset in every view; the device's one address formula then reaches them like heap memory.

@@ -25,9 +25,7 @@
 
 namespace tshmemi {
 
-struct Context;
-
-/// What the local policy looks at (filled from the context by nvls_init; tests fill it by hand).
+/// What the local policy looks at (init fills it from what it made; tests fill it by hand).
 struct NvlsPolicyInput {
   const EnvOptions *env = nullptr;
   std::string backend;     ///< resolved backend name: "vmm", "ipc", "shm"
@@ -58,13 +56,16 @@ class NvlsRegion {
   virtual Status destroy(Bootstrap &boot) = 0;
 };
 
-/// Collective over all PEs, after the device state exists: decides (nvls_local_policy + agreement), and when
-/// every PE may use multicast, creates the region and republishes the device state with mc_base. A failure
-/// of the multicast path itself is not an init failure: every PE agrees on it, undoes what it did, logs a
-/// warning naming the cause and runs without multicast. Returns an error only when the bootstrap fails.
-Status nvls_init(Context &ctx);
+/// Collective over all PEs, after the device state exists: decides (nvls_local_policy on `input` + agreement),
+/// and when every PE may use multicast, creates the region (`*region`) and republishes the device state with
+/// mc_base. `*reason` becomes "on" or why multicast is off. A failure of the multicast path itself is not an init
+/// failure: every PE agrees on it, undoes what it did, logs a warning naming the cause and runs without
+/// multicast. Returns an error only when the bootstrap fails.
+Status nvls_init(Bootstrap &boot, const NvlsPolicyInput &input, std::unique_ptr<NvlsRegion> *region,
+                 std::string *reason);
 
-/// Collective: tears the region down (no-op without one). Call before the heap's backend is destroyed.
-void nvls_finalize(Context &ctx);
+/// Collective: tears `*region` down and resets it (no-op without one). Call before the heap's backend is
+/// destroyed.
+void nvls_finalize(Bootstrap &boot, std::unique_ptr<NvlsRegion> *region);
 
 }  // namespace tshmemi

@@ -1,5 +1,4 @@
 // nvls.h for builds without CUDA: multicast is never available, and no collective is made for it.
-#include "context.h"
 #include "nvls/nvls.h"
 
 namespace tshmemi {
@@ -10,11 +9,11 @@ NvlsDecision nvls_local_policy(const NvlsPolicyInput &) {
   return decision;
 }
 
-Status nvls_init(Context &ctx) {
-  ctx.nvls_reason = "built without CUDA";
+Status nvls_init(Bootstrap &, const NvlsPolicyInput &, std::unique_ptr<NvlsRegion> *, std::string *reason) {
+  *reason = "built without CUDA";
   return TSHMEM_SUCCESS;
 }
 
-void nvls_finalize(Context &) {}
+void nvls_finalize(Bootstrap &, std::unique_ptr<NvlsRegion> *) {}
 
 }  // namespace tshmemi

@@ -10,7 +10,7 @@
 //   4. every PE binds its own heap's physical backing by address     -- agreement = barrier: all bound
 //      (cuMulticastBindAddr at multicast offset 0: heap offset o is multicast offset o on every PE)
 //   5. every PE reserves VA, maps the object, grants its device access -- agreement
-//   6. the binding is recorded through the symmetry check (kind kMulticast): size and granularity agreed.
+//   6. the binding is recorded through the collective check: size and granularity agreed.
 // Every step ends in agree_on_status, so a failure anywhere is seen everywhere; the PEs then undo in reverse
 // order together (destroy) and run without multicast.
 #include <fcntl.h>
@@ -18,9 +18,8 @@
 #include <cstring>
 
 #include "bootstrap/agree.h"
-#include "context.h"
+#include "bootstrap/collective_check.h"
 #include "cuda/device_guard.h"
-#include "heap/symmetry_check.h"
 #include "mem/handle_exchange.h"
 #include "nvls/nvls.h"
 #include "nvls/nvls_driver.h"
@@ -155,11 +154,10 @@ class McRegion final : public NvlsRegion {
 };
 
 // Steps 1-6; every step agreed. On failure the caller runs destroy() on every PE.
-Status create_region(Context &ctx, McRegion &region, uint64_t granularity) {
-  Bootstrap &boot = *ctx.boot;
+Status create_region(Bootstrap &boot, const NvlsPolicyInput &input, McRegion &region, uint64_t granularity) {
   const bool leader = boot.local_rank() == 0;
   DeviceGuard guard;
-  TSHMEM_CHECK(agree_on_status(boot, guard.enter(ctx.cuda_device), "multicast: selecting the device"));
+  TSHMEM_CHECK(agree_on_status(boot, guard.enter(input.cuda_device), "multicast: selecting the device"));
 
   // 1. The leader creates; the others offer a placeholder descriptor (the exchange is all-to-all).
   UniqueFd offered;
@@ -174,7 +172,7 @@ Status create_region(Context &ctx, McRegion &region, uint64_t granularity) {
 
   // 2. The leader's descriptor reaches every PE of the node; they import it.
   std::vector<PeerFd> received;
-  TSHMEM_CHECK(exchange_fds_node_local(boot, offered.get(), region.size(), ctx.env.init_timeout_ms, &received));
+  TSHMEM_CHECK(exchange_fds_node_local(boot, offered.get(), region.size(), input.env->init_timeout_ms, &received));
   offered.reset();
   if (!leader) {
     const int leader_pe = boot.local_pes().front();
@@ -190,33 +188,22 @@ Status create_region(Context &ctx, McRegion &region, uint64_t granularity) {
   TSHMEM_CHECK(agree_on_status(boot, region.bind(), "multicast: binding every PE's heap"));
   TSHMEM_CHECK(agree_on_status(boot, region.map(), "multicast: mapping the multicast object"));
 
-  // 6. Same size and granularity on every PE, through the symmetry check (a divergent PE is named).
-  SymmetryCheck check(boot);
-  CollectiveRequest request;
-  request.kind = CollectiveKind::kMulticast;
-  request.size = static_cast<int64_t>(region.size());
-  request.alignment = static_cast<int64_t>(granularity);
-  request.offset = 0;
+  // 6. Same size and granularity on every PE, through a collective check of its own (a divergent PE is named).
+  CollectiveCheck check(boot);
+  CollectiveRequest request("tshmem_init (multicast region)");
+  request.arg("granularity", static_cast<int64_t>(granularity)).arg("size", static_cast<int64_t>(region.size()));
   return check.agree(request);
 }
 
-Status republish_state(Context &ctx, uint64_t mc_base) {
+Status republish_state(int cuda_device, uint64_t mc_base) {
   tshmemi_device_state state = registry_current();
   if ((state.flags & TSHMEMI_STATE_INITIALIZED) == 0) return TSHMEM_SUCCESS;  // no device state (shm backend)
-  return registry_publish(ctx.cuda_device, with_multicast(state, mc_base));
+  return registry_publish(cuda_device, with_multicast(state, mc_base));
 }
 
 }  // namespace
 
-Status nvls_init(Context &ctx) {
-  Bootstrap &boot = *ctx.boot;
-  NvlsPolicyInput input;
-  input.env = &ctx.env;
-  input.backend = ctx.mem->name();
-  input.cuda_device = ctx.cuda_device;
-  input.local_n_pes = boot.local_size();
-  input.heap_base = reinterpret_cast<uintptr_t>(ctx.mem->local_base());
-  input.heap_size = ctx.heap->size();
+Status nvls_init(Bootstrap &boot, const NvlsPolicyInput &input, std::unique_ptr<NvlsRegion> *out, std::string *reason) {
   const NvlsDecision local = nvls_local_policy(input);
 
   // Every PE's verdict, and the largest granularity, in one allreduce (max(g) = ~min(~g)).
@@ -225,37 +212,38 @@ Status nvls_init(Context &ctx) {
   TSHMEM_CHECK(boot.allreduce(mine, agreed, 2, ReduceOp::kMin));
   const uint64_t granularity = static_cast<uint64_t>(~agreed[1]);
   if (agreed[0] == 0 || granularity == 0 || input.heap_size % granularity != 0) {
-    ctx.nvls_reason = local.use ? std::string("another PE cannot or may not use multicast") : local.reason;
-    TSHMEMI_LOG(kInfo, kLogNvls, "multicast off: %s", ctx.nvls_reason.c_str());
+    *reason = local.use ? std::string("another PE cannot or may not use multicast") : local.reason;
+    TSHMEMI_LOG(kInfo, kLogNvls, "multicast off: %s", reason->c_str());
     return TSHMEM_SUCCESS;
   }
 
-  auto region = std::make_unique<McRegion>(ctx.cuda_device, input.heap_base, input.heap_size, granularity);
-  Status status = create_region(ctx, *region, granularity);
+  auto region = std::make_unique<McRegion>(input.cuda_device, input.heap_base, input.heap_size, granularity);
+  Status status = create_region(boot, input, *region, granularity);
   if (status == TSHMEM_SUCCESS)
-    status = agree_on_status(boot, republish_state(ctx, region->mc_base()), "multicast: publishing the multicast base");
+    status = agree_on_status(boot, republish_state(input.cuda_device, region->mc_base()),
+                             "multicast: publishing the multicast base");
   if (status != TSHMEM_SUCCESS) {
     // Every PE agreed on this failure: all undo together and continue with the unicast paths.
-    ctx.nvls_reason = "setup failed: " + last_error_message();
-    TSHMEMI_LOG(kWarn, kLogNvls, "multicast off: %s", ctx.nvls_reason.c_str());
+    *reason = "setup failed: " + last_error_message();
+    TSHMEMI_LOG(kWarn, kLogNvls, "multicast off: %s", reason->c_str());
     TSHMEM_CHECK(region->destroy(boot));
-    TSHMEM_CHECK(republish_state(ctx, 0));
+    TSHMEM_CHECK(republish_state(input.cuda_device, 0));
     clear_last_error();
     return TSHMEM_SUCCESS;
   }
-  ctx.nvls_reason = "on";
+  *reason = "on";
   TSHMEMI_LOG(kInfo, kLogNvls, "multicast on: %llu bytes at %#llx (granularity %llu)",
               static_cast<unsigned long long>(region->size()), static_cast<unsigned long long>(region->mc_base()),
               static_cast<unsigned long long>(granularity));
-  ctx.nvls = std::move(region);
+  *out = std::move(region);
   return TSHMEM_SUCCESS;
 }
 
-void nvls_finalize(Context &ctx) {
-  if (!ctx.nvls) return;
-  const Status status = ctx.nvls->destroy(*ctx.boot);
+void nvls_finalize(Bootstrap &boot, std::unique_ptr<NvlsRegion> *region) {
+  if (!*region) return;
+  const Status status = (*region)->destroy(boot);
   if (status != TSHMEM_SUCCESS) TSHMEMI_LOG(kWarn, kLogNvls, "multicast teardown: %s", last_error_message().c_str());
-  ctx.nvls.reset();
+  region->reset();
 }
 
 }  // namespace tshmemi

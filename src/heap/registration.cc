@@ -1,14 +1,7 @@
-// tshmemx_buffer_register_symmetric / tshmemx_buffer_unregister_symmetric: an application's buffer made symmetric.
-// Collective and checked like tshmem_malloc: every PE's local verdict (arguments, backend, allocation, room) and its
-// request (size, the offset it chose in the registration range) go through the heap's symmetry check, so PEs that
-// differ are named on every PE and nothing is mapped; then the backend maps every node PE's buffer at that offset
-// of the registration range in every view (src/mem/vmm_backend.cc), and the device's address formula reaches it
-// like heap memory. The offsets are chosen first fit by the same rule on every PE, like the heap's.
+#include "heap/registration.h"
+
 #include <algorithm>
 #include <mutex>
-
-#include "context.h"
-#include "tshmem/tshmem.h"
 
 namespace tshmemi {
 namespace {
@@ -38,13 +31,22 @@ bool first_fit(const std::vector<SymmetricHeap::Registered> &live, uint64_t base
   return true;
 }
 
+/// A (un)registration as the collective check compares it across PEs: the size, and the offset in the
+/// registration range, which names the buffer.
+CollectiveRequest registration_request(const char *call, size_t size) {
+  CollectiveRequest request(call);
+  request.arg("size", static_cast<int64_t>(size));
+  request.offset_is_argument = true;
+  request.offset_label = "at registration offset";
+  return request;
+}
+
 /// This PE's verdict on a registration and the offset it would use; nothing held on failure.
-Status check_register(Context &ctx, void *buf, size_t size, int flags, uint64_t *offset) {
+Status check_register(MemBackend &mem, const SymmetricHeap &heap, void *buf, size_t size, int flags, uint64_t *offset) {
   if (buf == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: buf is NULL", kRegister);
   if (size == 0) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: size is 0: a buffer has at least one byte", kRegister);
   if (flags != 0)
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: flags = %d: no flag is defined; pass 0", kRegister, flags);
-  MemBackend &mem = *ctx.mem;
   const uint64_t capacity = mem.registration_capacity(), granularity = mem.registration_granularity();
   if (capacity == 0 || granularity == 0)
     return set_error(TSHMEM_ERR_CONFIG,
@@ -59,7 +61,7 @@ Status check_register(Context &ctx, void *buf, size_t size, int flags, uint64_t 
   if (reinterpret_cast<uintptr_t>(buf) % granularity != 0)
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: buf = %p is not aligned to the allocation granularity, %llu bytes",
                      kRegister, buf, static_cast<unsigned long long>(granularity));
-  const std::vector<SymmetricHeap::Registered> live = ctx.heap->registered();
+  const std::vector<SymmetricHeap::Registered> live = heap.registered();
   const uintptr_t begin = reinterpret_cast<uintptr_t>(buf);
   for (const auto &r : live) {
     const uintptr_t other = reinterpret_cast<uintptr_t>(r.user);
@@ -79,43 +81,40 @@ Status check_register(Context &ctx, void *buf, size_t size, int flags, uint64_t 
   return mem.prepare_registration(kRegister, buf, size);
 }
 
-void *register_symmetric(void *buf, size_t size, int flags) {
-  ContextRef ctx = require_context(kRegister);
-  if (!ctx) return nullptr;
+}  // namespace
+
+Status register_symmetric(MemBackend &mem, SymmetricHeap &heap, Bootstrap &boot, CollectiveCheck &check, void *buf,
+                          size_t size, int flags, void **out) {
+  *out = nullptr;
   const std::lock_guard<std::mutex> lock(registration_mutex());
-  CollectiveRequest request;
-  request.kind = CollectiveKind::kRegister;
-  request.size = static_cast<int64_t>(std::min<uint64_t>(size, (uint64_t{1} << 47) - 1));
+  CollectiveRequest request = registration_request(kRegister, size);
   uint64_t offset = 0;
-  const Status local = check_register(*ctx, buf, size, flags, &offset);
+  const Status local = check_register(mem, heap, buf, size, flags, &offset);
   if (local == TSHMEM_SUCCESS) {
     request.offset = static_cast<int64_t>(offset);
   } else {
     request.local_status = local;
     request.local_error = last_error_message();
   }
-  const Status agreed = ctx->heap->agree(request);  // every PE the same verdict, disagreeing PEs named
+  const Status agreed = check.agree(request);  // every PE the same verdict, disagreeing PEs named
   if (agreed != TSHMEM_SUCCESS) {
-    ctx->mem->abandon_registration();
-    return nullptr;
+    mem.abandon_registration();
+    return agreed;
   }
-  const uint64_t at = ctx->mem->registration_base() + offset;
-  if (ctx->mem->map_registration(*ctx->boot, offset, size) != TSHMEM_SUCCESS) return nullptr;  // agreed inside
-  ctx->heap->add_registered({at, size, buf});
-  return static_cast<char *>(ctx->mem->local_base()) + at;
+  const uint64_t at = mem.registration_base() + offset;
+  TSHMEM_CHECK(mem.map_registration(boot, offset, size));  // agreed inside
+  heap.add_registered({at, size, buf});
+  *out = static_cast<char *>(mem.local_base()) + at;
+  return TSHMEM_SUCCESS;
 }
 
-int unregister_symmetric(void *addr, size_t size) {
-  ContextRef ctx = require_context(kUnregister);
-  if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
+Status unregister_symmetric(MemBackend &mem, SymmetricHeap &heap, CollectiveCheck &check, void *addr, size_t size) {
   const std::lock_guard<std::mutex> lock(registration_mutex());
-  CollectiveRequest request;
-  request.kind = CollectiveKind::kUnregister;
-  request.size = static_cast<int64_t>(std::min<uint64_t>(size, (uint64_t{1} << 47) - 1));
+  CollectiveRequest request = registration_request(kUnregister, size);
   Status local = TSHMEM_SUCCESS;
   const SymmetricHeap::Registered *found = nullptr;
-  const std::vector<SymmetricHeap::Registered> live = ctx->heap->registered();
-  const uintptr_t base = reinterpret_cast<uintptr_t>(ctx->mem->local_base());
+  const std::vector<SymmetricHeap::Registered> live = heap.registered();
+  const uintptr_t base = reinterpret_cast<uintptr_t>(mem.local_base());
   for (const auto &r : live)
     if (addr != nullptr && reinterpret_cast<uintptr_t>(addr) == base + r.offset) found = &r;
   if (addr == nullptr) {
@@ -129,30 +128,16 @@ int unregister_symmetric(void *addr, size_t size) {
     local = set_error(TSHMEM_ERR_INVALID_ARG, "%s: size %zu differs from the %llu bytes registered at %p", kUnregister,
                       size, static_cast<unsigned long long>(found->bytes), addr);
   } else {
-    request.offset = static_cast<int64_t>(found->offset - ctx->mem->registration_base());
+    request.offset = static_cast<int64_t>(found->offset - mem.registration_base());
   }
   if (local != TSHMEM_SUCCESS) {
     request.local_status = local;
     request.local_error = last_error_message();
   }
-  TSHMEM_CHECK(ctx->heap->agree(request));
+  TSHMEM_CHECK(check.agree(request));
   const uint64_t offset = found->offset;
-  ctx->heap->remove_registered(offset);
-  return ctx->mem->unmap_registration(offset - ctx->mem->registration_base());
+  heap.remove_registered(offset);
+  return mem.unmap_registration(offset - mem.registration_base());
 }
 
-}  // namespace
 }  // namespace tshmemi
-
-extern "C" {
-
-TSHMEM_API void *tshmemx_buffer_register_symmetric(void *buf, size_t size, int flags) {
-  return tshmemi::guarded(
-      tshmemi::kRegister, [&] { return tshmemi::register_symmetric(buf, size, flags); }, static_cast<void *>(nullptr));
-}
-
-TSHMEM_API int tshmemx_buffer_unregister_symmetric(void *addr, size_t size) {
-  return tshmemi::guarded_status(tshmemi::kUnregister, [&] { return tshmemi::unregister_symmetric(addr, size); });
-}
-
-}  // extern "C"

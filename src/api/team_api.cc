@@ -10,14 +10,14 @@ extern "C" {
 TSHMEM_API int tshmem_team_my_pe(tshmem_team_t team) {
   ContextRef ctx = require_context("tshmem_team_my_pe");
   TeamInfo info;
-  if (!ctx || team_info(*ctx, team, "tshmem_team_my_pe", &info) != TSHMEM_SUCCESS) return -1;
+  if (!ctx || ctx->teams.lookup(team, "tshmem_team_my_pe", &info) != TSHMEM_SUCCESS) return -1;
   return info.my_index;
 }
 
 TSHMEM_API int tshmem_team_n_pes(tshmem_team_t team) {
   ContextRef ctx = require_context("tshmem_team_n_pes");
   TeamInfo info;
-  if (!ctx || team_info(*ctx, team, "tshmem_team_n_pes", &info) != TSHMEM_SUCCESS) return -1;
+  if (!ctx || ctx->teams.lookup(team, "tshmem_team_n_pes", &info) != TSHMEM_SUCCESS) return -1;
   return info.size;
 }
 
@@ -25,8 +25,8 @@ TSHMEM_API int tshmem_team_translate_pe(tshmem_team_t src_team, int src_pe, tshm
   const char *call = "tshmem_team_translate_pe";
   ContextRef ctx = require_context(call);
   TeamInfo src, dest;
-  if (!ctx || team_info(*ctx, src_team, call, &src) != TSHMEM_SUCCESS ||
-      team_info(*ctx, dest_team, call, &dest) != TSHMEM_SUCCESS)
+  if (!ctx || ctx->teams.lookup(src_team, call, &src) != TSHMEM_SUCCESS ||
+      ctx->teams.lookup(dest_team, call, &dest) != TSHMEM_SUCCESS)
     return -1;
   if (src_pe < 0 || src_pe >= src.size) return -1;
   const int pe = src.start + src_pe * src.stride;
@@ -38,7 +38,7 @@ TSHMEM_API int tshmem_team_translate_pe(tshmem_team_t src_team, int src_pe, tshm
 TSHMEM_API void *tshmemx_mc_ptr(tshmem_team_t team, const void *ptr) {
   ContextRef ctx = require_context("tshmemx_mc_ptr");
   TeamInfo info;
-  if (!ctx || team_info(*ctx, team, "tshmemx_mc_ptr", &info) != TSHMEM_SUCCESS) return nullptr;
+  if (!ctx || ctx->teams.lookup(team, "tshmemx_mc_ptr", &info) != TSHMEM_SUCCESS) return nullptr;
   // The multicast object spans this node's devices: a team reaching beyond the node has no multicast address.
   // A split team is no multicast group either: a store through the node's object would reach non-members.
   if (!ctx->nvls || !info.predefined || !info.node_local || info.size != ctx->boot->local_size()) return nullptr;
@@ -54,7 +54,7 @@ TSHMEM_API int tshmemx_mc_ptr_checked(tshmem_team_t team, const void *ptr, size_
     ContextRef ctx = require_context(call);
     if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
     TeamInfo info;
-    TSHMEM_CHECK(team_info(*ctx, team, call, &info));
+    TSHMEM_CHECK(ctx->teams.lookup(team, call, &info));
     if (!ctx->heap->contains(ptr, bytes))
       return set_error(TSHMEM_ERR_INVALID_ARG, "%s: [%p, +%zu bytes) is not inside the symmetric heap", call, ptr,
                        bytes);
@@ -82,12 +82,15 @@ TSHMEM_API int tshmem_team_split_strided(tshmem_team_t parent, int start, int st
                                          tshmem_team_t *new_team) {
   ContextRef ctx = require_context("tshmem_team_split_strided");
   if (!ctx) return -1;
-  return team_split_strided(*ctx, parent, start, stride, size, new_team) == TSHMEM_SUCCESS ? 0 : -1;
+  return team_split_strided(ctx->teams, *ctx->boot, *ctx->check, ctx->device_state.get(), parent, start, stride, size,
+                            new_team) == TSHMEM_SUCCESS
+             ? 0
+             : -1;
 }
 
 TSHMEM_API void tshmem_team_destroy(tshmem_team_t team) {
   ContextRef ctx = require_context("tshmem_team_destroy");
-  if (ctx) (void)team_destroy(*ctx, team);
+  if (ctx) (void)team_destroy(ctx->teams, *ctx->mem, ctx->device_state.get(), team);
 }
 
 TSHMEM_API const char *tshmemx_mc_status(void) {

@@ -1,15 +1,16 @@
-// tshmemx_*_on_stream: argument checks on the host, then one kernel launch (coll_kernels.cu). No host
-// synchronisation and no collective call on the host: the forms can be captured in a CUDA graph.
+// The on-stream collectives (tshmemx_*_on_stream, entered from src/api/coll_api.cc): argument checks on the host,
+// then one kernel launch (coll_kernels.cu). No host synchronisation and no collective call on the host: the forms
+// can be captured in a CUDA graph.
 //
 // Checks are local and deterministic (they depend only on the arguments, which the rules require to be
 // the same on every member), so members that pass the same bad arguments all fail alike, with the same
 // message, and none launches; see tshmemx.h for what happens when members diverge.
 #include <algorithm>
 
+#include "coll/coll_on_stream.h"
+
 #include "coll/coll_launch.h"
 #include "coll/coll_spanning.h"
-#include "coll/team.h"
-#include "context.h"
 #include "tshmem/device/internal_regions.h"  // TSHMEMI_COLL_MAX_ROWS, TSHMEMI_COLL_MAX_TEAM, the LL rows
 #include "tshmem/tshmem.h"
 
@@ -59,23 +60,23 @@ size_t ll_rows_wanted(size_t lines) {
 }
 
 /// Checks common to every collective; fills the team.
-Status check_common(const Context &ctx, const char *call, tshmem_team_t team, TeamInfo *info) {
-  if (!ctx.mem->device_memory())
+Status check_common(const CollRuntime &rt, const char *call, tshmem_team_t team, TeamInfo *info) {
+  if (!rt.mem.device_memory())
     return set_error(TSHMEM_ERR_CONFIG, "%s: collectives run on the GPU: the %s backend has no GPU heap", call,
-                     ctx.mem->name());
-  TSHMEM_CHECK(team_info(ctx, team, call, info));
+                     rt.mem.name());
+  TSHMEM_CHECK(rt.teams.lookup(team, call, info));
   // Across nodes: the spanning path (the world team, through the off-node proxy; coll_spanning.h).
-  if (!info->node_local) TSHMEM_CHECK(check_spanning_team(ctx, call, team));
+  if (!info->node_local) TSHMEM_CHECK(check_spanning_team(rt, call, team));
   if (info->size > TSHMEMI_COLL_MAX_TEAM)
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: team of %d PEs exceeds the %d the collectives support", call,
                      info->size, TSHMEMI_COLL_MAX_TEAM);
   return TSHMEM_SUCCESS;
 }
 
-Status check_buffer(const Context &ctx, const char *call, const char *name, const void *ptr, size_t bytes,
+Status check_buffer(const CollRuntime &rt, const char *call, const char *name, const void *ptr, size_t bytes,
                     size_t alignment) {
   if (ptr == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: %s is NULL", call, name);
-  TSHMEM_CHECK(ctx.heap->check_user_range(call, name, ptr, bytes));
+  TSHMEM_CHECK(rt.heap.check_user_range(call, name, ptr, bytes));
   if (reinterpret_cast<uintptr_t>(ptr) % alignment != 0)
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: %s = %p is not aligned to its element size (%zu bytes)", call, name,
                      ptr, alignment);
@@ -104,19 +105,18 @@ Status check_reduction(const char *call, size_t count, tshmemx_dtype_t dtype, ts
 
 }  // namespace
 
-Status coll_allreduce(const char *call, tshmem_team_t team, void *dst, const void *src, size_t count,
-                      tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream, bool check_only) {
-  ContextRef ctx = require_context(call);
-  if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
+Status coll_allreduce(const CollRuntime &rt, const char *call, tshmem_team_t team, void *dst, const void *src,
+                      size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream,
+                      bool check_only) {
   TeamInfo team_view;
-  TSHMEM_CHECK(check_common(*ctx, call, team, &team_view));
+  TSHMEM_CHECK(check_common(rt, call, team, &team_view));
   TSHMEM_CHECK(check_reduction(call, count, dtype, op));
   const size_t elem = dtype_size(dtype);
-  if (count > ctx->heap->size() / elem)
+  if (count > rt.heap.size() / elem)
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: count %zu exceeds the heap", call, count);
   const size_t bytes = count * elem;
-  TSHMEM_CHECK(check_buffer(*ctx, call, "dst", dst, bytes, elem));
-  TSHMEM_CHECK(check_buffer(*ctx, call, "src", src, bytes, elem));
+  TSHMEM_CHECK(check_buffer(rt, call, "dst", dst, bytes, elem));
+  TSHMEM_CHECK(check_buffer(rt, call, "src", src, bytes, elem));
   if (dst != src && overlap(dst, bytes, src, bytes))
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst and src overlap without being equal (in place needs dst == src)",
                      call);
@@ -133,7 +133,7 @@ Status coll_allreduce(const char *call, tshmem_team_t team, void *dst, const voi
   // Across nodes the kernel takes the spanning path (impl/coll_spanning.cuh), which has no LL form: block rows
   // as for the reducing kinds, within TSHMEMI_COLL_MAX_ROWS.
   if (team_view.spans_nodes)
-    return coll_launch(launch, blocks_for(bytes, 64 * 1024), kThreads, ctx->coll_early_launch, stream);
+    return coll_launch(launch, blocks_for(bytes, 64 * 1024), kThreads, rt.early_launch, stream);
   // Up to TSHMEMX_ALLREDUCE_ONESHOT_MAX: the LL one-shot (no barrier; in place allowed) on enough block rows
   // that each row's lines fit its LL slots and each thread has about one line; otherwise two-shot. Split teams
   // have no LL slots of their own (impl/coll.cuh): always the barrier-bracketed form.
@@ -144,30 +144,25 @@ Status coll_allreduce(const char *call, tshmem_team_t team, void *dst, const voi
     const size_t rows = std::max(ll_rows_wanted(lines), (lines + cap - 1) / cap);
     if (rows <= TSHMEMI_COLL_LL_MAX_ROWS) {
       launch.two_shot = false;
-      return coll_launch(launch, static_cast<int>(rows), ll_threads(lines), ctx->coll_early_launch, stream);
+      return coll_launch(launch, static_cast<int>(rows), ll_threads(lines), rt.early_launch, stream);
     }
   }
   launch.two_shot = true;
   return coll_launch(launch, blocks_for(bytes / static_cast<size_t>(team_view.size), 16 * 1024), kThreads,
-                     ctx->coll_early_launch, stream);
+                     rt.early_launch, stream);
 }
 
-namespace {
-
-Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
-                      tshmemx_redop_t op, tshmemx_stream_t stream) {
-  const char *call = "tshmemx_reduce_scatter_on_stream";
-  ContextRef ctx = require_context(call);
-  if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
+Status coll_reduce_scatter(const CollRuntime &rt, const char *call, tshmem_team_t team, void *dst, const void *src,
+                           size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream) {
   TeamInfo team_view;
-  TSHMEM_CHECK(check_common(*ctx, call, team, &team_view));
+  TSHMEM_CHECK(check_common(rt, call, team, &team_view));
   TSHMEM_CHECK(check_reduction(call, count, dtype, op));
   const size_t elem = dtype_size(dtype);
-  if (count > ctx->heap->size() / elem / static_cast<size_t>(team_view.size))
+  if (count > rt.heap.size() / elem / static_cast<size_t>(team_view.size))
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: count %zu x %d PEs exceeds the heap", call, count, team_view.size);
   const size_t bytes = count * elem;
-  TSHMEM_CHECK(check_buffer(*ctx, call, "dst", dst, bytes, elem));
-  TSHMEM_CHECK(check_buffer(*ctx, call, "src", src, bytes * static_cast<size_t>(team_view.size), elem));
+  TSHMEM_CHECK(check_buffer(rt, call, "dst", dst, bytes, elem));
+  TSHMEM_CHECK(check_buffer(rt, call, "src", src, bytes * static_cast<size_t>(team_view.size), elem));
   if (overlap(dst, bytes, src, bytes * static_cast<size_t>(team_view.size)))
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst overlaps src", call);
   CollLaunch launch;
@@ -179,17 +174,13 @@ Status reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t cou
   launch.dst = dst;
   launch.src = src;
   launch.count = count;
-  return coll_launch(launch, blocks_for(bytes, 16 * 1024), kThreads, ctx->coll_early_launch, stream);
+  return coll_launch(launch, blocks_for(bytes, 16 * 1024), kThreads, rt.early_launch, stream);
 }
 
-}  // namespace
-
-Status coll_move(CollKind kind, const char *call, tshmem_team_t team, void *dst, const void *src, size_t nbytes,
-                 int root, tshmemx_stream_t stream, bool check_only) {
-  ContextRef ctx = require_context(call);
-  if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
+Status coll_move(const CollRuntime &rt, CollKind kind, const char *call, tshmem_team_t team, void *dst, const void *src,
+                 size_t nbytes, int root, tshmemx_stream_t stream, bool check_only) {
   TeamInfo team_view;
-  TSHMEM_CHECK(check_common(*ctx, call, team, &team_view));
+  TSHMEM_CHECK(check_common(rt, call, team, &team_view));
   CollLaunch launch;
   launch.kind = kind;
   launch.team = team;
@@ -197,12 +188,12 @@ Status coll_move(CollKind kind, const char *call, tshmem_team_t team, void *dst,
   if (kind != CollKind::kBarrier) {
     if (nbytes == 0) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: nbytes is 0", call);
     const size_t n = static_cast<size_t>(team_view.size);
-    if (nbytes > ctx->heap->size() / n)
+    if (nbytes > rt.heap.size() / n)
       return set_error(TSHMEM_ERR_INVALID_ARG, "%s: nbytes %zu exceeds the heap", call, nbytes);
     const size_t dst_bytes = kind == CollKind::kBroadcast ? nbytes : nbytes * n;
     const size_t src_bytes = kind == CollKind::kAlltoall ? nbytes * n : nbytes;
-    TSHMEM_CHECK(check_buffer(*ctx, call, "dst", dst, dst_bytes, 1));
-    TSHMEM_CHECK(check_buffer(*ctx, call, "src", src, src_bytes, 1));
+    TSHMEM_CHECK(check_buffer(rt, call, "dst", dst, dst_bytes, 1));
+    TSHMEM_CHECK(check_buffer(rt, call, "src", src, src_bytes, 1));
     if (kind == CollKind::kBroadcast && (root < 0 || root >= team_view.size))
       return set_error(TSHMEM_ERR_INVALID_ARG, "%s: root %d outside the team [0, %d)", call, root, team_view.size);
     if (!(kind == CollKind::kBroadcast && dst == src) && overlap(dst, dst_bytes, src, src_bytes))
@@ -213,70 +204,10 @@ Status coll_move(CollKind kind, const char *call, tshmem_team_t team, void *dst,
     launch.count = nbytes;
     launch.root = root;
     return coll_launch(launch, blocks_for(kind == CollKind::kBroadcast ? nbytes : nbytes * n), kThreads,
-                       ctx->coll_early_launch, stream);
+                       rt.early_launch, stream);
   }
   if (check_only) return TSHMEM_SUCCESS;
-  return coll_launch(launch, 1, 32, ctx->coll_early_launch, stream);
+  return coll_launch(launch, 1, 32, rt.early_launch, stream);
 }
 
 }  // namespace tshmemi
-
-using namespace tshmemi;
-
-extern "C" {
-
-TSHMEM_API int tshmemx_allreduce_on_stream(tshmem_team_t team, void *dst, const void *src, size_t count,
-                                           tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream) {
-  return guarded_status("tshmemx_allreduce_on_stream", [&] {
-    return coll_allreduce("tshmemx_allreduce_on_stream", team, dst, src, count, dtype, op, stream, false);
-  });
-}
-
-TSHMEM_API int tshmemx_reduce_scatter_on_stream(tshmem_team_t team, void *dst, const void *src, size_t count,
-                                                tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream) {
-  return guarded_status("tshmemx_reduce_scatter_on_stream",
-                        [&] { return reduce_scatter(team, dst, src, count, dtype, op, stream); });
-}
-
-TSHMEM_API int tshmemx_allgather_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes,
-                                           tshmemx_stream_t stream) {
-  return guarded_status("tshmemx_allgather_on_stream", [&] {
-    return coll_move(CollKind::kFcollect, "tshmemx_allgather_on_stream", team, dst, src, nbytes, 0, stream, false);
-  });
-}
-
-TSHMEM_API int tshmemx_alltoall_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes,
-                                          tshmemx_stream_t stream) {
-  return guarded_status("tshmemx_alltoall_on_stream", [&] {
-    return coll_move(CollKind::kAlltoall, "tshmemx_alltoall_on_stream", team, dst, src, nbytes, 0, stream, false);
-  });
-}
-
-TSHMEM_API int tshmemx_broadcast_on_stream(tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root,
-                                           tshmemx_stream_t stream) {
-  return guarded_status("tshmemx_broadcast_on_stream", [&] {
-    return coll_move(CollKind::kBroadcast, "tshmemx_broadcast_on_stream", team, dst, src, nbytes, root, stream, false);
-  });
-}
-
-TSHMEM_API int tshmemx_barrier_on_stream(tshmem_team_t team, tshmemx_stream_t stream) {
-  return guarded_status("tshmemx_barrier_on_stream", [&] {
-    return coll_move(CollKind::kBarrier, "tshmemx_barrier_on_stream", team, nullptr, nullptr, 0, 0, stream, false);
-  });
-}
-
-TSHMEM_API int tshmemx_barrier_all_on_stream(tshmemx_stream_t stream) {
-  return guarded_status("tshmemx_barrier_all_on_stream", [&] {
-    return coll_move(CollKind::kBarrier, "tshmemx_barrier_all_on_stream", TSHMEM_TEAM_WORLD, nullptr, nullptr, 0, 0,
-                     stream, false);
-  });
-}
-
-TSHMEM_API int tshmemx_sync_all_on_stream(tshmemx_stream_t stream) {
-  return guarded_status("tshmemx_sync_all_on_stream", [&] {
-    return coll_move(CollKind::kBarrier, "tshmemx_sync_all_on_stream", TSHMEM_TEAM_WORLD, nullptr, nullptr, 0, 0,
-                     stream, false);
-  });
-}
-
-}  // extern "C"

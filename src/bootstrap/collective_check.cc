@@ -1,0 +1,206 @@
+#include "bootstrap/collective_check.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "bootstrap/agree.h"
+
+namespace tshmemi {
+namespace {
+
+struct CallNote {
+  std::string description, error;
+  bool set = false;
+};
+thread_local CallNote t_note;  // the calling thread's note for its next checked call
+
+// The request's digest: a 64-bit hash of everything that must be equal across PEs except the sequence (the
+// call's name, each argument's name and value, the offset where it is an argument, the note). FNV-1a over the
+// bytes, then a final mix so that nearby inputs spread over every bit: two different requests share a digest
+// with a chance of about 2^-64.
+class Digest {
+ public:
+  void add(const char *text) {
+    for (const char *c = text; *c != '\0'; ++c) byte(static_cast<unsigned char>(*c));
+    byte(0);  // ends the string: ("ab", "c") and ("a", "bc") differ
+  }
+  void add(const std::string &text) {
+    add(static_cast<int64_t>(text.size()));
+    for (unsigned char c : text) byte(c);
+  }
+  void add(int64_t value) {
+    for (int i = 0; i < 8; ++i) byte(static_cast<unsigned char>(static_cast<uint64_t>(value) >> (8 * i)));
+  }
+  int64_t value() const {
+    uint64_t z = h_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return static_cast<int64_t>(z ^ (z >> 31));
+  }
+
+ private:
+  void byte(unsigned char c) { h_ = (h_ ^ c) * 1099511628211ull; }
+  uint64_t h_ = 14695981039346656037ull;
+};
+
+int64_t digest_of(const CollectiveRequest &r) {
+  Digest d;
+  d.add(r.call);
+  for (int i = 0; i < r.n_args; ++i) {
+    d.add(r.args[i].name);
+    d.add(r.args[i].value);
+  }
+  d.add(r.offset_is_argument ? r.offset : int64_t{-1});
+  d.add(r.note);
+  return d.value();
+}
+
+// Field order inside the failure-path reports.
+enum Field { kSeq, kDigest, kOffset, kNumFields };
+static_assert(kNumFields <= PeReport::kMaxFields, "a report carries every field");
+
+}  // namespace
+
+CollectiveRequest &CollectiveRequest::arg(const char *name, int64_t value) {
+  if (n_args < kMaxArgs) args[n_args++] = {name, value};
+  return *this;
+}
+
+std::string CollectiveRequest::describe() const {
+  std::string text = note.empty() ? std::string() : note + ": ";
+  text += call;
+  text += "(";
+  for (int i = 0; i < n_args; ++i)
+    text += format("%s%s=%lld", i > 0 ? ", " : "", args[i].name, static_cast<long long>(args[i].value));
+  text += ")";
+  if (offset >= 0) text += format(" %s %lld", offset_label, static_cast<long long>(offset));
+  return text;
+}
+
+void note_next_collective(std::string description, std::string error) {
+  t_note.description = std::move(description);
+  t_note.error = std::move(error);
+  t_note.set = true;
+}
+
+void drop_collective_note() { t_note = CallNote{}; }
+
+Status CollectiveCheck::agree(const CollectiveRequest &request) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return agree_locked(request);
+}
+
+Status CollectiveCheck::agree_then_min(const CollectiveRequest &request, const int64_t *in, int64_t *out, int count) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  TSHMEM_CHECK(agree_locked(request));
+  return boot_.allreduce(in, out, count, ReduceOp::kMin);
+}
+
+Status CollectiveCheck::agree_locked(const CollectiveRequest &request) {
+  if (!t_note.set) return agree_request(request);
+  // The caller's note joins the request; its error is this PE's verdict, so every PE fails the call alike.
+  CollectiveRequest noted = request;
+  noted.note = std::move(t_note.description);
+  if (!t_note.error.empty()) {
+    noted.local_status = TSHMEM_ERR_INVALID_ARG;
+    noted.local_error = std::move(t_note.error);
+  }
+  drop_collective_note();
+  return agree_request(noted);
+}
+
+Status CollectiveCheck::agree_request(const CollectiveRequest &mine) {
+  ++sequence_;
+  const int64_t failed = mine.local_status != TSHMEM_SUCCESS ? 1 : 0;
+  const int64_t digest = digest_of(mine);
+#if TSHMEM_SYMMETRY_CHECK
+  // Three words, so that min and max together stay within the bootstrap's shared-memory allreduce on one node
+  // (NodeSync::kMaxWords): the digest, the offset, and the call's place in this PE's sequence with the local
+  // verdict in its lowest bit. Equal minimum and maximum of every word: the same request everywhere.
+  constexpr int kWords = 3;
+  const int64_t words[kWords] = {digest, mine.offset, static_cast<int64_t>(sequence_ << 1) | failed};
+  // min and max in one call: max(v) = ~min(~v).
+  int64_t both[2 * kWords], reduced[2 * kWords];
+  for (int i = 0; i < kWords; ++i) {
+    both[i] = words[i];
+    both[kWords + i] = ~words[i];
+  }
+  TSHMEM_CHECK(boot_.allreduce(both, reduced, 2 * kWords, ReduceOp::kMin));
+  bool all_equal = true;
+  for (int i = 0; i < kWords; ++i) all_equal = all_equal && reduced[i] == ~reduced[kWords + i];
+  const bool no_local_failure = (reduced[2] & 1) == 0;  // equal words: the same verdict everywhere
+  if (all_equal && no_local_failure) return TSHMEM_SUCCESS;
+#else
+  int64_t any_failed = 0;
+  TSHMEM_CHECK(boot_.allreduce(&failed, &any_failed, 1, ReduceOp::kMax));
+  if (any_failed == 0) return TSHMEM_SUCCESS;
+#endif
+  return explain_failure(mine, digest);
+}
+
+Status CollectiveCheck::explain_failure(const CollectiveRequest &mine, int64_t digest) {
+  const int64_t fields[kNumFields] = {static_cast<int64_t>(sequence_), digest, mine.offset};
+  std::string text = mine.describe();
+  if (mine.local_status != TSHMEM_SUCCESS) text += ": " + mine.local_error;
+  std::vector<PeReport> reports;
+  TSHMEM_CHECK(gather_reports(boot_, make_report(mine.local_status, text, fields, kNumFields), &reports));
+  const int n = static_cast<int>(reports.size());
+
+  // The digest covers the call, its arguments, the note and an offset that names the call's object.
+  auto same_request = [](const PeReport &a, const PeReport &b) {
+    return a.fields[kSeq] == b.fields[kSeq] && a.fields[kDigest] == b.fields[kDigest];
+  };
+  // Group PEs by request; the largest group is the reference (ties: the one holding the lowest PE).
+  std::vector<std::vector<int>> groups;
+  for (int pe = 0; pe < n; ++pe) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const std::vector<int> &g) { return same_request(reports[g.front()], reports[pe]); });
+    if (it == groups.end())
+      groups.push_back({pe});
+    else
+      it->push_back(pe);
+  }
+  const std::string call = mine.call;
+  if (groups.size() > 1) {
+    // The reference is the largest group of PEs that succeeded locally (ties: the lowest PE), so a PE
+    // that passed a bad argument is named as the divergent one.
+    auto clean = [&](const std::vector<int> &g) {
+      return std::all_of(g.begin(), g.end(), [&](int pe) { return reports[pe].status == TSHMEM_SUCCESS; });
+    };
+    size_t reference = 0;
+    for (size_t g = 1; g < groups.size(); ++g)
+      if (std::make_pair(clean(groups[g]), groups[g].size()) >
+          std::make_pair(clean(groups[reference]), groups[reference].size()))
+        reference = g;
+    std::vector<int> divergent;
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (g != reference) divergent.insert(divergent.end(), groups[g].begin(), groups[g].end());
+    std::sort(divergent.begin(), divergent.end());
+    std::string message = format("%s: collective calls differ across PEs (call #%lld on each PE); divergent PE%s %s.",
+                                 call.c_str(), static_cast<long long>(reports[0].fields[kSeq]),
+                                 divergent.size() > 1 ? "s" : "", pe_list(divergent).c_str());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const std::vector<int> &group = groups[g];
+      message += format(" PE%s %s called %s;", group.size() > 1 ? "s" : "", pe_list(group).c_str(),
+                        reports[group.front()].text);
+    }
+    message += " Every PE must make the same collective calls in the same order; nothing was allocated or freed.";
+    return set_error_message(TSHMEM_ERR_ASYMMETRIC, message);
+  }
+  // Same request everywhere: some PE failed locally, or the heaps have diverged.
+  std::vector<int> failing;
+  for (int pe = 0; pe < n; ++pe)
+    if (reports[pe].status != TSHMEM_SUCCESS) failing.push_back(pe);
+  if (!failing.empty()) {
+    std::string message =
+        format("%s failed on PE%s %s:", call.c_str(), failing.size() > 1 ? "s" : "", pe_list(failing).c_str());
+    for (int pe : failing) message += format(" PE %d: %s;", pe, reports[pe].text);
+    message += " nothing was allocated or freed on any PE.";
+    return set_error_message(static_cast<Status>(reports[failing.front()].status), message);
+  }
+  std::string message = format("%s: the PEs' heaps have diverged (same request, different offsets):", call.c_str());
+  for (int pe = 0; pe < n; ++pe) message += format(" PE %d: %s;", pe, reports[pe].text);
+  return set_error_message(TSHMEM_ERR_ASYMMETRIC, message);
+}
+
+}  // namespace tshmemi
