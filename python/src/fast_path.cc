@@ -264,14 +264,19 @@ nb::object heap_view(uint64_t offset, const std::vector<size_t> &dims, const cha
 }
 
 /// Where an allocation was made: (code, byte offset) of the first frame outside the package. The line number is
-/// looked up only when the allocation is listed (code_line below): finding it costs more than the rest of the call.
+/// looked up only when the allocation is listed (code_line below): finding it costs more than the rest of the call
+/// (before Python 3.11, which cannot say the offset: (code, -line)).
 nb::object caller_location() {
   PyFrameObject *frame = PyEval_GetFrame();  // borrowed
   Py_XINCREF(frame);
   while (frame != nullptr) {
     PyCodeObject *code = PyFrame_GetCode(frame);
     if (PyUnicode_Tailmatch(code->co_filename, g->package_dir.ptr(), 0, PY_SSIZE_T_MAX, -1) != 1) {
+#if PY_VERSION_HEX >= 0x030B0000
       nb::object where = nb::make_tuple(nb::steal(reinterpret_cast<PyObject *>(code)), PyFrame_GetLasti(frame));
+#else  // no PyFrame_GetLasti before 3.11: the line now
+      nb::object where = nb::make_tuple(nb::steal(reinterpret_cast<PyObject *>(code)), -PyFrame_GetLineNumber(frame));
+#endif
       Py_DECREF(frame);
       return where;
     }
@@ -513,8 +518,9 @@ void define_fast_path(nb::module_ &m) {
   m.def("fast_unbind", []() {
     if (g != nullptr) *g = FastState();
   });
+  // The line of a caller_location (code, byte offset); a negative offset is the line itself (Python < 3.11).
   m.def("code_line", [](nb::handle code, int offset) {
-    return PyCode_Addr2Line(reinterpret_cast<PyCodeObject *>(code.ptr()), offset);
+    return offset < 0 ? -offset : PyCode_Addr2Line(reinterpret_cast<PyCodeObject *>(code.ptr()), offset);
   });
   m.def("heap_view", [](uint64_t offset, std::vector<size_t> dims, nb::handle dtype, bool torch) {
     if (!live()) throw nb::value_error("tshmem: no heap");
