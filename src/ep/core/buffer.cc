@@ -133,9 +133,9 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_create(size_t num_nvl_bytes, s
     b->recv_area = p;
     b->staging = p + num_nvl_bytes;
     cudaError_t e = cudaMemset(b->sym, 0, control);
-    if (e == cudaSuccess) e = cudaMalloc(&b->err, sizeof(DeviceError));
+    if (e == cudaSuccess) e = cudaMalloc(reinterpret_cast<void **>(&b->err), sizeof(DeviceError));
     if (e == cudaSuccess) e = cudaMemset(b->err, 0, sizeof(DeviceError));
-    if (e == cudaSuccess) e = cudaMalloc(&b->counters, 2 * sizeof(unsigned));
+    if (e == cudaSuccess) e = cudaMalloc(reinterpret_cast<void **>(&b->counters), 2 * sizeof(unsigned));
     if (e == cudaSuccess) e = cudaMemset(b->counters, 0, 2 * sizeof(unsigned));
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) s = cuda_fail(e, "preparing the buffer");

@@ -23,13 +23,14 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_handle_create(tshmem_ep_buffer_t buff
     const size_t matrix = static_cast<size_t>(n * publish_words(n, num_experts));
     const size_t send = static_cast<size_t>(max_tokens) * static_cast<size_t>(n);
     const size_t info = static_cast<size_t>(info_layout(n, h->local_experts).words);
-    cudaError_t e = cudaMalloc(&h->d_matrix, sizeof(int32_t) * (matrix + send + info));
+    cudaError_t e = cudaMalloc(reinterpret_cast<void **>(&h->d_matrix), sizeof(int32_t) * (matrix + send + info));
     if (e == cudaSuccess) {
       h->d_send_index = h->d_matrix + matrix;
       h->d_info = h->d_send_index + send;
       e = cudaMemset(h->d_matrix, 0, sizeof(int32_t) * (matrix + send + info));
     }
-    if (e == cudaSuccess) e = cudaMallocHost(&h->h_matrix, sizeof(int32_t) * (matrix + info));
+    if (e == cudaSuccess)
+      e = cudaMallocHost(reinterpret_cast<void **>(&h->h_matrix), sizeof(int32_t) * (matrix + info));
     if (e != cudaSuccess) {
       cudaFree(h->d_matrix);
       delete h;

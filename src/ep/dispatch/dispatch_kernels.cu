@@ -115,7 +115,8 @@ cudaError_t launch_dispatch_send(const DispatchParams &p, int blocks, cudaStream
 }
 
 cudaError_t launch_wait_signals(uint64_t *sig, int n_pes, cudaStream_t stream) {
-  wait_signals_kernel < <<1, n_pes<1024 ? ((n_pes + 31) / 32) * 32 : 1024, 0, stream>>>(sig, n_pes);
+  const unsigned threads = n_pes < 1024 ? static_cast<unsigned>((n_pes + 31) / 32 * 32) : 1024u;
+  wait_signals_kernel<<<1, threads, 0, stream>>>(sig, n_pes);
   return cudaGetLastError();
 }
 

@@ -51,6 +51,8 @@ struct Dev {
   Dev &operator=(const Dev &) = delete;
 };
 
+bool *as_bool(uint8_t *p) { return reinterpret_cast<bool *>(p); }
+
 struct Shape {
   int64_t k, experts, hidden, alignment;
   bool fp8;
@@ -107,16 +109,16 @@ void run_case(const Shape &s, uint32_t seed, int rounds) {
   Dev<int64_t> idx(mine.topk_idx);
   Dev<int32_t> per_rank(static_cast<size_t>(n)), per_node(static_cast<size_t>(info.num_nodes)),
       per_expert(static_cast<size_t>(s.experts));
-  Dev<bool> in_rank(static_cast<size_t>(T * n));
-  EP_OK(tshmem_ep_get_dispatch_layout(b, idx.p, T, s.k, s.experts, per_rank.p, per_node.p, per_expert.p, in_rank.p,
-                                      nullptr));
+  Dev<uint8_t> in_rank(static_cast<size_t>(T * n));
+  EP_OK(tshmem_ep_get_dispatch_layout(b, idx.p, T, s.k, s.experts, per_rank.p, per_node.p, per_expert.p,
+                                      as_bool(in_rank.p), nullptr));
   LayoutRef lref;
   ASSERT_EQ(reference_layout(mine.topk_idx.data(), T, s.k, s.experts, n, info.pes_per_node, &lref), kSuccess);
   EXPECT_EQ(per_rank.host(static_cast<size_t>(n)), lref.per_rank);
   EXPECT_EQ(per_node.host(static_cast<size_t>(info.num_nodes)), lref.per_node);
   EXPECT_EQ(per_expert.host(static_cast<size_t>(s.experts)), lref.per_expert);
   const auto ir = in_rank.host(static_cast<size_t>(T * n));
-  for (size_t i = 0; i < ir.size(); ++i) ASSERT_EQ(ir[i] ? 1 : 0, lref.in_rank[i]) << "is_token_in_rank at " << i;
+  for (size_t i = 0; i < ir.size(); ++i) ASSERT_EQ(ir[i], lref.in_rank[i]) << "is_token_in_rank at " << i;
   // References.
   std::vector<PeReceived> rref;
   ASSERT_EQ(reference_dispatch(world, s.hidden, s.fp8 ? 1 : 2, s.fp8, s.k, s.experts, s.alignment, &rref), kSuccess);
@@ -135,8 +137,8 @@ void run_case(const Shape &s, uint32_t seed, int rounds) {
   for (int round = 0; round < rounds; ++round) {
     int64_t num_recv = -2;
     std::vector<int32_t> per_local(static_cast<size_t>(local));
-    EP_OK(tshmem_ep_notify(b, h, in_rank.p, per_expert.p, T, s.experts, s.alignment, 0, &num_recv, per_local.data(),
-                           nullptr));
+    EP_OK(tshmem_ep_notify(b, h, as_bool(in_rank.p), per_expert.p, T, s.experts, s.alignment, 0, &num_recv,
+                           per_local.data(), nullptr));
     ASSERT_EQ(num_recv, want.num_recv);
     ASSERT_EQ(per_local, want.per_expert);
     const size_t R = static_cast<size_t>(num_recv);
@@ -204,13 +206,13 @@ TEST(EpGpuCached, SecondDispatchOnTheHandle) {
   tshmem_ep_buffer_t b = buffer();
   Dev<int64_t> idx(mine.topk_idx);
   Dev<int32_t> per_rank(static_cast<size_t>(n)), per_expert(static_cast<size_t>(s.experts));
-  Dev<bool> in_rank(static_cast<size_t>(T * n));
-  EP_OK(tshmem_ep_get_dispatch_layout(b, idx.p, T, s.k, s.experts, per_rank.p, nullptr, per_expert.p, in_rank.p,
-                                      nullptr));
+  Dev<uint8_t> in_rank(static_cast<size_t>(T * n));
+  EP_OK(tshmem_ep_get_dispatch_layout(b, idx.p, T, s.k, s.experts, per_rank.p, nullptr, per_expert.p,
+                                      as_bool(in_rank.p), nullptr));
   tshmem_ep_handle_t h = nullptr;
   EP_OK(tshmem_ep_handle_create(b, T, s.experts, &h));
   int64_t R = 0;
-  EP_OK(tshmem_ep_notify(b, h, in_rank.p, per_expert.p, T, s.experts, 1, 0, &R, nullptr, nullptr));
+  EP_OK(tshmem_ep_notify(b, h, as_bool(in_rank.p), per_expert.p, T, s.experts, 1, 0, &R, nullptr, nullptr));
   const size_t row = static_cast<size_t>(s.hidden) * 2;
   Dev<uint8_t> x1(mine.x), x2(world2[static_cast<size_t>(me)].x), rx(static_cast<size_t>(R) * row);
   EP_OK(tshmem_ep_dispatch(b, h, x1.p, TSHMEM_EP_BFLOAT16, nullptr, T, s.hidden, nullptr, nullptr, 0, rx.p, nullptr,
@@ -246,9 +248,9 @@ TEST(EpGpuGraph, WorstCaseCapturedAndReplayed) {
   tshmem_ep_buffer_t b = buffer();
   Dev<int64_t> idx(mine.topk_idx);
   Dev<int32_t> per_rank(static_cast<size_t>(n)), per_expert(static_cast<size_t>(s.experts));
-  Dev<bool> in_rank(static_cast<size_t>(T * n));
-  EP_OK(tshmem_ep_get_dispatch_layout(b, idx.p, T, s.k, s.experts, per_rank.p, nullptr, per_expert.p, in_rank.p,
-                                      nullptr));
+  Dev<uint8_t> in_rank(static_cast<size_t>(T * n));
+  EP_OK(tshmem_ep_get_dispatch_layout(b, idx.p, T, s.k, s.experts, per_rank.p, nullptr, per_expert.p,
+                                      as_bool(in_rank.p), nullptr));
   tshmem_ep_handle_t h = nullptr;
   EP_OK(tshmem_ep_handle_create(b, T, s.experts, &h));
   const size_t W = static_cast<size_t>(worst);
@@ -266,7 +268,7 @@ TEST(EpGpuGraph, WorstCaseCapturedAndReplayed) {
   cudaGraphExec_t exec;
   int64_t R = 0;
   CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-  EP_OK(tshmem_ep_notify(b, h, in_rank.p, per_expert.p, T, s.experts, s.alignment, worst, &R, nullptr, st));
+  EP_OK(tshmem_ep_notify(b, h, as_bool(in_rank.p), per_expert.p, T, s.experts, s.alignment, worst, &R, nullptr, st));
   EP_OK(tshmem_ep_dispatch(b, h, x.p, TSHMEM_EP_FLOAT8_E4M3, sc.p, T, s.hidden, idx.p, w.p, s.k, rx.p, rsc.p, ridx.p,
                            rw.p, nullptr, worst, st));
   EP_OK(tshmem_ep_combine(b, h, cx.p, TSHMEM_EP_BFLOAT16, worst, s.hidden, nullptr, 0, nullptr, nullptr, out.p, nullptr,
@@ -311,9 +313,9 @@ TEST(EpGpuErrors, BadExpertIdFailsEveryPe) {
   tshmem_ep_buffer_t b = buffer();
   Dev<int64_t> idx(idx_h);
   Dev<int32_t> per_rank(static_cast<size_t>(n)), per_expert(static_cast<size_t>(E));
-  Dev<bool> in_rank(static_cast<size_t>(T * n));
+  Dev<uint8_t> in_rank(static_cast<size_t>(T * n));
   const tshmem_ep_status_t s =
-      tshmem_ep_get_dispatch_layout(b, idx.p, T, K, E, per_rank.p, nullptr, per_expert.p, in_rank.p, nullptr);
+      tshmem_ep_get_dispatch_layout(b, idx.p, T, K, E, per_rank.p, nullptr, per_expert.p, as_bool(in_rank.p), nullptr);
   if (me == 0) {
     EXPECT_EQ(s, TSHMEM_EP_ERR_INVALID_VALUE);
     EXPECT_NE(std::string(tshmem_ep_last_error()).find("flat position 3"), std::string::npos) << tshmem_ep_last_error();
@@ -324,7 +326,7 @@ TEST(EpGpuErrors, BadExpertIdFailsEveryPe) {
   tshmem_ep_handle_t h = nullptr;
   EP_OK(tshmem_ep_handle_create(b, T, E, &h));
   int64_t R = 0;
-  EXPECT_EQ(tshmem_ep_notify(b, h, in_rank.p, per_expert.p, T, E, 0, 0, &R, nullptr, nullptr),
+  EXPECT_EQ(tshmem_ep_notify(b, h, as_bool(in_rank.p), per_expert.p, T, E, 0, 0, &R, nullptr, nullptr),
             TSHMEM_EP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(tshmem_ep_dispatch(b, h, idx.p, TSHMEM_EP_FLOAT32, nullptr, T, 128, nullptr, nullptr, 0, nullptr, nullptr,
                                nullptr, nullptr, nullptr, 0, nullptr),
@@ -346,13 +348,13 @@ TEST(EpGpuErrors, TooSmallBufferFailsEveryPe) {
   const int64_t T = mine.num_tokens;
   Dev<int64_t> idx(mine.topk_idx);
   Dev<int32_t> per_rank(static_cast<size_t>(n)), per_expert(static_cast<size_t>(s.experts));
-  Dev<bool> in_rank(static_cast<size_t>(T * n));
-  EP_OK(tshmem_ep_get_dispatch_layout(small, idx.p, T, s.k, s.experts, per_rank.p, nullptr, per_expert.p, in_rank.p,
-                                      nullptr));
+  Dev<uint8_t> in_rank(static_cast<size_t>(T * n));
+  EP_OK(tshmem_ep_get_dispatch_layout(small, idx.p, T, s.k, s.experts, per_rank.p, nullptr, per_expert.p,
+                                      as_bool(in_rank.p), nullptr));
   tshmem_ep_handle_t h = nullptr;
   EP_OK(tshmem_ep_handle_create(small, T, s.experts, &h));
   int64_t R = 0;
-  EP_OK(tshmem_ep_notify(small, h, in_rank.p, per_expert.p, T, s.experts, 1, 0, &R, nullptr, nullptr));
+  EP_OK(tshmem_ep_notify(small, h, as_bool(in_rank.p), per_expert.p, T, s.experts, 1, 0, &R, nullptr, nullptr));
   Dev<uint8_t> x(mine.x), rx(static_cast<size_t>(R) * 512 + 16);
   EXPECT_EQ(tshmem_ep_dispatch(small, h, x.p, TSHMEM_EP_BFLOAT16, nullptr, T, s.hidden, nullptr, nullptr, 0, rx.p,
                                nullptr, nullptr, nullptr, nullptr, R, nullptr),
