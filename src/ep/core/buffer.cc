@@ -51,11 +51,11 @@ Status tshmem_fail(int rc, const char *what) {
   return fail(TSHMEM_EP_ERR_TSHMEM, "%s failed (%s): %s", what, tshmemx_strerror(rc), tshmemx_last_error());
 }
 
-Status take_device_error(tshmem_ep_buffer *b) {
+Status take_device_error(tshmem_ep_buffer *b, bool clear) {
   DeviceError e{};
   EP_CUDA(cudaMemcpy(&e, b->err, sizeof e, cudaMemcpyDeviceToHost));
   if (e.kind == kNoError) return kSuccess;
-  EP_CUDA(cudaMemset(b->err, 0, sizeof(DeviceError)));
+  if (clear) EP_CUDA(cudaMemset(b->err, 0, sizeof(DeviceError)));
   switch (static_cast<DeviceErrorKind>(e.kind)) {
     case kBadExpert:
       return fail(TSHMEM_EP_ERR_INVALID_VALUE,

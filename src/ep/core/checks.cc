@@ -117,7 +117,7 @@ Status check_dispatch_args(const Geometry &g, int64_t notified_tokens, const voi
 
 Status check_combine_args(const Geometry &g, const void *x, tshmem_ep_dtype_t x_dtype, int64_t num_rows, int64_t hidden,
                           const float *topk_weights, int64_t num_topk, const float *combined_topk_weights,
-                          const void *combined_x) {
+                          const void *combined_x, const void *bias0, const void *bias1) {
   (void)g;
   if (x_dtype != TSHMEM_EP_BFLOAT16)
     return bad("x_dtype", static_cast<long long>(x_dtype), "combine sums TSHMEM_EP_BFLOAT16 (0) rows only");
@@ -130,6 +130,8 @@ Status check_combine_args(const Geometry &g, const void *x, tshmem_ep_dtype_t x_
   if (!combined_x) return null_arg("combined_x");
   if (!aligned16(combined_x))
     return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "combined_x = %p; must be 16-byte aligned", combined_x);
+  if (!aligned16(bias0)) return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "bias0 = %p; must be 16-byte aligned", bias0);
+  if (!aligned16(bias1)) return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "bias1 = %p; must be 16-byte aligned", bias1);
   if ((topk_weights == nullptr) != (combined_topk_weights == nullptr))
     return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "topk_weights = %p, combined_topk_weights = %p; pass both or neither",
                 static_cast<const void *>(topk_weights), static_cast<const void *>(combined_topk_weights));

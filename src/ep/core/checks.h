@@ -37,7 +37,7 @@ Status check_dispatch_args(const Geometry &g, int64_t notified_tokens, const voi
                            int64_t recv_capacity);
 Status check_combine_args(const Geometry &g, const void *x, tshmem_ep_dtype_t x_dtype, int64_t num_rows, int64_t hidden,
                           const float *topk_weights, int64_t num_topk, const float *combined_topk_weights,
-                          const void *combined_x);
+                          const void *combined_x, const void *bias0 = nullptr, const void *bias1 = nullptr);
 
 /// What the buffer must hold for one call: `rows` rows of `stride` bytes in the receive area (num_nvl_bytes) or
 /// the staging area (num_rdma_bytes); `who` names the PE and the step for the message.

@@ -60,7 +60,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_notify(tshmem_ep_buffer_t buffer, tsh
     const int64_t w = publish_words(n, num_experts);
     const InfoLayout il = info_layout(n, handle->local_experts);
     handle->num_recv = -1;
-    handle->num_tokens = num_tokens;
+    handle->num_tokens = -1;  // unusable until this notify succeeds
     handle->num_worst_tokens = num_worst_tokens;
     *num_recv_tokens = -1;
     // The barrier first: every PE has finished reading its matrix and publish row of the last notify.
@@ -74,7 +74,10 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_notify(tshmem_ep_buffer_t buffer, tsh
     EP_CUDA(launch_prefix(buffer->matrix, n, g.my_pe, num_experts, expert_alignment, num_worst_tokens, handle->d_matrix,
                           handle->d_info, buffer->err, stream));
     handle->needs_barrier = false;
-    if (num_worst_tokens > 0) return kSuccess;
+    if (num_worst_tokens > 0) {
+      handle->num_tokens = num_tokens;
+      return kSuccess;
+    }
     EP_CUDA(cudaMemcpyAsync(handle->h_matrix, handle->d_matrix, sizeof(int32_t) * static_cast<size_t>(n * w),
                             cudaMemcpyDeviceToHost, stream));
     EP_CUDA(cudaMemcpyAsync(handle->h_info, handle->d_info, sizeof(int32_t) * static_cast<size_t>(il.words),
@@ -90,6 +93,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_notify(tshmem_ep_buffer_t buffer, tsh
                   "the value and position); no PE dispatches",
                   bad - 1, static_cast<long long>(num_experts));
     }
+    handle->num_tokens = num_tokens;
     handle->num_recv = handle->h_info[0];
     *num_recv_tokens = handle->num_recv;
     if (num_recv_tokens_per_expert)

@@ -27,7 +27,8 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_get_dispatch_layout(tshmem_ep_buffer_
     EP_CUDA(cudaStreamIsCapturing(stream, &capture));
     if (capture != cudaStreamCaptureStatusNone) return kSuccess;  // reported by notify or check_device_errors
     EP_CUDA(cudaStreamSynchronize(stream));
-    return take_device_error(buffer);
+    // Kept (not cleared): the next notify publishes it, so that every PE refuses to dispatch alike.
+    return take_device_error(buffer, false);
   });
 }
 

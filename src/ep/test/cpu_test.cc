@@ -97,6 +97,9 @@ TEST(EpChecks, CombineRules) {
   EXPECT_EQ(check_combine_args(g, kX, TSHMEM_EP_BFLOAT16, 3, 16, nullptr, 0, nullptr, nullptr),
             TSHMEM_EP_ERR_INVALID_ARGUMENT);
   expect_message("tshmem_ep_combine", "combined_x = NULL", "required");
+  EXPECT_EQ(check_combine_args(g, kX, TSHMEM_EP_BFLOAT16, 3, 16, nullptr, 0, nullptr, kOut, g_mem + 4),
+            TSHMEM_EP_ERR_INVALID_ARGUMENT);
+  expect_message("tshmem_ep_combine", "bias0 = ", "16-byte aligned");
 }
 
 TEST(EpChecks, LayoutAndNotifyRules) {

@@ -303,7 +303,8 @@ TEST(EpGpuGraph, WorstCaseCapturedAndReplayed) {
   EP_OK(tshmem_ep_handle_destroy(h));
 }
 
-/// An expert id out of range on PE 0: its layout call says which; every PE's notify then fails, nobody dispatches.
+/// An expert id out of range on PE 0: its layout call says which; every PE's notify then fails, nobody dispatches;
+/// bad arguments are refused on the host.
 TEST(EpGpuErrors, BadExpertIdFailsEveryPe) {
   REQUIRE_GPU();
   const int n = tshmem_n_pes(), me = tshmem_my_pe();
@@ -322,12 +323,27 @@ TEST(EpGpuErrors, BadExpertIdFailsEveryPe) {
   } else {
     EXPECT_EQ(s, TSHMEM_EP_SUCCESS);
   }
-  // Wrong dtype and alignment 0: refused before anything is launched, on every PE alike.
   tshmem_ep_handle_t h = nullptr;
   EP_OK(tshmem_ep_handle_create(b, T, E, &h));
   int64_t R = 0;
+  // Wrong alignment and dtype: refused before anything is launched, on every PE alike.
   EXPECT_EQ(tshmem_ep_notify(b, h, as_bool(in_rank.p), per_expert.p, T, E, 0, 0, &R, nullptr, nullptr),
             TSHMEM_EP_ERR_INVALID_ARGUMENT);
+  // The value error recorded on PE 0 is published by the notify: every PE refuses, PE 0 names the entry.
+  EXPECT_EQ(tshmem_ep_notify(b, h, as_bool(in_rank.p), per_expert.p, T, E, 1, 0, &R, nullptr, nullptr),
+            TSHMEM_EP_ERR_INVALID_VALUE);
+  if (me == 0)
+    EXPECT_NE(std::string(tshmem_ep_last_error()).find("flat position 3"), std::string::npos) << tshmem_ep_last_error();
+  // The handle of a failed notify is not dispatched from.
+  EXPECT_EQ(tshmem_ep_dispatch(b, h, idx.p, TSHMEM_EP_BFLOAT16, nullptr, T, 128, nullptr, nullptr, 0, nullptr, nullptr,
+                               nullptr, nullptr, nullptr, 0, nullptr),
+            TSHMEM_EP_ERR_INVALID_ARGUMENT);
+  // The record was cleared by that report: a correct routing notifies again on every PE.
+  std::vector<int64_t> good(static_cast<size_t>(T * K), 1);
+  Dev<int64_t> idx2(good);
+  EP_OK(tshmem_ep_get_dispatch_layout(b, idx2.p, T, K, E, per_rank.p, nullptr, per_expert.p, as_bool(in_rank.p),
+                                      nullptr));
+  EP_OK(tshmem_ep_notify(b, h, as_bool(in_rank.p), per_expert.p, T, E, 1, 0, &R, nullptr, nullptr));
   EXPECT_EQ(tshmem_ep_dispatch(b, h, idx.p, TSHMEM_EP_FLOAT32, nullptr, T, 128, nullptr, nullptr, 0, nullptr, nullptr,
                                nullptr, nullptr, nullptr, 0, nullptr),
             TSHMEM_EP_ERR_INVALID_ARGUMENT);
