@@ -14,6 +14,6 @@ cd "$root"
   echo "== ctest -L ep"; (cd build-gpu && ctest -L ep --output-on-failure --timeout 900)
   launcher=build-gpu/test/run_mpi_test.sh
   for np in 1 2; do
-    echo "== tshmem_ep_bench np $np"; "$launcher" "$np" build-gpu/src/ep/perftest/tshmem_ep_bench --json "${OUT:-.}/ep_bench_np$np.json"
+    echo "== tshmem_ep_bench np $np"; TSHMEM_SYMMETRIC_SIZE=2G "$launcher" "$np" build-gpu/src/ep/perftest/tshmem_ep_bench --json "${OUT:-.}/ep_bench_np$np.json"
   done
 } 2>&1 | tee "$log"
