@@ -8,7 +8,7 @@ namespace tshmem_ep {
 namespace {
 
 constexpr int kCountThreads = 256;
-constexpr int kPrefixThreads = 1024;
+constexpr int kPrefixThreads = 512;
 
 // Block p < n_pes: an ordered scan of column p of is_token_in_rank. Block n_pes: the rest of the publish row.
 __global__ void count_kernel(const bool *__restrict__ in_rank, int64_t num_tokens, int n_pes,

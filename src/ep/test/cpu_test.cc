@@ -13,6 +13,7 @@
 #include "dispatch/dispatch_reference.h"
 #include "layout/layout.h"
 #include "test/world.h"
+#include "tshmem/moe.h"
 
 namespace tshmem_ep {
 namespace {
@@ -178,6 +179,27 @@ TEST(EpReference, LayoutHandWorked) {
   EXPECT_EQ(l.per_node, (std::vector<int32_t>{2, 1}));
   EXPECT_EQ(l.per_expert, (std::vector<int32_t>{1, 1, 0, 1, 0, 0, 1, 0}));
   EXPECT_EQ(l.in_rank, (std::vector<uint8_t>{1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0}));
+}
+
+// The per-expert counts are tshmem_moe's group_count over the same ids (the same -1 rule and range): the layout
+// agrees with it on every shape the suite uses.
+TEST(EpReference, PerExpertCountsAgreeWithMoeGroupCount) {
+  for (int route = 0; route < 4; ++route) {
+    const auto world = make_world({37, 0, 12, 5}, 128, false, 8, 64, route, 99u + static_cast<uint32_t>(route));
+    for (const PeTokens &pe : world) {
+      LayoutRef l;
+      ASSERT_EQ(reference_layout(pe.topk_idx.data(), pe.num_tokens, 8, 64, 4, 2, &l), kSuccess);
+      const int64_t shape[2] = {pe.num_tokens, 8};
+      tshmem_moe_tensor_t idx = tshmem_moe_tensor_make(const_cast<int64_t *>(pe.topk_idx.data()), TSHMEM_MOE_INT64, 2,
+                                                       shape, TSHMEM_MOE_DEVICE_CPU);
+      tshmem_moe_tensor_t counts{};
+      counts.device = TSHMEM_MOE_DEVICE_CPU;
+      ASSERT_EQ(tshmem_moe_group_count(&idx, 64, &counts, nullptr), TSHMEM_MOE_SUCCESS) << tshmem_moe_last_error();
+      const int32_t *c = static_cast<const int32_t *>(counts.data);
+      EXPECT_EQ(std::vector<int32_t>(c, c + 64), l.per_expert);
+      tshmem_moe_tensor_free(&counts, nullptr);
+    }
+  }
 }
 
 TEST(EpReference, LayoutValueErrors) {

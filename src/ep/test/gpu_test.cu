@@ -155,7 +155,7 @@ void run_case(const Shape &s, uint32_t seed, int rounds) {
     ASSERT_EQ(rw.host(R * static_cast<size_t>(s.k)), want.topk_weights);
     ASSERT_EQ(rsrc.host(R), want.src_idx);
     const PeCombineIn &cm = cin[static_cast<size_t>(me)];
-    Dev<uint16_t> cx(cm.x), cw_in(0), b0(cm.bias0), b1(cm.bias1), out(static_cast<size_t>(T * s.hidden));
+    Dev<uint16_t> cx(cm.x), b0(cm.bias0), b1(cm.bias1), out(static_cast<size_t>(T * s.hidden));
     Dev<float> cw(cm.topk_weights), outw(static_cast<size_t>(T * s.k));
     EP_OK(tshmem_ep_combine(b, h, cx.p, TSHMEM_EP_BFLOAT16, num_recv, s.hidden, cw.p, s.k, b0.p, b1.p, out.p, outw.p,
                             nullptr));
@@ -240,11 +240,9 @@ TEST(EpGpuGraph, WorstCaseCapturedAndReplayed) {
   ASSERT_EQ(reference_combine(tokens, rref, cin, s.hidden, s.k, &cref), kSuccess);
   const PeTokens &mine = world[static_cast<size_t>(me)];
   const PeReceived &want = rref[static_cast<size_t>(me)];
-  const int64_t T = mine.num_tokens, worst = 0 + [&] {
-    int64_t t = 0;
-    for (int64_t c : tokens) t += c;
-    return t;
-  }();
+  const int64_t T = mine.num_tokens;
+  int64_t worst = 0;
+  for (int64_t c : tokens) worst += c;
   tshmem_ep_buffer_t b = buffer();
   Dev<int64_t> idx(mine.topk_idx);
   Dev<int32_t> per_rank(static_cast<size_t>(n)), per_expert(static_cast<size_t>(s.experts));
