@@ -11,7 +11,8 @@
 namespace tshmem_ep {
 
 struct CombineParams {
-  const char *x;              // [rows, hidden] bf16, in the dispatch's received order
+  const char *x;              // [num_rows, hidden] bf16, in the dispatch's received order
+  int64_t num_rows;           // rows of x: rows past it (a worst-case overflow) are not sent
   const float *topk_weights;  // [rows, num_topk] or NULL
   int num_topk;
   int64_t hidden;
@@ -22,10 +23,11 @@ struct CombineParams {
   InfoLayout il;
   const int32_t *send_index;  // [num_tokens, n_pes]
   int64_t num_tokens;
-  char *area;         // symmetric receive area (this PE's address)
-  int64_t area_rows;  // rows of row.stride that fit it
-  char *staging;      // symmetric staging area, NULL on one node
-  uint64_t *sig;      // symmetric combine signals [n_pes]
+  char *area;            // symmetric receive area (this PE's address)
+  int64_t area_rows;     // rows of row.stride that fit it
+  char *staging;         // symmetric staging area, NULL on one node
+  int64_t staging_rows;  // rows of row.stride that fit it
+  uint64_t *sig;         // symmetric combine signals [n_pes]
   unsigned *counter;
   DeviceError *err;
   const uint16_t *bias0;  // [num_tokens, hidden] bf16 or NULL

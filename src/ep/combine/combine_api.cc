@@ -47,6 +47,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_combine(tshmem_ep_buffer_t buffer, ts
     handle->needs_barrier = true;
     CombineParams p{};
     p.x = static_cast<const char *>(x);
+    p.num_rows = num_rows;
     p.topk_weights = topk_weights;
     p.num_topk = static_cast<int>(num_topk);
     p.hidden = hidden;
@@ -60,6 +61,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_combine(tshmem_ep_buffer_t buffer, ts
     p.area = buffer->recv_area;
     p.area_rows = static_cast<int64_t>(g.nvl_bytes / row.stride);
     p.staging = g.spans_nodes ? buffer->staging : nullptr;
+    p.staging_rows = static_cast<int64_t>(g.rdma_bytes / row.stride);
     p.sig = buffer->combine_sig;
     p.counter = buffer->counters + 1;
     p.err = buffer->err;

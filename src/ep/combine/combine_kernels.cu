@@ -23,7 +23,7 @@ __device__ __forceinline__ void write_row(char *out, const CombineParams &p, int
 __global__ void __launch_bounds__(kDataThreads) combine_send_kernel(const __grid_constant__ CombineParams p) {
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
-  const int64_t num_recv = p.info[0];
+  const int64_t num_recv = p.info[0] < p.num_rows ? p.info[0] : p.num_rows;  // more: recorded by the notify
   const int32_t *recv_offset = p.info + p.il.recv_offset;
   for (int64_t j = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5); j < num_recv; j += warps) {
     const int s = source_of(recv_offset, p.n_pes, j);
@@ -38,8 +38,8 @@ __global__ void __launch_bounds__(kDataThreads) combine_send_kernel(const __grid
       write_row(peer, p, j, lane);
       continue;
     }
-    if (!p.staging) {
-      if (lane == 0) record_error(p.err, kCombineOverflow, j + 1, 0);
+    if (!p.staging || j >= p.staging_rows) {
+      if (lane == 0) record_error(p.err, kCombineOverflow, j + 1, p.staging_rows);
       continue;
     }
     char *stage = p.staging + j * static_cast<int64_t>(p.row.stride);

@@ -51,10 +51,10 @@ Status tshmem_fail(int rc, const char *what) {
   return fail(TSHMEM_EP_ERR_TSHMEM, "%s failed (%s): %s", what, tshmemx_strerror(rc), tshmemx_last_error());
 }
 
-Status take_device_error(tshmem_ep_buffer *b, bool clear) {
+Status take_device_error(tshmem_ep_buffer *b, bool clear, int only) {
   DeviceError e{};
   EP_CUDA(cudaMemcpy(&e, b->err, sizeof e, cudaMemcpyDeviceToHost));
-  if (e.kind == kNoError) return kSuccess;
+  if (e.kind == kNoError || (only != kNoError && e.kind != only)) return kSuccess;
   if (clear) EP_CUDA(cudaMemset(b->err, 0, sizeof(DeviceError)));
   switch (static_cast<DeviceErrorKind>(e.kind)) {
     case kBadExpert:
@@ -139,15 +139,23 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_create(size_t num_nvl_bytes, s
     if (e == cudaSuccess) e = cudaMemset(b->counters, 0, 2 * sizeof(unsigned));
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) s = cuda_fail(e, "preparing the buffer");
-    // Every PE's signals are zero before any PE may signal: the barrier also agrees nobody failed above.
-    tshmem_barrier_all();
     if (s == kSuccess && !consecutive)
       s = fail(TSHMEM_EP_ERR_UNSUPPORTED,
                "the PEs of a node are not the consecutive range [%d, %d) of %d PEs: tshmem_ep needs nodes of "
                "consecutive PEs",
                first, first + b->geo.pes_per_node, b->geo.pes_per_node);
+    // Every PE agrees that every PE succeeded (a min-reduction, which also orders every PE's zeroed signals before
+    // any use), so a failure on one PE fails the creation on all and frees everywhere.
+    int32_t ok[2] = {s == kSuccess ? 1 : 0, 0};
+    if (cudaMemcpy(b->publish_row, ok, sizeof ok, cudaMemcpyHostToDevice) != cudaSuccess) ok[0] = 0;
+    const int rc = tshmemi_host_reduce(TSHMEM_TEAM_WORLD, b->publish_row + 1, b->publish_row, 1, TSHMEMX_DTYPE_INT32,
+                                       TSHMEMX_OP_MIN);
+    if (rc != 0 && s == kSuccess) s = tshmem_fail(rc, "agreeing on the buffer (tshmemi_host_reduce)");
+    if (rc == 0 && cudaMemcpy(ok, b->publish_row, sizeof ok, cudaMemcpyDeviceToHost) != cudaSuccess) ok[1] = 0;
+    if (s == kSuccess && ok[1] != 1)
+      s = fail(TSHMEM_EP_ERR_TSHMEM, "another PE failed to create its buffer (its own error says why); none is made");
     if (s != kSuccess) {
-      // Collective: every PE reaches this free (a local CUDA failure leaves the others to fail their first call).
+      // Every PE failed alike (the agreement above): the collective free runs everywhere.
       tshmem_free(b->sym);
       cudaFree(b->err);
       cudaFree(b->counters);

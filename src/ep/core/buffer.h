@@ -77,6 +77,7 @@ Status tshmem_fail(int rc, const char *what);
 /// After a synchronising notify: the most rows any PE receives, sends (= gets back in combine) and owns.
 void handle_totals(const tshmem_ep_handle &h, int64_t *max_recv, int64_t *max_send, int64_t *max_tokens);
 /// Reads the buffer's device error record (the stream must have been synchronised) and, with `clear`, clears it.
-Status take_device_error(tshmem_ep_buffer *b, bool clear = true);
+/// `only`: a DeviceErrorKind to report (others are left alone), or kNoError for any.
+Status take_device_error(tshmem_ep_buffer *b, bool clear = true, int only = kNoError);
 
 }  // namespace tshmem_ep

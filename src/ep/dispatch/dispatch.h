@@ -37,11 +37,12 @@ struct DispatchParams {
   const int32_t *send_index;  // [num_tokens, n_pes]
   const int32_t *info;        // InfoLayout words
   InfoLayout il;
-  char *recv_area;    // symmetric (this PE's address)
-  int64_t area_rows;  // rows of row.stride that fit the receive area
-  char *staging;      // symmetric, rows for PEs of other nodes
-  uint64_t *sig;      // symmetric dispatch signals [n_pes]
-  unsigned *counter;  // the send kernel's block counter
+  char *recv_area;       // symmetric (this PE's address)
+  int64_t area_rows;     // rows of row.stride that fit the receive area
+  char *staging;         // symmetric, rows for PEs of other nodes (NULL on one node)
+  int64_t staging_rows;  // rows of row.stride that fit it
+  uint64_t *sig;         // symmetric dispatch signals [n_pes]
+  unsigned *counter;     // the send kernel's block counter
   DeviceError *err;
   // Receive side
   char *recv_x;

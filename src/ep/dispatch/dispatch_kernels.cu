@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kDataThreads) dispatch_send_kernel(const __gri
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5); t < p.num_tokens;
        t += warps) {
-    char *stage = p.staging ? p.staging + t * static_cast<int64_t>(p.row.stride) : nullptr;
+    char *stage = p.staging && t < p.staging_rows ? p.staging + t * static_cast<int64_t>(p.row.stride) : nullptr;
     bool staged = false;
     for (int q = 0; q < p.n_pes; ++q) {
       const int32_t si = p.send_index[t * p.n_pes + q];
