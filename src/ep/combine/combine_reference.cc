@@ -25,7 +25,7 @@ Status reference_combine(const std::vector<int64_t> &num_tokens, const std::vect
     PeCombined &c = (*out)[static_cast<size_t>(s)];
     const size_t tokens = static_cast<size_t>(num_tokens[s]);
     const PeCombineIn &home = in[static_cast<size_t>(s)];
-    const bool weights = !in.empty() && !in[0].topk_weights.empty();
+    const bool weights = num_topk > 0;
     c.x.assign(tokens * h, 0);
     if (weights) c.topk_weights.assign(tokens * k, 0.0f);
     std::vector<float> acc(h);

@@ -24,7 +24,8 @@ struct PeCombined {
   std::vector<float> topk_weights;  // [num_tokens, num_topk] (when weights were given)
 };
 
-/// num_tokens[p]: PE p's token count; recv[p]: what PE p received (reference_dispatch).
+/// num_tokens[p]: PE p's token count; recv[p]: what PE p received (reference_dispatch); num_topk: weights per row
+/// (0: no weights are combined).
 Status reference_combine(const std::vector<int64_t> &num_tokens, const std::vector<PeReceived> &recv,
                          const std::vector<PeCombineIn> &in, int64_t hidden, int64_t num_topk,
                          std::vector<PeCombined> *out);
