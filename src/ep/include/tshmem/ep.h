@@ -212,9 +212,10 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_handle_device_counts(tshmem_ep_handle
  * notify's. Outputs, `recv_capacity` rows each (>= the received count, or num_worst_tokens): recv_x [rows,
  * hidden] (x_dtype), recv_x_scales [rows, hidden / 128] (fp8, else NULL), recv_topk_idx / recv_topk_weights
  * [rows, num_topk] (when topk_idx is given; each may be NULL), recv_src_idx [rows] int32 (the row's token index
- * on its source PE; may be NULL). Rows past the received count: recv_topk_idx -1, recv_topk_weights 0, the rest
- * unchanged. Rules: hidden >= 1 and hidden * element size a multiple of 16 (fp8: hidden a multiple of 128);
- * x, recv_x 16-byte aligned. May be called again with the same handle (cached dispatch).
+ * on its source PE; may be NULL). Rows past the received count: recv_topk_idx -1, recv_topk_weights 0,
+ * recv_src_idx -1, recv_x and recv_x_scales unchanged. Rules: hidden >= 1 and hidden * element size a multiple of 16
+ * (fp8: hidden a multiple of 128); x, recv_x 16-byte aligned. May be called again with the same handle (cached
+ * dispatch: only x and its scales need to be given then).
  */
 TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_dispatch(tshmem_ep_buffer_t buffer, tshmem_ep_handle_t handle, const void *x,
                                                     tshmem_ep_dtype_t x_dtype, const float *x_scales,
@@ -230,7 +231,8 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_dispatch(tshmem_ep_buffer_t buffer, t
  * combined_x [num_tokens, hidden] bf16 with combined_x[t] = bf16(((sum over PEs p ascending of float(x_p[row of
  * t])) + bias0[t]) + bias1[t]), fp32 accumulation, one rounding; a token sent nowhere gets bias only (0 without).
  * Optional topk_weights [num_rows, num_topk] fp32 -> combined_topk_weights [num_tokens, num_topk] summed the same
- * way (both or neither). bias0, bias1: [num_tokens, hidden] bf16 or NULL.
+ * way (both or neither). bias0, bias1: [num_tokens, hidden] bf16 or NULL, 16-byte aligned. After a worst-case
+ * notify num_rows must be >= num_worst_tokens.
  */
 TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_combine(tshmem_ep_buffer_t buffer, tshmem_ep_handle_t handle, const void *x,
                                                    tshmem_ep_dtype_t x_dtype, int64_t num_rows, int64_t hidden,
