@@ -8,6 +8,7 @@
 
 #include "combine/combine.h"
 #include "core/kernels_common.cuh"
+#include "core/routes.h"
 #include "dispatch/dispatch.h"
 #include "tshmem/ep.h"
 
@@ -24,10 +25,9 @@ __global__ void __launch_bounds__(kDataThreads) combine_send_kernel(const __grid
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   const int64_t num_recv = p.info[0] < p.num_rows ? p.info[0] : p.num_rows;  // more: recorded by the notify
-  const int32_t *recv_offset = p.info + p.il.recv_offset;
   for (int64_t j = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5); j < num_recv; j += warps) {
-    const int s = source_of(recv_offset, p.n_pes, j);
-    const int64_t row = static_cast<int64_t>(p.info[p.il.comb_dst_offset + s]) + (j - recv_offset[s]);
+    int s = 0;
+    const int64_t row = route_combine_row(p.info, p.il, p.n_pes, j, &s);
     if (row >= p.area_rows) {
       if (lane == 0) record_error(p.err, kCombineOverflow, row + 1, p.area_rows);
       continue;
@@ -72,7 +72,6 @@ __global__ void __launch_bounds__(kDataThreads) combine_reduce_kernel(const __gr
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   const int64_t chunks = p.hidden / 8;
-  const int32_t *home_offset = p.info + p.il.home_offset;
   const size_t stride = p.row.stride;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5); t < p.num_tokens;
        t += warps) {
@@ -82,7 +81,7 @@ __global__ void __launch_bounds__(kDataThreads) combine_reduce_kernel(const __gr
       for (int q = 0; q < p.n_pes; ++q) {
         const int32_t si = sends[q];
         if (si < 0) continue;
-        const int64_t row = static_cast<int64_t>(home_offset[q]) + si;
+        const int64_t row = route_home_row(p.info, p.il, q, si);
         if (row >= p.area_rows) continue;  // not written: the sender recorded the overflow
         add8(acc, reinterpret_cast<const uint4 *>(p.area + row * static_cast<int64_t>(stride))[c]);
       }
@@ -100,7 +99,7 @@ __global__ void __launch_bounds__(kDataThreads) combine_reduce_kernel(const __gr
       for (int q = 0; q < p.n_pes; ++q) {
         const int32_t si = sends[q];
         if (si < 0) continue;
-        const int64_t row = static_cast<int64_t>(home_offset[q]) + si;
+        const int64_t row = route_home_row(p.info, p.il, q, si);
         if (row >= p.area_rows) continue;
         w += reinterpret_cast<const float *>(p.area + row * static_cast<int64_t>(stride) + p.row.weights_off)[lane];
       }

@@ -51,18 +51,4 @@ __device__ __forceinline__ void finish_and_signal(unsigned *counter, uint64_t *s
   for (int q = 0; q < n_pes; ++q) tshmem::signal_op(sig + my_pe, 1, TSHMEM_SIGNAL_SET, q);
 }
 
-/// The source PE of received row j: the last s with recv_offset[s] <= j (recv_offset has n_pes + 1 entries, the
-/// last the row count, so empty sources are skipped).
-__device__ __forceinline__ int source_of(const int32_t *recv_offset, int n_pes, int64_t j) {
-  int lo = 0, hi = n_pes;
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) / 2;
-    if (recv_offset[mid] <= j)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 }  // namespace tshmem_ep

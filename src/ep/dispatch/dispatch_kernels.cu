@@ -4,6 +4,7 @@
 // NVLink), else packed once into this PE's staging area and put with tshmem::putmem_nbi (the off-node proxy).
 // Wait: one block waits for every PE's signal. Receive: warps copy the rows out into the caller's tensors.
 #include "core/kernels_common.cuh"
+#include "core/routes.h"
 #include "dispatch/dispatch.h"
 #include "tshmem/ep.h"
 
@@ -34,7 +35,7 @@ __global__ void __launch_bounds__(kDataThreads) dispatch_send_kernel(const __gri
     for (int q = 0; q < p.n_pes; ++q) {
       const int32_t si = p.send_index[t * p.n_pes + q];
       if (si < 0) continue;
-      const int64_t row = static_cast<int64_t>(p.info[p.il.dst_offset + q]) + si;
+      const int64_t row = route_dispatch_row(p.info, p.il, q, si);
       if (row >= p.area_rows) {
         if (lane == 0) record_error(p.err, kRecvOverflow, row + 1, p.area_rows);
         continue;

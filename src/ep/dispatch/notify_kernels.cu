@@ -1,6 +1,7 @@
 // The kernels of the notify step (dispatch/dispatch.h): the send map and the publish row before the all-gather,
 // the prefix offsets after it. Neither touches a peer: the all-gather between them (tshmemx_allgather_on_stream)
 // is the only communication, so these units need no device API.
+#include "core/routes.h"
 #include "dispatch/dispatch.h"
 #include "tshmem/ep.h"
 
@@ -55,35 +56,15 @@ __global__ void prefix_kernel(const int32_t *__restrict__ matrix, int n_pes, int
   const int64_t local = num_experts / n_pes;
   const InfoLayout il = info_layout(n_pes, local);
   for (int64_t i = tid; i < n_pes * w; i += blockDim.x) handle_matrix[i] = matrix[i];
-  auto m = [&](int s, int64_t col) { return matrix[s * w + col]; };
-  // dst_offset[p]: rows of earlier PEs to p. comb_dst_offset[s]: rows s sent to PEs before me.
   for (int i = tid; i < n_pes; i += blockDim.x) {
-    int32_t d = 0, c = 0;
-    for (int s = 0; s < my_pe; ++s) d += m(s, i);
-    for (int q = 0; q < my_pe; ++q) c += m(i, q);
-    info[il.dst_offset + i] = d;
-    info[il.comb_dst_offset + i] = c;
+    info[il.dst_offset + i] = route_dst_offset(matrix, w, my_pe, i);
+    info[il.comb_dst_offset + i] = route_comb_dst_offset(matrix, w, my_pe, i);
   }
-  for (int64_t l = tid; l < local; l += blockDim.x) {
-    int64_t c = 0;
-    for (int s = 0; s < n_pes; ++s) c += m(s, n_pes + my_pe * local + l);
-    info[1 + l] = static_cast<int32_t>(align_up(c, expert_alignment));
-  }
+  for (int64_t l = tid; l < local; l += blockDim.x)
+    info[1 + l] = route_local_expert_count(matrix, w, n_pes, my_pe, local, l, expert_alignment);
   if (tid == 0) {
-    int32_t r = 0, h = 0, bad = 0;
-    for (int s = 0; s < n_pes; ++s) {
-      info[il.recv_offset + s] = r;
-      r += m(s, my_pe);
-      info[il.home_offset + s] = h;
-      h += m(my_pe, s);
-      if (!bad && m(s, publish_error_word(n_pes, num_experts)) != 0) bad = s + 1;
-    }
-    info[il.recv_offset + n_pes] = r;
-    info[il.home_offset + n_pes] = h;
-    info[0] = r;
-    info[il.status] = bad;
-    info[il.status + 1] = num_worst_tokens > 0 && r > num_worst_tokens;
-    if (info[il.status + 1]) record_error(err, kRecvOverflow, r, num_worst_tokens);
+    route_prefixes(matrix, w, n_pes, my_pe, num_experts, num_worst_tokens, il, info);
+    if (info[il.status + 1]) record_error(err, kRecvOverflow, info[0], num_worst_tokens);
   }
 }
 

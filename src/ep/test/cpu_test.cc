@@ -9,6 +9,7 @@
 
 #include "combine/combine_reference.h"
 #include "core/checks.h"
+#include "core/routes.h"
 #include "core/rows.h"
 #include "dispatch/dispatch_reference.h"
 #include "layout/layout.h"
@@ -298,11 +299,102 @@ TEST_P(EpReferenceShapes, DispatchAndCombineInvariants) {
   }
 }
 
+// The whole job through the route functions the kernels use (core/routes.h): the published matrix, every PE's
+// info words, the send maps, where dispatch puts each row and where combine returns it. Every row must land where
+// the reference has it, no row twice, and the home PE must find each token's rows in ascending PE order.
+TEST_P(EpReferenceShapes, RoutesPlaceEveryRowWhereTheReferenceHasIt) {
+  const Shape s = GetParam();
+  std::vector<int64_t> tokens;
+  for (int p = 0; p < s.n; ++p) tokens.push_back(p == 1 ? 0 : 5 + 3 * p);
+  const auto world = make_world(tokens, s.hidden, s.fp8, s.k, s.experts, s.route, 31u + static_cast<uint32_t>(s.n));
+  std::vector<PeReceived> recv;
+  ASSERT_EQ(reference_dispatch(world, s.hidden, s.fp8 ? 1 : 2, s.fp8, s.k, s.experts, s.alignment, &recv), kSuccess);
+  const int n = s.n;
+  const int64_t local = s.experts / n, w = publish_words(n, s.experts);
+  const InfoLayout il = info_layout(n, local);
+  // What every PE publishes (the count kernel), and its send map (an ordered scan of is_token_in_rank).
+  std::vector<int32_t> m(static_cast<size_t>(n * w), 0);
+  std::vector<std::vector<int32_t>> send(static_cast<size_t>(n));
+  for (int p = 0; p < n; ++p) {
+    LayoutRef l;
+    ASSERT_EQ(reference_layout(world[static_cast<size_t>(p)].topk_idx.data(), tokens[static_cast<size_t>(p)], s.k,
+                               s.experts, n, 1, &l),
+              kSuccess);
+    int32_t *row = m.data() + p * w;
+    std::vector<int32_t> &si = send[static_cast<size_t>(p)];
+    si.assign(static_cast<size_t>(tokens[static_cast<size_t>(p)] * n), -1);
+    for (int64_t t = 0; t < tokens[static_cast<size_t>(p)]; ++t)
+      for (int q = 0; q < n; ++q)
+        if (l.in_rank[static_cast<size_t>(t * n + q)]) si[static_cast<size_t>(t * n + q)] = row[q]++;
+    for (int64_t e = 0; e < s.experts; ++e) row[n + e] = l.per_expert[static_cast<size_t>(e)];
+    row[publish_tokens_word(n, s.experts)] = static_cast<int32_t>(tokens[static_cast<size_t>(p)]);
+  }
+  // Every PE's info words (the prefix kernel).
+  std::vector<std::vector<int32_t>> info(static_cast<size_t>(n), std::vector<int32_t>(static_cast<size_t>(il.words)));
+  for (int p = 0; p < n; ++p) {
+    int32_t *in = info[static_cast<size_t>(p)].data();
+    for (int i = 0; i < n; ++i) {
+      in[il.dst_offset + i] = route_dst_offset(m.data(), w, p, i);
+      in[il.comb_dst_offset + i] = route_comb_dst_offset(m.data(), w, p, i);
+    }
+    for (int64_t l = 0; l < local; ++l) in[1 + l] = route_local_expert_count(m.data(), w, n, p, local, l, s.alignment);
+    route_prefixes(m.data(), w, n, p, s.experts, 0, il, in);
+    ASSERT_EQ(in[0], recv[static_cast<size_t>(p)].num_recv);
+    ASSERT_EQ(std::vector<int32_t>(in + 1, in + 1 + local), recv[static_cast<size_t>(p)].per_expert);
+    ASSERT_EQ(in[il.status], 0);
+  }
+  // Dispatch: every (source, token) lands once, at the reference's row.
+  const std::pair<int, int64_t> none{-1, -1};
+  std::vector<std::vector<std::pair<int, int64_t>>> got(static_cast<size_t>(n));
+  for (int q = 0; q < n; ++q)
+    got[static_cast<size_t>(q)].assign(static_cast<size_t>(info[static_cast<size_t>(q)][0]), none);
+  for (int src = 0; src < n; ++src)
+    for (int64_t t = 0; t < tokens[static_cast<size_t>(src)]; ++t)
+      for (int q = 0; q < n; ++q) {
+        const int32_t si = send[static_cast<size_t>(src)][static_cast<size_t>(t * n + q)];
+        if (si < 0) continue;
+        const int64_t row = route_dispatch_row(info[static_cast<size_t>(src)].data(), il, q, si);
+        ASSERT_LT(row, static_cast<int64_t>(got[static_cast<size_t>(q)].size()));
+        ASSERT_EQ(got[static_cast<size_t>(q)][static_cast<size_t>(row)], none) << "row written twice";
+        got[static_cast<size_t>(q)][static_cast<size_t>(row)] = {src, t};
+      }
+  for (int q = 0; q < n; ++q)
+    for (size_t j = 0; j < got[static_cast<size_t>(q)].size(); ++j) {
+      EXPECT_EQ(got[static_cast<size_t>(q)][j].first, recv[static_cast<size_t>(q)].src_pe[j]);
+      EXPECT_EQ(got[static_cast<size_t>(q)][j].second, recv[static_cast<size_t>(q)].src_idx[j]);
+    }
+  // Combine: every received row returns once to its home, where the token's rows are found in PE order.
+  std::vector<std::vector<std::pair<int, int64_t>>> area(static_cast<size_t>(n));
+  for (int h = 0; h < n; ++h)
+    area[static_cast<size_t>(h)].assign(static_cast<size_t>(info[static_cast<size_t>(h)][il.home_offset + n]), none);
+  for (int p = 0; p < n; ++p)
+    for (int64_t j = 0; j < recv[static_cast<size_t>(p)].num_recv; ++j) {
+      int home = -1;
+      const int64_t row = route_combine_row(info[static_cast<size_t>(p)].data(), il, n, j, &home);
+      ASSERT_EQ(home, recv[static_cast<size_t>(p)].src_pe[static_cast<size_t>(j)]);
+      ASSERT_LT(row, static_cast<int64_t>(area[static_cast<size_t>(home)].size()));
+      ASSERT_EQ(area[static_cast<size_t>(home)][static_cast<size_t>(row)], none) << "row returned twice";
+      area[static_cast<size_t>(home)][static_cast<size_t>(row)] = {p, j};
+    }
+  for (int h = 0; h < n; ++h)
+    for (int64_t t = 0; t < tokens[static_cast<size_t>(h)]; ++t)
+      for (int q = 0; q < n; ++q) {
+        const int32_t si = send[static_cast<size_t>(h)][static_cast<size_t>(t * n + q)];
+        if (si < 0) continue;
+        const auto at = area[static_cast<size_t>(h)]
+                            [static_cast<size_t>(route_home_row(info[static_cast<size_t>(h)].data(), il, q, si))];
+        ASSERT_EQ(at.first, q);
+        EXPECT_EQ(recv[static_cast<size_t>(q)].src_pe[static_cast<size_t>(at.second)], h);
+        EXPECT_EQ(recv[static_cast<size_t>(q)].src_idx[static_cast<size_t>(at.second)], t);
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, EpReferenceShapes,
                          ::testing::Values(Shape{2, 1, 8, 128, 1, false, 0}, Shape{2, 2, 16, 256, 128, true, 0},
                                            Shape{4, 8, 256, 256, 1, true, 0}, Shape{4, 8, 32, 128, 128, false, 1},
                                            Shape{4, 2, 8, 128, 1, false, 2}, Shape{4, 8, 64, 256, 1, true, 3},
-                                           Shape{1, 8, 8, 128, 1, false, 0}));
+                                           Shape{1, 8, 8, 128, 1, false, 0}, Shape{8, 8, 256, 128, 128, true, 3},
+                                           Shape{8, 8, 64, 128, 1, false, 1}, Shape{8, 2, 8, 128, 1, false, 2}));
 
 TEST(EpReference, CombineOrderAndBias) {
   // One token of PE 0 returned by PEs 0 and 1: 1.0 (PE 0), then 2^-8 (PE 1), then bias0 2^-8. Summed in fp32 and
