@@ -208,6 +208,18 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_set_num_blocks(tshmem_ep_buffe
   });
 }
 
+TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_set_timeout_ms(tshmem_ep_buffer_t buffer, int64_t timeout_ms) {
+  return guarded("tshmem_ep_buffer_set_timeout_ms", [&]() -> Status {
+    EP_TRY(check_buffer(buffer));
+    if (timeout_ms < 0 || timeout_ms > 86400000)
+      return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT,
+                  "timeout_ms = %lld; must be in [0, 86400000] (0: tshmem's own bound, TSHMEM_WAIT_TIMEOUT_MS)",
+                  static_cast<long long>(timeout_ms));
+    buffer->timeout_ms = static_cast<uint64_t>(timeout_ms);
+    return kSuccess;
+  });
+}
+
 TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_check_device_errors(tshmem_ep_buffer_t buffer, cudaStream_t stream) {
   return guarded("tshmem_ep_check_device_errors", [&]() -> Status {
     EP_TRY(check_buffer(buffer));

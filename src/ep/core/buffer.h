@@ -21,8 +21,9 @@ struct tshmem_ep_buffer {
   int num_nodes = 1;
   int device = -1;
   int sm_count = 1;
-  int num_blocks = 0;   // 0: default
-  char *sym = nullptr;  // the symmetric allocation
+  int num_blocks = 0;            // 0: default
+  uint64_t timeout_ms = 300000;  // bound of the signal waits (tshmem_ep_buffer_set_timeout_ms)
+  char *sym = nullptr;           // the symmetric allocation
   uint64_t *dispatch_sig = nullptr;
   uint64_t *combine_sig = nullptr;
   int32_t *publish_row = nullptr;

@@ -56,8 +56,10 @@ struct DispatchParams {
 /// Sends every token row to each PE whose send-map entry is set (a peer pointer on this node, the proxy through
 /// the staging area to other nodes), then the last block to finish signals every PE.
 cudaError_t launch_dispatch_send(const DispatchParams &p, int blocks, cudaStream_t stream);
-/// One block: waits for the signal of every PE in `sig` (bounded by tshmem's wait timeout) and clears them.
-cudaError_t launch_wait_signals(uint64_t *sig, int n_pes, cudaStream_t stream);
+/// One block: waits for the signal of every PE in `sig` and clears them; after timeout_ms (0: tshmem's own bound,
+/// TSHMEM_WAIT_TIMEOUT_MS) it prints which PE did not signal in which step (0 dispatch, 1 combine) and traps.
+cudaError_t launch_wait_signals(uint64_t *sig, int n_pes, int my_pe, uint64_t timeout_ms, int step,
+                                cudaStream_t stream);
 /// Copies the received rows into the outputs (ids to local numbering, weights masked).
 cudaError_t launch_dispatch_recv(const DispatchParams &p, int blocks, cudaStream_t stream);
 

@@ -167,7 +167,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_dispatch(tshmem_ep_buffer_t buffer, t
     p.recv_capacity = recv_capacity;
     const int blocks = data_blocks(*buffer);
     EP_CUDA(launch_dispatch_send(p, blocks, stream));
-    EP_CUDA(launch_wait_signals(buffer->dispatch_sig, g.n_pes, stream));
+    EP_CUDA(launch_wait_signals(buffer->dispatch_sig, g.n_pes, g.my_pe, buffer->timeout_ms, 0, stream));
     EP_CUDA(launch_dispatch_recv(p, blocks, stream));
     return kSuccess;
   });

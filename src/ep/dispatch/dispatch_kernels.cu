@@ -3,6 +3,8 @@
 // (dst_offset[p] + send_index[t][p]): through the peer pointer for a PE of this node (16-byte stores over
 // NVLink), else packed once into this PE's staging area and put with tshmem::putmem_nbi (the off-node proxy).
 // Wait: one block waits for every PE's signal. Receive: warps copy the rows out into the caller's tensors.
+#include <cstdio>
+
 #include "core/kernels_common.cuh"
 #include "core/routes.h"
 #include "dispatch/dispatch.h"
@@ -62,9 +64,33 @@ __global__ void __launch_bounds__(kDataThreads) dispatch_send_kernel(const __gri
   finish_and_signal(p.counter, p.sig, p.my_pe, p.n_pes);
 }
 
-__global__ void wait_signals_kernel(uint64_t *sig, int n_pes) {
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Bounded: a PE that never signals (it failed before the call, or stopped) ends the wait after timeout_ms with a
+// message naming both PEs and the step, then a trap (the context is lost, as with tshmem's own bounded waits).
+// timeout_ms 0: tshmem's wait (bounded by TSHMEM_WAIT_TIMEOUT_MS, if set).
+__global__ void wait_signals_kernel(uint64_t *sig, int n_pes, int my_pe, uint64_t timeout_ms, int step) {
   for (int s = threadIdx.x; s < n_pes; s += blockDim.x) {
-    tshmem::signal_wait_until(sig + s, TSHMEM_CMP_EQ, 1);
+    if (timeout_ms == 0) {
+      tshmem::signal_wait_until(sig + s, TSHMEM_CMP_EQ, 1);
+    } else {
+      const uint64_t start = global_ns();
+      while (!tshmem::test(sig + s, TSHMEM_CMP_EQ, uint64_t{1})) {
+        if (global_ns() - start > timeout_ms * 1000000ull) {
+          printf(
+              "tshmem_ep: %s on PE %d: no signal from PE %d after %llu ms (it did not make the same call, or it "
+              "failed; tshmem_ep_buffer_set_timeout_ms sets the bound)\n",
+              step == 0 ? "tshmem_ep_dispatch" : "tshmem_ep_combine", my_pe, s,
+              static_cast<unsigned long long>(timeout_ms));
+          __trap();
+        }
+        __nanosleep(100);
+      }
+    }
     sig[s] = 0;  // the next use is behind a barrier or an all-gather of every PE
   }
 }
@@ -115,9 +141,10 @@ cudaError_t launch_dispatch_send(const DispatchParams &p, int blocks, cudaStream
   return cudaGetLastError();
 }
 
-cudaError_t launch_wait_signals(uint64_t *sig, int n_pes, cudaStream_t stream) {
+cudaError_t launch_wait_signals(uint64_t *sig, int n_pes, int my_pe, uint64_t timeout_ms, int step,
+                                cudaStream_t stream) {
   const unsigned threads = n_pes < 1024 ? static_cast<unsigned>((n_pes + 31) / 32 * 32) : 1024u;
-  wait_signals_kernel<<<1, threads, 0, stream>>>(sig, n_pes);
+  wait_signals_kernel<<<1, threads, 0, stream>>>(sig, n_pes, my_pe, timeout_ms, step);
   return cudaGetLastError();
 }
 

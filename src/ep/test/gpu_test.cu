@@ -324,6 +324,8 @@ TEST(EpGpuErrors, BadExpertIdFailsEveryPe) {
   tshmem_ep_handle_t h = nullptr;
   EP_OK(tshmem_ep_handle_create(b, T, E, &h));
   int64_t R = 0;
+  EXPECT_EQ(tshmem_ep_buffer_set_timeout_ms(b, -1), TSHMEM_EP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(tshmem_ep_buffer_set_num_blocks(b, -1), TSHMEM_EP_ERR_INVALID_ARGUMENT);
   // Wrong alignment and dtype: refused before anything is launched, on every PE alike.
   EXPECT_EQ(tshmem_ep_notify(b, h, as_bool(in_rank.p), per_expert.p, T, E, 0, 0, &R, nullptr, nullptr),
             TSHMEM_EP_ERR_INVALID_ARGUMENT);
