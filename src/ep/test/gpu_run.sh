@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One GPU round for tshmem_ep on a GPU host: configure (preset gpu), build the ep targets only (the CPU suite,
 # which CI runs, is left out: it would build tshmem_moe too), run the GPU suite (np 1, 2, 4 sharing the GPU, one
-# node and nodes of 1 and 2 PEs; the benchmark's smoke run) and the benchmark at np 1 and 2. The log goes to one file, $OUT/ep_gpu.log (./ep_gpu.log without OUT); the benchmark JSON lines (both
-# runs, appended) to $OUT/ep_bench.json.
+# node and nodes of 1 and 2 PEs; the benchmark's smoke run) and the benchmark at np 1 and 2. The log goes to one
+# file, $OUT/ep_gpu.log (./ep_gpu.log without OUT); the benchmark's JSON lines (both runs) to $OUT/ep_bench.json.
 # Usage (repository root): bash src/ep/test/gpu_run.sh
 set -uo pipefail
 export TSHMEM_DISABLE_NVLS=1 NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TSHMEM_ALLOW_SHARED_GPU=1
