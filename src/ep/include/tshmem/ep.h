@@ -86,15 +86,16 @@ typedef enum tshmem_ep_dtype {
 
 /** Channels per fp8 scale: x_scales is [T, hidden / 128] fp32. */
 #define TSHMEM_EP_FP8_BLOCK 128
-/** Limits of this implementation: top-k entries per token, PEs. */
+/** Limits of this implementation: top-k entries per token, PEs, experts. */
 #define TSHMEM_EP_MAX_TOPK 32
 #define TSHMEM_EP_MAX_PES 1024
+#define TSHMEM_EP_MAX_EXPERTS 1024
 
 typedef struct tshmem_ep_buffer *tshmem_ep_buffer_t; /**< Symmetric communication buffer (one per PE). */
 typedef struct tshmem_ep_handle *tshmem_ep_handle_t; /**< What a notify learnt: routes of one dispatch. */
 
 /** What a buffer is, as tshmem_ep_buffer_info reports it. */
-typedef struct tshmem_ep_buffer_info {
+typedef struct tshmem_ep_buffer_info_st {
   int my_pe;
   int n_pes;
   int pes_per_node; /**< PEs of one node (reached by NVLink load/store); nodes are consecutive PE ranges. */
