@@ -470,11 +470,14 @@ class Buffer:
 
     # ---- streams
 
+    @staticmethod
+    def _check_config(call, config):
+        if config is not None and not isinstance(config, Config):
+            raise ArgumentTypeError(f'{call}: config is a {type(config).__name__}; it must be a tshmem.ep.Config')
+
     def _config(self, call, config, default):
         if config is None:
             config = default(self.group_size)
-        elif not isinstance(config, Config):
-            raise ArgumentTypeError(f'{call}: config is a {type(config).__name__}; it must be a tshmem.ep.Config')
         if config.num_sms != self._blocks_set:
             _C.buffer_set_num_blocks(self._state.ptr, config.num_sms, call)
             self._blocks_set = config.num_sms
@@ -640,6 +643,7 @@ class Buffer:
             expert_alignment = _int(call, 'expert_alignment', expert_alignment)
             num_worst_tokens = _int(call, 'num_worst_tokens', num_worst_tokens)
         self._stream_args(call, previous_event, async_finish, allocate_on_comm_stream)
+        self._check_config(call, config)
         self._live(call)
         self._config(call, config, Buffer.get_dispatch_config)
         st = self._state
@@ -720,6 +724,7 @@ class Buffer:
                 _tensor(call, name, b, self._device, (torch.bfloat16,), 2, '[num_tokens, hidden]')
                 _shape(call, name, b, (handle.num_tokens, hidden), '[num_tokens of the dispatch, hidden of x]')
         self._stream_args(call, previous_event, async_finish, allocate_on_comm_stream)
+        self._check_config(call, config)
         self._live(call)
         self._config(call, config, Buffer.get_combine_config)
         st = self._state
