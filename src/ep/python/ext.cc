@@ -58,16 +58,19 @@ NB_MODULE(_ep_C, m) {
   m.attr("INT64") = static_cast<int>(TSHMEM_EP_INT64);
   m.attr("INT32") = static_cast<int>(TSHMEM_EP_INT32);
 
-  m.def("status_string", [](int s) { return std::string(tshmem_ep_status_string(static_cast<tshmem_ep_status_t>(s))); });
+  m.def("status_string",
+        [](int s) { return std::string(tshmem_ep_status_string(static_cast<tshmem_ep_status_t>(s))); });
   m.def("dtype_size", [](int d) { return tshmem_ep_dtype_size(dt(d)); });
   m.def("dispatch_row_bytes",
         [](int64_t hidden, int d, int64_t num_topk) { return tshmem_ep_dispatch_row_bytes(hidden, dt(d), num_topk); });
-  m.def("combine_row_bytes", [](int64_t hidden, int64_t num_topk) { return tshmem_ep_combine_row_bytes(hidden, num_topk); });
-  m.def("buffer_size_hint", [](int n_pes, int64_t max_tokens, int64_t hidden, int d, int64_t num_topk, const char *call) {
-    size_t nvl = 0, rdma = 0;
-    check(tshmem_ep_buffer_size_hint(n_pes, max_tokens, hidden, dt(d), num_topk, &nvl, &rdma), call);
-    return nb::make_tuple(nvl, rdma);
-  });
+  m.def("combine_row_bytes",
+        [](int64_t hidden, int64_t num_topk) { return tshmem_ep_combine_row_bytes(hidden, num_topk); });
+  m.def("buffer_size_hint",
+        [](int n_pes, int64_t max_tokens, int64_t hidden, int d, int64_t num_topk, const char *call) {
+          size_t nvl = 0, rdma = 0;
+          check(tshmem_ep_buffer_size_hint(n_pes, max_tokens, hidden, dt(d), num_topk, &nvl, &rdma), call);
+          return nb::make_tuple(nvl, rdma);
+        });
 
   // ---- buffer (create and destroy are collective and host-blocking: the GIL is released while they wait)
   m.def("buffer_create", [](size_t nvl, size_t rdma, const char *call) {
@@ -121,8 +124,8 @@ NB_MODULE(_ep_C, m) {
     {
       nb::gil_scoped_release release;  // waits for the stream when the device found a bad expert id
       st = tshmem_ep_get_dispatch_layout(buf(b), ptr<const int64_t>(topk_idx), num_tokens, num_topk, num_experts,
-                                         ptr<int32_t>(per_rank), ptr<int32_t>(per_rdma_rank),
-                                         ptr<int32_t>(per_expert), ptr<bool>(in_rank), stream_of(s));
+                                         ptr<int32_t>(per_rank), ptr<int32_t>(per_rdma_rank), ptr<int32_t>(per_expert),
+                                         ptr<bool>(in_rank), stream_of(s));
     }
     check(st, call);
   });
