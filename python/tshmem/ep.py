@@ -32,7 +32,6 @@ with a ``tshmem.UnfreedWarning``. Handles are local: a handle dropped by Python 
 buffer for the next dispatch (no device call), and the buffer frees them all in ``destroy()``.
 """
 
-import math
 import warnings
 import weakref
 
@@ -601,9 +600,9 @@ class Buffer:
             return key
         if torch.cuda.is_current_stream_capturing():
             raise InvalidArgumentError(
-                f'{call}: num_tokens = {num_tokens}, num_experts = {num_experts}: no idle handle fits during CUDA-graph '
-                'capture (handles allocate device memory, which capture forbids): run the same dispatch once '
-                'before capturing, and drop its handle')
+                f'{call}: num_tokens = {num_tokens}, num_experts = {num_experts}: no idle handle fits during '
+                'CUDA-graph capture (handles allocate device memory, which capture forbids): run the same dispatch '
+                'once before capturing, and drop its handle')
         cap = _capacity(num_tokens)
         key = (cap, num_experts, _C.handle_create(st.ptr, cap, num_experts, call))
         st.all.append(key[2])
