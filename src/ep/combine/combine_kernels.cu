@@ -7,6 +7,7 @@
 #include <cuda_bf16.h>
 
 #include "combine/combine.h"
+#include "core/kernels.h"
 #include "core/kernels_common.cuh"
 #include "core/routes.h"
 #include "dispatch/dispatch.h"
@@ -126,6 +127,14 @@ cudaError_t launch_combine_reduce(const CombineParams &p, int blocks, cudaStream
   if (p.num_tokens == 0) return cudaSuccess;
   combine_reduce_kernel<<<grid_for(p.num_tokens, blocks), kDataThreads, 0, stream>>>(p);
   return cudaGetLastError();
+}
+
+KernelSet combine_kernels() {
+  static const KernelRef kKernels[] = {
+      {reinterpret_cast<const void *>(&combine_send_kernel), "combine_send_kernel"},
+      {reinterpret_cast<const void *>(&combine_reduce_kernel), "combine_reduce_kernel"},
+  };
+  return {kKernels, sizeof kKernels / sizeof kKernels[0]};
 }
 
 }  // namespace tshmem_ep

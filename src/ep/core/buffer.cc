@@ -2,8 +2,10 @@
 // record (core/buffer.h).
 #include "core/buffer.h"
 
+#include <cstdio>
 #include <cstring>
 
+#include "core/kernels.h"
 #include "core/rows.h"
 #include "tshmem/tshmem.h"
 #include "tshmem/tshmemx.h"
@@ -13,6 +15,24 @@ namespace tshmem_ep {
 namespace {
 size_t pad256(size_t n) { return (n + 255) & ~size_t{255}; }
 }  // namespace
+
+Status load_kernels() {
+  // The one list of the kernel units: a unit added to the library is added here.
+  const KernelSet units[] = {layout_kernels(), notify_kernels(), dispatch_kernels(), combine_kernels()};
+  for (const KernelSet &unit : units)
+    for (size_t i = 0; i < unit.count; ++i) {
+      // Under lazy loading the attribute query loads the kernel (and fails here, not at a launch, when the
+      // library holds no code for this GPU).
+      cudaFuncAttributes attributes{};
+      const cudaError_t e = cudaFuncGetAttributes(&attributes, unit.kernels[i].fn);
+      if (e != cudaSuccess) {
+        char what[128];
+        std::snprintf(what, sizeof what, "loading the kernel %s (cudaFuncGetAttributes)", unit.kernels[i].name);
+        return cuda_fail(e, what);
+      }
+    }
+  return kSuccess;
+}
 
 size_t control_bytes(int n_pes) {
   const size_t row = static_cast<size_t>(publish_words(n_pes, TSHMEM_EP_MAX_EXPERTS)) * sizeof(int32_t);
@@ -51,11 +71,17 @@ Status tshmem_fail(int rc, const char *what) {
   return fail(TSHMEM_EP_ERR_TSHMEM, "%s failed (%s): %s", what, tshmemx_strerror(rc), tshmemx_last_error());
 }
 
-Status take_device_error(tshmem_ep_buffer *b, bool clear, int only) {
+Status take_device_error(tshmem_ep_buffer *b, cudaStream_t stream, bool clear, int only) {
+  // On the caller's stream, never the legacy default stream: that one would also wait for every other blocking
+  // stream of the process, where a kernel may be waiting for the off-node proxy.
   DeviceError e{};
-  EP_CUDA(cudaMemcpy(&e, b->err, sizeof e, cudaMemcpyDeviceToHost));
+  EP_CUDA(cudaMemcpyAsync(&e, b->err, sizeof e, cudaMemcpyDeviceToHost, stream));
+  EP_CUDA(cudaStreamSynchronize(stream));
   if (e.kind == kNoError || (only != kNoError && e.kind != only)) return kSuccess;
-  if (clear) EP_CUDA(cudaMemset(b->err, 0, sizeof(DeviceError)));
+  if (clear) {
+    EP_CUDA(cudaMemsetAsync(b->err, 0, sizeof(DeviceError), stream));
+    EP_CUDA(cudaStreamSynchronize(stream));  // cleared for every stream's next call
+  }
   switch (static_cast<DeviceErrorKind>(e.kind)) {
     case kBadExpert:
       return fail(TSHMEM_EP_ERR_INVALID_VALUE,
@@ -106,7 +132,12 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_create(size_t num_nvl_bytes, s
     b->device = device;
     b->num_nodes = b->geo.pes_per_node > 0 && n % b->geo.pes_per_node == 0 ? n / b->geo.pes_per_node : 0;
     DeviceGuard guard(device);
-    Status s = kSuccess;
+    // Every kernel of the library is loaded now, before the first one can wait for another PE (see load_kernels).
+    Status s = load_kernels();
+    if (s != kSuccess) {
+      delete b;
+      return s;
+    }
     if (cudaDeviceGetAttribute(&b->sm_count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) b->sm_count = 1;
     // Nodes must be consecutive PE ranges of equal size, as DeepEP's RDMA ranks are: checked locally with the
     // load/store reachability the peer table gives (the same answer on every PE of a consistent launch).
@@ -224,8 +255,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_check_device_errors(tshmem_ep_buffer_
   return guarded("tshmem_ep_check_device_errors", [&]() -> Status {
     EP_TRY(check_buffer(buffer));
     DeviceGuard guard(buffer->device);
-    EP_CUDA(cudaStreamSynchronize(stream));
-    return take_device_error(buffer);
+    return take_device_error(buffer, stream);
   });
 }
 

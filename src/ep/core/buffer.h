@@ -77,8 +77,12 @@ class DeviceGuard {
 Status tshmem_fail(int rc, const char *what);
 /// After a synchronising notify: the most rows any PE receives, sends (= gets back in combine) and owns.
 void handle_totals(const tshmem_ep_handle &h, int64_t *max_recv, int64_t *max_send, int64_t *max_tokens);
-/// Reads the buffer's device error record (the stream must have been synchronised) and, with `clear`, clears it.
+/// Waits for `stream`, reads the buffer's device error record and, with `clear`, clears it (on `stream`).
 /// `only`: a DeviceErrorKind to report (others are left alone), or kNoError for any.
-Status take_device_error(tshmem_ep_buffer *b, bool clear = true, int only = kNoError);
+Status take_device_error(tshmem_ep_buffer *b, cudaStream_t stream, bool clear = true, int only = kNoError);
+/// Loads every kernel of the library (core/kernels.h). Under CUDA's lazy loading a kernel is otherwise loaded at
+/// its first launch, and a load while another kernel of the process waits for the off-node proxy holds the
+/// proxy's copies behind that kernel: neither ends (docs/ep.md, "Kernels are loaded when the buffer is made").
+Status load_kernels();
 
 }  // namespace tshmem_ep

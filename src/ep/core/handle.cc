@@ -27,7 +27,11 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_handle_create(tshmem_ep_buffer_t buff
     if (e == cudaSuccess) {
       h->d_send_index = h->d_matrix + matrix;
       h->d_info = h->d_send_index + send;
-      e = cudaMemset(h->d_matrix, 0, sizeof(int32_t) * (matrix + send + info));
+      // Zeroed and waited for here, on this thread's stream: a plain cudaMemset runs on the legacy default stream,
+      // unordered with the non-blocking stream of the first notify (and waiting, on the device, for every
+      // blocking stream of the process, where a kernel may wait for the off-node proxy).
+      e = cudaMemsetAsync(h->d_matrix, 0, sizeof(int32_t) * (matrix + send + info), cudaStreamPerThread);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamPerThread);
     }
     if (e == cudaSuccess)
       e = cudaMallocHost(reinterpret_cast<void **>(&h->h_matrix), sizeof(int32_t) * (matrix + info));

@@ -86,7 +86,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_notify(tshmem_ep_buffer_t buffer, tsh
     const int32_t bad = handle->h_info[il.status];
     if (bad != 0) {
       // Every PE sees the same flags, so every PE fails here; the PE that holds the bad entry says which.
-      const Status mine = take_device_error(buffer, true, kBadExpert);
+      const Status mine = take_device_error(buffer, stream, true, kBadExpert);
       if (mine != kSuccess) return mine;
       return fail(TSHMEM_EP_ERR_INVALID_VALUE,
                   "PE %d found an expert id outside [-1, num_experts = %lld) in its topk_idx (its own error names "

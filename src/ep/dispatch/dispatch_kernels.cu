@@ -5,6 +5,7 @@
 // Wait: one block waits for every PE's signal. Receive: warps copy the rows out into the caller's tensors.
 #include <cstdio>
 
+#include "core/kernels.h"
 #include "core/kernels_common.cuh"
 #include "core/routes.h"
 #include "dispatch/dispatch.h"
@@ -152,6 +153,15 @@ cudaError_t launch_dispatch_recv(const DispatchParams &p, int blocks, cudaStream
   if (p.recv_capacity == 0) return cudaSuccess;
   dispatch_recv_kernel<<<grid_for(p.recv_capacity, blocks), kDataThreads, 0, stream>>>(p);
   return cudaGetLastError();
+}
+
+KernelSet dispatch_kernels() {
+  static const KernelRef kKernels[] = {
+      {reinterpret_cast<const void *>(&dispatch_send_kernel), "dispatch_send_kernel"},
+      {reinterpret_cast<const void *>(&wait_signals_kernel), "wait_signals_kernel"},
+      {reinterpret_cast<const void *>(&dispatch_recv_kernel), "dispatch_recv_kernel"},
+  };
+  return {kKernels, sizeof kKernels / sizeof kKernels[0]};
 }
 
 }  // namespace tshmem_ep

@@ -1,6 +1,7 @@
 // The kernels of the notify step (dispatch/dispatch.h): the send map and the publish row before the all-gather,
 // the prefix offsets after it. Neither touches a peer: the all-gather between them (tshmemx_allgather_on_stream)
 // is the only communication, so these units need no device API.
+#include "core/kernels.h"
 #include "core/routes.h"
 #include "dispatch/dispatch.h"
 #include "tshmem/ep.h"
@@ -84,6 +85,14 @@ cudaError_t launch_prefix(const int32_t *matrix, int n_pes, int my_pe, int64_t n
   prefix_kernel<<<1, kPrefixThreads, 0, stream>>>(matrix, n_pes, my_pe, num_experts, expert_alignment, num_worst_tokens,
                                                   handle_matrix, info, err);
   return cudaGetLastError();
+}
+
+KernelSet notify_kernels() {
+  static const KernelRef kKernels[] = {
+      {reinterpret_cast<const void *>(&count_kernel), "count_kernel"},
+      {reinterpret_cast<const void *>(&prefix_kernel), "prefix_kernel"},
+  };
+  return {kKernels, sizeof kKernels / sizeof kKernels[0]};
 }
 
 }  // namespace tshmem_ep

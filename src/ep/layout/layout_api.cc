@@ -26,9 +26,9 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_get_dispatch_layout(tshmem_ep_buffer_
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     EP_CUDA(cudaStreamIsCapturing(stream, &capture));
     if (capture != cudaStreamCaptureStatusNone) return kSuccess;  // reported by notify or check_device_errors
-    EP_CUDA(cudaStreamSynchronize(stream));
-    // Kept (not cleared): the next notify publishes it, so that every PE refuses to dispatch alike.
-    return take_device_error(buffer, false, kBadExpert);
+    // Waits for the stream. Kept (not cleared): the next notify publishes it, so that every PE refuses to
+    // dispatch alike.
+    return take_device_error(buffer, stream, false, kBadExpert);
   });
 }
 

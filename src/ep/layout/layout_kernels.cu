@@ -1,6 +1,7 @@
 // The dispatch layout on the GPU: one thread per token reads its top-k row once and adds to the per-expert,
 // per-PE and per-node counts (integer atomics: the totals do not depend on the order) and marks
 // is_token_in_rank. An entry outside [-1, num_experts) counts as -1 and is recorded (the first one wins).
+#include "core/kernels.h"
 #include "layout/layout.h"
 
 namespace tshmem_ep {
@@ -54,6 +55,13 @@ cudaError_t launch_layout(const int64_t *topk_idx, int64_t num_tokens, int num_t
   layout_kernel<<<blocks, kThreads, 0, stream>>>(topk_idx, num_tokens, num_topk, num_experts, n_pes, pes_per_node,
                                                  per_rank, per_node, per_expert, in_rank, err);
   return cudaGetLastError();
+}
+
+KernelSet layout_kernels() {
+  static const KernelRef kKernels[] = {
+      {reinterpret_cast<const void *>(&layout_kernel), "layout_kernel"},
+  };
+  return {kKernels, sizeof kKernels / sizeof kKernels[0]};
 }
 
 }  // namespace tshmem_ep

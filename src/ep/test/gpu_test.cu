@@ -88,8 +88,9 @@ tshmem_ep_buffer_t buffer() {
   static tshmem_ep_buffer_t b = nullptr;
   if (!b) {
     size_t nvl = 0, rdma = 0;
-    if (tshmem_ep_buffer_size_hint(tshmem_n_pes(), 160, 512, TSHMEM_EP_BFLOAT16, 8, &nvl, &rdma) == 0)
-      tshmem_ep_buffer_create(nvl, rdma, &b);
+    if (tshmem_ep_buffer_size_hint(tshmem_n_pes(), 160, 512, TSHMEM_EP_BFLOAT16, 8, &nvl, &rdma) == 0 &&
+        tshmem_ep_buffer_create(nvl, rdma, &b) == 0)
+      tshmem_ep_buffer_set_timeout_ms(b, 0);  // the signal waits end at the test's TSHMEM_WAIT_TIMEOUT_MS
   }
   return b;
 }
