@@ -23,7 +23,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_combine(tshmem_ep_buffer_t buffer, ts
                   static_cast<const void *>(handle));
     const Geometry &g = buffer->geo;
     EP_TRY(check_combine_args(g, x, x_dtype, num_rows, hidden, topk_weights, num_topk, combined_topk_weights,
-                              combined_x, bias0, bias1));
+                              combined_x, bias0, bias1, handle->num_tokens));
     const CombineRow row = combine_row(hidden, num_topk);
     int64_t max_recv = 0, max_send = 0, max_tokens = 0;
     if (handle->num_recv >= 0) {

@@ -102,12 +102,19 @@ Status check_dispatch_args(const Geometry &g, int64_t notified_tokens, const voi
   if (!fp8 && x_scales)
     return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "x_scales = %p; bf16 rows have no scales (pass NULL)",
                 static_cast<const void *>(x_scales));
-  if ((topk_idx == nullptr) != (topk_weights == nullptr))
+  // An array of zero elements may be NULL (an empty tensor's data pointer): with num_tokens == 0, num_topk alone
+  // says whether top-k entries travel (every PE passes the same num_topk: it shapes the rows).
+  const bool no_tokens = num_tokens == 0;
+  if (!no_tokens && (topk_idx == nullptr) != (topk_weights == nullptr))
     return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "topk_idx = %p, topk_weights = %p; pass both or neither",
                 static_cast<const void *>(topk_idx), static_cast<const void *>(topk_weights));
-  if (topk_idx && (num_topk < 1 || num_topk > TSHMEM_EP_MAX_TOPK))
+  const bool with_topk = topk_idx || topk_weights || (no_tokens && num_topk != 0);
+  if (with_topk && (num_topk < 1 || num_topk > TSHMEM_EP_MAX_TOPK))
     return bad("num_topk", num_topk, "must be in [1, TSHMEM_EP_MAX_TOPK = 32] when topk_idx is given");
-  if (!topk_idx && num_topk != 0) return bad("num_topk", num_topk, "must be 0 when topk_idx is NULL");
+  if (!with_topk && num_topk != 0)
+    return bad("num_topk", num_topk,
+               "must be 0 when topk_idx is NULL (NULL stands for an empty array only when "
+               "num_tokens is 0)");
   if (recv_capacity < 0) return bad("recv_capacity", recv_capacity, "must be >= 0");
   if (recv_capacity > 0 && !recv_x) return null_arg("recv_x");
   if (!aligned16(recv_x)) return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "recv_x = %p; must be 16-byte aligned", recv_x);
@@ -117,7 +124,7 @@ Status check_dispatch_args(const Geometry &g, int64_t notified_tokens, const voi
 
 Status check_combine_args(const Geometry &g, const void *x, tshmem_ep_dtype_t x_dtype, int64_t num_rows, int64_t hidden,
                           const float *topk_weights, int64_t num_topk, const float *combined_topk_weights,
-                          const void *combined_x, const void *bias0, const void *bias1) {
+                          const void *combined_x, const void *bias0, const void *bias1, int64_t num_tokens) {
   (void)g;
   if (x_dtype != TSHMEM_EP_BFLOAT16)
     return bad("x_dtype", static_cast<long long>(x_dtype), "combine sums TSHMEM_EP_BFLOAT16 (0) rows only");
@@ -127,17 +134,30 @@ Status check_combine_args(const Geometry &g, const void *x, tshmem_ep_dtype_t x_
   if (num_rows < 0) return bad("num_rows", num_rows, "must be >= 0");
   if (num_rows > 0 && !x) return null_arg("x");
   if (!aligned16(x)) return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "x = %p; must be 16-byte aligned", x);
-  if (!combined_x) return null_arg("combined_x");
+  if (num_tokens != 0 && !combined_x) return null_arg("combined_x");
   if (!aligned16(combined_x))
     return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "combined_x = %p; must be 16-byte aligned", combined_x);
   if (!aligned16(bias0)) return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "bias0 = %p; must be 16-byte aligned", bias0);
   if (!aligned16(bias1)) return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "bias1 = %p; must be 16-byte aligned", bias1);
-  if ((topk_weights == nullptr) != (combined_topk_weights == nullptr))
+  // topk_weights [num_rows, num_topk] and combined_topk_weights [num_tokens, num_topk]: both or neither, where an
+  // array of zero elements may be NULL (num_topk then says that the weights travel).
+  const bool weights_missing = !topk_weights && num_rows != 0;
+  const bool combined_missing = !combined_topk_weights && num_tokens != 0;
+  const auto both_or_neither = [&] {
     return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "topk_weights = %p, combined_topk_weights = %p; pass both or neither",
                 static_cast<const void *>(topk_weights), static_cast<const void *>(combined_topk_weights));
-  if (topk_weights && (num_topk < 1 || num_topk > TSHMEM_EP_MAX_TOPK))
+  };
+  if (num_topk == 0) {
+    if (topk_weights)
+      return bad("num_topk", num_topk, "must be in [1, TSHMEM_EP_MAX_TOPK = 32] when topk_weights is given");
+    if (combined_topk_weights) return both_or_neither();
+    return kSuccess;
+  }
+  if (num_topk < 1 || num_topk > TSHMEM_EP_MAX_TOPK)
     return bad("num_topk", num_topk, "must be in [1, TSHMEM_EP_MAX_TOPK = 32] when topk_weights is given");
-  if (!topk_weights && num_topk != 0) return bad("num_topk", num_topk, "must be 0 when topk_weights is NULL");
+  if (weights_missing)
+    return bad("num_topk", num_topk, "must be 0 when topk_weights is NULL (NULL stands for an empty array only)");
+  if (combined_missing) return both_or_neither();
   return kSuccess;
 }
 

@@ -1,7 +1,10 @@
 // The host-side rules of every entry point, as pure functions of the call's arguments and the buffer's geometry,
 // so that the rules and their messages are tested without a GPU. Each returns kSuccess or records a message
 // "<call>: <argument> = <value>; <rule>" and returns INVALID_ARGUMENT or BUFFER_TOO_SMALL. Nothing here touches
-// the device.
+// the device. One rule for pointers everywhere: a pointer to an array of zero elements may be NULL (the data
+// pointer of an empty tensor is 0): num_tokens == 0 for x, x_scales, topk_idx, topk_weights, is_token_in_rank,
+// combined_x and combined_topk_weights; num_rows == 0 for combine's x and topk_weights; recv_capacity == 0 for
+// the dispatch's outputs. A NULL for an array that has elements is refused, naming the argument.
 #pragma once
 
 #include <cstddef>
@@ -35,9 +38,11 @@ Status check_dispatch_args(const Geometry &g, int64_t notified_tokens, const voi
                            const float *x_scales, int64_t num_tokens, int64_t hidden, const int64_t *topk_idx,
                            const float *topk_weights, int64_t num_topk, const void *recv_x, const float *recv_x_scales,
                            int64_t recv_capacity);
+/// num_tokens: the dispatch's (rows of combined_x), -1 when unknown (then combined_x is required).
 Status check_combine_args(const Geometry &g, const void *x, tshmem_ep_dtype_t x_dtype, int64_t num_rows, int64_t hidden,
                           const float *topk_weights, int64_t num_topk, const float *combined_topk_weights,
-                          const void *combined_x, const void *bias0 = nullptr, const void *bias1 = nullptr);
+                          const void *combined_x, const void *bias0 = nullptr, const void *bias1 = nullptr,
+                          int64_t num_tokens = -1);
 
 /// What the buffer must hold for one call: `rows` rows of `stride` bytes in the receive area (num_nvl_bytes) or
 /// the staging area (num_rdma_bytes); `who` names the PE and the step for the message.

@@ -161,8 +161,9 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_dispatch(tshmem_ep_buffer_t buffer, t
     p.err = buffer->err;
     p.recv_x = static_cast<char *>(recv_x);
     p.recv_scales = recv_x_scales;
-    p.recv_topk_idx = topk_idx ? recv_topk_idx : nullptr;
-    p.recv_topk_weights = topk_idx ? recv_topk_weights : nullptr;
+    // num_topk, not the pointers, says whether the entries travel: a PE without tokens may pass NULL for them.
+    p.recv_topk_idx = num_topk > 0 ? recv_topk_idx : nullptr;
+    p.recv_topk_weights = num_topk > 0 ? recv_topk_weights : nullptr;
     p.recv_src_idx = recv_src_idx;
     p.recv_capacity = recv_capacity;
     const int blocks = data_blocks(*buffer);

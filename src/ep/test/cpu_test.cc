@@ -104,6 +104,87 @@ TEST(EpChecks, CombineRules) {
   expect_message("tshmem_ep_combine", "bias0 = ", "16-byte aligned");
 }
 
+// One rule in every call: NULL stands for an array of zero elements (an empty tensor's data pointer is 0), never
+// for one that has elements.
+TEST(EpChecks, NullStandsForEmptyArraysOnly) {
+  const Geometry g = geo(2);
+  {
+    CallScope call("tshmem_ep_dispatch");
+    // A PE without tokens: x, x_scales, topk_idx, topk_weights NULL with num_topk = 2 (what every PE passes),
+    // outputs for the rows it receives.
+    EXPECT_EQ(
+        check_dispatch_args(g, 0, nullptr, TSHMEM_EP_FLOAT8_E4M3, nullptr, 0, 256, nullptr, nullptr, 2, kOut, kF, 8),
+        kSuccess)
+        << last_error();
+    EXPECT_EQ(
+        check_dispatch_args(g, 0, nullptr, TSHMEM_EP_BFLOAT16, nullptr, 0, 256, nullptr, nullptr, 0, kOut, nullptr, 8),
+        kSuccess);
+    // ... and receiving nothing: the outputs may be NULL too.
+    EXPECT_EQ(check_dispatch_args(g, 0, nullptr, TSHMEM_EP_FLOAT8_E4M3, nullptr, 0, 256, nullptr, nullptr, 2, nullptr,
+                                  nullptr, 0),
+              kSuccess);
+    EXPECT_EQ(
+        check_dispatch_args(g, 0, nullptr, TSHMEM_EP_BFLOAT16, nullptr, 0, 256, nullptr, nullptr, 33, kOut, nullptr, 8),
+        TSHMEM_EP_ERR_INVALID_ARGUMENT);
+    expect_message("tshmem_ep_dispatch", "num_topk = 33", "[1, TSHMEM_EP_MAX_TOPK");
+    // With tokens, NULL is refused.
+    EXPECT_EQ(check_dispatch_args(g, 4, kX, TSHMEM_EP_BFLOAT16, nullptr, 4, 256, nullptr, nullptr, 2, kOut, nullptr, 8),
+              TSHMEM_EP_ERR_INVALID_ARGUMENT);
+    expect_message("tshmem_ep_dispatch", "num_topk = 2", "must be 0 when topk_idx is NULL");
+    EXPECT_EQ(check_dispatch_args(g, 4, kX, TSHMEM_EP_BFLOAT16, nullptr, 4, 256, kI, nullptr, 2, kOut, nullptr, 8),
+              TSHMEM_EP_ERR_INVALID_ARGUMENT);
+    expect_message("tshmem_ep_dispatch", "topk_weights = (nil)", "both or neither");
+    EXPECT_EQ(
+        check_dispatch_args(g, 4, nullptr, TSHMEM_EP_BFLOAT16, nullptr, 4, 256, nullptr, nullptr, 0, kOut, nullptr, 8),
+        TSHMEM_EP_ERR_INVALID_ARGUMENT);
+    expect_message("tshmem_ep_dispatch", "x = NULL", "required");
+    EXPECT_EQ(check_dispatch_args(g, 4, kX, TSHMEM_EP_FLOAT8_E4M3, nullptr, 4, 256, nullptr, nullptr, 0, kOut, kF, 8),
+              TSHMEM_EP_ERR_INVALID_ARGUMENT);
+    expect_message("tshmem_ep_dispatch", "x_scales", "= NULL; it is required");
+    EXPECT_EQ(
+        check_dispatch_args(g, 4, kX, TSHMEM_EP_BFLOAT16, nullptr, 4, 256, nullptr, nullptr, 0, nullptr, nullptr, 8),
+        TSHMEM_EP_ERR_INVALID_ARGUMENT);
+    expect_message("tshmem_ep_dispatch", "recv_x = NULL", "required");
+  }
+  {
+    CallScope call("tshmem_ep_combine");
+    // No rows received and no tokens of its own: every array is empty.
+    EXPECT_EQ(
+        check_combine_args(g, nullptr, TSHMEM_EP_BFLOAT16, 0, 256, nullptr, 2, nullptr, nullptr, nullptr, nullptr, 0),
+        kSuccess)
+        << last_error();
+    // Rows received, no tokens: combined_x and combined_topk_weights may be NULL; the rows may not.
+    EXPECT_EQ(check_combine_args(g, kX, TSHMEM_EP_BFLOAT16, 3, 256, kF, 2, nullptr, nullptr, nullptr, nullptr, 0),
+              kSuccess);
+    EXPECT_EQ(check_combine_args(g, kX, TSHMEM_EP_BFLOAT16, 3, 256, nullptr, 2, nullptr, nullptr, nullptr, nullptr, 0),
+              TSHMEM_EP_ERR_INVALID_ARGUMENT);
+    expect_message("tshmem_ep_combine", "num_topk = 2", "must be 0 when topk_weights is NULL");
+    // Tokens, no rows: x and topk_weights may be NULL; the outputs may not.
+    EXPECT_EQ(check_combine_args(g, nullptr, TSHMEM_EP_BFLOAT16, 0, 256, nullptr, 2, kF, kOut, nullptr, nullptr, 5),
+              kSuccess);
+    EXPECT_EQ(
+        check_combine_args(g, nullptr, TSHMEM_EP_BFLOAT16, 0, 256, nullptr, 2, nullptr, kOut, nullptr, nullptr, 5),
+        TSHMEM_EP_ERR_INVALID_ARGUMENT);
+    expect_message("tshmem_ep_combine", "combined_topk_weights = (nil)", "both or neither");
+    EXPECT_EQ(
+        check_combine_args(g, nullptr, TSHMEM_EP_BFLOAT16, 0, 256, nullptr, 0, nullptr, nullptr, nullptr, nullptr, 5),
+        TSHMEM_EP_ERR_INVALID_ARGUMENT);
+    expect_message("tshmem_ep_combine", "combined_x = NULL", "required");
+    EXPECT_EQ(
+        check_combine_args(g, nullptr, TSHMEM_EP_BFLOAT16, 3, 256, nullptr, 0, nullptr, kOut, nullptr, nullptr, 5),
+        TSHMEM_EP_ERR_INVALID_ARGUMENT);
+    expect_message("tshmem_ep_combine", "x = NULL", "required");
+  }
+  {
+    CallScope call("tshmem_ep_notify");
+    int32_t counts[8] = {};
+    int64_t recv = 0;
+    EXPECT_EQ(check_notify_args(g, 16, 8, nullptr, counts, 0, 8, 1, 0, &recv), kSuccess);
+    EXPECT_EQ(check_notify_args(g, 16, 8, nullptr, counts, 3, 8, 1, 0, &recv), TSHMEM_EP_ERR_INVALID_ARGUMENT);
+    expect_message("tshmem_ep_notify", "is_token_in_rank = NULL", "required");
+  }
+}
+
 TEST(EpChecks, LayoutAndNotifyRules) {
   const Geometry g = geo(4);
   int32_t counts[8];

@@ -36,7 +36,11 @@
  * for its stream and returns TSHMEM_EP_ERR_INVALID_VALUE (except under CUDA-graph capture, where it cannot
  * wait: then the synchronising notify, or tshmem_ep_check_device_errors, reports it).
  *
- * Pointers: device memory of this PE's GPU unless marked "host". Tensors are contiguous, row-major. Dtypes:
+ * Pointers: device memory of this PE's GPU unless marked "host". Tensors are contiguous, row-major. A pointer to
+ * an array of zero elements may be NULL (what an empty tensor's data pointer is): num_tokens == 0 for x,
+ * x_scales, topk_idx, topk_weights, is_token_in_rank, combined_x, combined_topk_weights; num_rows == 0 for
+ * combine's x and topk_weights; recv_capacity == 0 for the dispatch's outputs. Then num_topk alone says whether
+ * top-k entries travel (every PE passes the same). A NULL for an array with elements is refused. Dtypes:
  * topk_idx int64, topk_weights and scales fp32, counts int32, is_token_in_rank bool (1 byte); x as given.
  *
  * This header compiles as C and C++.
