@@ -366,6 +366,17 @@ def to_dev(t):
     return None if t is None else t.to(dev())
 
 
+def call_kw(stream_kw):
+    """The stream arguments of one call. A previous_event in stream_kw stands for 'what the current stream has done
+    so far', so it is recorded afresh before each call: the communication stream waits for that event alone, and
+    an event recorded before the inputs were made (the expert output computed between dispatch and combine) would
+    let the call read them before they are written."""
+    kw = dict(stream_kw)
+    if kw.get('previous_event') is not None:
+        kw['previous_event'] = ep.EventOverlap(torch.cuda.current_stream().record_event())
+    return kw
+
+
 def run_layer(b, case, seed, align=1, bias_kind='none', num_worst_tokens=0, **stream_kw):
     """layout, dispatch, the experts, combine on this PE; checks each against the reference. Returns the outputs."""
     me, n = tshmem.my_pe(), tshmem.n_pes()
@@ -380,7 +391,7 @@ def run_layer(b, case, seed, align=1, bias_kind='none', num_worst_tokens=0, **st
     xin = (x, scales) if scales is not None else x
     recv, recv_idx, recv_w, counts, handle, event = b.dispatch(
         xin, None, per_rank, per_rdma, in_rank, per_expert, idx, w, expert_alignment=align,
-        num_worst_tokens=num_worst_tokens, **stream_kw)
+        num_worst_tokens=num_worst_tokens, **call_kw(stream_kw))
     if stream_kw.get('async_finish'):
         event.current_stream_wait()
     rx, rs, ri, rw, rcounts, _ = ref_dispatch(me, inputs, E, n, align)
@@ -402,7 +413,7 @@ def run_layer(b, case, seed, align=1, bias_kind='none', num_worst_tokens=0, **st
     y = expert_output(recv_x, recv_s, me)
     bias = [to_dev(t) for t in make_bias(bias_kind, x.shape[0], x.shape[1], seed, me)]
     bias_arg = None if bias_kind == 'none' else (bias[0] if bias_kind == 'one' else tuple(bias))
-    combined, combined_w, event = b.combine(y, handle, recv_w, bias_arg, **stream_kw)
+    combined, combined_w, event = b.combine(y, handle, recv_w, bias_arg, **call_kw(stream_kw))
     if stream_kw.get('async_finish'):
         with event:
             pass
