@@ -447,6 +447,15 @@ class Buffer:
     def get_root_rdma_rank(self, global_):
         return self.get_rdma_rank() * self._info['pes_per_node'] if global_ else 0
 
+    def set_timeout_ms(self, timeout_ms):
+        """Bound of this PE's waits for the other PEs' signals in dispatch and combine (default 300000 ms; 0: tshmem's
+        TSHMEM_WAIT_TIMEOUT_MS): a PE that does not make the same call in time makes the kernel print which PE and
+        which call, and trap, instead of waiting for ever (tshmem_ep_buffer_set_timeout_ms). Local; not DeepEP's."""
+        call = 'tshmem.ep.Buffer.set_timeout_ms'
+        timeout_ms = _int(call, 'timeout_ms', timeout_ms)
+        self._live(call)
+        _C.buffer_set_timeout_ms(self._state.ptr, timeout_ms, call)
+
     @staticmethod
     def set_num_sms(new_num_sms):
         """Thread blocks of the data kernels in the default configs (0: the library's default). Every PE must use

@@ -304,13 +304,19 @@ def test_wrong_device_and_foreign_handle():
         cpu.combine(_x(), mine, topk_weights=_W[:3])
 
 
+def test_set_timeout_ms_takes_an_int():
+    with pytest.raises(tshmem.ArgumentTypeError, match=r'set_timeout_ms: timeout_ms = 1.5 is not an int'):
+        ep.Buffer._without_memory().set_timeout_ms(1.5)
+
+
 def test_correct_arguments_reach_the_buffer():
     """Arguments that pass every check get as far as the buffer (which here has no memory)."""
     b = ep.Buffer._without_memory(n_pes=2)
     for call in (lambda: b.get_dispatch_layout(_IDX, 8),
                  lambda: b.dispatch(_x(), topk_idx=_IDX, topk_weights=_W, **_layout_args()),
                  lambda: b.dispatch((_x(dtype=FP8), torch.zeros((4, 2))), **_layout_args()),
-                 lambda: b.combine(_x(), ep.Handle(b._state, (128, 8, 0)), _W, None, ep.Config(8))):
+                 lambda: b.combine(_x(), ep.Handle(b._state, (128, 8, 0)), _W, None, ep.Config(8)),
+                 lambda: b.set_timeout_ms(1000)):
         with pytest.raises(tshmem.NotInitializedError, match='has no memory'):
             call()
 
@@ -346,6 +352,7 @@ CASES = [
     Case('fp8-k2-e256-first-empty', 'fp8', 2, 256, 256, 70, minus=0.1, empty='first'),
 ]
 MAX_TOKENS = 200  # per PE, above every case's
+SIGNAL_TIMEOUT_MS = 60000  # the buffer's bound of a wait for another PE (see buf)
 
 
 def dev():
@@ -358,6 +365,9 @@ def buf(pe):
         pytest.skip('needs a GPU heap, CUDA torch and tshmem.ep\'s extension')
     nvl, rdma = ep.buffer_size_hint(pe[1], MAX_TOKENS, 512, BF16, 8)
     b = ep.Buffer(None, nvl, rdma)
+    # A PE that fails (or skips) between two collective calls leaves the others waiting for its signal: bounded
+    # here, so that a divergence is an error naming the PE, not a hang.
+    b.set_timeout_ms(SIGNAL_TIMEOUT_MS)
     yield b
     b.destroy()
 
@@ -378,15 +388,23 @@ def call_kw(stream_kw):
 
 
 def run_layer(b, case, seed, align=1, bias_kind='none', num_worst_tokens=0, **stream_kw):
-    """layout, dispatch, the experts, combine on this PE; checks each against the reference. Returns the outputs."""
+    """layout, dispatch, the experts, combine on this PE; checks each against the reference. Returns the outputs.
+    Every PE makes every collective call whatever it finds: mismatches are collected and asserted at the end, so
+    that a wrong result on one PE fails the test there instead of leaving the others waiting in the combine."""
     me, n = tshmem.my_pe(), tshmem.n_pes()
+    problems = []
+
+    def check(ok, what):
+        if not ok:
+            problems.append(what)
+
     inputs = [make_inputs(case, seed, p, n) for p in range(n)]
     idx, w, x, scales = (to_dev(t) for t in inputs[me])
     E = case.experts
     layout = b.get_dispatch_layout(idx, E)
     want = ref_layout(inputs[me][0], E, n, b._info['pes_per_node'])
     for got, exp, name in zip(layout[:4], want, ('per_rank', 'per_rdma', 'per_expert', 'in_rank')):
-        assert same_bits(got, exp), f'{case.name}: {name}'
+        check(same_bits(got, exp), f'{case.name}: {name}')
     per_rank, per_rdma, per_expert, in_rank, _ = layout
     xin = (x, scales) if scales is not None else x
     recv, recv_idx, recv_w, counts, handle, event = b.dispatch(
@@ -398,18 +416,18 @@ def run_layer(b, case, seed, align=1, bias_kind='none', num_worst_tokens=0, **st
     rows = rx.shape[0]
     recv_x, recv_s = recv if scales is not None else (recv, None)
     if num_worst_tokens:
-        assert recv_x.shape[0] == num_worst_tokens and counts == []
-        assert handle.num_recv_tokens is None
+        check(recv_x.shape[0] == num_worst_tokens and counts == [], f'{case.name}: worst-case outputs')
+        check(handle.num_recv_tokens is None, f'{case.name}: num_recv_tokens after a worst-case dispatch')
         dc = handle.device_counts().cpu().tolist()
-        assert dc == [rows] + rcounts, f'{case.name}: device counts'
-        assert (recv_idx[rows:] == -1).all() and (recv_w[rows:] == 0).all()
+        check(dc == [rows] + rcounts, f'{case.name}: device counts {dc}, expected {[rows] + rcounts}')
+        check(bool((recv_idx[rows:] == -1).all()) and bool((recv_w[rows:] == 0).all()), f'{case.name}: padding rows')
     else:
-        assert counts == rcounts, f'{case.name}: num_recv_tokens_per_expert_list'
-        assert handle.num_recv_tokens == rows
-    assert same_bits(recv_x[:rows], rx), f'{case.name}: recv_x'
+        check(counts == rcounts, f'{case.name}: num_recv_tokens_per_expert_list {counts}, expected {rcounts}')
+        check(handle.num_recv_tokens == rows, f'{case.name}: num_recv_tokens {handle.num_recv_tokens}, expected {rows}')
+    check(same_bits(recv_x[:rows], rx), f'{case.name}: recv_x')
     if scales is not None:
-        assert same_bits(recv_s[:rows], rs), f'{case.name}: recv_x_scales'
-    assert same_bits(recv_idx[:rows], ri) and same_bits(recv_w[:rows], rw), f'{case.name}: recv top-k'
+        check(same_bits(recv_s[:rows], rs), f'{case.name}: recv_x_scales')
+    check(same_bits(recv_idx[:rows], ri) and same_bits(recv_w[:rows], rw), f'{case.name}: recv top-k')
     y = expert_output(recv_x, recv_s, me)
     bias = [to_dev(t) for t in make_bias(bias_kind, x.shape[0], x.shape[1], seed, me)]
     bias_arg = None if bias_kind == 'none' else (bias[0] if bias_kind == 'one' else tuple(bias))
@@ -418,8 +436,9 @@ def run_layer(b, case, seed, align=1, bias_kind='none', num_worst_tokens=0, **st
         with event:
             pass
     exp, exp_w = ref_combine(me, inputs, E, n, make_bias(bias_kind, x.shape[0], x.shape[1], seed, me))
-    assert same_bits(combined, exp), f'{case.name}: combined_x'
-    assert same_bits(combined_w, exp_w), f'{case.name}: combined_topk_weights'
+    check(same_bits(combined, exp), f'{case.name}: combined_x')
+    check(same_bits(combined_w, exp_w), f'{case.name}: combined_topk_weights')
+    assert not problems, f'PE {me} of {n}: ' + '; '.join(problems)
     return handle, combined
 
 

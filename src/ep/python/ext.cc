@@ -107,6 +107,8 @@ NB_MODULE(_ep_C, m) {
   });
   m.def("buffer_set_num_blocks",
         [](uintptr_t b, int n, const char *call) { check(tshmem_ep_buffer_set_num_blocks(buf(b), n), call); });
+  m.def("buffer_set_timeout_ms",
+        [](uintptr_t b, int64_t ms, const char *call) { check(tshmem_ep_buffer_set_timeout_ms(buf(b), ms), call); });
   m.def("check_device_errors", [](uintptr_t b, uintptr_t s, const char *call) {
     tshmem_ep_status_t st;
     {

@@ -11,6 +11,13 @@ build=$(cd "${1:-$root/build-gpu}" && pwd) || { echo "no build folder ${1:-$root
 log=${2:-$build/ep-python-check.log}
 # No NVLink multicast anywhere in the job (tshmem, NVSHMEM, NCCL, torch's symmetric memory).
 export TSHMEM_DISABLE_NVLS=1 NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+# Nothing waits without a bound: tshmem's waits (the on-stream collectives, the off-node proxy) end with an error
+# naming the PE, a test past TSHMEM_PYTEST_TEST_TIMEOUT dumps every thread's stack and ends its process (conftest),
+# and each pytest run stops after TSHMEM_EP_PYTEST_LIMIT seconds with the logs printed. Each run stops at its
+# first failure (-x): after one PE fails between collective calls, the others' later results say nothing new.
+export TSHMEM_WAIT_TIMEOUT_MS=${TSHMEM_WAIT_TIMEOUT_MS:-60000} TSHMEM_PROXY_TIMEOUT_MS=${TSHMEM_PROXY_TIMEOUT_MS:-60000}
+export TSHMEM_PYTEST_TEST_TIMEOUT=${TSHMEM_PYTEST_TEST_TIMEOUT:-120}
+limit=${TSHMEM_EP_PYTEST_LIMIT:-900}
 : > "$log"
 say() { echo "$*" | tee -a "$log"; }
 
@@ -36,8 +43,8 @@ run() {  # run <label> <np> [VAR=value ...]
   shift 2
   out=$(mktemp)
   local start=$SECONDS
-  env TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_MEM_BACKEND=vmm "$@" TSHMEM_PYTEST_ARGS="-k test_ep.py -rs" \
-    timeout 900 "$root/test/python/run_pytest.sh" "$build" "$np" > "$out" 2>&1
+  env TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_MEM_BACKEND=vmm "$@" TSHMEM_PYTEST_ARGS="-k test_ep.py -rs -x" \
+    TSHMEM_PYTEST_LIMIT="$limit" timeout $((limit + 30)) "$root/test/python/run_pytest.sh" "$build" "$np" > "$out" 2>&1
   local rc=$?
   local summary
   summary=$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)' "$out" | tail -1)
@@ -60,7 +67,7 @@ run "2 PEs, two nodes" 2 TSHMEM_DEBUG_NODE_SIZE=1
 out=$(mktemp)
 extra=()
 [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
-(cd "$build" && PYTHONPATH="$build/python-site" TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_MEM_BACKEND=vmm timeout 300 \
+(cd "$build" && PYTHONPATH="$build/python-site" TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_MEM_BACKEND=vmm timeout "$limit" \
   mpirun "${extra[@]}" --oversubscribe --bind-to none -np 2 "$(cat "$build/python-interpreter")" \
   "$root/python/examples/ep_moe_layer.py") > "$out" 2>&1
 rc=$?
