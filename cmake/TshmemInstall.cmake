@@ -1,4 +1,4 @@
-# Installation: headers, libraries, tshmemConfig.cmake (components: moe, nvshmem), tshmem.pc and tshmem-nvshmem.pc.
+# Installation: headers, libraries, tshmemConfig.cmake (components: moe, ep, nvshmem), tshmem.pc and tshmem-nvshmem.pc.
 include(CMakePackageConfigHelpers)
 
 install(TARGETS tshmem tshmem_device tshmem_nvshmem EXPORT tshmemTargets

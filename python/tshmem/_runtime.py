@@ -39,6 +39,10 @@ class _State:
 
 _state = _State()
 
+# Called by finalize, in order, before the heap goes: objects that own symmetric memory through another library
+# release it there, collectively (tshmem.ep destroys the buffers that were never destroyed, in creation order).
+_before_finalize = []
+
 
 class _Block:
     """One symmetric allocation: what finalize lists (where: "file:line", or the fast path's (code, byte offset))."""
@@ -201,6 +205,8 @@ def finalize():
     s = _state
     if not s.live:
         return
+    for release in list(_before_finalize):
+        release()
     if s.blocks:
         listed = '; '.join(repr(b) for b in s.blocks.values())
         warnings.warn(UnfreedWarning(f'tshmem.finalize: {len(s.blocks)} symmetric allocation(s) never freed, '

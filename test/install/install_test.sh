@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs tshmem into a prefix and builds an outside project against it, as a user would: CMake
 # (find_package(tshmem)) with a host C program and a .cu kernel using the device API without -rdc, and
-# pkg-config for the C program; where the build has tshmem_moe, a C program on tshmem::moe. Runs the C program
+# pkg-config for the C program; where the build has tshmem_moe (tshmem_ep), a C program on tshmem::moe (tshmem::ep). Runs the C program
 # with 2 PEs on shm (the MoE program on its CPU reference); the kernel only where a GPU is.
 #   install_test.sh <build dir> <source dir> <mpi launcher> [GPU architectures, comma-separated: the build's]
 set -uo pipefail
@@ -51,6 +51,15 @@ if [ -e "$build/src/moe/libtshmem_moe.so" ]; then
   out=$(LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer/moe_hello" 2>&1)
   echo "$out" | grep -q "moe topk_gate: 1 3 / 0 1" || { echo "$out"; fail "moe_hello"; }
   echo "PASS: tshmem_moe program (tshmem/moe.h, tshmem::moe) ran its CPU reference"
+fi
+
+# tshmem_ep, where this build has it: tshmem/ep.h installed, tshmem::ep found and linked, its host calls run.
+if [ -e "$build/src/ep/libtshmem_ep.so" ]; then
+  [ -e "$work/prefix/include/tshmem/ep.h" ] || fail "installed tree lacks include/tshmem/ep.h"
+  [ -x "$work/consumer/ep_hello" ] || fail "the outside project did not build ep_hello (tshmem::ep not found)"
+  out=$(LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer/ep_hello" 2>&1)
+  echo "$out" | grep -q "ep row: 7504 / TSHMEM_EP_ERR_INVALID_ARGUMENT" || { echo "$out"; fail "ep_hello"; }
+  echo "PASS: tshmem_ep program (tshmem/ep.h, tshmem::ep) ran its host calls"
 fi
 
 for kernel in ring nvshmem_ring; do

@@ -1,8 +1,10 @@
 """Shared by the tshmem tests. They run under mpirun (every rank runs the same tests in the same order, so the
 collectives meet): ctest's tshmem_python_np{1,2,4} on the shm backend with numpy arrays, and on a GPU host
 scripts/python-test.sh with TSHMEM_MEM_BACKEND=vmm and torch tensors on the GPU heap. Tests that need more PEs than the job has skip."""
+import faulthandler
 import glob
 import os
+import sys
 import shutil
 import time
 import zlib
@@ -30,6 +32,25 @@ if TORCHRUN:
     import torch.distributed as dist
     if not dist.is_initialized():
         dist.init_process_group('gloo')
+
+
+# TSHMEM_PYTEST_TEST_TIMEOUT=<seconds> (the GPU host's checks set it): each test that runs longer dumps every
+# thread's stack to stderr (this rank's log) and ends the process, so mpirun ends the job and the launcher prints
+# the logs: a hang names its test and the line each PE waits at. The name of each test goes to stderr as it starts.
+_TEST_TIMEOUT = float(os.environ.get('TSHMEM_PYTEST_TEST_TIMEOUT', '0') or 0)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if _TEST_TIMEOUT > 0:
+        sys.stderr.write(f'[rank {RANK}] start {item.nodeid}\n')
+        sys.stderr.flush()
+        faulthandler.dump_traceback_later(_TEST_TIMEOUT, exit=True)
+    try:
+        yield
+    finally:
+        if _TEST_TIMEOUT > 0:
+            faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture(scope='module')

@@ -1,0 +1,271 @@
+// Dispatch and combine in DeepEP's normal-mode benchmark shape, with DeepEP's figure of merit: algorithm bandwidth
+// = bytes this PE receives (dispatch: fp8 rows and their scales; combine: the bf16 rows it sends back, the same
+// count) / time of one call. The link limit is measured in the same run: a device-to-device copy on this GPU
+// (the loopback limit of one PE) and, with 2 or more PEs, a copy into the next PE's heap through its peer
+// pointer. Options: NVSHMEM's (-n iterations, -w warm-up, --json FILE) plus --tokens, --hidden, --topk,
+// --experts (default 4096, 7168, 8, 256) and --blocks (data kernel blocks, 0: the default).
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_config.h"
+#include "tshmem/ep.h"
+#include "tshmem/tshmem.h"
+#include "tshmem/tshmemx.h"
+
+namespace {
+
+using tshmem_perf::BenchConfig;
+using tshmem_perf::fmt_double;
+using tshmem_perf::Reporter;
+
+struct Shape {
+  int64_t tokens = 4096, hidden = 7168, topk = 8, experts = 256;
+  int blocks = 0;
+};
+
+/// Takes this benchmark's own options out of argv (the rest goes to the shared parser).
+bool take_shape(int *argc, char **argv, Shape *s) {
+  int out = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string a = argv[i];
+    int64_t *dst = a == "--tokens"    ? &s->tokens
+                   : a == "--hidden"  ? &s->hidden
+                   : a == "--topk"    ? &s->topk
+                   : a == "--experts" ? &s->experts
+                                      : nullptr;
+    if (dst || a == "--blocks") {
+      if (i + 1 >= *argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        return false;
+      }
+      char *end = nullptr;
+      const long long v = std::strtoll(argv[++i], &end, 10);
+      if (!end || *end || v < 0) {
+        std::fprintf(stderr, "%s = %s; must be a non-negative integer\n", a.c_str(), argv[i]);
+        return false;
+      }
+      if (dst)
+        *dst = v;
+      else
+        s->blocks = static_cast<int>(v);
+      continue;
+    }
+    argv[out++] = argv[i];
+  }
+  *argc = out;
+  return true;
+}
+
+#define CHECK_EP(call)                                                        \
+  do {                                                                        \
+    const tshmem_ep_status_t s_ = (call);                                     \
+    if (s_ != TSHMEM_EP_SUCCESS) {                                            \
+      std::fprintf(stderr, "%s failed: %s\n", #call, tshmem_ep_last_error()); \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                           \
+    }                                                                         \
+  } while (0)
+#define CHECK_CUDA(call)                                                      \
+  do {                                                                        \
+    const cudaError_t e_ = (call);                                            \
+    if (e_ != cudaSuccess) {                                                  \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_)); \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                           \
+    }                                                                         \
+  } while (0)
+
+/// Mean time of one `op` in microseconds, the slowest PE's (every PE waits for the others in each op anyway).
+template <class Op>
+double time_us(const BenchConfig &c, cudaStream_t st, Op &&op) {
+  for (int i = 0; i < c.warmup_iters; ++i) op();
+  CHECK_CUDA(cudaStreamSynchronize(st));
+  tshmem_barrier_all();
+  cudaEvent_t a, b;
+  CHECK_CUDA(cudaEventCreate(&a));
+  CHECK_CUDA(cudaEventCreate(&b));
+  CHECK_CUDA(cudaEventRecord(a, st));
+  for (int i = 0; i < c.iters; ++i) op();
+  CHECK_CUDA(cudaEventRecord(b, st));
+  CHECK_CUDA(cudaEventSynchronize(b));
+  float ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  double us = 1000.0 * ms / c.iters, worst = 0;
+  MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return worst;
+}
+
+double mean_over_pes(double v) {
+  double sum = 0;
+  int n = 1;
+  MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return sum / n;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  Shape shape;
+  BenchConfig config;
+  config.iters = 20;
+  config.warmup_iters = 5;
+  int code = 0;
+  if (!take_shape(&argc, argv, &shape) || !tshmem_perf::parse_args(argc, argv, "tshmem_ep_bench", &config, &code)) {
+    MPI_Finalize();
+    return code ? code : 1;
+  }
+  int devices = 0, have = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, all = 0;
+  MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  int me_world = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me_world);
+  if (!all) {
+    if (me_world == 0) std::printf("tshmem_ep_bench: skipped: no GPU\n");
+    MPI_Finalize();
+    return 0;
+  }
+  if (tshmem_init() != 0 || tshmemx_cuda_device() < 0) {
+    std::printf("tshmem_ep_bench: skipped: no GPU heap (%s)\n", tshmemx_last_error());
+    tshmem_finalize();
+    MPI_Finalize();
+    return 0;
+  }
+  const int n = tshmem_n_pes(), me = tshmem_my_pe();
+  const int64_t T = shape.tokens, H = shape.hidden, K = shape.topk, E = shape.experts;
+  Reporter report(config, "ep_bench", me == 0);
+  report.set_labels("tshmem", "default");
+  // Routing: K distinct experts per token, uniform, the same generator as DeepEP's benchmark draws from (random
+  // scores, top-k); fp8 rows of random bytes with their scales; bf16 combine rows.
+  std::mt19937 rng(1234u + static_cast<unsigned>(me));
+  std::vector<int64_t> idx(static_cast<size_t>(T * K));
+  std::vector<int64_t> perm(static_cast<size_t>(E));
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t e = 0; e < E; ++e) perm[static_cast<size_t>(e)] = e;
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t j = k + static_cast<int64_t>(rng() % static_cast<uint32_t>(E - k));
+      std::swap(perm[static_cast<size_t>(k)], perm[static_cast<size_t>(j)]);
+      idx[static_cast<size_t>(t * K + k)] = perm[static_cast<size_t>(k)];
+    }
+  }
+  size_t nvl = 0, rdma = 0;
+  CHECK_EP(tshmem_ep_buffer_size_hint(n, T, H, TSHMEM_EP_FLOAT8_E4M3, K, &nvl, &rdma));
+  tshmem_ep_buffer_t buf = nullptr;
+  const bool one_node = tshmemx_local_n_pes() == n;
+  CHECK_EP(tshmem_ep_buffer_create(nvl, one_node ? 0 : rdma, &buf));
+  CHECK_EP(tshmem_ep_buffer_set_num_blocks(buf, shape.blocks));
+  cudaStream_t st;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  int64_t *d_idx;
+  float *d_w, *d_scales;
+  uint8_t *d_x;
+  int32_t *per_rank, *per_expert;
+  bool *in_rank;
+  CHECK_CUDA(cudaMalloc(&d_idx, sizeof(int64_t) * idx.size()));
+  CHECK_CUDA(cudaMemcpy(d_idx, idx.data(), sizeof(int64_t) * idx.size(), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMalloc(&d_w, sizeof(float) * idx.size()));
+  CHECK_CUDA(cudaMemset(d_w, 0, sizeof(float) * idx.size()));
+  CHECK_CUDA(cudaMalloc(&d_scales, sizeof(float) * static_cast<size_t>(T * (H / 128))));
+  CHECK_CUDA(cudaMemset(d_scales, 0, sizeof(float) * static_cast<size_t>(T * (H / 128))));
+  CHECK_CUDA(cudaMalloc(&d_x, static_cast<size_t>(T * H)));
+  CHECK_CUDA(cudaMemset(d_x, 0x31, static_cast<size_t>(T * H)));
+  CHECK_CUDA(cudaMalloc(&per_rank, sizeof(int32_t) * static_cast<size_t>(n)));
+  CHECK_CUDA(cudaMalloc(&per_expert, sizeof(int32_t) * static_cast<size_t>(E)));
+  CHECK_CUDA(cudaMalloc(&in_rank, static_cast<size_t>(T * n)));
+  CHECK_EP(tshmem_ep_get_dispatch_layout(buf, d_idx, T, K, E, per_rank, nullptr, per_expert, in_rank, st));
+  tshmem_ep_handle_t h = nullptr;
+  CHECK_EP(tshmem_ep_handle_create(buf, T, E, &h));
+  int64_t R = 0;
+  CHECK_EP(tshmem_ep_notify(buf, h, in_rank, per_expert, T, E, 1, 0, &R, nullptr, st));
+  uint8_t *rx;
+  float *rsc, *rw;
+  int64_t *ridx;
+  uint16_t *cx, *out;
+  const size_t Rz = static_cast<size_t>(std::max<int64_t>(R, 1));
+  CHECK_CUDA(cudaMalloc(&rx, Rz * static_cast<size_t>(H)));
+  CHECK_CUDA(cudaMalloc(&rsc, sizeof(float) * Rz * static_cast<size_t>(H / 128)));
+  CHECK_CUDA(cudaMalloc(&rw, sizeof(float) * Rz * static_cast<size_t>(K)));
+  CHECK_CUDA(cudaMalloc(&ridx, sizeof(int64_t) * Rz * static_cast<size_t>(K)));
+  CHECK_CUDA(cudaMalloc(&cx, sizeof(uint16_t) * Rz * static_cast<size_t>(H)));
+  CHECK_CUDA(cudaMemset(cx, 0x3c, sizeof(uint16_t) * Rz * static_cast<size_t>(H)));
+  CHECK_CUDA(cudaMalloc(&out, sizeof(uint16_t) * static_cast<size_t>(T * H)));
+
+  auto dispatch = [&] {
+    CHECK_EP(tshmem_ep_dispatch(buf, h, d_x, TSHMEM_EP_FLOAT8_E4M3, d_scales, T, H, d_idx, d_w, K, rx, rsc, ridx, rw,
+                                nullptr, R, st));
+  };
+  auto combine = [&] {
+    CHECK_EP(tshmem_ep_combine(buf, h, cx, TSHMEM_EP_BFLOAT16, R, H, nullptr, 0, nullptr, nullptr, out, nullptr, st));
+  };
+  auto notify = [&] {
+    int64_t r = 0;
+    CHECK_EP(tshmem_ep_notify(buf, h, in_rank, per_expert, T, E, 1, 0, &r, nullptr, st));
+  };
+  const double t_dispatch = time_us(config, st, dispatch);
+  const double t_combine = time_us(config, st, combine);
+  const double t_notify = time_us(config, st, notify);
+  const double t_pair = time_us(config, st, [&] {
+    dispatch();
+    combine();
+  });
+  const double disp_bytes = static_cast<double>(R) * static_cast<double>(H + H / 128 * 4);
+  const double comb_bytes = static_cast<double>(R) * static_cast<double>(H * 2);
+
+  // The link limit: a device copy of the size a dispatch moves, on this GPU and into the next PE's heap.
+  const size_t copy_bytes = std::max<size_t>(static_cast<size_t>(comb_bytes), 1 << 20);
+  char *src = nullptr;
+  CHECK_CUDA(cudaMalloc(&src, copy_bytes));
+  char *sym = static_cast<char *>(tshmem_malloc(copy_bytes));
+  const double t_local =
+      time_us(config, st, [&] { CHECK_CUDA(cudaMemcpyAsync(sym, src, copy_bytes, cudaMemcpyDeviceToDevice, st)); });
+  char *peer = n > 1 ? static_cast<char *>(tshmem_ptr(sym, (me + 1) % n)) : nullptr;
+  int have_peer = peer != nullptr, all_peer = 0;
+  MPI_Allreduce(&have_peer, &all_peer, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  const double t_peer =
+      all_peer ? time_us(config, st,
+                         [&] { CHECK_CUDA(cudaMemcpyAsync(peer, src, copy_bytes, cudaMemcpyDeviceToDevice, st)); })
+               : 0.0;
+
+  tshmem_ep_buffer_info_t info{};
+  CHECK_EP(tshmem_ep_buffer_info(buf, &info));
+  report.note("DeepEP normal-mode shape: " + std::to_string(T) + " tokens, hidden " + std::to_string(H) + ", top-" +
+              std::to_string(K) + " of " + std::to_string(E) + " experts, fp8 dispatch, bf16 combine; " +
+              std::to_string(n) + " PEs, " + std::to_string(info.num_nodes) + " node(s), " +
+              std::to_string(info.num_blocks) + " blocks; times are the slowest PE's, bandwidths the mean over PEs");
+  report.header("ep dispatch/combine", {"op", "recv_tokens", "time(us)", "BW (GB/sec)"});
+  const double mean_recv = mean_over_pes(static_cast<double>(R));
+  auto row = [&](const char *op, double us, double bytes) {
+    report.row({op, fmt_double(mean_recv, 0), fmt_double(us, 1), fmt_double(mean_over_pes(bytes / us / 1e3), 2)});
+  };
+  row("dispatch_fp8", t_dispatch, disp_bytes);
+  row("combine_bf16", t_combine, comb_bytes);
+  row("notify", t_notify, 0.0);
+  row("dispatch+combine", t_pair, disp_bytes + comb_bytes);
+  row("link_copy_local", t_local, static_cast<double>(copy_bytes));
+  if (all_peer) row("link_copy_peer", t_peer, static_cast<double>(copy_bytes));
+
+  CHECK_EP(tshmem_ep_check_device_errors(buf, st));
+  tshmem_free(sym);
+  cudaFree(src);
+  for (void *p :
+       {static_cast<void *>(d_idx), static_cast<void *>(d_w), static_cast<void *>(d_scales), static_cast<void *>(d_x),
+        static_cast<void *>(per_rank), static_cast<void *>(per_expert), static_cast<void *>(in_rank),
+        static_cast<void *>(rx), static_cast<void *>(rsc), static_cast<void *>(rw), static_cast<void *>(ridx),
+        static_cast<void *>(cx), static_cast<void *>(out)})
+    cudaFree(p);
+  CHECK_EP(tshmem_ep_handle_destroy(h));
+  CHECK_EP(tshmem_ep_buffer_destroy(buf));
+  cudaStreamDestroy(st);
+  tshmem_finalize();
+  MPI_Finalize();
+  return 0;
+}
