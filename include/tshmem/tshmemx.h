@@ -342,7 +342,7 @@ int tshmemx_sync_all_on_stream(tshmemx_stream_t stream) __attribute__((visibilit
 
 /**
  * Host-blocking collectives: the on-stream collective above on an internal stream, waited for. Every member calls
- * with the same arguments; the call goes through the heap's symmetry check first (one job-wide rendezvous, like
+ * with the same arguments; the call goes through the symmetry check first (one job-wide rendezvous, like
  * tshmem_malloc), so members whose calls differ (collective, team, count, type, operator, root, dst offset) or
  * whose arguments fail the on-stream checks get, on every PE, the same error naming the divergent PEs, and
  * nothing is launched. The rendezvous is job-wide, so the team must hold every PE of the job (a smaller team is

@@ -22,7 +22,7 @@ tshmem::redop to_redop(tshmemx_redop_t op) {
     case TSHMEMX_OP_XOR: return tshmem::redop::bxor;
     case TSHMEMX_NUM_OPS: break;
   }
-  return tshmem::redop::sum;  // unreachable: coll_api.cc checked the operator
+  return tshmem::redop::sum;  // unreachable: coll_on_stream.cc checked the operator
 }
 
 /// Programmatic dependent launch, device side: wait until the previous grid on the stream has completed and

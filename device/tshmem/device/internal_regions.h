@@ -87,7 +87,7 @@
 #define TSHMEMI_COLL_SPAN_EPOCHS 0u
 #define TSHMEMI_COLL_SPAN_FLAGS 256u
 /** Whether a collective on `team` takes the spanning path: the world team of a job whose PEs are not all on one
- * node. Decided here only: the host's launches (src/coll/coll_api.cc, through TeamInfo::spans_nodes) and the device
+ * node. Decided here only: the host's launches (src/coll/coll_on_stream.cc, via TeamInfo::spans_nodes) and the device
  * forms (impl/coll_spanning.cuh, spans_nodes) both ask it. Any other team that reaches another node is refused by
  * the host before a launch. */
 #define TSHMEMI_COLL_SPANS_NODES(team, n_pes, local_n_pes) ((team) == TSHMEM_TEAM_WORLD && (local_n_pes) != (n_pes))
