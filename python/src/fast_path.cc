@@ -106,8 +106,9 @@ PyObject *dtype_of_array(PyObject *obj) {
   return found;
 }
 
-/// Reads a numpy array or a torch tensor (the exact types); false for anything else.
-bool read_array(PyObject *obj, Array *a) {
+/// Reads a numpy array or a torch tensor (the exact types); false for anything else, and for a read-only numpy
+/// array when `writable` (a destination: the Python layer refuses it by name).
+bool read_array(PyObject *obj, Array *a, bool writable = false) {
   PyTypeObject *type = Py_TYPE(obj);
   if (reinterpret_cast<PyObject *>(type) == g->tensor_type.ptr()) {
     static PyObject *data_ptr = PyUnicode_InternFromString("data_ptr");
@@ -134,7 +135,7 @@ bool read_array(PyObject *obj, Array *a) {
   if (reinterpret_cast<PyObject *>(type) == g->ndarray_type.ptr()) {
     if ((a->dtype = dtype_of_array(obj)) == nullptr) return false;
     Py_buffer b;
-    if (PyObject_GetBuffer(obj, &b, PyBUF_RECORDS_RO) != 0) {
+    if (PyObject_GetBuffer(obj, &b, writable ? PyBUF_RECORDS : PyBUF_RECORDS_RO) != 0) {
       PyErr_Clear();
       return false;
     }
@@ -150,9 +151,9 @@ bool read_array(PyObject *obj, Array *a) {
 }
 
 /// A contiguous, non-empty array where this PE's calls take it: on the heap's device (or host memory on shm),
-/// and inside the heap when `on_heap`.
-bool read_operand(PyObject *obj, bool on_heap, Array *a) {
-  if (!read_array(obj, a) || !a->contiguous || a->nbytes == 0) return false;
+/// inside the heap when `on_heap`, writable when `written`.
+bool read_operand(PyObject *obj, bool on_heap, Array *a, bool written = false) {
+  if (!read_array(obj, a, written) || !a->contiguous || a->nbytes == 0) return false;
   if (a->device != (g->gpu ? g->device : -1)) return false;
   return !on_heap || (a->ptr >= g->base && a->ptr - g->base <= g->size && a->nbytes <= g->size - (a->ptr - g->base));
 }
@@ -319,7 +320,7 @@ PyObject *rma(bool put, PyObject *dst, PyObject *src, PyObject *pe_arg, PyObject
   int pe = 0;
   uintptr_t stream = 0;
   bool blocking = false;
-  if (!live() || !read_operand(dst, put, &d) || !read_operand(src, !put, &s) || d.dtype != s.dtype ||
+  if (!live() || !read_operand(dst, put, &d, true) || !read_operand(src, !put, &s) || d.dtype != s.dtype ||
       d.nbytes != s.nbytes || !read_int(pe_arg, &pe) || !is_true(blocking_arg, &blocking) ||
       !read_stream(stream_arg, &stream) || (blocking && g->gpu && g_stream_sync == nullptr))
     return slow();
@@ -383,7 +384,7 @@ PyObject *all_reduce(PyObject *dst, PyObject *src, PyObject *op_arg, PyObject *t
   uintptr_t stream = 0;
   bool blocking = false;
   // The host heap has no collectives: the Python layer says so.
-  if (!live() || !g->gpu || !read_operand(dst, true, &d)) return slow();
+  if (!live() || !g->gpu || !read_operand(dst, true, &d, true)) return slow();
   if (src == Py_None)
     s = d;  // in place
   else if (!read_operand(src, true, &s))

@@ -11,7 +11,7 @@ collectives carry such a refusal into their checked rendezvous, so every PE rais
 import enum
 
 from . import _C
-from ._arrays import DTYPES, buf, invalid, torch
+from ._arrays import DTYPES, buf, invalid, numpy, torch
 from ._errors import ArgumentTypeError, InvalidArgumentError
 from ._runtime import _SLOW, TEAM_INVALID, TEAM_WORLD, _checked_collective, _int_arg, _require, _state
 
@@ -99,10 +99,18 @@ def _device_check(b, arg, call, on_heap, on_stream):
         raise invalid(call, f'{arg} is on {_where(b)}; the {_state.backend} heap is host memory: pass CPU arrays')
 
 
-def _heap_arg(obj, arg, call, on_stream=False):
+def _check_written(obj, arg, call):
+    """A destination must take writes: a read-only numpy array (a view of bytes, say) is refused, not written."""
+    if numpy is not None and isinstance(obj, numpy.ndarray) and not obj.flags.writeable:
+        raise invalid(call, f'{arg} is read-only (numpy flags.writeable is False); the call writes it')
+
+
+def _heap_arg(obj, arg, call, on_stream=False, written=False):
     b = buf(obj, arg, call)
     if not b.contiguous:
         raise invalid(call, f'{arg} is not contiguous (shape {b.shape}): pass a contiguous array')
+    if written:
+        _check_written(obj, arg, call)
     _device_check(b, arg, call, True, on_stream)
     if b.nbytes and not (_state.base <= b.ptr and b.ptr + b.nbytes <= _state.base + _state.size):
         raise invalid(call, f'{arg} (data_ptr {b.ptr:#x}, {b.nbytes} bytes) is not on the symmetric heap: '
@@ -110,10 +118,12 @@ def _heap_arg(obj, arg, call, on_stream=False):
     return b
 
 
-def _local_arg(obj, arg, call, on_stream):
+def _local_arg(obj, arg, call, on_stream, written=False):
     b = buf(obj, arg, call)
     if not b.contiguous:
         raise invalid(call, f'{arg} is not contiguous (shape {b.shape}): pass a contiguous array')
+    if written:
+        _check_written(obj, arg, call)
     _device_check(b, arg, call, False, on_stream)
     return b
 
@@ -193,7 +203,7 @@ def put(dst, src, pe, *, stream=None, blocking=False):
     call = 'tshmem.put'
     _require(call)
     mode = _mode(call, stream, blocking)
-    d = _heap_arg(dst, 'dst', call, mode == 'stream')
+    d = _heap_arg(dst, 'dst', call, mode == 'stream', written=True)
     s = _local_arg(src, 'src', call, mode == 'stream')
     _same(d, s, 'dst', 'src', call)
     pe = _int_arg(pe, 'pe', call)
@@ -211,7 +221,7 @@ def get(dst, src, pe, *, stream=None, blocking=False):
     call = 'tshmem.get'
     _require(call)
     mode = _mode(call, stream, blocking)
-    d = _local_arg(dst, 'dst', call, mode == 'stream')
+    d = _local_arg(dst, 'dst', call, mode == 'stream', written=True)
     s = _heap_arg(src, 'src', call, mode == 'stream')
     _same(d, s, 'dst', 'src', call)
     pe = _int_arg(pe, 'pe', call)
@@ -228,7 +238,7 @@ def put_signal(dst, src, signal_var, signal_val, signal_op, pe, *, stream=None, 
     call = 'tshmem.put_signal'
     _require(call)
     mode = _mode(call, stream, blocking)
-    d = _heap_arg(dst, 'dst', call, mode == 'stream')
+    d = _heap_arg(dst, 'dst', call, mode == 'stream', written=True)
     s = _local_arg(src, 'src', call, mode == 'stream')
     _same(d, s, 'dst', 'src', call)
     sig = _signal_word(signal_var, call)
@@ -351,7 +361,7 @@ def all_reduce(dst, src=None, op='sum', team=TEAM_WORLD, *, stream=None, blockin
     call = 'tshmem.all_reduce'
 
     def check(on_stream):
-        d = _heap_arg(dst, 'dst', call, on_stream)
+        d = _heap_arg(dst, 'dst', call, on_stream, written=True)
         s = d if src is None else _heap_arg(src, 'src', call, on_stream)
         _same(d, s, 'dst', 'src', call)
         code = _redop(op, d.dtype, call)
@@ -368,7 +378,7 @@ def reduce_scatter(dst, src, op='sum', team=TEAM_WORLD, *, stream=None, blocking
     call = 'tshmem.reduce_scatter'
 
     def check(on_stream):
-        d = _heap_arg(dst, 'dst', call, on_stream)
+        d = _heap_arg(dst, 'dst', call, on_stream, written=True)
         s = _heap_arg(src, 'src', call, on_stream)
         if d.dtype is not s.dtype:
             raise ArgumentTypeError(f'{call}: dst is {d.dtype.name} and src is {s.dtype.name}; they must match')
@@ -397,7 +407,7 @@ def all_gather(dst, src, team=TEAM_WORLD, *, stream=None, blocking=False):
     call = 'tshmem.all_gather'
 
     def check(on_stream):
-        d = _heap_arg(dst, 'dst', call, on_stream)
+        d = _heap_arg(dst, 'dst', call, on_stream, written=True)
         s = _heap_arg(src, 'src', call, on_stream)
         if d.dtype is not s.dtype:
             raise ArgumentTypeError(f'{call}: dst is {d.dtype.name} and src is {s.dtype.name}; they must match')
@@ -417,7 +427,7 @@ def all_to_all(dst, src, team=TEAM_WORLD, *, stream=None, blocking=False):
     call = 'tshmem.all_to_all'
 
     def check(on_stream):
-        d = _heap_arg(dst, 'dst', call, on_stream)
+        d = _heap_arg(dst, 'dst', call, on_stream, written=True)
         s = _heap_arg(src, 'src', call, on_stream)
         _same(d, s, 'dst', 'src', call)
         n = _team_size(team, call)
@@ -436,7 +446,7 @@ def broadcast(dst, src=None, root=0, team=TEAM_WORLD, *, stream=None, blocking=F
     call = 'tshmem.broadcast'
 
     def check(on_stream):
-        d = _heap_arg(dst, 'dst', call, on_stream)
+        d = _heap_arg(dst, 'dst', call, on_stream, written=True)
         s = d if src is None else _heap_arg(src, 'src', call, on_stream)
         _same(d, s, 'dst', 'src', call)
         t, r = _int_arg(team, 'team', call), _int_arg(root, 'root', call)

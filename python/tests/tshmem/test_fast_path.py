@@ -95,3 +95,23 @@ def test_a_refused_fast_free_fails_every_pe_alike(pe):
     tshmem.free(b)
     tshmem.free(a)
     assert tshmem.unfreed() == []
+
+
+def test_a_read_only_destination_is_refused_not_written(pe):
+    if GPU:
+        pytest.skip('torch tensors have no read-only flag; this is about numpy arrays (the host heap)')
+    me, n = pe
+    x = tshmem.zeros(4, 'int64')
+    frozen = np.frombuffer(bytes(32), dtype=np.int64)  # the memory of an immutable bytes object
+    assert _C.fast_get(frozen, x, me, None, False) is SLOW
+    with pytest.raises(tshmem.InvalidArgumentError, match=r'tshmem.get: dst is read-only'):
+        tshmem.get(frozen, x, me)
+    assert bytes(frozen) == bytes(32)
+    x.flags.writeable = False
+    with pytest.raises(tshmem.InvalidArgumentError, match=r'tshmem.put: dst is read-only'):
+        tshmem.put(x, np.ones(4, np.int64), (me + 1) % n)
+    x.flags.writeable = True
+    tshmem.put(x, np.ones(4, np.int64), (me + 1) % n)
+    tshmem.barrier_all()
+    assert int(x[3]) == 1
+    tshmem.free(x)
