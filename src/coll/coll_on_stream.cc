@@ -103,6 +103,21 @@ Status check_reduction(const char *call, size_t count, tshmemx_dtype_t dtype, ts
   return TSHMEM_SUCCESS;
 }
 
+/// The launch of a reducing collective (all-reduce, reduce-scatter) on `team`; its grid is the caller's.
+CollLaunch reducing_launch(CollKind kind, tshmem_team_t team, const TeamInfo &team_view, void *dst, const void *src,
+                           size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op) {
+  CollLaunch launch;
+  launch.kind = kind;
+  launch.dtype = dtype;
+  launch.op = op;
+  launch.team = team;
+  launch.spanning = team_view.spans_nodes;  // the kernels of coll_spanning_kernels.cuh
+  launch.dst = dst;
+  launch.src = src;
+  launch.count = count;
+  return launch;
+}
+
 }  // namespace
 
 Status coll_allreduce(const CollRuntime &rt, const char *call, tshmem_team_t team, void *dst, const void *src,
@@ -121,15 +136,7 @@ Status coll_allreduce(const CollRuntime &rt, const char *call, tshmem_team_t tea
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst and src overlap without being equal (in place needs dst == src)",
                      call);
   if (check_only) return TSHMEM_SUCCESS;
-  CollLaunch launch;
-  launch.kind = CollKind::kAllreduce;
-  launch.dtype = dtype;
-  launch.op = op;
-  launch.team = team;
-  launch.spanning = team_view.spans_nodes;  // the kernels of coll_spanning_kernels.cuh
-  launch.dst = dst;
-  launch.src = src;
-  launch.count = count;
+  CollLaunch launch = reducing_launch(CollKind::kAllreduce, team, team_view, dst, src, count, dtype, op);
   // Across nodes the kernel takes the spanning path (impl/coll_spanning.cuh), which has no LL form: block rows
   // as for the reducing kinds, within TSHMEMI_COLL_MAX_ROWS.
   if (team_view.spans_nodes)
@@ -165,15 +172,7 @@ Status coll_reduce_scatter(const CollRuntime &rt, const char *call, tshmem_team_
   TSHMEM_CHECK(check_buffer(rt, call, "src", src, bytes * static_cast<size_t>(team_view.size), elem));
   if (overlap(dst, bytes, src, bytes * static_cast<size_t>(team_view.size)))
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst overlaps src", call);
-  CollLaunch launch;
-  launch.kind = CollKind::kReduceScatter;
-  launch.dtype = dtype;
-  launch.op = op;
-  launch.team = team;
-  launch.spanning = team_view.spans_nodes;  // the kernels of coll_spanning_kernels.cuh
-  launch.dst = dst;
-  launch.src = src;
-  launch.count = count;
+  CollLaunch launch = reducing_launch(CollKind::kReduceScatter, team, team_view, dst, src, count, dtype, op);
   return coll_launch(launch, blocks_for(bytes, 16 * 1024), kThreads, rt.early_launch, stream);
 }
 
