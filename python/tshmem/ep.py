@@ -85,9 +85,7 @@ _MAX_EXPERTS_ALLOC = 1 << 20  # outputs of a layout call are sized by num_expert
 # ---- argument checks (what only Python sees) --------------------------------------------------------------------
 
 def _int(call, name, value):
-    if isinstance(value, bool) or not hasattr(value, '__index__'):
-        raise ArgumentTypeError(f'{call}: {name} = {value!r} is not an int')
-    return value.__index__()
+    return _runtime._int_arg(value, name, call)  # the package's one int check, in this file's argument order
 
 
 def _tensor(call, name, t, device, dtypes=None, ndim=None, rule=None):
