@@ -30,6 +30,7 @@
 #include "init_steps.h"
 #include "mem/backend.h"
 #include "mem/handle_exchange.h"
+#include "mem/host_copy.h"
 
 namespace tshmemi {
 namespace {
@@ -253,7 +254,7 @@ class ShmBackend final : public MemBackend {
   }
 
   Status copy(void *dst, const void *src, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
+    host_copy(dst, src, bytes);
     return TSHMEM_SUCCESS;
   }
   Status copy_on_stream(void *dst, const void *src, size_t bytes, tshmemx_stream_t) override {
