@@ -20,6 +20,10 @@ links libtorch.
 
 import os as _os
 
+from . import _module_loading
+
+_module_loading.prefer_eager_loading()  # before anything in this process can start CUDA
+
 from . import _C
 from ._errors import (BY_CODE as _BY_CODE, ArgumentTypeError, AsymmetricAllocationError, AsymmetricError,
                       ConfigError, CudaError, Error, InternalError, InvalidArgumentError, InvalidPEError, MpiError,

@@ -221,10 +221,17 @@ int main(int argc, char **argv) {
   const double comb_bytes = static_cast<double>(R) * static_cast<double>(H * 2);
 
   // The link limit: a device copy of the size a dispatch moves, on this GPU and into the next PE's heap.
-  const size_t copy_bytes = std::max<size_t>(static_cast<size_t>(comb_bytes), 1 << 20);
+  // The size is the largest PE's (the heap allocation below is collective: every PE asks for the same bytes).
+  unsigned long long mine = std::max<unsigned long long>(static_cast<unsigned long long>(comb_bytes), 1 << 20), most = 0;
+  MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  const size_t copy_bytes = static_cast<size_t>(most);
   char *src = nullptr;
   CHECK_CUDA(cudaMalloc(&src, copy_bytes));
   char *sym = static_cast<char *>(tshmem_malloc(copy_bytes));
+  if (sym == nullptr) {
+    std::fprintf(stderr, "tshmem_malloc(%zu) failed: %s\n", copy_bytes, tshmemx_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   const double t_local =
       time_us(config, st, [&] { CHECK_CUDA(cudaMemcpyAsync(sym, src, copy_bytes, cudaMemcpyDeviceToDevice, st)); });
   char *peer = n > 1 ? static_cast<char *>(tshmem_ptr(sym, (me + 1) % n)) : nullptr;

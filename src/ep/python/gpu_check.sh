@@ -3,7 +3,7 @@
 # `cmake --preset gpu`; libtshmem and libtshmem_ep are built there first if missing), then runs
 # python/tests/tshmem/test_ep.py under mpirun on the vmm heap at 1, 2 and 4 PEs, and at 2 PEs as two nodes of one PE
 # (TSHMEM_DEBUG_NODE_SIZE=1: the staged off-node path). Writes one summary log; exits non-zero if any run failed or
-# skipped a GPU test (a run's full output goes into the log when it did); last, the README's example at 2 PEs.
+# skipped a GPU test (a run's full output goes into the log when it did); last, the README's example at 2 PEs on one node and as two nodes.
 #   src/ep/python/gpu_check.sh [build-folder] [log]      log default: <build>/ep-python-check.log
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -63,20 +63,26 @@ run "1 PE" 1
 run "2 PEs" 2
 run "4 PEs" 4
 run "2 PEs, two nodes" 2 TSHMEM_DEBUG_NODE_SIZE=1
-# The README's program, as written, at 2 PEs.
-out=$(mktemp)
+# The README's program, as written, at 2 PEs on one node and as two nodes of one PE (the off-node path).
+example() {  # example <label> [VAR=value ...]
+  local label=$1 out rc
+  shift
+  out=$(mktemp)
+  (cd "$build" && env PYTHONPATH="$build/python-site" TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_MEM_BACKEND=vmm "$@" \
+    timeout "$limit" mpirun "${extra[@]}" --oversubscribe --bind-to none -np 2 \
+    "$(cat "$build/python-interpreter")" "$root/python/examples/ep_moe_layer.py") > "$out" 2>&1
+  rc=$?
+  say "-- python/examples/ep_moe_layer.py ($label): rc $rc"
+  grep -E '^PE [0-9]+ of' "$out" | sed 's/^/   /' | tee -a "$log"
+  if [ $rc -ne 0 ] || [ "$(grep -cE '^PE [0-9]+ of' "$out")" != 2 ]; then
+    status=1
+    cat "$out" >> "$log"
+  fi
+  rm -f "$out"
+}
 extra=()
 [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
-(cd "$build" && PYTHONPATH="$build/python-site" TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_MEM_BACKEND=vmm timeout "$limit" \
-  mpirun "${extra[@]}" --oversubscribe --bind-to none -np 2 "$(cat "$build/python-interpreter")" \
-  "$root/python/examples/ep_moe_layer.py") > "$out" 2>&1
-rc=$?
-say "-- python/examples/ep_moe_layer.py (np 2): rc $rc"
-grep -E '^PE [0-9]+ of' "$out" | sed 's/^/   /' | tee -a "$log"
-if [ $rc -ne 0 ]; then
-  status=1
-  cat "$out" >> "$log"
-fi
-rm -f "$out"
+example "np 2"
+example "np 2, two nodes" TSHMEM_DEBUG_NODE_SIZE=1
 say "== $( [ $status = 0 ] && echo PASS || echo FAIL ) (log: $log)"
 exit $status
