@@ -698,7 +698,9 @@ ClusterReach find_cluster_reach(int device, int cc_major) {
   int max_experts = 1024;
   for (ClusterKernel k : kClusterKernels) {
     cudaFuncAttributes attr{};
-    if (cudaFuncGetAttributes(&attr, k) != cudaSuccess || attr.binaryVersion < 90) {  // no sm_90 code: PTX JIT
+    // The kernel's code must come from sm_90 or later: one compiled from an older PTX (JIT on this device, so
+    // its binaryVersion is the device's) has no cluster code.
+    if (cudaFuncGetAttributes(&attr, k) != cudaSuccess || attr.binaryVersion < 90 || attr.ptxVersion < 90) {
       (void)cudaGetLastError();
       return r;
     }
@@ -753,7 +755,17 @@ ClusterReach cluster_reach(int device, int cc_major) {
   std::lock_guard<std::mutex> lock(*mu);
   if (static_cast<size_t>(device) >= known->size()) known->resize(static_cast<size_t>(device) + 1);
   std::pair<bool, ClusterReach> &slot = (*known)[static_cast<size_t>(device)];
-  if (!slot.first) slot = {true, find_cluster_reach(device, cc_major)};
+  if (!slot.first) {
+    // The first call may come under another thread's (or this one's) stream capture: relaxed mode, so that the
+    // attribute and occupancy queries cannot invalidate it.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return ClusterReach{};  // asked again next time
+    }
+    slot = {true, find_cluster_reach(device, cc_major)};
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  }
   return slot.second;
 }
 
