@@ -1,7 +1,7 @@
 // CUDA kernels of the mapping family (docs/moe.md, "The fused layout"): get_fused_mapping and
 // expand_to_fused(_with_sf).
 //
-// get_fused_mapping as ONE kernel: up to 64 k slots one thread block cluster (mapping_cluster_kernel, below), else
+// get_fused_mapping as ONE kernel: up to 48 k slots one thread block cluster (mapping_cluster_kernel, below), else
 // one cooperative kernel. The layout is the canonical one (ascending flat slot f inside each expert segment), so the
 // result never depends on the kernel or the grid. The cooperative kernel:
 //   1. each warp loads its contiguous sub-chunk of topk_idx in one round trip (kept in registers for step 4)
@@ -339,15 +339,24 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
 //      this block's base of expert e (segment start + earlier blocks) in shared memory;
 //   4. block barrier; the expert warps arrive at the cluster's second barrier (their remote reads are done) and
 //      block 0's write expert_start, expert_end and num_tokens_per_expert; each slot's position is base + the warp
-//      prefix + its rank; the padding rows of the experts this block owns (e % blocks == b) and its share of the
-//      tail [total, P); the second barrier's wait before exit keeps the block's shared memory readable until every
-//      block has read it.
+//      prefix + its rank (token_topk_to_pos, coalesced); the block's rows of expert e are one run of the output, so
+//      each slot also goes to shared memory in the block's expert order, and after a block barrier the rows are
+//      written in that order: pos_to_* with coalesced stores (one scattered 4-byte store per slot and array cost
+//      up to E sectors per warp store, which on 16 SMs bounded the kernel); then the padding rows of the experts
+//      this block owns (e % blocks == b) and its share of the tail [total, P); the second cluster barrier's wait
+//      before exit keeps the block's shared memory readable until every block has read it.
 // Bad ids and an overflow are reported as mapping_kernel reports them (the loads issued before any check).
 constexpr int kClusterThreads = 1024;
 constexpr int kClusterWarps = kClusterThreads / 32;
 constexpr int kClusterMaxBlocks = 16;  // a non-portable cluster size on sm_90 (8 is portable)
-constexpr int kClusterMaxSteps = 4;    // slots per thread
-constexpr int kColumnLoads = 16;       // step 2: shared-memory loads in flight per thread
+// Slots per thread. Measured on an H200 against the cooperative kernel (kernel time, L2 flushed): 1 slot 4.4 against
+// 6.7 us (T = 8131 K = 2 E = 9), 2 slots 5.4 against 6.5 (n = 32768), 3 slots 6.3 against 6.6 (n = 49152), 4 slots
+// 7.2 against 6.6 (n = 65536): 16 SMs are then short of load and store throughput.
+constexpr int kClusterMaxSteps = 3;
+constexpr int kColumnLoads = 16;                               // step 2: shared-memory loads in flight per thread
+constexpr int kMaxChunk = kClusterMaxSteps * kClusterThreads;  // slots per block
+// The staging packs a slot as (f << 10) | expert: f < kClusterMaxBlocks * kMaxChunk must leave the sign bit clear.
+static_assert(int64_t{kClusterMaxBlocks} * kMaxChunk <= (int64_t{1} << 21), "slot index does not fit the staging");
 
 struct ClusterGeometry {
   int n;      // T * K
@@ -356,9 +365,13 @@ struct ClusterGeometry {
 };
 
 // Dynamic shared memory of mapping_cluster_kernel: [W][E] warp counts (then their prefix over warps), [E] the
-// block's totals (read by the other blocks), [E] the block's bases.
-constexpr size_t cluster_smem_bytes(int64_t E) {
-  return (static_cast<size_t>(kClusterWarps) + 2) * static_cast<size_t>(E) * sizeof(int);
+// block's totals (read by the other blocks), [E] each expert's first row in the block's staging order, [E] each
+// expert's first row of the block in the output, then two [STEPS * 1024] staging arrays (a row's position, its slot
+// and expert). E <= 1024 and STEPS <= 3: at most 164 KiB.
+constexpr size_t cluster_smem_bytes(int64_t E, int64_t steps) {
+  return ((static_cast<size_t>(kClusterWarps) + 3) * static_cast<size_t>(E) +
+          2 * static_cast<size_t>(steps) * kClusterThreads) *
+         sizeof(int);
 }
 
 // The cluster barrier in its two halves, each called by whole warps. A release arrival waits for the warp's earlier
@@ -387,12 +400,15 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ int smem[];
   __shared__ long long warp_sums[kClusterWarps];  // E > 32: each expert warp's sum of aligned counts
+  __shared__ int warp_rows[kClusterWarps];        // E > 32: each expert warp's sum of the block's counts
   __shared__ long long total_rows;                // the sum of the aligned counts
+  __shared__ int block_rows;                      // the block's valid slots
   const int E = static_cast<int>(a.E), P = static_cast<int>(a.P);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int nb = gridDim.x, b = blockIdx.x;  // the grid is one cluster: block b is its rank b
   const unsigned below = (1u << lane) - 1u;
-  int *counts = smem, *block_total = smem + kClusterWarps * E, *base = block_total + E;
+  int *counts = smem, *block_total = smem + kClusterWarps * E, *local_start = block_total + E,
+      *out_start = local_start + E, *stage_pos = out_start + E, *stage_slot = stage_pos + STEPS * kClusterThreads;
   int *my = counts + warp * E;
   const int c0 = min(b * g.chunk, g.n), c1 = min(c0 + g.chunk, g.n);  // b * chunk <= 16 * 4096
   const int w0 = min(c0 + warp * (STEPS * 32), c1), w1 = min(w0 + STEPS * 32, c1);
@@ -438,8 +454,8 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
   // ---- 2. per expert: the prefix over warps and the block's total ----
   const int expert_warps = (E + 31) >> 5;  // the warps whose threads stand for experts
   const bool expert_warp = warp < expert_warps;
+  int run = 0;  // thread e: the block's count of expert e
   if (tid < E) {
-    int run = 0;
 #pragma unroll
     for (int first = 0; first < kClusterWarps; first += kColumnLoads) {
       int col[kColumnLoads];
@@ -464,7 +480,7 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
 
   // ---- 3. every block's totals: the global count, the earlier blocks' prefix, the segments ----
   const unsigned al = static_cast<unsigned>(a.alignment);
-  int cnt = 0, pre = 0;
+  int cnt = 0, pre = 0, rows_incl = run;  // rows_incl: inclusive scan of the block's counts over the experts
   long long A = 0, incl = 0;
   if (expert_warp) {
     if (tid < E) {
@@ -482,25 +498,32 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
       const long long y = __shfl_up_sync(kFullMask, incl, o);
-      if (lane >= o) incl += y;
+      const int z = __shfl_up_sync(kFullMask, rows_incl, o);
+      if (lane >= o) incl += y, rows_incl += z;
     }
   }
   if (expert_warps > 1) {  // block-uniform: add the earlier expert warps' sums
-    if (expert_warp && lane == 31) warp_sums[warp] = incl;
+    if (expert_warp && lane == 31) warp_sums[warp] = incl, warp_rows[warp] = rows_incl;
     __syncthreads();
     if (expert_warp) {
       long long earlier = lane < warp ? warp_sums[lane] : 0;
+      int earlier_rows = lane < warp ? warp_rows[lane] : 0;
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) earlier += __shfl_xor_sync(kFullMask, earlier, o);
+      for (int o = 16; o > 0; o >>= 1) {
+        earlier += __shfl_xor_sync(kFullMask, earlier, o);
+        earlier_rows += __shfl_xor_sync(kFullMask, earlier_rows, o);
+      }
       incl += earlier;
+      rows_incl += earlier_rows;
     }
   }
   // Exact whenever the segments fit in P (else the overflow is reported and no base is used).
   const long long start = incl - A;
   const unsigned start32 = static_cast<unsigned>(start);
   if (tid < E) {
-    base[tid] = static_cast<int>(start32 + static_cast<unsigned>(pre));
-    if (tid == E - 1) total_rows = incl;
+    local_start[tid] = rows_incl - run;
+    out_start[tid] = static_cast<int>(start32 + static_cast<unsigned>(pre));
+    if (tid == E - 1) total_rows = incl, block_rows = rows_incl;
   }
   __syncthreads();
   // Second cluster barrier: the expert warps' reads of the other blocks are done. Arriving here, before the warp's
@@ -514,29 +537,49 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
     a.num_tokens_per_expert[tid] = static_cast<int32_t>(A);
   }
 
-  // ---- 4. placement, padding rows, the tail ----
+  // ---- 4. placement: token_topk_to_pos, the staging in the block's expert order, then the rows ----
+  // Every shared-memory load of a thread before its first store (the compiler cannot tell the staging from the
+  // tables), and none behind the overflow test.
   if (w0 < w1) {  // warp-uniform
-    int pos[STEPS];
+    int pos[STEPS], local[STEPS];
 #pragma unroll
-    for (int s = 0; s < STEPS; ++s) {  // the shared-memory loads do not wait for the overflow test
-      pos[s] = -1;
-      if (w0 + s * 32 >= w1) break;  // warp-uniform
-      const int p = v[s] >= 0 ? base[v[s]] + my[v[s]] + off[s] : -1;
-      pos[s] = overflow ? -1 : p;
+    for (int s = 0; s < STEPS; ++s) {
+      pos[s] = -1, local[s] = 0;
+      if (w0 + s * 32 < w1 && v[s] >= 0) {     // (the first test warp-uniform)
+        const int within = my[v[s]] + off[s];  // the slot's rank among the block's slots of its expert
+        pos[s] = out_start[v[s]] + within;
+        local[s] = local_start[v[s]] + within;
+      }
     }
 #pragma unroll
     for (int s = 0; s < STEPS; ++s) {
-      const int f = w0 + s * 32 + lane;
       if (w0 + s * 32 >= w1) break;  // warp-uniform
-      if (f < w1) {
-        if (pos[s] >= 0) {
-          a.pos_to_expert[pos[s]] = v[s];
-          a.pos_to_token[pos[s]] = static_cast<int32_t>(g.by_k.div(static_cast<unsigned>(f)));
-          a.pos_to_token_topk[pos[s]] = f;
-        }
-        a.token_topk_to_pos[f] = pos[s];
+      const int f = w0 + s * 32 + lane;
+      const bool placed = pos[s] >= 0 && !overflow;
+      if (placed) {
+        stage_pos[local[s]] = pos[s];
+        stage_slot[local[s]] = (f << 10) | v[s];  // f < 2^21, v < 2^10
       }
+      if (f < w1) a.token_topk_to_pos[f] = placed ? pos[s] : -1;
     }
+  }
+  __syncthreads();
+  if (!overflow) {  // block-uniform: the block's rows in expert order, consecutive rows of a run consecutive
+    const int rows = block_rows;
+    int pos[STEPS], slot[STEPS];
+#pragma unroll
+    for (int s = 0; s < STEPS; ++s) {  // loaded whatever `rows` (the arrays hold STEPS * 1024): no wait for it
+      pos[s] = stage_pos[tid + s * kClusterThreads];
+      slot[s] = stage_slot[tid + s * kClusterThreads];
+    }
+#pragma unroll
+    for (int s = 0; s < STEPS; ++s)
+      if (tid + s * kClusterThreads < rows) {
+        const int f = static_cast<int>(static_cast<unsigned>(slot[s]) >> 10);
+        a.pos_to_expert[pos[s]] = slot[s] & 1023;
+        a.pos_to_token[pos[s]] = static_cast<int32_t>(g.by_k.div(static_cast<unsigned>(f)));
+        a.pos_to_token_topk[pos[s]] = f;
+      }
   }
   if (expert_warp) {  // warp-uniform: padding rows [start + cnt, start + A) of this block's experts
     const unsigned q = g.by_blocks.div(static_cast<unsigned>(tid));
@@ -553,8 +596,8 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
   if (!overflow) {  // this block's share of the tail [total, P)
     const int used = static_cast<int>(total);
     const int share = (static_cast<int>(g.by_blocks.div(static_cast<unsigned>(P - used + nb - 1))) + 3) & ~3;
-    const int t0 = static_cast<int>(
-        min(static_cast<int64_t>(used) + static_cast<int64_t>(b) * share, static_cast<int64_t>(P)));
+    const int t0 =
+        static_cast<int>(min(static_cast<int64_t>(used) + static_cast<int64_t>(b) * share, static_cast<int64_t>(P)));
     const int t1 = min(t0 + share, P);
     fill_minus_one(a.pos_to_expert, t0, t1);
     fill_minus_one(a.pos_to_token, t0, t1);
@@ -683,7 +726,7 @@ struct ClusterReach {
 
 using ClusterKernel = void (*)(MappingArgs, ClusterGeometry, DeviceError *);
 constexpr ClusterKernel kClusterKernels[kClusterMaxSteps] = {mapping_cluster_kernel<1>, mapping_cluster_kernel<2>,
-                                                             mapping_cluster_kernel<3>, mapping_cluster_kernel<4>};
+                                                             mapping_cluster_kernel<3>};
 
 // Asked of the current device (== device), once per device. CUDA errors met here are cleared: they only mean
 // "no cluster path".
@@ -704,11 +747,13 @@ ClusterReach find_cluster_reach(int device, int cc_major) {
       (void)cudaGetLastError();
       return r;
     }
-    const int64_t room = static_cast<int64_t>(optin) - static_cast<int64_t>(attr.sharedSizeBytes);
-    max_experts = static_cast<int>(std::min<int64_t>(max_experts, room / static_cast<int64_t>(cluster_smem_bytes(1))));
+    const int64_t room = static_cast<int64_t>(optin) - static_cast<int64_t>(attr.sharedSizeBytes) -
+                         static_cast<int64_t>(cluster_smem_bytes(0, kClusterMaxSteps));
+    max_experts =
+        static_cast<int>(std::min<int64_t>(max_experts, room / static_cast<int64_t>(cluster_smem_bytes(1, 0))));
   }
   if (max_experts < 1) return r;
-  const size_t smem = cluster_smem_bytes(max_experts);
+  const size_t smem = cluster_smem_bytes(max_experts, kClusterMaxSteps);
   for (ClusterKernel k : kClusterKernels)
     if (smem > 48 * 1024 &&
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess) {
@@ -791,7 +836,7 @@ Status launch_mapping_cluster(const MappingArgs &a, const LaunchCtx &c, bool *la
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(nb));
   cfg.blockDim = dim3(kClusterThreads);
-  cfg.dynamicSmemBytes = cluster_smem_bytes(a.E);
+  cfg.dynamicSmemBytes = cluster_smem_bytes(a.E, steps);
   cfg.stream = c.stream;
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeClusterDimension;
@@ -811,8 +856,9 @@ Status launch_mapping_cluster(const MappingArgs &a, const LaunchCtx &c, bool *la
 }  // namespace
 
 Status launch_get_fused_mapping(const MappingArgs &a, const LaunchCtx &c) {
-  // Up to 64 k slots (16 blocks x 1024 threads x 4 slots; 8 blocks where a cluster of 16 cannot be resident): one
-  // thread block cluster. Above, or where no cluster can run: one cooperative kernel.
+  // Up to 48 k slots (16 blocks x 1024 threads x 3 slots; 8 blocks where a cluster of 16 cannot be resident, and no
+  // more blocks than the SM-count override): one thread block cluster. Above, or where no cluster can run: one
+  // cooperative kernel.
   bool launched = false;
   MOE_TRY(launch_mapping_cluster(a, c, &launched));
   if (launched) return kSuccess;

@@ -620,9 +620,9 @@ TEST_F(MoeGpu, GetFusedMappingWideExperts) {
 // The mapping at small and boundary sizes against the CPU reference: n = 255 and 256 (one block and two), TileKernels'
 // small shapes, n = 131072 and 131073, T = 34300 K = 9 (the full grid), a rows table of 1024-cell rows (E = 1024,
 // n = 4096), about a fifth of the ids -1, P from the sync path and given (a tail), bitwise for every SM count, with
-// the rows table in the stream's workspace and (cudaStreamPerThread) in block 0's slots. Up to 64 k slots the
+// the rows table in the stream's workspace and (cudaStreamPerThread) in block 0's slots. Up to 48 k slots the
 // default SM count takes the cluster kernel (GetFusedMappingCluster); an override of 1 SM takes the cooperative
-// kernel from 4097 slots. (A bad id in a later block: GetFusedMappingValueErrors.) (A wide-grid variant for these
+// kernel from 3073 slots. (A bad id in a later block: GetFusedMappingValueErrors.) (A wide-grid variant for these
 // sizes was measured 4-6 % slower than the narrow kernel and removed: docs/moe.md.)
 TEST_F(MoeGpu, GetFusedMappingSmallShapes) {
   struct Cfg {
@@ -668,19 +668,19 @@ TEST_F(MoeGpu, GetFusedMappingSmallShapes) {
   }
 }
 
-// The mapping's cluster kernel (n <= blocks x 1024 threads x 4 slots, one cluster of up to 16 blocks, no more blocks
+// The mapping's cluster kernel (n <= blocks x 1024 threads x 3 slots, one cluster of up to 16 blocks, no more blocks
 // than the SM-count override) against the CPU reference, bitwise, beside the cooperative kernel it hands over to:
-// n = 0 and 1; n = 4096 and 4097 (one block's reach: with the override at 1, the cluster of one block, then the
-// cooperative kernel); n = 32768 and 32772 (8 blocks' reach, where a cluster of 16 cannot be resident); n = 65536
-// and 65540 (16 blocks' reach); TileKernels' small shapes; E = 1 and E = 1024 (shared memory past 48 KiB) and 33
+// n = 0 and 1; n = 3072 and 3073 (one block's reach: with the override at 1, the cluster of one block, then the
+// cooperative kernel); n = 24576 and 24580 (8 blocks' reach, where a cluster of 16 cannot be resident); n = 49152
+// and 49156 (16 blocks' reach); TileKernels' small shapes; E = 1 and E = 1024 (shared memory past 48 KiB) and 33
 // (two warps of experts); a fifth of the ids -1, all -1, every slot to one expert; alignment 1, 7 and 128; P from
 // the sync path and given (a tail of -1 rows); SM-count overrides 1, 2, 4, 8, 12 and the device's.
 TEST_F(MoeGpu, GetFusedMappingCluster) {
   struct Cfg {
     int64_t T, K, E;
   };
-  const Cfg cfgs[] = {{0, 2, 9},     {1, 1, 9},     {4096, 1, 9},  {4097, 1, 9},   {8192, 4, 9},
-                      {8193, 4, 9},  {16384, 4, 9}, {16385, 4, 9}, {8131, 2, 9},   {8881, 2, 32},
+  const Cfg cfgs[] = {{0, 2, 9},     {1, 1, 9},     {3072, 1, 9},  {3073, 1, 9},   {6144, 4, 9},
+                      {6145, 4, 9},  {12288, 4, 9}, {12289, 4, 9}, {8131, 2, 9},   {8881, 2, 32},
                       {10003, 2, 4}, {500, 3, 1},   {600, 7, 33},  {1000, 8, 1024}};
   int dev_sms = 0;
   MOE_OK(tshmem_moe_get_device_num_sms(0, &dev_sms));
@@ -691,7 +691,7 @@ TEST_F(MoeGpu, GetFusedMappingCluster) {
   uint32_t seed = 57;
   for (const Cfg &c : cfgs)
     for (Ids ids : {kRandom, kAllSkipped, kOneExpert}) {
-      if (ids != kRandom && c.T != 8131 && c.T != 4097 && c.E != 1024) continue;
+      if (ids != kRandom && c.T != 8131 && c.T != 3073 && c.E != 1024) continue;
       std::mt19937 rng(seed++);
       std::vector<int64_t> idx(static_cast<size_t>(c.T * c.K));
       for (int64_t &v : idx) {
@@ -742,7 +742,7 @@ TEST_F(MoeGpu, GetFusedMappingClusterErrorsAndStreams) {
   for (const Bad bad : {Bad{15000, E + 3, 0}, Bad{15001, -2, 0}, Bad{3000, E, 1}}) {
     std::vector<int64_t> b = idx;
     b[static_cast<size_t>(bad.pos)] = bad.value;
-    Tensor bh = view(b, TSHMEM_MOE_INT64, {bad.sms == 1 ? 2048 : T, K});  // n = 4096 with one block
+    Tensor bh = view(b, TSHMEM_MOE_INT64, {bad.sms == 1 ? 1536 : T, K});  // n = 3072 with one block
     Mirror bd(bh, 0);
     MOE_OK(tshmem_moe_set_num_sms(bad.sms));
     tshmem_moe_fused_mapping_t m{};
