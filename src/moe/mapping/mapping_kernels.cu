@@ -1,8 +1,9 @@
 // CUDA kernels of the mapping family (docs/moe.md, "The fused layout"): get_fused_mapping and
 // expand_to_fused(_with_sf).
 //
-// get_fused_mapping as ONE cooperative kernel. The layout is the canonical one (ascending flat slot f inside
-// each expert segment), so the result never depends on the grid:
+// get_fused_mapping as ONE kernel: up to 48 k slots one thread block cluster (mapping_cluster_kernel, below), else
+// one cooperative kernel. The layout is the canonical one (ascending flat slot f inside each expert segment), so the
+// result never depends on the kernel or the grid. The cooperative kernel:
 //   1. each warp loads its contiguous sub-chunk of topk_idx in one round trip (kept in registers for step 4)
 //      and counts it per expert; per expert, the warp counts become an exclusive prefix over the block's warps
 //      (a segmented warp scan), and the block's totals go to its row of a table in the stream's workspace
@@ -25,6 +26,9 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "core/device.h"
 #include "core/kernels_common.cuh"
@@ -67,7 +71,7 @@ __device__ __forceinline__ bool load_batch(int (&v)[kSteps], const int64_t *__re
   return bad;
 }
 
-// Out of line, taken only with a bad value: records this lane's bad slots of the batch.
+// Out of line, taken only with a bad value: records this lane's bad slots of the batch (at most kSteps * 32).
 __device__ __noinline__ void report_batch(const int64_t *__restrict__ idx, int f0, int end, int E, DeviceError *err) {
   const int last = min(end, f0 + kSteps * 32);
   for (int f = f0 + static_cast<int>(threadIdx.x & 31); f < last; f += 32) {
@@ -318,6 +322,293 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
   }
 }
 
+// ---- get_fused_mapping at small sizes: one thread block cluster (sm_90) ------------------------------------------
+//
+// Up to kClusterMaxBlocks blocks of kClusterThreads threads launched as ONE cluster, each thread holding at most
+// STEPS slots in registers (n <= blocks * kClusterThreads * kClusterMaxSteps). The per-block totals are exchanged
+// through distributed shared memory after a cluster barrier: no grid barrier, no table in global memory, no
+// workspace (so also under graph capture and on cudaStreamPerThread). The same canonical layout:
+//   1. each warp issues the loads of its sub-chunk (STEPS steps of 32 slots) together, zeroes its own row of the
+//      [W][E] counts meanwhile, and counts and ranks its slots per expert as mapping_kernel does (step 0 needs no
+//      shared-memory read: the row is zero);
+//   2. block barrier; thread e turns column e of the counts into an exclusive prefix over the warps (all W loads
+//      in flight) and keeps the block's total of expert e for the other blocks;
+//   3. cluster barrier; thread e reads expert e's total from every block of the cluster (all loads in flight):
+//      the global count and the prefix of the earlier blocks; a scan of the aligned counts over the experts
+//      (one warp for E <= 32, else warp scans and one block barrier) gives the segment starts; thread e keeps
+//      this block's base of expert e (segment start + earlier blocks) in shared memory;
+//   4. block barrier; the expert warps arrive at the cluster's second barrier (their remote reads are done) and
+//      block 0's write expert_start, expert_end and num_tokens_per_expert; each slot's position is base + the warp
+//      prefix + its rank (token_topk_to_pos, coalesced); the block's rows of expert e are one run of the output, so
+//      each slot also goes to shared memory in the block's expert order, and after a block barrier the rows are
+//      written in that order: pos_to_* with coalesced stores (one scattered 4-byte store per slot and array cost
+//      up to E sectors per warp store, which on 16 SMs bounded the kernel); then the padding rows of the experts
+//      this block owns (e % blocks == b) and its share of the tail [total, P); the second cluster barrier's wait
+//      before exit keeps the block's shared memory readable until every block has read it.
+// Bad ids and an overflow are reported as mapping_kernel reports them (the loads issued before any check).
+constexpr int kClusterThreads = 1024;
+constexpr int kClusterWarps = kClusterThreads / 32;
+constexpr int kClusterMaxBlocks = 16;  // a non-portable cluster size on sm_90 (8 is portable)
+// Slots per thread. Measured on an H200 against the cooperative kernel (kernel time, L2 flushed): 1 slot 4.4 against
+// 6.7 us (T = 8131 K = 2 E = 9), 2 slots 5.4 against 6.5 (n = 32768), 3 slots 6.3 against 6.6 (n = 49152), 4 slots
+// 7.2 against 6.6 (n = 65536): 16 SMs are then short of load and store throughput.
+constexpr int kClusterMaxSteps = 3;
+constexpr int kColumnLoads = 16;                               // step 2: shared-memory loads in flight per thread
+constexpr int kMaxChunk = kClusterMaxSteps * kClusterThreads;  // slots per block
+// The staging packs a slot as (f << 10) | expert: f < kClusterMaxBlocks * kMaxChunk must leave the sign bit clear.
+static_assert(int64_t{kClusterMaxBlocks} * kMaxChunk <= (int64_t{1} << 21), "slot index does not fit the staging");
+
+struct ClusterGeometry {
+  int n;      // T * K
+  int chunk;  // slots per block, a multiple of 32, <= STEPS * kClusterThreads
+  FastDiv31 by_k, by_alignment, by_blocks;
+};
+
+// Dynamic shared memory of mapping_cluster_kernel: [W][E] warp counts (then their prefix over warps), [E] the
+// block's totals (read by the other blocks), [E] each expert's first row in the block's staging order, [E] each
+// expert's first row of the block in the output, then two [STEPS * 1024] staging arrays (a row's position, its slot
+// and expert). E <= 1024 and STEPS <= 3: at most 164 KiB.
+constexpr size_t cluster_smem_bytes(int64_t E, int64_t steps) {
+  return ((static_cast<size_t>(kClusterWarps) + 3) * static_cast<size_t>(E) +
+          2 * static_cast<size_t>(steps) * kClusterThreads) *
+         sizeof(int);
+}
+
+// The cluster barrier in its two halves, each called by whole warps. A release arrival waits for the warp's earlier
+// memory operations (a fence at GPU scope), so only the warps that publish or read distributed shared memory use it.
+__device__ __forceinline__ void cluster_arrive_release() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+
+// p[0] of block `rank` of the cluster (p: this block's shared memory).
+__device__ __forceinline__ int load_cluster_shared(const int *p, unsigned rank) {
+  const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  unsigned remote;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  int x;
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(x) : "r"(remote));
+  return x;
+}
+
+template <int STEPS>
+__global__ void __launch_bounds__(kClusterThreads, 1)
+    mapping_cluster_kernel(MappingArgs a, ClusterGeometry g, DeviceError *err) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ int smem[];
+  __shared__ long long warp_sums[kClusterWarps];  // E > 32: each expert warp's sum of aligned counts
+  __shared__ int warp_rows[kClusterWarps];        // E > 32: each expert warp's sum of the block's counts
+  __shared__ long long total_rows;                // the sum of the aligned counts
+  __shared__ int block_rows;                      // the block's valid slots
+  const int E = static_cast<int>(a.E), P = static_cast<int>(a.P);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int nb = gridDim.x, b = blockIdx.x;  // the grid is one cluster: block b is its rank b
+  const unsigned below = (1u << lane) - 1u;
+  int *counts = smem, *block_total = smem + kClusterWarps * E, *local_start = block_total + E,
+      *out_start = local_start + E, *stage_pos = out_start + E, *stage_slot = stage_pos + STEPS * kClusterThreads;
+  int *my = counts + warp * E;
+  const int c0 = min(b * g.chunk, g.n), c1 = min(c0 + g.chunk, g.n);  // b * chunk <= 16 * 4096
+  const int w0 = min(c0 + warp * (STEPS * 32), c1), w1 = min(w0 + STEPS * 32, c1);
+
+  // ---- 1. loads, then counts and ranks ----
+  // The loads are issued first; the warp zeroes its row while they are in flight.
+  int64_t x[STEPS];
+#pragma unroll
+  for (int s = 0; s < STEPS; ++s) x[s] = w0 < w1 ? __ldg(a.idx + min(w0 + s * 32 + lane, w1 - 1)) : -1;
+  for (int e = lane; e < E; e += 32) my[e] = 0;
+  int v[STEPS];
+  int off[STEPS] = {};  // each slot's rank among this warp's slots of its expert
+  bool bad = false;
+#pragma unroll
+  for (int s = 0; s < STEPS; ++s) {
+    const bool in = w0 + s * 32 + lane < w1;
+    const bool ok = static_cast<uint64_t>(x[s]) < static_cast<uint64_t>(E);
+    v[s] = in && ok ? static_cast<int>(x[s]) : -1;
+    bad |= in && !ok && x[s] != -1;
+  }
+  __syncwarp();
+  if (bad) report_batch(a.idx, w0, w1, E, err);
+#pragma unroll
+  for (int s = 0; s < STEPS; ++s) {
+    if (w0 + s * 32 >= w1) break;  // warp-uniform
+    const unsigned peers = __match_any_sync(kFullMask, v[s]);
+    const bool leader = v[s] >= 0 && (peers & below) == 0;  // one per expert advances the warp's count
+    if (s == 0) {
+      if (leader) my[v[s]] = __popc(peers);
+      off[s] = __popc(peers & below);
+    } else {
+      int before = 0;
+      if (leader) {
+        before = my[v[s]];
+        my[v[s]] = before + __popc(peers);
+      }
+      off[s] = __shfl_sync(kFullMask, before, __ffs(peers) - 1) + __popc(peers & below);
+    }
+    __syncwarp();
+  }
+  __syncthreads();
+
+  // ---- 2. per expert: the prefix over warps and the block's total ----
+  const int expert_warps = (E + 31) >> 5;  // the warps whose threads stand for experts
+  const bool expert_warp = warp < expert_warps;
+  int run = 0;  // thread e: the block's count of expert e
+  if (tid < E) {
+#pragma unroll
+    for (int first = 0; first < kClusterWarps; first += kColumnLoads) {
+      int col[kColumnLoads];
+#pragma unroll
+      for (int w = 0; w < kColumnLoads; ++w) col[w] = counts[(first + w) * E + tid];
+#pragma unroll
+      for (int w = 0; w < kColumnLoads; ++w) {
+        counts[(first + w) * E + tid] = run;
+        run += col[w];
+      }
+    }
+    block_total[tid] = run;
+  }
+  // First cluster barrier: the block totals are published (release) and visible to every block (acquire). The
+  // other warps publish nothing and read nothing remote: relaxed, and at once their arrival at the second.
+  if (expert_warp)
+    cluster_arrive_release();
+  else
+    cluster_arrive_relaxed();
+  cluster_wait();
+  if (!expert_warp) cluster_arrive_relaxed();
+
+  // ---- 3. every block's totals: the global count, the earlier blocks' prefix, the segments ----
+  const unsigned al = static_cast<unsigned>(a.alignment);
+  int cnt = 0, pre = 0, rows_incl = run;  // rows_incl: inclusive scan of the block's counts over the experts
+  long long A = 0, incl = 0;
+  if (expert_warp) {
+    if (tid < E) {
+      int tot[kClusterMaxBlocks];  // every load unpredicated (ranks past the cluster read its last block, unused)
+#pragma unroll
+      for (int r = 0; r < kClusterMaxBlocks; ++r) tot[r] = load_cluster_shared(block_total + tid, min(r, nb - 1));
+#pragma unroll
+      for (int r = 0; r < kClusterMaxBlocks; ++r) {
+        cnt += r < nb ? tot[r] : 0;
+        pre += r < b ? tot[r] : 0;
+      }
+      A = cnt == 0 ? 0 : static_cast<long long>(g.by_alignment.div(cnt - 1) + 1) * al;
+    }
+    incl = A;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const long long y = __shfl_up_sync(kFullMask, incl, o);
+      const int z = __shfl_up_sync(kFullMask, rows_incl, o);
+      if (lane >= o) incl += y, rows_incl += z;
+    }
+  }
+  if (expert_warps > 1) {  // block-uniform: add the earlier expert warps' sums
+    if (expert_warp && lane == 31) warp_sums[warp] = incl, warp_rows[warp] = rows_incl;
+    __syncthreads();
+    if (expert_warp) {
+      long long earlier = lane < warp ? warp_sums[lane] : 0;
+      int earlier_rows = lane < warp ? warp_rows[lane] : 0;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        earlier += __shfl_xor_sync(kFullMask, earlier, o);
+        earlier_rows += __shfl_xor_sync(kFullMask, earlier_rows, o);
+      }
+      incl += earlier;
+      rows_incl += earlier_rows;
+    }
+  }
+  // Exact whenever the segments fit in P (else the overflow is reported and no base is used).
+  const long long start = incl - A;
+  const unsigned start32 = static_cast<unsigned>(start);
+  if (tid < E) {
+    local_start[tid] = rows_incl - run;
+    out_start[tid] = static_cast<int>(start32 + static_cast<unsigned>(pre));
+    if (tid == E - 1) total_rows = incl, block_rows = rows_incl;
+  }
+  __syncthreads();
+  // Second cluster barrier: the expert warps' reads of the other blocks are done. Arriving here, before the warp's
+  // first global store, keeps the release's fence from waiting for stores (and the other warps from waiting for it).
+  if (expert_warp) cluster_arrive_release();
+  const long long total = total_rows;
+  const bool overflow = total > P;
+  if (tid < E && b == 0) {
+    a.expert_start[tid] = static_cast<int32_t>(start32);
+    a.expert_end[tid] = static_cast<int32_t>(start32 + static_cast<unsigned>(A));
+    a.num_tokens_per_expert[tid] = static_cast<int32_t>(A);
+  }
+
+  // ---- 4. placement: token_topk_to_pos, the staging in the block's expert order, then the rows ----
+  // Every shared-memory load of a thread before its first store (the compiler cannot tell the staging from the
+  // tables), and none behind the overflow test.
+  if (w0 < w1) {  // warp-uniform
+    int pos[STEPS], local[STEPS];
+#pragma unroll
+    for (int s = 0; s < STEPS; ++s) {
+      pos[s] = -1, local[s] = 0;
+      if (w0 + s * 32 < w1 && v[s] >= 0) {     // (the first test warp-uniform)
+        const int within = my[v[s]] + off[s];  // the slot's rank among the block's slots of its expert
+        pos[s] = out_start[v[s]] + within;
+        local[s] = local_start[v[s]] + within;
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < STEPS; ++s) {
+      if (w0 + s * 32 >= w1) break;  // warp-uniform
+      const int f = w0 + s * 32 + lane;
+      const bool placed = pos[s] >= 0 && !overflow;
+      if (placed) {
+        stage_pos[local[s]] = pos[s];
+        stage_slot[local[s]] = (f << 10) | v[s];  // f < 2^21, v < 2^10
+      }
+      if (f < w1) a.token_topk_to_pos[f] = placed ? pos[s] : -1;
+    }
+  }
+  __syncthreads();
+  if (!overflow) {  // block-uniform: the block's rows in expert order, consecutive rows of a run consecutive
+    const int rows = block_rows;
+    int pos[STEPS], slot[STEPS];
+#pragma unroll
+    for (int s = 0; s < STEPS; ++s) {  // loaded whatever `rows` (the arrays hold STEPS * 1024): no wait for it
+      pos[s] = stage_pos[tid + s * kClusterThreads];
+      slot[s] = stage_slot[tid + s * kClusterThreads];
+    }
+#pragma unroll
+    for (int s = 0; s < STEPS; ++s)
+      if (tid + s * kClusterThreads < rows) {
+        const int f = static_cast<int>(static_cast<unsigned>(slot[s]) >> 10);
+        a.pos_to_expert[pos[s]] = slot[s] & 1023;
+        a.pos_to_token[pos[s]] = static_cast<int32_t>(g.by_k.div(static_cast<unsigned>(f)));
+        a.pos_to_token_topk[pos[s]] = f;
+      }
+  }
+  if (expert_warp) {  // warp-uniform: padding rows [start + cnt, start + A) of this block's experts
+    const unsigned q = g.by_blocks.div(static_cast<unsigned>(tid));
+    const bool mine = tid < E && A > cnt && start + A <= P && static_cast<int>(tid - q * nb) == b;
+    for (unsigned todo = __ballot_sync(kFullMask, mine); todo != 0; todo &= todo - 1) {
+      const int src = __ffs(todo) - 1;
+      const int p0 = __shfl_sync(kFullMask, static_cast<int>(start32) + cnt, src);
+      const int p1 = __shfl_sync(kFullMask, static_cast<int>(start32 + static_cast<unsigned>(A)), src);
+      for (int p = p0 + lane; p < p1; p += 32)
+        a.pos_to_expert[p] = -1, a.pos_to_token[p] = -1, a.pos_to_token_topk[p] = -1;
+    }
+  }
+  if (overflow && b == 0 && tid == 0) record_value_error(err, kErrMappingOverflow, total, 0, P);
+  if (!overflow) {  // this block's share of the tail [total, P)
+    const int used = static_cast<int>(total);
+    const int share = (static_cast<int>(g.by_blocks.div(static_cast<unsigned>(P - used + nb - 1))) + 3) & ~3;
+    const int t0 =
+        static_cast<int>(min(static_cast<int64_t>(used) + static_cast<int64_t>(b) * share, static_cast<int64_t>(P)));
+    const int t1 = min(t0 + share, P);
+    fill_minus_one(a.pos_to_expert, t0, t1);
+    fill_minus_one(a.pos_to_token, t0, t1);
+    fill_minus_one(a.pos_to_token_topk, t0, t1);
+  }
+  cluster_wait();  // no block exits while another may still read its totals
+#else
+  __trap();  // never launched: cluster_reach() finds no sm_90 code
+#endif
+}
+
 // ---- expand_to_fused(_with_sf): streaming copies with 16-byte accesses ----------------------------------------
 
 constexpr int kExpandThreads = 128;
@@ -424,7 +715,153 @@ void launch_expand_v(const ExpandArgs &a, const LaunchCtx &c) {
 }
 }  // namespace
 
+namespace {
+
+// What mapping_cluster_kernel can do on one device: its largest cluster (16 blocks where one can be resident, else
+// the portable 8, else 0: no cluster path) and the largest E whose shared memory it can be given.
+struct ClusterReach {
+  int blocks = 0;
+  int max_experts = 0;
+};
+
+using ClusterKernel = void (*)(MappingArgs, ClusterGeometry, DeviceError *);
+constexpr ClusterKernel kClusterKernels[kClusterMaxSteps] = {mapping_cluster_kernel<1>, mapping_cluster_kernel<2>,
+                                                             mapping_cluster_kernel<3>};
+
+// Asked of the current device (== device), once per device. CUDA errors met here are cleared: they only mean
+// "no cluster path".
+ClusterReach find_cluster_reach(int device, int cc_major) {
+  ClusterReach r;
+  if (cc_major < 9) return r;
+  int optin = 0;
+  if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return r;
+  }
+  int max_experts = 1024;
+  for (ClusterKernel k : kClusterKernels) {
+    cudaFuncAttributes attr{};
+    // The kernel's code must come from sm_90 or later: one compiled from an older PTX (JIT on this device, so
+    // its binaryVersion is the device's) has no cluster code.
+    if (cudaFuncGetAttributes(&attr, k) != cudaSuccess || attr.binaryVersion < 90 || attr.ptxVersion < 90) {
+      (void)cudaGetLastError();
+      return r;
+    }
+    const int64_t room = static_cast<int64_t>(optin) - static_cast<int64_t>(attr.sharedSizeBytes) -
+                         static_cast<int64_t>(cluster_smem_bytes(0, kClusterMaxSteps));
+    max_experts =
+        static_cast<int>(std::min<int64_t>(max_experts, room / static_cast<int64_t>(cluster_smem_bytes(1, 0))));
+  }
+  if (max_experts < 1) return r;
+  const size_t smem = cluster_smem_bytes(max_experts, kClusterMaxSteps);
+  for (ClusterKernel k : kClusterKernels)
+    if (smem > 48 * 1024 &&
+        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return r;
+    }
+  for (int blocks : {kClusterMaxBlocks, 8}) {
+    bool fits = true;
+    for (ClusterKernel k : kClusterKernels) {
+      if (blocks > 8 && cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+        fits = false;
+        break;
+      }
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+      cfg.blockDim = dim3(kClusterThreads);
+      cfg.dynamicSmemBytes = smem;
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = static_cast<unsigned>(blocks);
+      attr.val.clusterDim.y = 1;
+      attr.val.clusterDim.z = 1;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      int clusters = 0;
+      if (cudaOccupancyMaxActiveClusters(&clusters, k, &cfg) != cudaSuccess || clusters < 1) {
+        fits = false;
+        break;
+      }
+    }
+    (void)cudaGetLastError();
+    if (fits) {
+      r.blocks = blocks;
+      r.max_experts = max_experts;
+      return r;
+    }
+  }
+  return r;
+}
+
+ClusterReach cluster_reach(int device, int cc_major) {
+  static std::mutex *mu = new std::mutex;  // never destroyed, like the device cache (core/device.cc)
+  static auto *known = new std::vector<std::pair<bool, ClusterReach>>;
+  std::lock_guard<std::mutex> lock(*mu);
+  if (static_cast<size_t>(device) >= known->size()) known->resize(static_cast<size_t>(device) + 1);
+  std::pair<bool, ClusterReach> &slot = (*known)[static_cast<size_t>(device)];
+  if (!slot.first) {
+    // The first call may come under another thread's (or this one's) stream capture: relaxed mode, so that the
+    // attribute and occupancy queries cannot invalidate it.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return ClusterReach{};  // asked again next time
+    }
+    slot = {true, find_cluster_reach(device, cc_major)};
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  }
+  return slot.second;
+}
+
+// mapping_cluster_kernel where it fits: E within its shared memory, n within blocks * kClusterThreads *
+// kClusterMaxSteps for the blocks the device (and the SM-count override) allow. Sets *launched when it took the
+// call; a refused launch is cleared and left to the cooperative kernel.
+Status launch_mapping_cluster(const MappingArgs &a, const LaunchCtx &c, bool *launched) {
+  *launched = false;
+  const ClusterReach reach = cluster_reach(c.device, c.cc_major);
+  const int64_t n = a.T * a.K;
+  const int64_t cap = std::min(reach.blocks, c.num_sms);
+  if (cap < 1 || a.E > reach.max_experts) return kSuccess;
+  const int64_t nb = std::min(cap, std::max<int64_t>(1, (n + kClusterThreads - 1) / kClusterThreads));
+  const int64_t chunk = ((n + nb - 1) / nb + 31) / 32 * 32;
+  const int64_t steps = std::max<int64_t>(1, (chunk + kClusterThreads - 1) / kClusterThreads);
+  if (steps > kClusterMaxSteps) return kSuccess;
+  ClusterGeometry g{};
+  g.n = static_cast<int>(n);
+  g.chunk = static_cast<int>(chunk);
+  g.by_k = FastDiv31::make(static_cast<uint32_t>(a.K));
+  g.by_alignment = FastDiv31::make(static_cast<uint32_t>(a.alignment));  // <= INT32_MAX (API)
+  g.by_blocks = FastDiv31::make(static_cast<uint32_t>(nb));
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(nb));
+  cfg.blockDim = dim3(kClusterThreads);
+  cfg.dynamicSmemBytes = cluster_smem_bytes(a.E, steps);
+  cfg.stream = c.stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(nb);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  if (cudaLaunchKernelEx(&cfg, kClusterKernels[steps - 1], a, g, c.err) != cudaSuccess) {
+    (void)cudaGetLastError();  // not the caller's error: the cooperative kernel takes the call
+    return kSuccess;
+  }
+  *launched = true;
+  return kSuccess;
+}
+
+}  // namespace
+
 Status launch_get_fused_mapping(const MappingArgs &a, const LaunchCtx &c) {
+  // Up to 48 k slots (16 blocks x 1024 threads x 3 slots; 8 blocks where a cluster of 16 cannot be resident, and no
+  // more blocks than the SM-count override): one thread block cluster. Above, or where no cluster can run: one
+  // cooperative kernel.
+  bool launched = false;
+  MOE_TRY(launch_mapping_cluster(a, c, &launched));
+  if (launched) return kSuccess;
   const int64_t n = a.T * a.K;
   const int E = static_cast<int>(a.E);
   // 16 warps (fewer warps wait at each block barrier than with 32; more slots per warp in flight than with

@@ -620,9 +620,10 @@ TEST_F(MoeGpu, GetFusedMappingWideExperts) {
 // The mapping at small and boundary sizes against the CPU reference: n = 255 and 256 (one block and two), TileKernels'
 // small shapes, n = 131072 and 131073, T = 34300 K = 9 (the full grid), a rows table of 1024-cell rows (E = 1024,
 // n = 4096), about a fifth of the ids -1, P from the sync path and given (a tail), bitwise for every SM count, with
-// the rows table in the stream's workspace and (cudaStreamPerThread) in block 0's slots. (A bad id in a later
-// block: GetFusedMappingValueErrors.) (A wide-grid variant for these sizes was measured 4-6 % slower
-// than the narrow kernel and removed: docs/moe.md.)
+// the rows table in the stream's workspace and (cudaStreamPerThread) in block 0's slots. Up to 48 k slots the
+// default SM count takes the cluster kernel (GetFusedMappingCluster); an override of 1 SM takes the cooperative
+// kernel from 3073 slots. (A bad id in a later block: GetFusedMappingValueErrors.) (A wide-grid variant for these
+// sizes was measured 4-6 % slower than the narrow kernel and removed: docs/moe.md.)
 TEST_F(MoeGpu, GetFusedMappingSmallShapes) {
   struct Cfg {
     int64_t T, K, E;
@@ -665,6 +666,142 @@ TEST_F(MoeGpu, GetFusedMappingSmallShapes) {
       free_mapping(ref);
     }
   }
+}
+
+// The mapping's cluster kernel (n <= blocks x 1024 threads x 3 slots, one cluster of up to 16 blocks, no more blocks
+// than the SM-count override) against the CPU reference, bitwise, beside the cooperative kernel it hands over to:
+// n = 0 and 1; n = 3072 and 3073 (one block's reach: with the override at 1, the cluster of one block, then the
+// cooperative kernel); n = 24576 and 24580 (8 blocks' reach, where a cluster of 16 cannot be resident); n = 49152
+// and 49156 (16 blocks' reach); TileKernels' small shapes; E = 1 and E = 1024 (shared memory past 48 KiB) and 33
+// (two warps of experts); a fifth of the ids -1, all -1, every slot to one expert; alignment 1, 7 and 128; P from
+// the sync path and given (a tail of -1 rows); SM-count overrides 1, 2, 4, 8, 12 and the device's.
+TEST_F(MoeGpu, GetFusedMappingCluster) {
+  struct Cfg {
+    int64_t T, K, E;
+  };
+  const Cfg cfgs[] = {{0, 2, 9},     {1, 1, 9},     {3072, 1, 9},  {3073, 1, 9},   {6144, 4, 9},
+                      {6145, 4, 9},  {12288, 4, 9}, {12289, 4, 9}, {8131, 2, 9},   {8881, 2, 32},
+                      {10003, 2, 4}, {500, 3, 1},   {600, 7, 33},  {1000, 8, 1024}};
+  int dev_sms = 0;
+  MOE_OK(tshmem_moe_get_device_num_sms(0, &dev_sms));
+  std::vector<int> sms_values;
+  for (int v : {1, 2, 4, 8, 12, dev_sms})
+    if (v <= dev_sms) sms_values.push_back(v);
+  enum Ids { kRandom, kAllSkipped, kOneExpert };
+  uint32_t seed = 57;
+  for (const Cfg &c : cfgs)
+    for (Ids ids : {kRandom, kAllSkipped, kOneExpert}) {
+      if (ids != kRandom && c.T != 8131 && c.T != 3073 && c.E != 1024) continue;
+      std::mt19937 rng(seed++);
+      std::vector<int64_t> idx(static_cast<size_t>(c.T * c.K));
+      for (int64_t &v : idx) {
+        const int64_t r = static_cast<int64_t>(rng() % static_cast<uint32_t>(c.E + c.E / 4 + 1)) - 1;
+        v = ids == kAllSkipped ? -1 : ids == kOneExpert ? c.E - 1 : r < c.E ? r : -1;
+      }
+      Tensor ih = view(idx, TSHMEM_MOE_INT64, {c.T, c.K});
+      Mirror id(ih, 0);
+      for (int64_t align : {1, 7, 128}) {
+        const std::string tag = "T=" + std::to_string(c.T) + " K=" + std::to_string(c.K) + " E=" + std::to_string(c.E) +
+                                " ids=" + std::to_string(static_cast<int>(ids)) + " align=" + std::to_string(align);
+        tshmem_moe_fused_mapping_t ref{};
+        MOE_OK(tshmem_moe_get_fused_mapping(&ih, c.E, 0, align, 0, &ref, nullptr, nullptr, nullptr));
+        const int64_t P = ref.pos_to_expert.shape[0] + 1001;
+        tshmem_moe_fused_mapping_t r2{};
+        MOE_OK(tshmem_moe_get_fused_mapping(&ih, c.E, P, align, 0, &r2, nullptr, nullptr, nullptr));
+        for (int sms : sms_values) {
+          MOE_OK(tshmem_moe_set_num_sms(sms));
+          tshmem_moe_fused_mapping_t got{}, g2{};
+          MOE_OK(tshmem_moe_get_fused_mapping(&id, c.E, 0, align, 0, &got, nullptr, nullptr, nullptr));
+          expect_same_mapping(ref, got, tag + " sms=" + std::to_string(sms));
+          MOE_OK(tshmem_moe_get_fused_mapping(&id, c.E, P, align, 1, &g2, nullptr, nullptr, nullptr));
+          expect_same_mapping(r2, g2, tag + " P given sms=" + std::to_string(sms));
+          free_mapping(got);
+          free_mapping(g2);
+        }
+        MOE_OK(tshmem_moe_set_num_sms(0));
+        free_mapping(r2);
+        free_mapping(ref);
+      }
+    }
+}
+
+// The cluster kernel's reports, as the cooperative kernel's: a bad id in a later block of the cluster (and in the
+// one block of a cluster of one), a P below the aligned total; each followed by a clean call. Then the paths that have
+// no stream workspace: cudaStreamPerThread, and a capture with preallocated outputs (filled with garbage first)
+// replayed twice on another stream.
+TEST_F(MoeGpu, GetFusedMappingClusterErrorsAndStreams) {
+  const int64_t T = 8131, K = 2, E = 9;
+  std::vector<int64_t> idx(static_cast<size_t>(T * K));
+  std::mt19937 rng(77);
+  for (int64_t &v : idx) v = static_cast<int64_t>(rng() % 10) - 1;
+  Tensor ih = view(idx, TSHMEM_MOE_INT64, {T, K});
+  struct Bad {
+    int64_t pos, value;
+    int sms;  // 0: the device's
+  };
+  for (const Bad bad : {Bad{15000, E + 3, 0}, Bad{15001, -2, 0}, Bad{3000, E, 1}}) {
+    std::vector<int64_t> b = idx;
+    b[static_cast<size_t>(bad.pos)] = bad.value;
+    Tensor bh = view(b, TSHMEM_MOE_INT64, {bad.sms == 1 ? 1536 : T, K});  // n = 3072 with one block
+    Mirror bd(bh, 0);
+    MOE_OK(tshmem_moe_set_num_sms(bad.sms));
+    tshmem_moe_fused_mapping_t m{};
+    EXPECT_EQ(tshmem_moe_get_fused_mapping(&bd, E, 0, 128, 0, &m, nullptr, nullptr, nullptr),
+              TSHMEM_MOE_ERR_INVALID_VALUE);
+    const std::string want =
+        "'topk_idx' holds " + std::to_string(bad.value) + " at flat position " + std::to_string(bad.pos);
+    EXPECT_NE(last().find(want), std::string::npos) << last();
+    MOE_OK(tshmem_moe_set_num_sms(0));
+  }
+  Mirror id(ih, 0);
+  tshmem_moe_fused_mapping_t small{};
+  EXPECT_EQ(tshmem_moe_get_fused_mapping(&id, E, 1000, 128, 1, &small, nullptr, nullptr, nullptr),
+            TSHMEM_MOE_ERR_INVALID_VALUE);
+  EXPECT_NE(last().find("num_expanded_tokens"), std::string::npos) << last();
+  free_mapping(small);
+  tshmem_moe_fused_mapping_t ref{}, good{};
+  MOE_OK(tshmem_moe_get_fused_mapping(&ih, E, 0, 128, 0, &ref, nullptr, nullptr, nullptr));
+  MOE_OK(tshmem_moe_get_fused_mapping(&id, E, 0, 128, 0, &good, nullptr, nullptr, nullptr));
+  expect_same_mapping(ref, good, "after the errors");
+  free_mapping(good);
+  // cudaStreamPerThread.
+  tshmem_moe_fused_mapping_t pt{};
+  MOE_OK(tshmem_moe_get_fused_mapping(&id, E, 0, 128, 0, &pt, nullptr, nullptr, cudaStreamPerThread));
+  expect_same_mapping(ref, pt, "on cudaStreamPerThread");
+  free_mapping(pt);
+  // Graph capture: P given, preallocated outputs, deferred checks (a synchronising check cannot be captured).
+  const int64_t P = ref.pos_to_expert.shape[0] + 333;
+  tshmem_moe_fused_mapping_t r2{};
+  MOE_OK(tshmem_moe_get_fused_mapping(&ih, E, P, 128, 0, &r2, nullptr, nullptr, nullptr));
+  std::vector<int32_t> rows(static_cast<size_t>(P), 0x7f7f7f7f), slots(static_cast<size_t>(T * K), 0x7f7f7f7f),
+      experts(static_cast<size_t>(E), 0x7f7f7f7f);
+  Tensor rows_h = view(rows, TSHMEM_MOE_INT32, {P}), slots_h = view(slots, TSHMEM_MOE_INT32, {T, K}),
+         experts_h = view(experts, TSHMEM_MOE_INT32, {E});
+  Mirror o1(rows_h, 0), o2(rows_h, 0), o3(rows_h, 0), o4(slots_h, 0), o5(experts_h, 0), o6(experts_h, 0),
+      o7(experts_h, 0);
+  tshmem_moe_fused_mapping_t g{*o1.ptr(), *o2.ptr(), *o3.ptr(), *o4.ptr(), *o5.ptr(), *o6.ptr(), *o7.ptr()};
+  cudaStream_t s1 = nullptr, s2 = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s1), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&s2), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  tshmem_moe_set_check_mode(TSHMEM_MOE_CHECK_DEFERRED);
+  ASSERT_EQ(cudaStreamBeginCapture(s1, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const tshmem_moe_status_t captured = tshmem_moe_get_fused_mapping(&id, E, P, 128, 1, &g, nullptr, nullptr, s1);
+  ASSERT_EQ(cudaStreamEndCapture(s1, &graph), cudaSuccess);
+  ASSERT_EQ(captured, TSHMEM_MOE_SUCCESS) << tshmem_moe_last_error();
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(cudaGraphLaunch(exec, s2), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s2), cudaSuccess);
+  MOE_OK(tshmem_moe_check_device_errors(0, nullptr));
+  tshmem_moe_set_check_mode(TSHMEM_MOE_CHECK_SYNC);
+  expect_same_mapping(r2, g, "graph replay");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+  free_mapping(r2);
+  free_mapping(ref);
 }
 
 // On the GPU too, a value outside [-1, E) and a P below the aligned total are reported, naming the tensor and
