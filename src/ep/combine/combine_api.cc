@@ -73,7 +73,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_combine(tshmem_ep_buffer_t buffer, ts
     EP_CUDA(launch_combine_send(p, blocks, stream));
     EP_CUDA(launch_wait_signals(buffer->combine_sig, g.n_pes, g.my_pe, buffer->timeout_ms, 1, stream));
     EP_CUDA(launch_combine_reduce(p, blocks, stream));
-    return kSuccess;
+    return finish_off_node(buffer, stream);
   });
 }
 

@@ -102,6 +102,15 @@ Status take_device_error(tshmem_ep_buffer *b, cudaStream_t stream, bool clear, i
   return fail(TSHMEM_EP_ERR_INTERNAL, "unknown device error kind %d", e.kind);
 }
 
+Status finish_off_node(const tshmem_ep_buffer *b, cudaStream_t stream) {
+  if (b->num_nodes <= 1) return kSuccess;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  EP_CUDA(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return kSuccess;  // a graph's replay is the caller's to wait for
+  EP_CUDA(cudaStreamSynchronize(stream));
+  return kSuccess;
+}
+
 }  // namespace tshmem_ep
 
 using namespace tshmem_ep;

@@ -84,5 +84,10 @@ Status take_device_error(tshmem_ep_buffer *b, cudaStream_t stream, bool clear = 
 /// its first launch, and a load while another kernel of the process waits for the off-node proxy holds the
 /// proxy's copies behind that kernel: neither ends (docs/ep.md, "Kernels are loaded when the buffer is made").
 Status load_kernels();
+/// Ends a call whose kernels reach PEs of other nodes: waits for `stream` (outside graph capture). A CUDA call
+/// that waits for a kernel while holding the driver's lock (a copy to pageable host memory: `.cpu()`, `.item()`,
+/// `cudaMemcpy`) would hold the proxy's copies, which that kernel waits for, until the proxy's bound ends both
+/// (docs/ep.md, "Across nodes the calls return when their kernels are done"). A stream wait holds no such lock.
+Status finish_off_node(const tshmem_ep_buffer *b, cudaStream_t stream);
 
 }  // namespace tshmem_ep

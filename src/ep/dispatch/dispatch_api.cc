@@ -76,7 +76,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_notify(tshmem_ep_buffer_t buffer, tsh
     handle->needs_barrier = false;
     if (num_worst_tokens > 0) {
       handle->num_tokens = num_tokens;
-      return kSuccess;
+      return finish_off_node(buffer, stream);
     }
     EP_CUDA(cudaMemcpyAsync(handle->h_matrix, handle->d_matrix, sizeof(int32_t) * static_cast<size_t>(n * w),
                             cudaMemcpyDeviceToHost, stream));
@@ -170,7 +170,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_dispatch(tshmem_ep_buffer_t buffer, t
     EP_CUDA(launch_dispatch_send(p, blocks, stream));
     EP_CUDA(launch_wait_signals(buffer->dispatch_sig, g.n_pes, g.my_pe, buffer->timeout_ms, 0, stream));
     EP_CUDA(launch_dispatch_recv(p, blocks, stream));
-    return kSuccess;
+    return finish_off_node(buffer, stream);
   });
 }
 
