@@ -27,8 +27,8 @@ void expect_exact_copy(Copy copy, size_t bytes, size_t src_skew, size_t dst_skew
   uint8_t *to = dst.data() + 64 + dst_skew;
   copy(to, src.data() + src_skew, bytes);
   for (size_t i = 0; i < bytes; ++i)
-    ASSERT_EQ(to[i], src[src_skew + i]) << "byte " << i << " of " << bytes << " (src skew " << src_skew
-                                        << ", dst skew " << dst_skew << ")";
+    ASSERT_EQ(to[i], src[src_skew + i]) << "byte " << i << " of " << bytes << " (src skew " << src_skew << ", dst skew "
+                                        << dst_skew << ")";
   for (size_t i = 0; i < 64 + dst_skew; ++i) ASSERT_EQ(dst[i], kGuard) << "wrote " << 64 + dst_skew - i << " before";
   for (size_t i = 64 + dst_skew + bytes; i < dst.size(); ++i)
     ASSERT_EQ(dst[i], kGuard) << "wrote " << i - (64 + dst_skew + bytes) << " past the end";

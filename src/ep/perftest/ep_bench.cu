@@ -222,7 +222,8 @@ int main(int argc, char **argv) {
 
   // The link limit: a device copy of the size a dispatch moves, on this GPU and into the next PE's heap.
   // The size is the largest PE's (the heap allocation below is collective: every PE asks for the same bytes).
-  unsigned long long mine = std::max<unsigned long long>(static_cast<unsigned long long>(comb_bytes), 1 << 20), most = 0;
+  unsigned long long mine = std::max<unsigned long long>(static_cast<unsigned long long>(comb_bytes), 1 << 20),
+                     most = 0;
   MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
   const size_t copy_bytes = static_cast<size_t>(most);
   char *src = nullptr;
