@@ -52,23 +52,45 @@ struct MappingGeometry {
   int *table;  // the stream workspace's rows table, or NULL: the table lives in block 0's slots
 };
 
-// The experts of a batch of kSteps * 32 slots starting at f0 (lane l holds f0 + 32 s + l), -1 for skips and
-// for slots at or past `end`. Every load is issued before any value is looked at (the address is clamped, not
-// guarded): one memory round trip per batch. Returns whether this lane saw a value outside [-1, E).
-__device__ __forceinline__ bool load_batch(int (&v)[kSteps], const int64_t *__restrict__ idx, int f0, int end, int E) {
+// The experts of loaded values x of the slots f0 + 32 s + lane: -1 for skips and for slots at or past `end`.
+// Returns whether this lane saw a value outside [-1, E).
+template <int N>
+__device__ __forceinline__ bool classify_batch(int (&v)[N], const int64_t (&x)[N], int f0, int end, int E) {
   const int lane = threadIdx.x & 31;
-  int64_t x[kSteps];
-#pragma unroll
-  for (int s = 0; s < kSteps; ++s) x[s] = __ldg(idx + min(f0 + s * 32 + lane, end - 1));
   bool bad = false;
 #pragma unroll
-  for (int s = 0; s < kSteps; ++s) {
+  for (int s = 0; s < N; ++s) {
     const bool in = f0 + s * 32 + lane < end;
     const bool ok = static_cast<uint64_t>(x[s]) < static_cast<uint64_t>(E);
     v[s] = in && ok ? static_cast<int>(x[s]) : -1;
     bad |= in && !ok && x[s] != -1;
   }
   return bad;
+}
+
+// The experts of a batch of kSteps * 32 slots starting at f0 (lane l holds f0 + 32 s + l). Every load is issued
+// before any value is looked at (the address is clamped, not guarded): one memory round trip per batch. Returns
+// whether this lane saw a value outside [-1, E).
+__device__ __forceinline__ bool load_batch(int (&v)[kSteps], const int64_t *__restrict__ idx, int f0, int end, int E) {
+  const int lane = threadIdx.x & 31;
+  int64_t x[kSteps];
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) x[s] = __ldg(idx + min(f0 + s * 32 + lane, end - 1));
+  return classify_batch(v, x, f0, end, E);
+}
+
+// -1 over the padding rows [start + cnt, start + A) of every expert for which this lane's `mine` holds, by the
+// whole warp (one expert at a time, 32 rows per store).
+__device__ __forceinline__ void write_padding_rows(const MappingArgs &a, bool mine, unsigned start32, int cnt,
+                                                   long long A) {
+  const int lane = threadIdx.x & 31;
+  for (unsigned todo = __ballot_sync(kFullMask, mine); todo != 0; todo &= todo - 1) {
+    const int src = __ffs(todo) - 1;
+    const int p0 = __shfl_sync(kFullMask, static_cast<int>(start32) + cnt, src);
+    const int p1 = __shfl_sync(kFullMask, static_cast<int>(start32 + static_cast<unsigned>(A)), src);
+    for (int p = p0 + lane; p < p1; p += 32)
+      a.pos_to_expert[p] = -1, a.pos_to_token[p] = -1, a.pos_to_token_topk[p] = -1;
+  }
 }
 
 // Out of line, taken only with a bad value: records this lane's bad slots of the batch (at most kSteps * 32).
@@ -250,13 +272,7 @@ __global__ void __launch_bounds__(kMaxThreads) mapping_kernel(MappingArgs a, Map
     const unsigned q = g.by_blocks.div(static_cast<unsigned>(e));
     const bool mine = e < E && A > cnt && start + A <= P && static_cast<int>(e - q * nb) == b &&
                       static_cast<int>(q & (W - 1)) == warp;
-    for (unsigned todo = __ballot_sync(kFullMask, mine); todo != 0; todo &= todo - 1) {
-      const int src = __ffs(todo) - 1;
-      const int p0 = __shfl_sync(kFullMask, static_cast<int>(start32) + cnt, src);
-      const int p1 = __shfl_sync(kFullMask, static_cast<int>(start32 + static_cast<unsigned>(A)), src);
-      for (int p = p0 + lane; p < p1; p += 32)
-        a.pos_to_expert[p] = -1, a.pos_to_token[p] = -1, a.pos_to_token_topk[p] = -1;
-    }
+    write_padding_rows(a, mine, start32, cnt, A);
   }
   const bool overflow = carry > P;
   if (overflow && b == 0 && tid == 0) record_value_error(err, kErrMappingOverflow, carry, 0, P);
@@ -421,14 +437,7 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
   for (int e = lane; e < E; e += 32) my[e] = 0;
   int v[STEPS];
   int off[STEPS] = {};  // each slot's rank among this warp's slots of its expert
-  bool bad = false;
-#pragma unroll
-  for (int s = 0; s < STEPS; ++s) {
-    const bool in = w0 + s * 32 + lane < w1;
-    const bool ok = static_cast<uint64_t>(x[s]) < static_cast<uint64_t>(E);
-    v[s] = in && ok ? static_cast<int>(x[s]) : -1;
-    bad |= in && !ok && x[s] != -1;
-  }
+  const bool bad = classify_batch(v, x, w0, w1, E);
   __syncwarp();
   if (bad) report_batch(a.idx, w0, w1, E, err);
 #pragma unroll
@@ -584,13 +593,7 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
   if (expert_warp) {  // warp-uniform: padding rows [start + cnt, start + A) of this block's experts
     const unsigned q = g.by_blocks.div(static_cast<unsigned>(tid));
     const bool mine = tid < E && A > cnt && start + A <= P && static_cast<int>(tid - q * nb) == b;
-    for (unsigned todo = __ballot_sync(kFullMask, mine); todo != 0; todo &= todo - 1) {
-      const int src = __ffs(todo) - 1;
-      const int p0 = __shfl_sync(kFullMask, static_cast<int>(start32) + cnt, src);
-      const int p1 = __shfl_sync(kFullMask, static_cast<int>(start32 + static_cast<unsigned>(A)), src);
-      for (int p = p0 + lane; p < p1; p += 32)
-        a.pos_to_expert[p] = -1, a.pos_to_token[p] = -1, a.pos_to_token_topk[p] = -1;
-    }
+    write_padding_rows(a, mine, start32, cnt, A);
   }
   if (overflow && b == 0 && tid == 0) record_value_error(err, kErrMappingOverflow, total, 0, P);
   if (!overflow) {  // this block's share of the tail [total, P)
