@@ -18,6 +18,7 @@ namespace tshmemi {
 namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
+constexpr size_t kLowestThreshold = kMiB;  // copies below it never look the threshold up
 
 /// The size of cpu0's level-3 (else highest-level) unified cache from sysfs, 0 if none is listed. sysconf's
 /// _SC_LEVEL3_CACHE_SIZE is not used: inside a virtual machine it can report the host's whole cache (256 MiB
@@ -48,7 +49,7 @@ size_t last_level_cache_bytes() {
 size_t streaming_copy_threshold() {
   static const size_t threshold = [] {
     const size_t cache = last_level_cache_bytes();
-    return cache == 0 ? 8 * kMiB : std::clamp(cache / 4, kMiB, 64 * kMiB);
+    return cache == 0 ? 8 * kMiB : std::clamp(cache / 4, kLowestThreshold, 64 * kMiB);
   }();
   return threshold;
 }
@@ -80,7 +81,8 @@ void streaming_copy(void *dst, const void *src, size_t bytes) {
 }
 
 void host_copy(void *dst, const void *src, size_t bytes) {
-  if (bytes >= streaming_copy_threshold())
+  // Small copies (a put of one word) never touch the threshold: the first of them does not read sysfs.
+  if (bytes >= kLowestThreshold && bytes >= streaming_copy_threshold())
     streaming_copy(dst, src, bytes);
   else
     std::memcpy(dst, src, bytes);
