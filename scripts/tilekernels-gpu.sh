@@ -13,8 +13,8 @@
 #     diag   src/moe/perftest/tk_mapping_diag.py (which inputs make TileKernels' get_fused_mapping fault)
 #     CARRY  default .carry: tilelang-site.tar.xz and TileKernels/ (scripts/tilekernels-prepare.sh made them)
 # Budgets: TK_BUDGET_S (TileKernels' tests, default 240 s), TK_TABLE_BUDGET_S (start no table row after it,
-# default 120 s); TK_TABLE_ONLY=KERNEL: only that kernel's rows; TK_FILES (scripts/tilekernels-tests.sh): only
-# those test files. With the defaults `all` takes about 7 minutes on the 1 x H200 host (16 cores).
+# default 120 s); TK_TABLE_ONLY=KERNEL[,KERNEL...]: only those kernels' rows; TK_FILES
+# (scripts/tilekernels-tests.sh): only those test files. With the defaults `all` takes about 7 minutes on the 1 x H200 host (16 cores).
 # At most 8 files land in LOG_DIR.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -2,8 +2,8 @@
 
     PYTHONPATH=<tilelang site>:<tshmem_moe site>:<TileKernels checkout>:src/moe/perftest python3 side_by_side.py
     (scripts/tilekernels-gpu.sh sets this up.)  Options: --rep N (default 30), --iters N (back-to-back calls,
-    default 100), --only SUBSTRING, --no-tk-shapes, --json FILE, --budget-s S (start no row after S
-    seconds), --isolate KERNELS (default get_fused_mapping).
+    default 100), --only SUBSTRING[,SUBSTRING...] (the rows whose kernel name holds one), --no-tk-shapes,
+    --json FILE, --budget-s S (start no row after S seconds), --isolate KERNELS (default get_fused_mapping).
 
 Per row and implementation:
 * kernel_us: TileKernels' own benchmark timer, tilelang's do_bench(fn, backend='cupti', warmup=0, rep=30): the
@@ -345,7 +345,8 @@ def all_rows(a):
         m = re.search(r'T=(\d+)', shape)
         return int(m.group(1)) if m else 0
     rows.sort(key=lambda r: (r[0] == 'get_fused_mapping', tokens(r[1]) if r[0] == 'get_fused_mapping' else 0))
-    return [r for r in rows if not a.only or a.only in r[0]]
+    only = [o for o in a.only.split(',') if o]
+    return [r for r in rows if not only or any(o in r[0] for o in only)]
 
 
 def warm(tk, a, t_start):

@@ -4,9 +4,10 @@
       ncu --cache-control all -k 'regex:histogram|normalize|mapping|group_count|aux_fi' --set full \
       -o moe-small python3 src/moe/perftest/small_shapes.py [--tk] [--spec] [--calls N]
 
-Rows: group_count, aux_fi, normalize_weight and get_fused_mapping (align 128, P = 0) at T = 8131 K = 2 E = 9 and
+Rows: group_count, aux_fi, normalize_weight and get_fused_mapping (align 128, P = 0) at T = 8131 K = 2 E = 9,
 get_fused_mapping at T = 8881 K = 2 E = 32 (TileKernels' generator: 4001 tokens per rank, 8 ranks of 72 and
-256 experts), tshmem_moe's then, with --tk, TileKernels' (its torch.zeros fill shows as a kernel of its own);
+256 experts) and inplace_unique_group_indices at the table's T = 36007 K = 9 G = 8 (each call on a fresh copy of
+the group ids), tshmem_moe's then, with --tk, TileKernels' (its torch.zeros fill shows as a kernel of its own);
 --spec adds the spec's T = 34300 K = 9 E = 4 (tshmem_moe only: TileKernels' get_fused_mapping faults there).
 Each call follows a 256 MiB zero_() (the table's L2 flush); ncu's own --cache-control all flushes too.
 """
@@ -38,12 +39,16 @@ def main():
     i9 = topk_idx(4001, 2, 9, 8)
     i32 = topk_idx(4001, 2, 32, 8)
     w = torch.rand(i9.shape, device='cuda')
+    gen = torch.Generator(device='cuda').manual_seed(4)
+    grp = torch.rand((36007, 256), device='cuda', generator=gen).topk(9, dim=1).indices // 32
     rows = [
         ('group_count', f'T={i9.shape[0]} K=2 E=9', lambda m: m.group_count(i9, 9), True),
         ('aux_fi', f'T={i9.shape[0]} K=2 E=9', lambda m: m.aux_fi(i9, 9, 2), True),
         ('normalize_weight', f'T={i9.shape[0]} K=2', lambda m: m.normalize_weight(w), True),
         ('get_fused_mapping', f'T={i9.shape[0]} K=2 E=9', lambda m: m.get_fused_mapping(i9, 9, 0, 128), True),
         ('get_fused_mapping', f'T={i32.shape[0]} K=2 E=32', lambda m: m.get_fused_mapping(i32, 32, 0, 128), True),
+        ('inplace_unique_group_indices', f'T={grp.shape[0]} K=9 G=8',
+         lambda m: m.inplace_unique_group_indices(grp.clone(), 8), True),
     ]
     if a.spec:
         i4 = topk_idx(4001, 9, 4, 64)

@@ -382,6 +382,38 @@ TEST_F(MoeGpu, InplaceUniqueLongRows) {
   expect_same(gh, gd.d, "inplace_unique K=40");
 }
 
+// inplace_unique_group_indices' warp-tile kernel (16-byte aligned ids, K <= 32: the last warp's span partial, an
+// odd number of ids in it) and its one-thread-per-token fallback (a view 8 bytes off alignment, K = 33), bitwise
+// against the CPU reference over the whole buffer (one id past the view stays untouched); an out-of-range id is
+// reported on both paths, naming the value.
+TEST_F(MoeGpu, InplaceUniqueTilePaths) {
+  std::mt19937 rng(91);
+  // [T, K] rows starting `off` ids into `whole` (host or device).
+  const auto rows = [](const Tensor &whole, int off, int64_t T, int64_t K) {
+    const int64_t shape[2] = {T, K};
+    return tshmem_moe_tensor_make(static_cast<int64_t *>(whole.data) + off, TSHMEM_MOE_INT64, 2, shape, whole.device);
+  };
+  for (int64_t K : {1, 2, 3, 9, 32, 33})
+    for (int64_t T : {1, 31, 33, 1001})
+      for (int off : {0, 1}) {
+        const std::string tag =
+            "inplace_unique K=" + std::to_string(K) + " T=" + std::to_string(T) + " off=" + std::to_string(off);
+        std::vector<int64_t> g(static_cast<size_t>(T * K + 1));
+        for (int64_t &v : g) v = static_cast<int64_t>(rng() % 73) - 1;  // 72 groups and -1
+        std::vector<int64_t> bad = g;
+        bad[static_cast<size_t>(off + T * K / 2)] = 128;  // >= align(72, 64)
+        Tensor gh = view(g, TSHMEM_MOE_INT64, {T * K + 1}), badh = view(bad, TSHMEM_MOE_INT64, {T * K + 1});
+        Mirror gd(gh, 0), bd(badh, 0);
+        Tensor host_rows = rows(gh, off, T, K), dev_rows = rows(gd.d, off, T, K), bad_rows = rows(bd.d, off, T, K);
+        MOE_OK(tshmem_moe_inplace_unique_group_indices(&host_rows, 72, nullptr));
+        MOE_OK(tshmem_moe_inplace_unique_group_indices(&dev_rows, 72, nullptr));
+        expect_same(gh, gd.d, tag);
+        EXPECT_EQ(tshmem_moe_inplace_unique_group_indices(&bad_rows, 72, nullptr), TSHMEM_MOE_ERR_INVALID_VALUE) << tag;
+        EXPECT_NE(std::string(tshmem_moe_last_error()).find("holds 128"), std::string::npos)
+            << tag << ": " << tshmem_moe_last_error();
+      }
+}
+
 // aux_fi (num_aux_topk 3) and group_count of `id` on the GPU, bitwise against the CPU reference of `ih`, for
 // every SM-count override, `reps` calls each (a call that leaves the stream's workspace dirty fails the next).
 void expect_counts_on_every_grid(const Tensor &ih, const Mirror &id, int64_t E, int reps, const std::string &tag) {
