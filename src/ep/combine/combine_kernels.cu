@@ -69,6 +69,10 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   return a | (b << 16);
 }
 
+// Chunks of 8 channels per lane summed together: each PE's row gives kReduceChunks independent loads per lane, all
+// in flight before their adds (one chunk at a time made every load of the row a round trip of its own).
+constexpr int kReduceChunks = 4;
+
 __global__ void __launch_bounds__(kDataThreads) combine_reduce_kernel(const __grid_constant__ CombineParams p) {
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
@@ -77,23 +81,36 @@ __global__ void __launch_bounds__(kDataThreads) combine_reduce_kernel(const __gr
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5); t < p.num_tokens;
        t += warps) {
     const int32_t *sends = p.send_index + t * p.n_pes;
-    for (int64_t c = lane; c < chunks; c += 32) {
-      float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    for (int64_t c0 = lane; c0 < chunks; c0 += 32 * kReduceChunks) {
+      float acc[kReduceChunks][8] = {};
+      // The same operations per channel as one chunk at a time: the rows in PE order, then the biases.
       for (int q = 0; q < p.n_pes; ++q) {
         const int32_t si = sends[q];
         if (si < 0) continue;
         const int64_t row = route_home_row(p.info, p.il, q, si);
         if (row >= p.area_rows) continue;  // not written: the sender recorded the overflow
-        add8(acc, reinterpret_cast<const uint4 *>(p.area + row * static_cast<int64_t>(stride))[c]);
+        const uint4 *src = reinterpret_cast<const uint4 *>(p.area + row * static_cast<int64_t>(stride));
+        uint4 v[kReduceChunks];
+#pragma unroll
+        for (int u = 0; u < kReduceChunks; ++u)
+          if (c0 + 32 * u < chunks) v[u] = src[c0 + 32 * u];
+#pragma unroll
+        for (int u = 0; u < kReduceChunks; ++u)
+          if (c0 + 32 * u < chunks) add8(acc[u], v[u]);
       }
-      if (p.bias0) add8(acc, reinterpret_cast<const uint4 *>(p.bias0 + t * p.hidden)[c]);
-      if (p.bias1) add8(acc, reinterpret_cast<const uint4 *>(p.bias1 + t * p.hidden)[c]);
-      uint4 o;
-      o.x = pack2(acc[0], acc[1]);
-      o.y = pack2(acc[2], acc[3]);
-      o.z = pack2(acc[4], acc[5]);
-      o.w = pack2(acc[6], acc[7]);
-      reinterpret_cast<uint4 *>(p.out + t * p.hidden * 2)[c] = o;
+#pragma unroll
+      for (int u = 0; u < kReduceChunks; ++u) {
+        const int64_t c = c0 + 32 * u;
+        if (c >= chunks) break;
+        if (p.bias0) add8(acc[u], reinterpret_cast<const uint4 *>(p.bias0 + t * p.hidden)[c]);
+        if (p.bias1) add8(acc[u], reinterpret_cast<const uint4 *>(p.bias1 + t * p.hidden)[c]);
+        uint4 o;
+        o.x = pack2(acc[u][0], acc[u][1]);
+        o.y = pack2(acc[u][2], acc[u][3]);
+        o.z = pack2(acc[u][4], acc[u][5]);
+        o.w = pack2(acc[u][6], acc[u][7]);
+        reinterpret_cast<uint4 *>(p.out + t * p.hidden * 2)[c] = o;
+      }
     }
     if (p.out_weights && lane < p.num_topk) {
       float w = 0.f;

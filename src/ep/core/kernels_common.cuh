@@ -11,21 +11,27 @@ namespace tshmem_ep {
 constexpr int kDataThreads = 256;
 constexpr int kWarpsPerBlock = kDataThreads / 32;
 
-/// `n` bytes, a multiple of 16, from `src` to `dst`, both 16-byte aligned (either may be a peer's memory); four
-/// loads in flight per lane before their stores, so NVLink latency overlaps.
+/// Loads in flight per lane in warp_copy16: a whole fp8 row of hidden 7168 (14 units per lane) takes two round trips.
+/// A block's 8 warps then keep 32 KiB in flight per SM, about what HBM's bandwidth times its latency needs (with 4
+/// in flight, and the tail of a row one load at a time, the data kernels ran at a quarter of the copy bandwidth).
+constexpr int kCopyLoads = 8;
+
+/// `n` bytes, a multiple of 16, from `src` to `dst`, both 16-byte aligned (either may be a peer's memory): batches of
+/// kCopyLoads loads per lane, all issued before their stores (the last batch predicated), so memory and NVLink
+/// latency overlap.
 __device__ __forceinline__ void warp_copy16(void *dst, const void *src, size_t n, int lane) {
   uint4 *d = static_cast<uint4 *>(dst);
   const uint4 *s = static_cast<const uint4 *>(src);
   const size_t units = n / 16;
-  size_t i = lane;
-  for (; i + 96 < units; i += 128) {
-    const uint4 a = s[i], b = s[i + 32], c = s[i + 64], e = s[i + 96];
-    d[i] = a;
-    d[i + 32] = b;
-    d[i + 64] = c;
-    d[i + 96] = e;
+  for (size_t i = lane; i < units; i += 32 * kCopyLoads) {
+    uint4 v[kCopyLoads];
+#pragma unroll
+    for (int u = 0; u < kCopyLoads; ++u)
+      if (i + 32 * u < units) v[u] = s[i + 32 * u];
+#pragma unroll
+    for (int u = 0; u < kCopyLoads; ++u)
+      if (i + 32 * u < units) d[i + 32 * u] = v[u];
   }
-  for (; i < units; i += 32) d[i] = s[i];
 }
 
 /// `words` 4-byte words.
