@@ -1,6 +1,7 @@
 // CUDA kernels of the rowwise family (docs/moe.md, "Row-wise transforms of a top-k result"): normalize_weight,
 // mask_indices_by_tp and inplace_unique_group_indices. Each token's row is transformed on its own, one thread per
-// token or per 16 bytes, with the row's loads issued before any is used.
+// token or per 16 bytes, with the row's loads issued before any is used; where rows are short and 16-byte aligned,
+// a block or a warp stages a contiguous span of rows in shared memory with 16-byte loads.
 #include "core/kernels_common.cuh"
 #include "core/tp_mask.h"
 #include "rowwise/rowwise.h"
@@ -174,8 +175,9 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One thread per token; the row's ids are loaded kUniqueBatch at a time, all before any is examined (the loop
-// with a store in it loaded them one round trip each), then later duplicates become -1 in slot order.
+// inplace_unique_group_indices where unique_tile_kernel (below) does not apply: one thread per token; the row's ids
+// are loaded kUniqueBatch at a time, all before any is examined (the loop with a store in it loaded them one round
+// trip each), then later duplicates become -1 in slot order.
 constexpr int kUniqueBatch = 16;
 
 __global__ void __launch_bounds__(kThreads)
