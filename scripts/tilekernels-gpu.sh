@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU-host round of tshmem_moe against TileKernels in one command: builds the tshmem_moe package and runs its tests, TileKernels'
+# One GPU round of tshmem_moe against TileKernels in one command: builds the tshmem_moe package and runs its tests, TileKernels'
 # MoE tests against it, and the side-by-side table, writing the logs and a summary to LOG_DIR ($OUT, else
 # build/tilekernels).
 #   scripts/tilekernels-gpu.sh [all|tests|table|diag] [CARRY]
@@ -11,10 +11,10 @@
 #            benchmark shapes); summary.txt gathers the result lines
 #     tests  src/moe/python/tests + TileKernels' tests/moe (+ ctest -L moe);  table  the package build + the table
 #     diag   src/moe/perftest/tk_mapping_diag.py (which inputs make TileKernels' get_fused_mapping fault)
-#     CARRY  default .carry: tilelang-site.tar.xz and TileKernels/ (scripts/tilekernels-prepare.sh made them)
+#     CARRY  default tilekernels-deps: tilelang-site.tar.xz and TileKernels/ (scripts/tilekernels-prepare.sh made them)
 # Budgets: TK_BUDGET_S (TileKernels' tests, default 240 s), TK_TABLE_BUDGET_S (start no table row after it,
 # default 120 s); TK_TABLE_ONLY=KERNEL[,KERNEL...]: only those kernels' rows; TK_FILES
-# (scripts/tilekernels-tests.sh): only those test files. With the defaults `all` takes about 7 minutes on the 1 x H200 host (16 cores).
+# (scripts/tilekernels-tests.sh): only those test files. With the defaults `all` takes about 7 minutes on one H200 with 16 cores.
 # At most 8 files land in LOG_DIR.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +23,7 @@ case $mode in
   all | tests | table | diag) ;;
   *) echo "tilekernels-gpu: mode '$mode' is not all, tests, table or diag" >&2; exit 2 ;;
 esac
-carry=$(cd "${2:-$root/.carry}" && pwd) || exit 2
+carry=$(cd "${2:-$root/tilekernels-deps}" && pwd) || exit 2
 logs=${OUT:-$root/build/tilekernels}
 mkdir -p "$logs" "$root/build"
 export TSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1 TILELANG_PRINT_ON_COMPILATION=0

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Prepares, on a machine that reaches PyPI, what the GPU host needs to run TileKernels beside tshmem_moe
-# (it reaches no registry): CARRY/tilelang-site.tar.xz (tilelang 0.1.15 and the dependencies the GPU host
+# Prepares, on a machine that reaches PyPI, what a GPU machine without registry access needs to run TileKernels
+# beside tshmem_moe: CARRY/tilelang-site.tar.xz (tilelang 0.1.15 and the dependencies a CUDA 13 + torch image
 # lacks, as unpacked cp312 manylinux x86_64 wheels, packed with xz) and CARRY/TileKernels (its tile_kernels/ and
-# tests/ from a checkout). CARRY must be a folder git ignores (default .carry/); nothing of TileKernels is
-# committed.
+# tests/ from a checkout). CARRY must be a folder git ignores (default tilekernels-deps/); nothing of TileKernels
+# is committed.
 #   scripts/tilekernels-prepare.sh TK_CHECKOUT_OR_GIT_DIR [CARRY]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 src=${1:?a TileKernels checkout or its git directory}
-carry=${2:-$root/.carry}
+carry=${2:-$root/tilekernels-deps}
 mkdir -p "$carry/whl"
-# Missing on the GPU host (its list of installed packages): these; cloudpickle, ml-dtypes, numpy, psutil, torch,
-# tqdm and typing-extensions are there.
+# Missing from a CUDA 13 image with torch 2.11 (Ubuntu 24.04, Python 3.12): these; cloudpickle, ml-dtypes, numpy,
+# psutil, torch, tqdm and typing-extensions are there.
 plats=()
 for n in 17 24 27 28 31 34 35; do plats+=(--platform "manylinux_2_${n}_x86_64"); done
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \

@@ -2,10 +2,10 @@
 # Runs DeepSeek TileKernels' own MoE tests (tests/moe/test_*.py) with TileKernels' 12 tile_kernels.moe
 # functions replaced by tshmem_moe's (src/moe/perftest/tilekernels_compat.py) as parallel pytest processes inside
 # one time budget (src/moe/perftest/tk_tests_run.py says where the time goes), and prints one table:
-# file | passed | failed | skipped | reasons (every skip reason with its count). GPU host only.
+# file | passed | failed | skipped | reasons (every skip reason with its count). Needs a GPU.
 #   scripts/tilekernels-tests.sh TK_SRC CARRY [LOG_DIR]
 #     TK_SRC   a TileKernels checkout (tile_kernels/, tests/); never part of this repository
-#     CARRY    a folder holding tilelang-site.tar.xz (tilelang 0.1.15 and the dependencies the GPU host lacks,
+#     CARRY    a folder holding tilelang-site.tar.xz (tilelang 0.1.15 and the dependencies a CUDA 13 + torch image lacks,
 #              unpacked wheels; scripts/tilekernels-prepare.sh makes it)
 #     LOG_DIR  where the per-process logs and result lines go (default: build/tilekernels-tests)
 # Environment: TSHMEM_MOE_SITE (tshmem_moe installed there by scripts/python-test.sh; default build/python-site),
