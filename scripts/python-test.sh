@@ -4,7 +4,7 @@
 # libtshmem: the build folder's own when it holds one (src/libtshmem.so: no second compile), else the package
 # builds it. Tests: tshmem_moe's (src/moe/python/tests), then tshmem's (python/tests/tshmem) under mpirun at each PE
 # count of TSHMEM_PY_NP (default "1 2"), on the backend TSHMEM_MEM_BACKEND names (default shm).
-# Uses python3 as it is when it already has the build and test tools (the GPU host: torch, numpy, nanobind,
+# Uses python3 as it is when it already has the build and test tools (a CUDA image: torch, numpy, nanobind,
 # scikit-build-core and pytest are installed there and no registry is reachable); otherwise makes a virtual
 # environment in <build>/python-venv (or $TSHMEM_PY_VENV) and installs numpy, pytest, nanobind and scikit-build-core
 # from PyPI (CI: no torch there, so the tests run on numpy arrays). The interpreter is written to <build>/python-interpreter

@@ -1,6 +1,6 @@
-// The off-node proxy's transport over two-sided MPI, staged through host memory (the MPI on our hosts is not
-// CUDA-aware): records (wire.h) batched into messages, copies between the heap and staging on ProxyMemory's lanes,
-// flow control by credits, and a table of the replies this PE awaits.
+// The off-node proxy's transport over two-sided MPI, staged through host memory (MPI need not be CUDA-aware):
+// records (wire.h) batched into messages, copies between the heap and staging on ProxyMemory's lanes, flow control
+// by credits, and a table of the replies this PE awaits.
 #pragma once
 
 #include <cstdint>

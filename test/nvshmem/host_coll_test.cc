@@ -2,7 +2,7 @@
 // tshmem_barrier(team) called on the host) on shm with real processes (np 1, 2, 4): tshmem_barrier(team) runs on
 // every backend; the data collectives are GPU kernels, so here every PE gets the same refusal; and above all PEs
 // whose calls differ get, on every PE, the same error naming the divergent PE (nothing hangs). The results
-// themselves are checked on the GPU host (tshmem_nvshmem_compat_gpu).
+// themselves are checked on a GPU (tshmem_nvshmem_compat_gpu).
 #include <gtest/gtest.h>
 
 #include <string>

@@ -1,6 +1,6 @@
 // tshmemx_buffer_register_symmetric / _unregister_symmetric on shm with real processes (np 1, 2, 4): every refusal
 // (bad argument, a backend that cannot register, an unknown address) on every PE with the same message, PEs that
-// disagree named, nothing left waiting. Registration itself (vmm) is tested on the GPU host by
+// disagree named, nothing left waiting. Registration itself (vmm) is tested on a GPU by
 // tshmem_nvshmem_compat_gpu.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,4 @@
-"""The README's Python programs are python/examples/hello.py and ep_moe_layer.py, as written (the GPU host runs
-them)."""
+"""The README's Python programs are python/examples/hello.py and ep_moe_layer.py, as written (run where a GPU is present)."""
 import os
 import re
 

@@ -28,9 +28,7 @@ A process cut off by the budget still reports the tests it finished (TK_RESULTS 
 'not run'. A process whose test makes no progress for --stall-s (75 s; 3x that before its first test, the
 imports) gets SIGUSR1 (its Python stacks go to SLICE.stacks, the innermost frames to a STALL line after the
 table), is stopped, the test counts as an error, and the rest of its slice starts in a new process (at most
---restarts times). The first full run on the GPU host (1 x H200, 16 processes) had 4 of 19 processes stop
-making progress 10-25 s in (reduce_fused and expand_to_fused slices): a race in tshmem_moe's get_fused_mapping
-(docs/moe.md), fixed since. Exit status 0 when every collected test passed or skipped.
+--restarts times). Exit status 0 when every collected test passed or skipped.
 """
 import argparse
 import collections
