@@ -34,8 +34,8 @@ if TORCHRUN:
         dist.init_process_group('gloo')
 
 
-# TSHMEM_PYTEST_TEST_TIMEOUT=<seconds> (src/ep/python/gpu_check.sh and src/ep/test/gpu_run.sh set it): each test that runs longer dumps every
-# thread's stack to stderr (this rank's log) and ends the process, so mpirun ends the job and the launcher prints
+# TSHMEM_PYTEST_TEST_TIMEOUT=<seconds> (src/ep/python/gpu_check.sh and src/ep/test/gpu_run.sh set it): each test
+# that runs longer dumps every thread's stack to stderr (this rank's log) and ends the process, so mpirun ends the job and the launcher prints
 # the logs: a hang names its test and the line each PE waits at. The name of each test goes to stderr as it starts.
 _TEST_TIMEOUT = float(os.environ.get('TSHMEM_PYTEST_TEST_TIMEOUT', '0') or 0)
 
