@@ -6,6 +6,10 @@
 # tshmem runs on the shm backend; both libraries get the same symmetric heap (TSHMEM_SYMMETRIC_SIZE, default
 # 256M, is also SHMEM_SYMMETRIC_SIZE). Without the twin (no oshcc/shmem.h when configured) it prints why and
 # exits 0 after the tshmem rows. Logs: <build>/oshmem-compare/.
+# The table uses only the rounds (at a PE count) in which every library ran to the end, and says which. A round
+# of OSHMEM that does not finish is a finding about the peer, printed with its log's last lines; the exit status
+# is 1 only when a tshmem run or the table fails. Each run is bounded (OSHMEM_COMPARE_TIMEOUT_S, default 180 s),
+# and what a run leaves in /dev/shm is reported and removed before the next one.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TSHMEM_BUILD_DIR:-$root/build}
@@ -16,7 +20,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "oshmem-compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -46,6 +50,30 @@ env_tshmem=(-x TSHMEM_MEM_BACKEND=shm -x TSHMEM_SYMMETRIC_SIZE="$heap" -x TSHMEM
 # Open MPI 4.1's osc/rdma frees memory at MPI_Finalize through a hook into the OpenSHMEM layer that is already
 # unloaded (SIGSEGV at the end of every OSHMEM program here); one-sided MPI is no part of the twin, so it is off.
 env_oshmem=(-x SHMEM_SYMMETRIC_SIZE="$heap" -x OMPI_MCA_osc=^rdma)
+# The comparison is of the host path: UCX under OSHMEM gets the host transports only, unless the caller chose.
+# A UCX built with CUDA (cuda_copy, cuda_ipc, gdr_copy) would otherwise make a CUDA context in every PE at
+# ucp_init, on a GPU the PEs share, and register the heap with the GPU: neither is part of the twin.
+env_oshmem+=(-x UCX_TLS="${UCX_TLS:-self,sm,tcp}")
+timeout_s=${OSHMEM_COMPARE_TIMEOUT_S:-180}
+
+# /dev/shm between runs: names a run leaves behind (Open MPI's vader segments, UCX's, tshmem's) that no live
+# process maps are removed, so one run's leftovers cannot fill the next run's tmpfs.
+shm_names() { find /dev/shm -maxdepth 1 -mindepth 1 -user "$(id -u)" -printf '%f\n' 2>/dev/null | sort; }
+shm_free_mib() { df -Pm /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }'; }
+clean_leftovers() {  # <names before the run> -> prints what it removed
+  local before=$1 name left=()
+  while read -r name; do
+    [ -n "$name" ] || continue
+    case "$name" in
+      vader_segment.* | ucx_* | sm_segment.* | shmem_* | tshmem.*) ;;
+      *) continue ;;
+    esac
+    if ! grep -qs "/dev/shm/$name" /proc/[0-9]*/maps; then
+      rm -f "/dev/shm/$name" && left+=("$name")
+    fi
+  done < <(comm -13 <(printf '%s\n' "$before") <(shm_names))
+  [ ${#left[@]} -gt 0 ] && echo "left in /dev/shm and removed: ${left[*]}"
+}
 
 label() {  # tshmem_host_shmem -> tshmem, tshmem_host_shmem_nocheck -> tshmem[nocheck], oshmem_host_shmem -> oshmem
   case "$1" in
@@ -54,7 +82,7 @@ label() {  # tshmem_host_shmem -> tshmem, tshmem_host_shmem_nocheck -> tshmem[no
   esac
 }
 
-failed=0
+tshmem_failed=0 findings=() complete=() tshmem_ran=()
 for round in $(seq 1 "$rounds"); do
   order=("${variants[@]}")
   if [ $((round % 2)) = 0 ]; then  # every other round backwards: a slow moment does not land on one side only
@@ -64,22 +92,58 @@ for round in $(seq 1 "$rounds"); do
   for np in $nps; do
     extra=()
     [ "$np" -gt "$(nproc)" ] && extra+=(--oversubscribe)
-    line="round $round/$rounds, $np PEs:"
+    line="round $round/$rounds, $np PEs:" all_ran=1
     for exe in "${order[@]}"; do
       envs=("${env_tshmem[@]}")
       [ "$exe" = oshmem_host_shmem ] && envs=("${env_oshmem[@]}")
-      log="$logs/$exe-np$np-round$round.log"
-      if "${launch[@]}" "${extra[@]}" -np "$np" "${envs[@]}" "$dir/$exe" --json "$jsonl" "${bench_args[@]}" \
-        > "$log" 2>&1; then
+      run_id="$exe-np$np-round$round"
+      log="$logs/$run_id.log"
+      : > "$logs/$run_id.jsonl"
+      before=$(shm_names) free_mib=$(shm_free_mib)
+      timeout -k 10 "$timeout_s" "${launch[@]}" "${extra[@]}" -np "$np" "${envs[@]}" "$dir/$exe" \
+        --json "$logs/$run_id.jsonl" "${bench_args[@]}" > "$log" 2>&1
+      rc=$?
+      leftovers=$(clean_leftovers "$before")
+      [ -n "$leftovers" ] && echo "$leftovers" >> "$log"
+      if [ $rc = 0 ]; then
         line+=" $(label "$exe") ok"
+        [ "$exe" != oshmem_host_shmem ] && tshmem_ran+=("$logs/$run_id.jsonl")
+        continue
+      fi
+      all_ran=0
+      why="exit status $rc"
+      [ $rc = 124 ] && why="stopped after ${timeout_s} s"
+      if [ "$exe" = oshmem_host_shmem ]; then
+        line+=" $(label "$exe") did not finish ($why)"
+        findings+=("round $round, $np PEs: OSHMEM did not finish ($why; /dev/shm had ${free_mib:-?} MiB free before it${leftovers:+; $leftovers}); the last lines of $log:"$'\n'"$(tail -n 15 "$log" | sed 's/^/    /')")
       else
-        line+=" $(label "$exe") FAILED ($log)"
-        failed=1
+        line+=" $(label "$exe") FAILED ($why, $log)"
+        tshmem_failed=1
       fi
     done
     echo "$line"
+    [ $all_ran = 1 ] && complete+=("$round:$np") && cat "$logs"/*-np"$np"-round"$round".jsonl >> "$jsonl"
   done
 done
-python3 "$root/perftest/common/oshmem_table.py" --jsonl "$jsonl" --out "$logs/summary.json" || failed=1
+for np in $nps; do
+  used=()
+  for c in "${complete[@]}"; do [ "${c#*:}" = "$np" ] && used+=("${c%%:*}"); done
+  if [ ${#used[@]} = "$rounds" ]; then
+    echo "$np PEs: the table uses all $rounds rounds"
+  elif [ ${#used[@]} -gt 0 ]; then
+    echo "$np PEs: the table uses the rounds in which every library ran: ${used[*]} of $rounds"
+  else
+    echo "$np PEs: no round in which every library ran: tshmem's rows alone at $np PEs"
+    for f in "${tshmem_ran[@]}"; do [[ $f == *-np$np-round* ]] && cat "$f" >> "$jsonl"; done
+  fi
+done
+for f in "${findings[@]}"; do echo "finding about the peer library: $f"; done
+table_rc=0
+if [ -s "$jsonl" ]; then
+  python3 "$root/perftest/common/oshmem_table.py" --jsonl "$jsonl" --out "$logs/summary.json" || table_rc=1
+elif [ ${#findings[@]} = 0 ]; then
+  table_rc=1
+  echo "oshmem-compare.sh: no rows: no run of tshmem finished" >&2
+fi
 [ -n "$json" ] && cat "$jsonl" >> "$json"
-exit $failed
+[ $tshmem_failed = 0 ] && [ $table_rc = 0 ]
