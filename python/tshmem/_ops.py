@@ -8,39 +8,11 @@ ArgumentTypeError (a TypeError) or InvalidArgumentError (a ValueError) naming th
 collectives carry such a refusal into their checked rendezvous, so every PE raises alike and none waits.
 """
 
-import enum
-
 from . import _C
 from ._arrays import DTYPES, buf, invalid, numpy, torch
+from ._enums import Cmp, ReduceOp, SignalOp
 from ._errors import ArgumentTypeError, InvalidArgumentError
 from ._runtime import _SLOW, TEAM_INVALID, TEAM_WORLD, _checked_collective, _int_arg, _require, _state
-
-
-class SignalOp(enum.IntEnum):
-    """How put_signal updates the signal word (TSHMEM_SIGNAL_*)."""
-    SET = 0
-    ADD = 1
-
-
-class Cmp(enum.IntEnum):
-    """Comparisons of signal_wait_until (TSHMEM_CMP_*)."""
-    EQ = 0
-    NE = 1
-    GT = 2
-    LE = 3
-    LT = 4
-    GE = 5
-
-
-class ReduceOp(enum.IntEnum):
-    """Reduction operators (tshmemx_redop_t); the collectives also take their names as strings."""
-    SUM = 0
-    MIN = 1
-    MAX = 2
-    PROD = 3
-    AND = 4
-    OR = 5
-    XOR = 6
 
 
 _CMP_NAMES = {'eq': Cmp.EQ, '==': Cmp.EQ, 'ne': Cmp.NE, '!=': Cmp.NE, 'gt': Cmp.GT, '>': Cmp.GT, 'le': Cmp.LE,

@@ -10,6 +10,7 @@ import warnings
 from . import _C
 from ._arrays import (_ARRAY_DTYPES, _DTYPE_CACHE, DTYPES, ArgumentTypeError, _array_dtype, buf, dtype_of,
                       element_strides, extent, invalid, is_torch, numpy, shape_of, torch)
+from ._enums import ReduceOp
 from ._errors import (AsymmetricAllocationError, AsymmetricError, ConfigError, Error, InvalidArgumentError,
                       NotInitializedError, UnfreedWarning)
 
@@ -167,7 +168,6 @@ def _bind_fast_path():
     """Hands _C's fast path (python/src/fast_path.cc) what it needs of this job: the heap, the live allocations,
     the dtype tables (filled here for the names and the torch and numpy dtypes; others join as the Python layer
     meets them) and one array over the whole heap, of which every allocation's array is a view."""
-    from ._ops import ReduceOp
     s = _state
     numpy_dtypes, torch_dtypes = {}, {}
     for name, dt in DTYPES.items():

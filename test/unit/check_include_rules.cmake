@@ -4,7 +4,11 @@
 #      layouts, never the other way round: no cycle between the two public roots);
 #   2. no header of src/ includes context.h, and only the top layer's .cc files do (src/*.cc and src/api/);
 #   3. a header of src/ includes headers of its own row or of earlier rows only;
-#   4. src/moe/ includes tshmem/moe.h and its own files only, and no MPI.
+#   4. src/moe/ includes tshmem/moe.h and its own files only, and no MPI;
+#   5. src/ep/ is built on the public API only: its tshmem/ includes are public headers (include/, device/ outside
+#      impl/, the sublibraries' own include/ folders), it includes no file of src/ outside src/ep/, and its code
+#      names no internal tshmemi identifier;
+#   6. the public headers (include/ and device/) include one another without a loop.
 cmake_minimum_required(VERSION 3.25)
 set(bad "")
 
@@ -52,6 +56,31 @@ file(GLOB_RECURSE src_files RELATIVE "${SOURCE_DIR}/src" "${SOURCE_DIR}/src/*.h"
 foreach(f IN LISTS src_files)
   includes("${SOURCE_DIR}/src/${f}" names)
   row_of("${f}" row)
+  if(row STREQUAL "ep")
+    # 5. src/ep on the public API only.
+    get_filename_component(dir "${SOURCE_DIR}/src/${f}" DIRECTORY)
+    foreach(name IN LISTS names)
+      if(name MATCHES "^<")
+        continue()
+      elseif(name MATCHES "^tshmem/")
+        if(name MATCHES "/impl/" OR NOT (EXISTS "${SOURCE_DIR}/include/${name}" OR EXISTS "${SOURCE_DIR}/device/${name}"
+           OR EXISTS "${SOURCE_DIR}/src/ep/include/${name}" OR EXISTS "${SOURCE_DIR}/src/moe/include/${name}"))
+          list(APPEND bad "src/${f} includes ${name}, which is not a public header (src/ep/ uses the public API only)")
+        endif()
+      elseif(EXISTS "${SOURCE_DIR}/src/${name}" AND NOT EXISTS "${SOURCE_DIR}/src/ep/${name}"
+             AND NOT EXISTS "${dir}/${name}")
+        list(APPEND bad "src/${f} includes ${name}, a file of src/ (src/ep/ uses the public API only)")
+      endif()
+    endforeach()
+    file(STRINGS "${SOURCE_DIR}/src/${f}" internal REGEX "tshmemi")
+    foreach(line IN LISTS internal)
+      if(NOT line MATCHES "^[ \t]*(//|/?\\*)")
+        string(STRIP "${line}" line)
+        list(APPEND bad "src/${f} names an internal tshmemi identifier: ${line}")
+      endif()
+    endforeach()
+    continue()
+  endif()
   if(row STREQUAL "moe")
     # 4. src/moe stands alone.
     foreach(name IN LISTS names)
@@ -87,10 +116,64 @@ foreach(f IN LISTS src_files)
   endforeach()
 endforeach()
 
+# 6. No include loop among the public headers: resolve each header's tshmem/ includes to files of include/ or
+# device/, then peel off every header whose includes are all peeled; what is left is on a loop or leads to one.
+file(GLOB_RECURSE public_headers RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/include/*.h" "${SOURCE_DIR}/include/*.cuh"
+     "${SOURCE_DIR}/device/*.h" "${SOURCE_DIR}/device/*.cuh")
+set(left "")
+foreach(h IN LISTS public_headers)
+  includes("${SOURCE_DIR}/${h}" names)
+  set(edges "")
+  foreach(name IN LISTS names)
+    foreach(root include device)
+      if(name MATCHES "^tshmem/" AND EXISTS "${SOURCE_DIR}/${root}/${name}")
+        list(APPEND edges "${root}/${name}")
+      endif()
+    endforeach()
+  endforeach()
+  string(MAKE_C_IDENTIFIER "${h}" key)
+  set(edges_${key} "${edges}")
+  list(APPEND left "${h}")
+endforeach()
+set(peeled TRUE)
+while(peeled)
+  set(peeled FALSE)
+  set(still "")
+  foreach(h IN LISTS left)
+    string(MAKE_C_IDENTIFIER "${h}" key)
+    set(blocked FALSE)
+    foreach(e IN LISTS edges_${key})
+      if(e IN_LIST left)
+        set(blocked TRUE)
+        break()
+      endif()
+    endforeach()
+    if(blocked)
+      list(APPEND still "${h}")
+    else()
+      set(peeled TRUE)
+    endif()
+  endforeach()
+  set(left "${still}")
+endwhile()
+foreach(h IN LISTS left)
+  string(MAKE_C_IDENTIFIER "${h}" key)
+  set(on "")
+  foreach(e IN LISTS edges_${key})
+    if(e IN_LIST left)
+      list(APPEND on "${e}")
+    endif()
+  endforeach()
+  list(JOIN on ", " on)
+  list(APPEND bad "${h} is on an include loop of the public headers or leads to one (it includes ${on})")
+endforeach()
+
 if(bad)
   list(JOIN bad "\n  " text)
   message(FATAL_ERROR "include rules broken (docs/architecture.md):\n  ${text}")
 endif()
 list(LENGTH device_files n_device)
 list(LENGTH src_files n_src)
-message(STATUS "include rules hold: ${n_device} device headers, ${n_src} files of src/")
+list(LENGTH public_headers n_public)
+message(STATUS "include rules hold: ${n_device} device headers, ${n_src} files of src/, ${n_public} public headers "
+               "without a loop")

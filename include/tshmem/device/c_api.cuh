@@ -13,7 +13,7 @@
  *
  * The eight names that the host C API also has (tshmem_my_pe, tshmem_n_pes, tshmem_ptr, tshmem_putmem,
  * tshmem_getmem, tshmem_quiet, tshmem_barrier_all, tshmem_sync_all) are defined once for host and device
- * in host_device_names.cuh (included through tshmem/tshmem.h below), not here.
+ * in host_device_names.cuh, part of tshmem/tshmem.h (which tshmem/device/tshmem_device.cuh includes), not here.
  */
 #ifndef TSHMEM_DEVICE_C_API_CUH
 #define TSHMEM_DEVICE_C_API_CUH
@@ -24,7 +24,6 @@
 #include "tshmem/device/signal.cuh"
 #include "tshmem/device/sync.cuh"
 #include "tshmem/device/wait.cuh"
-#include "tshmem/tshmem.h"         // and, through it, the names shared with the host (host_device_names.cuh)
 #include "tshmem/tshmemx_typed.h"  // TSHMEMI_REPT_FOR_MOVE_TYPES
 
 // clang-format off

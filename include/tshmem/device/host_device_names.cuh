@@ -12,19 +12,23 @@
  * Device forms: putmem/getmem are blocking and return 0; barrier_all/sync_all are the thread-scope device
  * barriers (one thread per PE calls, sync.cuh); quiet completes the calling thread's operations.
  *
- * Included by tshmem/tshmem.h at its end (CUDA units only); including it directly is the same.
+ * Part of tshmem/tshmem.h, which includes it at its end (CUDA units only) after declaring the library's
+ * tshmemi_host_* twins: include tshmem/tshmem.h (or tshmem/device/tshmem_device.cuh), never this file alone.
  */
 #ifndef TSHMEM_DEVICE_HOST_DEVICE_NAMES_CUH
 #define TSHMEM_DEVICE_HOST_DEVICE_NAMES_CUH
 
+#ifndef TSHMEM_TSHMEM_H
+#error "tshmem/device/host_device_names.cuh is part of tshmem/tshmem.h: include tshmem/tshmem.h"
+#endif
+
 // wait.cuh first: its declarations carry the default arguments that impl/sync.cuh's definitions rely on.
 #include "tshmem/device/wait.cuh"
 
-#include "tshmem/device/impl/team.cuh"
+#include "tshmem/device/coll.cuh"  // tshmem::team_view, team_any_of: the team table's lookup
 #include "tshmem/device/pe.cuh"
 #include "tshmem/device/rma.cuh"
 #include "tshmem/device/sync.cuh"
-#include "tshmem/tshmem.h"
 
 #ifdef TSHMEMI_HOST_DEVICE_NAMES
 #define TSHMEMI_HD static inline __host__ __device__

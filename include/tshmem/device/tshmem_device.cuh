@@ -24,7 +24,6 @@
 #include "tshmem/device/c_coll.cuh"
 #include "tshmem/device/coll.cuh"
 #include "tshmem/device/defines.cuh"
-#include "tshmem/device/host_device_names.cuh"
 #include "tshmem/device/multimem.cuh"
 #include "tshmem/device/pe.cuh"
 #include "tshmem/device/remote_ptr.cuh"
@@ -33,5 +32,6 @@
 #include "tshmem/device/state.cuh"
 #include "tshmem/device/sync.cuh"
 #include "tshmem/device/wait.cuh"
+#include "tshmem/tshmem.h"  // the C API; in CUDA units with the names shared by host and device
 
 #endif  // TSHMEM_DEVICE_TSHMEM_DEVICE_CUH

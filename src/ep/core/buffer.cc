@@ -188,9 +188,8 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_create(size_t num_nvl_bytes, s
     // any use), so a failure on one PE fails the creation on all and frees everywhere.
     int32_t ok[2] = {s == kSuccess ? 1 : 0, 0};
     if (cudaMemcpy(b->publish_row, ok, sizeof ok, cudaMemcpyHostToDevice) != cudaSuccess) ok[0] = 0;
-    const int rc = tshmemi_host_reduce(TSHMEM_TEAM_WORLD, b->publish_row + 1, b->publish_row, 1, TSHMEMX_DTYPE_INT32,
-                                       TSHMEMX_OP_MIN);
-    if (rc != 0 && s == kSuccess) s = tshmem_fail(rc, "agreeing on the buffer (tshmemi_host_reduce)");
+    const int rc = tshmem_int32_min_reduce(TSHMEM_TEAM_WORLD, b->publish_row + 1, b->publish_row, 1);
+    if (rc != 0 && s == kSuccess) s = tshmem_fail(rc, "agreeing on the buffer (tshmem_int32_min_reduce)");
     if (rc == 0 && cudaMemcpy(ok, b->publish_row, sizeof ok, cudaMemcpyDeviceToHost) != cudaSuccess) ok[1] = 0;
     if (s == kSuccess && ok[1] != 1)
       s = fail(TSHMEM_EP_ERR_TSHMEM, "another PE failed to create its buffer (its own error says why); none is made");
