@@ -56,6 +56,12 @@ fi
 # tshmem_ep, where this build has it: tshmem/ep.h installed, tshmem::ep found and linked, its host calls run.
 if [ -e "$build/src/ep/libtshmem_ep.so" ]; then
   [ -e "$work/prefix/include/tshmem/ep.h" ] || fail "installed tree lacks include/tshmem/ep.h"
+  # Versioned like libtshmem, and it finds libtshmem beside itself wherever the prefix is moved.
+  ep_lib=$(readlink -f "$work/prefix/lib/libtshmem_ep.so")
+  dynamic=$(readelf -d "$ep_lib" 2>&1)
+  echo "$dynamic" | grep -q 'SONAME.*\[libtshmem_ep\.so\.[0-9]*\]' || { echo "$dynamic"; fail "libtshmem_ep has no SOVERSION"; }
+  echo "$dynamic" | grep -q 'R[UN]*PATH.*\[\$ORIGIN\]' || { echo "$dynamic"; fail "libtshmem_ep's RUNPATH is not \$ORIGIN"; }
+  echo "PASS: libtshmem_ep installed as $(basename "$ep_lib"), SONAME with its SOVERSION, RUNPATH \$ORIGIN"
   [ -x "$work/consumer/ep_hello" ] || fail "the outside project did not build ep_hello (tshmem::ep not found)"
   out=$(LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer/ep_hello" 2>&1)
   echo "$out" | grep -q "ep row: 7504 / TSHMEM_EP_ERR_INVALID_ARGUMENT" || { echo "$out"; fail "ep_hello"; }
