@@ -4,11 +4,12 @@
 #      layouts, never the other way round: no cycle between the two public roots);
 #   2. no header of src/ includes context.h, and only the top layer's .cc files do (src/*.cc and src/api/);
 #   3. a header of src/ includes headers of its own row or of earlier rows only;
-#   4. src/moe/ includes tshmem/moe.h and its own files only, and no MPI;
+#   4. src/moe/ includes tshmem/moe.h, its own files and src/sublib/'s only, and no MPI;
 #   5. src/ep/ is built on the public API only: its tshmem/ includes are public headers (include/, device/ outside
 #      impl/, the sublibraries' own include/ folders), it includes no file of src/ outside src/ep/, and its code
 #      names no internal tshmemi identifier;
-#   6. the public headers (include/ and device/) include one another without a loop.
+#   6. the public headers (include/ and device/) include one another without a loop;
+#   7. src/sublib/ (what tshmem_moe and tshmem_ep share, "sublib_error.h") includes standard headers only.
 cmake_minimum_required(VERSION 3.25)
 set(bad "")
 
@@ -56,6 +57,15 @@ file(GLOB_RECURSE src_files RELATIVE "${SOURCE_DIR}/src" "${SOURCE_DIR}/src/*.h"
 foreach(f IN LISTS src_files)
   includes("${SOURCE_DIR}/src/${f}" names)
   row_of("${f}" row)
+  if(row STREQUAL "sublib")
+    # 7. What the sublibraries share depends on neither of them, nor on anything of tshmem.
+    foreach(name IN LISTS names)
+      if(NOT name MATCHES "^<")
+        list(APPEND bad "src/${f} includes ${name} (src/sublib/ includes standard headers only)")
+      endif()
+    endforeach()
+    continue()
+  endif()
   if(row STREQUAL "ep")
     # 5. src/ep on the public API only.
     get_filename_component(dir "${SOURCE_DIR}/src/${f}" DIRECTORY)

@@ -1,30 +1,8 @@
-// Status strings and the thread-local last error of tshmem_moe (its own small mechanism: this library does
-// not depend on libtshmem).
+// Status strings, CUDA errors and value errors of tshmem_moe (its own small mechanism over sublib_error.h: this
+// library does not depend on libtshmem).
 #include "core/status.h"
 
-#include <cstdio>
-#include <cstring>
-
 namespace tshmem_moe {
-namespace {
-thread_local char t_last_error[1024] = "";
-thread_local const char *t_call = "tshmem_moe";
-}  // namespace
-
-const char *current_call() { return t_call; }
-
-CallScope::CallScope(const char *name) : prev_(t_call) { t_call = name; }
-CallScope::~CallScope() { t_call = prev_; }
-
-Status fail(Status status, const char *fmt, ...) {
-  int n = std::snprintf(t_last_error, sizeof t_last_error, "%s: ", t_call);
-  if (n < 0 || n >= static_cast<int>(sizeof t_last_error)) n = 0;
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(t_last_error + n, sizeof t_last_error - static_cast<size_t>(n), fmt, ap);
-  va_end(ap);
-  return status;
-}
 
 Status cuda_fail(cudaError_t err, const char *what) {
   Status s = TSHMEM_MOE_ERR_CUDA;
@@ -60,6 +38,6 @@ TSHMEM_MOE_API const char *tshmem_moe_status_string(tshmem_moe_status_t status) 
   return "unknown tshmem_moe status";
 }
 
-TSHMEM_MOE_API const char *tshmem_moe_last_error(void) { return tshmem_moe::t_last_error; }
+TSHMEM_MOE_API const char *tshmem_moe_last_error(void) { return tshmem_sublib::ErrorState<tshmem_moe_status_t>::text; }
 
 }  // extern "C"
