@@ -9,13 +9,22 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <utility>
 
 namespace tshmem_sublib {
 
-/// Specialised by each sublibrary for its status enum: kSuccess, kOutOfMemory, kInternal, and kName (the call
-/// named before any public call is).
+/// Specialised by each sublibrary for its status enum, deriving from StatusCodes and adding kName (the call named
+/// before any public call is).
 template <class Status>
 struct ErrorTraits;
+
+/// The codes the plumbing itself returns.
+template <class Status, Status success, Status out_of_memory, Status internal>
+struct StatusCodes {
+  static constexpr Status kSuccess = success;
+  static constexpr Status kOutOfMemory = out_of_memory;
+  static constexpr Status kInternal = internal;
+};
 
 /// This thread's last error and current call, one pair per sublibrary.
 template <class Status>
@@ -57,8 +66,15 @@ class CallScope {
   const char *prev_;
 };
 
-/// The edge of every extern "C" function: names the call, and turns exceptions into statuses.
-template <class Status, class F>
+/// This thread's last error ("" if none).
+template <class Status>
+const char *last_error() {
+  return ErrorState<Status>::text;
+}
+
+/// The edge of every extern "C" function: names the call, and turns exceptions into statuses (the status type is
+/// the body's return type).
+template <class F, class Status = decltype(std::declval<F &>()())>
 Status guarded(const char *call, F &&body) {
   using T = ErrorTraits<Status>;
   CallScope<Status> scope(call);

@@ -38,6 +38,6 @@ TSHMEM_MOE_API const char *tshmem_moe_status_string(tshmem_moe_status_t status) 
   return "unknown tshmem_moe status";
 }
 
-TSHMEM_MOE_API const char *tshmem_moe_last_error(void) { return tshmem_sublib::ErrorState<tshmem_moe_status_t>::text; }
+TSHMEM_MOE_API const char *tshmem_moe_last_error(void) { return tshmem_sublib::last_error<tshmem_moe_status_t>(); }
 
 }  // extern "C"
