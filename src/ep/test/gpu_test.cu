@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -173,6 +174,52 @@ void run_case(const Shape &s, uint32_t seed, int rounds) {
 
 class EpGpu : public ::testing::TestWithParam<Shape> {};
 
+/// The setup the single cases share: every PE's tokens from one seed, this PE's routing laid out on the device
+/// (the notify's inputs) and a handle on the buffer, destroyed after the test.
+class EpGpuJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_GPU();
+    n = tshmem_n_pes();
+    me = tshmem_my_pe();
+  }
+  void TearDown() override {
+    if (h) EXPECT_EQ(tshmem_ep_handle_destroy(h), TSHMEM_EP_SUCCESS) << tshmem_ep_last_error();
+  }
+  /// `base` sets the tokens per PE (token_counts), `seed` the routing and the rows.
+  void route(const Shape &shape, int64_t base, uint32_t seed, tshmem_ep_buffer_t buf) {
+    s = shape;
+    b = buf;
+    tokens = token_counts(n, base);
+    world = make_world(tokens, s.hidden, s.fp8, s.k, s.experts, s.route, seed);
+    T = mine().num_tokens;
+    idx.emplace(mine().topk_idx);
+    per_rank.emplace(static_cast<size_t>(n));
+    per_expert.emplace(static_cast<size_t>(s.experts));
+    in_rank.emplace(static_cast<size_t>(T * n));
+    EP_OK(tshmem_ep_get_dispatch_layout(b, idx->p, T, s.k, s.experts, per_rank->p, nullptr, per_expert->p,
+                                        as_bool(in_rank->p), nullptr));
+    EP_OK(tshmem_ep_handle_create(b, T, s.experts, &h));
+  }
+  const PeTokens &mine() const { return world[static_cast<size_t>(me)]; }
+  /// The notify of this job on the default stream.
+  tshmem_ep_status_t notify(int64_t *num_recv) {
+    return tshmem_ep_notify(b, h, as_bool(in_rank->p), per_expert->p, T, s.experts, s.alignment, 0, num_recv, nullptr,
+                            nullptr);
+  }
+
+  int n = 0, me = 0;
+  Shape s{};
+  tshmem_ep_buffer_t b = nullptr;
+  tshmem_ep_handle_t h = nullptr;
+  std::vector<int64_t> tokens;
+  std::vector<PeTokens> world;
+  int64_t T = 0;
+  std::optional<Dev<int64_t>> idx;
+  std::optional<Dev<int32_t>> per_rank, per_expert;
+  std::optional<Dev<uint8_t>> in_rank;
+};
+
 TEST_P(EpGpu, EqualsReference) {
   REQUIRE_GPU();
   run_case(GetParam(), 11, 1);
@@ -190,32 +237,18 @@ TEST(EpGpuRounds, HundredBackToBack) {
 }
 
 /// Cached dispatch: a second dispatch of other activations on the same handle, no notify, no top-k.
-TEST(EpGpuCached, SecondDispatchOnTheHandle) {
-  REQUIRE_GPU();
-  const int n = tshmem_n_pes(), me = tshmem_my_pe();
-  const Shape s{8, 64, 256, 1, false, 0};
-  const auto tokens = token_counts(n, 12);
-  const auto world = make_world(tokens, s.hidden, false, s.k, s.experts, s.route, 5);
+TEST_F(EpGpuJob, CachedSecondDispatchOnTheHandle) {
+  route(Shape{8, 64, 256, 1, false, 0}, 12, 5, buffer());
   auto world2 = world;
   for (auto &p : world2)
     for (auto &byte : p.x) byte = static_cast<uint8_t>(byte ^ 0x15);
   std::vector<PeReceived> r1, r2;
   ASSERT_EQ(reference_dispatch(world, s.hidden, 2, false, s.k, s.experts, 1, &r1), kSuccess);
   ASSERT_EQ(reference_dispatch(world2, s.hidden, 2, false, s.k, s.experts, 1, &r2), kSuccess);
-  const PeTokens &mine = world[static_cast<size_t>(me)];
-  const int64_t T = mine.num_tokens;
-  tshmem_ep_buffer_t b = buffer();
-  Dev<int64_t> idx(mine.topk_idx);
-  Dev<int32_t> per_rank(static_cast<size_t>(n)), per_expert(static_cast<size_t>(s.experts));
-  Dev<uint8_t> in_rank(static_cast<size_t>(T * n));
-  EP_OK(tshmem_ep_get_dispatch_layout(b, idx.p, T, s.k, s.experts, per_rank.p, nullptr, per_expert.p,
-                                      as_bool(in_rank.p), nullptr));
-  tshmem_ep_handle_t h = nullptr;
-  EP_OK(tshmem_ep_handle_create(b, T, s.experts, &h));
   int64_t R = 0;
-  EP_OK(tshmem_ep_notify(b, h, as_bool(in_rank.p), per_expert.p, T, s.experts, 1, 0, &R, nullptr, nullptr));
+  EP_OK(notify(&R));
   const size_t row = static_cast<size_t>(s.hidden) * 2;
-  Dev<uint8_t> x1(mine.x), x2(world2[static_cast<size_t>(me)].x), rx(static_cast<size_t>(R) * row);
+  Dev<uint8_t> x1(mine().x), x2(world2[static_cast<size_t>(me)].x), rx(static_cast<size_t>(R) * row);
   EP_OK(tshmem_ep_dispatch(b, h, x1.p, TSHMEM_EP_BFLOAT16, nullptr, T, s.hidden, nullptr, nullptr, 0, rx.p, nullptr,
                            nullptr, nullptr, nullptr, R, nullptr));
   CUDA_OK(cudaDeviceSynchronize());
@@ -224,37 +257,22 @@ TEST(EpGpuCached, SecondDispatchOnTheHandle) {
                            nullptr, nullptr, nullptr, R, nullptr));
   CUDA_OK(cudaDeviceSynchronize());
   ASSERT_EQ(rx.host(static_cast<size_t>(R) * row), r2[static_cast<size_t>(me)].x);
-  EP_OK(tshmem_ep_handle_destroy(h));
 }
 
 /// num_worst_tokens: notify, dispatch and combine captured in one CUDA graph, replayed three times.
-TEST(EpGpuGraph, WorstCaseCapturedAndReplayed) {
-  REQUIRE_GPU();
-  const int n = tshmem_n_pes(), me = tshmem_my_pe();
-  const Shape s{2, 16, 256, 128, true, 0};
-  const auto tokens = token_counts(n, 10);
-  const auto world = make_world(tokens, s.hidden, true, s.k, s.experts, s.route, 9);
+TEST_F(EpGpuJob, WorstCaseCapturedAndReplayed) {
+  route(Shape{2, 16, 256, 128, true, 0}, 10, 9, buffer());
   std::vector<PeReceived> rref;
   ASSERT_EQ(reference_dispatch(world, s.hidden, 1, true, s.k, s.experts, s.alignment, &rref), kSuccess);
   const auto cin = combine_inputs(rref, s.hidden, tokens[static_cast<size_t>(me)], me, false);
   std::vector<PeCombined> cref;
   ASSERT_EQ(reference_combine(tokens, rref, cin, s.hidden, 0, &cref), kSuccess);
-  const PeTokens &mine = world[static_cast<size_t>(me)];
   const PeReceived &want = rref[static_cast<size_t>(me)];
-  const int64_t T = mine.num_tokens;
   int64_t worst = 0;
   for (int64_t c : tokens) worst += c;
-  tshmem_ep_buffer_t b = buffer();
-  Dev<int64_t> idx(mine.topk_idx);
-  Dev<int32_t> per_rank(static_cast<size_t>(n)), per_expert(static_cast<size_t>(s.experts));
-  Dev<uint8_t> in_rank(static_cast<size_t>(T * n));
-  EP_OK(tshmem_ep_get_dispatch_layout(b, idx.p, T, s.k, s.experts, per_rank.p, nullptr, per_expert.p,
-                                      as_bool(in_rank.p), nullptr));
-  tshmem_ep_handle_t h = nullptr;
-  EP_OK(tshmem_ep_handle_create(b, T, s.experts, &h));
   const size_t W = static_cast<size_t>(worst);
-  Dev<uint8_t> x(mine.x), rx(W * static_cast<size_t>(s.hidden));
-  Dev<float> sc(mine.scales), w(mine.topk_weights), rsc(W * static_cast<size_t>(s.hidden / 128)),
+  Dev<uint8_t> x(mine().x), rx(W * static_cast<size_t>(s.hidden));
+  Dev<float> sc(mine().scales), w(mine().topk_weights), rsc(W * static_cast<size_t>(s.hidden / 128)),
       rw(W * static_cast<size_t>(s.k));
   Dev<int64_t> ridx(W * static_cast<size_t>(s.k));
   // The combine input sized to the worst case; rows past the received count are ignored.
@@ -267,8 +285,8 @@ TEST(EpGpuGraph, WorstCaseCapturedAndReplayed) {
   cudaGraphExec_t exec;
   int64_t R = 0;
   CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-  EP_OK(tshmem_ep_notify(b, h, as_bool(in_rank.p), per_expert.p, T, s.experts, s.alignment, worst, &R, nullptr, st));
-  EP_OK(tshmem_ep_dispatch(b, h, x.p, TSHMEM_EP_FLOAT8_E4M3, sc.p, T, s.hidden, idx.p, w.p, s.k, rx.p, rsc.p, ridx.p,
+  EP_OK(tshmem_ep_notify(b, h, as_bool(in_rank->p), per_expert->p, T, s.experts, s.alignment, worst, &R, nullptr, st));
+  EP_OK(tshmem_ep_dispatch(b, h, x.p, TSHMEM_EP_FLOAT8_E4M3, sc.p, T, s.hidden, idx->p, w.p, s.k, rx.p, rsc.p, ridx.p,
                            rw.p, nullptr, worst, st));
   EP_OK(tshmem_ep_combine(b, h, cx.p, TSHMEM_EP_BFLOAT16, worst, s.hidden, nullptr, 0, nullptr, nullptr, out.p, nullptr,
                           st));
@@ -299,7 +317,6 @@ TEST(EpGpuGraph, WorstCaseCapturedAndReplayed) {
   cudaGraphDestroy(graph);
   cudaStreamDestroy(st);
   EP_OK(tshmem_ep_check_device_errors(b, nullptr));
-  EP_OK(tshmem_ep_handle_destroy(h));
 }
 
 /// An expert id out of range on PE 0: its layout call says which; every PE's notify then fails, nobody dispatches;
@@ -353,31 +370,19 @@ TEST(EpGpuErrors, BadExpertIdFailsEveryPe) {
 
 /// A dispatch whose rows do not fit the receive area: every PE refuses it on the host (the counts of every PE are
 /// known after the notify), with the bytes it needs.
-TEST(EpGpuErrors, TooSmallBufferFailsEveryPe) {
-  REQUIRE_GPU();
-  const int n = tshmem_n_pes(), me = tshmem_my_pe();
+TEST_F(EpGpuJob, TooSmallBufferFailsEveryPe) {
   tshmem_ep_buffer_t small = nullptr;
   EP_OK(tshmem_ep_buffer_create(4096, 4096, &small));
-  const Shape s{8, 64, 256, 1, false, 1};
-  const auto tokens = token_counts(n, 20);
-  const auto world = make_world(tokens, s.hidden, false, s.k, s.experts, s.route, 3);
-  const PeTokens &mine = world[static_cast<size_t>(me)];
-  const int64_t T = mine.num_tokens;
-  Dev<int64_t> idx(mine.topk_idx);
-  Dev<int32_t> per_rank(static_cast<size_t>(n)), per_expert(static_cast<size_t>(s.experts));
-  Dev<uint8_t> in_rank(static_cast<size_t>(T * n));
-  EP_OK(tshmem_ep_get_dispatch_layout(small, idx.p, T, s.k, s.experts, per_rank.p, nullptr, per_expert.p,
-                                      as_bool(in_rank.p), nullptr));
-  tshmem_ep_handle_t h = nullptr;
-  EP_OK(tshmem_ep_handle_create(small, T, s.experts, &h));
+  route(Shape{8, 64, 256, 1, false, 1}, 20, 3, small);
   int64_t R = 0;
-  EP_OK(tshmem_ep_notify(small, h, as_bool(in_rank.p), per_expert.p, T, s.experts, 1, 0, &R, nullptr, nullptr));
-  Dev<uint8_t> x(mine.x), rx(static_cast<size_t>(R) * 512 + 16);
+  EP_OK(notify(&R));
+  Dev<uint8_t> x(mine().x), rx(static_cast<size_t>(R) * 512 + 16);
   EXPECT_EQ(tshmem_ep_dispatch(small, h, x.p, TSHMEM_EP_BFLOAT16, nullptr, T, s.hidden, nullptr, nullptr, 0, rx.p,
                                nullptr, nullptr, nullptr, nullptr, R, nullptr),
             TSHMEM_EP_ERR_BUFFER_TOO_SMALL);
   EXPECT_NE(std::string(tshmem_ep_last_error()).find("num_nvl_bytes"), std::string::npos) << tshmem_ep_last_error();
   EP_OK(tshmem_ep_handle_destroy(h));
+  h = nullptr;
   EP_OK(tshmem_ep_buffer_destroy(small));
 }
 
