@@ -10,17 +10,15 @@
 #include <string>
 
 #include "env.h"
+#include "fake_env.h"
 #include "nvls/nvls.h"
 #include "nvls/nvls_driver.h"
 
 namespace tshmemi {
 namespace {
 
-std::map<std::string, std::string> g_vars;
-const char *fake_getenv(const char *name) {
-  auto it = g_vars.find(name);
-  return it == g_vars.end() ? nullptr : it->second.c_str();
-}
+using tshmem_test::fake_env;
+using tshmem_test::fake_getenv;
 
 int g_supported = 1;
 constexpr size_t kGranularity = 2u << 20;
@@ -54,7 +52,7 @@ bool stub_resolver(const char *name, unsigned, void **slot) {
 class NvlsPolicy : public ::testing::Test {
  protected:
   void SetUp() override {
-    g_vars.clear();
+    fake_env().clear();
     g_supported = 1;
     nvls_set_resolver_for_testing(&stub_resolver);
   }
@@ -88,8 +86,8 @@ TEST_F(NvlsPolicy, EachVariableForbidsWithZeroDriverCalls) {
       {"NCCL_NVLS_ENABLE", "false"}, {"NCCL_NVLS_ENABLE", "off"},
   };
   for (const Forbidding &c : cases) {
-    g_vars.clear();
-    g_vars[c.name] = c.value;
+    fake_env().clear();
+    fake_env()[c.name] = c.value;
     const NvlsDecision decision = decide();
     EXPECT_FALSE(decision.use) << c.name << "=" << c.value;
     EXPECT_EQ(nvls_driver_calls(), 0u) << c.name << "=" << c.value << ": a multicast driver entry was touched";
@@ -98,7 +96,7 @@ TEST_F(NvlsPolicy, EachVariableForbidsWithZeroDriverCalls) {
 }
 
 TEST_F(NvlsPolicy, AllThreeSetTogetherStillZeroCalls) {
-  g_vars = {{"TSHMEM_DISABLE_NVLS", "1"}, {"NVSHMEM_DISABLE_NVLS", "1"}, {"NCCL_NVLS_ENABLE", "0"}};
+  fake_env() = {{"TSHMEM_DISABLE_NVLS", "1"}, {"NVSHMEM_DISABLE_NVLS", "1"}, {"NCCL_NVLS_ENABLE", "0"}};
   EXPECT_FALSE(decide().use);
   EXPECT_EQ(nvls_driver_calls(), 0u);
 }
@@ -111,8 +109,8 @@ TEST_F(NvlsPolicy, VariablesThatDoNotForbid) {
                               {"NCCL_NVLS_ENABLE", "1"},
                               {"NCCL_NVLS_ENABLE", "2"}};
   for (const Forbidding &c : cases) {
-    g_vars.clear();
-    g_vars[c.name] = c.value;
+    fake_env().clear();
+    fake_env()[c.name] = c.value;
     EXPECT_TRUE(decide().use) << c.name << "=" << c.value;
     EXPECT_GT(nvls_driver_calls(), 0u);
   }
@@ -149,12 +147,12 @@ TEST_F(NvlsPolicy, RealResolverForbiddenMakesNoCall) {
   // The production resolver (cudaGetDriverEntryPointByVersion), as on the GPU test host: never reached.
   nvls_set_resolver_for_testing(nullptr);
   for (const char *name : {"TSHMEM_DISABLE_NVLS", "NVSHMEM_DISABLE_NVLS"}) {
-    g_vars.clear();
-    g_vars[name] = "1";
+    fake_env().clear();
+    fake_env()[name] = "1";
     EXPECT_FALSE(decide().use);
     EXPECT_EQ(nvls_driver_calls(), 0u) << name;
   }
-  g_vars = {{"NCCL_NVLS_ENABLE", "0"}};
+  fake_env() = {{"NCCL_NVLS_ENABLE", "0"}};
   EXPECT_FALSE(decide().use);
   EXPECT_EQ(nvls_driver_calls(), 0u);
 }

@@ -7,50 +7,48 @@
 #include <string>
 
 #include "env.h"
+#include "fake_env.h"
 
 namespace tshmemi {
 namespace {
 
-std::map<std::string, std::string> g_nv_vars;
-const char *nv_getenv(const char *name) {
-  auto it = g_nv_vars.find(name);
-  return it == g_nv_vars.end() ? nullptr : it->second.c_str();
-}
+using tshmem_test::fake_env;
+using tshmem_test::fake_getenv;
 
 class EnvNvshmemNames : public ::testing::Test {
  protected:
-  void SetUp() override { g_nv_vars.clear(); }
+  void SetUp() override { fake_env().clear(); }
 };
 
 TEST_F(EnvNvshmemNames, SymmetricSizeReadOnlyWhenAsked) {
-  g_nv_vars["NVSHMEM_SYMMETRIC_SIZE"] = "256M";
+  fake_env()["NVSHMEM_SYMMETRIC_SIZE"] = "256M";
   EnvOptions options;
-  ASSERT_EQ(parse_env(&options, nv_getenv, false), TSHMEM_SUCCESS) << tshmemx_last_error();
+  ASSERT_EQ(parse_env(&options, fake_getenv, false), TSHMEM_SUCCESS) << tshmemx_last_error();
   EXPECT_EQ(options.symmetric_size, 1ull << 30) << "a plain tshmem program ignores NVSHMEM_SYMMETRIC_SIZE";
-  ASSERT_EQ(parse_env(&options, nv_getenv, true), TSHMEM_SUCCESS) << tshmemx_last_error();
+  ASSERT_EQ(parse_env(&options, fake_getenv, true), TSHMEM_SUCCESS) << tshmemx_last_error();
   EXPECT_EQ(options.symmetric_size, 256ull << 20);
 }
 
 TEST_F(EnvNvshmemNames, TshmemNameWins) {
-  g_nv_vars["NVSHMEM_SYMMETRIC_SIZE"] = "256M";
-  g_nv_vars["TSHMEM_SYMMETRIC_SIZE"] = "64M";
+  fake_env()["NVSHMEM_SYMMETRIC_SIZE"] = "256M";
+  fake_env()["TSHMEM_SYMMETRIC_SIZE"] = "64M";
   EnvOptions options;
-  ASSERT_EQ(parse_env(&options, nv_getenv, true), TSHMEM_SUCCESS) << tshmemx_last_error();
+  ASSERT_EQ(parse_env(&options, fake_getenv, true), TSHMEM_SUCCESS) << tshmemx_last_error();
   EXPECT_EQ(options.symmetric_size, 64ull << 20);
 }
 
 TEST_F(EnvNvshmemNames, MalformedValueNamesTheNvshmemVariable) {
-  g_nv_vars["NVSHMEM_SYMMETRIC_SIZE"] = "lots";
+  fake_env()["NVSHMEM_SYMMETRIC_SIZE"] = "lots";
   EnvOptions options;
-  EXPECT_EQ(parse_env(&options, nv_getenv, true), TSHMEM_ERR_CONFIG);
+  EXPECT_EQ(parse_env(&options, fake_getenv, true), TSHMEM_ERR_CONFIG);
   EXPECT_NE(std::string(tshmemx_last_error()).find("NVSHMEM_SYMMETRIC_SIZE"), std::string::npos)
       << tshmemx_last_error();
 }
 
 TEST_F(EnvNvshmemNames, OnlyListedNamesAreRead) {
-  g_nv_vars["NVSHMEM_DEBUG"] = "not-a-level";  // NVSHMEM's own variable, not in tshmem's list: ignored
+  fake_env()["NVSHMEM_DEBUG"] = "not-a-level";  // NVSHMEM's own variable, not in tshmem's list: ignored
   EnvOptions options;
-  ASSERT_EQ(parse_env(&options, nv_getenv, true), TSHMEM_SUCCESS) << tshmemx_last_error();
+  ASSERT_EQ(parse_env(&options, fake_getenv, true), TSHMEM_SUCCESS) << tshmemx_last_error();
   EXPECT_EQ(options.debug, "warn");
 }
 

@@ -6,19 +6,17 @@
 #include <string>
 
 #include "env.h"
+#include "fake_env.h"
 
 namespace tshmemi {
 namespace {
 
-std::map<std::string, std::string> g_vars;
-const char *fake_getenv(const char *name) {
-  auto it = g_vars.find(name);
-  return it == g_vars.end() ? nullptr : it->second.c_str();
-}
+using tshmem_test::fake_env;
+using tshmem_test::fake_getenv;
 
 class Env : public ::testing::Test {
  protected:
-  void SetUp() override { g_vars.clear(); }
+  void SetUp() override { fake_env().clear(); }
   Status parse(EnvOptions *options) { return parse_env(options, fake_getenv); }
 };
 
@@ -94,8 +92,8 @@ TEST_F(Env, MalformedValuesOfEveryKindFailInit) {
       {"TSHMEM_COLL_PDL", "sometimes"},      {"TSHMEM_INIT_TIMEOUT_MS", "0"},   {"TSHMEM_INIT_TIMEOUT_MS", "-5"},
       {"TSHMEM_INIT_TIMEOUT_MS", "86400001"}};
   for (const auto &c : cases) {
-    g_vars.clear();
-    g_vars[c.first] = c.second;
+    fake_env().clear();
+    fake_env()[c.first] = c.second;
     EnvOptions options;
     EXPECT_EQ(parse(&options), TSHMEM_ERR_CONFIG) << c.first << "=" << c.second;
     const std::string message = tshmemx_last_error();
@@ -123,23 +121,23 @@ TEST_F(Env, BoolsAndChoices) {
 
 TEST_F(Env, MulticastSwitchesAreReadTheirOwnersWay) {
   EnvOptions options;
-  g_vars["TSHMEM_DISABLE_NVLS"] = "1";
+  fake_env()["TSHMEM_DISABLE_NVLS"] = "1";
   ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
   EXPECT_TRUE(options.nvls_forbidden());
 
   // NVSHMEM: a first character in "0NnFf" is false, anything else true.
   for (const auto &c : std::map<std::string, bool>{
            {"1", true}, {"yes", true}, {"0", false}, {"no", false}, {"false", false}, {"Y", true}, {"", false}}) {
-    g_vars.clear();
-    g_vars["NVSHMEM_DISABLE_NVLS"] = c.first;
+    fake_env().clear();
+    fake_env()["NVSHMEM_DISABLE_NVLS"] = c.first;
     ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
     EXPECT_EQ(options.nvls_forbidden(), c.second) << "NVSHMEM_DISABLE_NVLS=" << c.first;
   }
   // NCCL: NCCL_NVLS_ENABLE=0 disables; something unparseable disables too (we stay safe).
   for (const auto &c : std::map<std::string, bool>{
            {"0", true}, {"1", false}, {"2", false}, {"false", true}, {"off", true}, {"0x0", true}}) {
-    g_vars.clear();
-    g_vars["NCCL_NVLS_ENABLE"] = c.first;
+    fake_env().clear();
+    fake_env()["NCCL_NVLS_ENABLE"] = c.first;
     ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
     EXPECT_EQ(options.nvls_forbidden(), c.second) << "NCCL_NVLS_ENABLE=" << c.first;
   }
@@ -171,13 +169,13 @@ TEST_F(Env, ProxySizesAndBoundsAreCheckedWhenParsed) {
       {"TSHMEM_WAIT_TIMEOUT_MS", "-1", "TSHMEM_WAIT_TIMEOUT_MS=-1: must be 0 (forever) to 86400000"},
   };
   for (const auto &c : cases) {
-    g_vars.clear();
-    g_vars[c.name] = c.value;
+    fake_env().clear();
+    fake_env()[c.name] = c.value;
     EnvOptions options;
     EXPECT_EQ(parse(&options), TSHMEM_ERR_CONFIG) << c.name << "=" << c.value;
     EXPECT_NE(std::string(tshmemx_last_error()).find(c.rule), std::string::npos) << tshmemx_last_error();
   }
-  g_vars.clear();
+  fake_env().clear();
   EnvOptions options;
   ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
   EXPECT_EQ(options.proxy_timeout_ms, 300000);  // generous, but finite
