@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "bench_config.h"
+#include "host_bench.h"
 #include "tshmem/tshmem.h"
 
 using namespace tshmem_perf;
@@ -31,11 +31,7 @@ int main(int argc, char **argv) {
   config.min_size = 4096;
   config.max_size = 64 << 20;
   int exit_code = 0;
-  if (!parse_args(argc, argv, "host_bw", &config, &exit_code)) return exit_code;
-  if (tshmem_init() != 0) {
-    std::fprintf(stderr, "host_bw: tshmem_init failed: %s\n", tshmemx_last_error());
-    return 1;
-  }
+  if (!start_host_bench(argc, argv, "host_bw", &config, &exit_code)) return exit_code;
   const int me = tshmem_my_pe(), n = tshmem_n_pes();
   if (n < 2) {
     if (me == 0) std::fprintf(stderr, "host_bw: needs at least 2 PEs\n");

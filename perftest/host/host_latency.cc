@@ -1,7 +1,7 @@
 // Host latencies: putmem + quiet of small messages (PE 0 to PE 1) and tshmem_barrier_all over all PEs.
 #include <chrono>
 
-#include "bench_config.h"
+#include "host_bench.h"
 #include "tshmem/tshmem.h"
 
 using namespace tshmem_perf;
@@ -14,11 +14,7 @@ int main(int argc, char **argv) {
   config.iters = 1000;
   config.warmup_iters = 100;
   int exit_code = 0;
-  if (!parse_args(argc, argv, "host_latency", &config, &exit_code)) return exit_code;
-  if (tshmem_init() != 0) {
-    std::fprintf(stderr, "host_latency: tshmem_init failed: %s\n", tshmemx_last_error());
-    return 1;
-  }
+  if (!start_host_bench(argc, argv, "host_latency", &config, &exit_code)) return exit_code;
   const int me = tshmem_my_pe(), n = tshmem_n_pes();
   char *buffer = static_cast<char *>(tshmem_malloc(2 * config.max_size));
   Reporter report(config, "host_latency", me == 0);

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench_config.h"
+#include "host_bench.h"
 #include "tshmem/device/proxy_types.h"
 #include "tshmem/tshmem.h"
 #include "tshmem/tshmemx.h"
@@ -68,11 +68,7 @@ int main(int argc, char **argv) {
   config.warmup_iters = 1000;
   config.threads_per_cta = 4;  // -t: most producer threads
   int exit_code = 0;
-  if (!parse_args(argc, argv, "host_proxy", &config, &exit_code)) return exit_code;
-  if (tshmem_init() != 0) {
-    std::fprintf(stderr, "host_proxy: tshmem_init failed: %s\n", tshmemx_last_error());
-    return 1;
-  }
+  if (!start_host_bench(argc, argv, "host_proxy", &config, &exit_code)) return exit_code;
   const int me = tshmem_my_pe(), n = tshmem_n_pes();
   const int most_threads = config.threads_per_cta;
   auto *words = static_cast<uint64_t *>(tshmem_calloc(static_cast<size_t>(most_threads) + 2, sizeof(uint64_t)));
