@@ -188,8 +188,8 @@ TEST(EpChecks, NullStandsForEmptyArraysOnly) {
 
 TEST(EpChecks, LayoutAndNotifyRules) {
   const Geometry g = geo(4);
-  int32_t counts[8];
-  bool in_rank[8];
+  int32_t counts[8] = {};
+  bool in_rank[8] = {};
   int64_t recv = 0;
   {
     CallScope call("tshmem_ep_get_dispatch_layout");
