@@ -43,6 +43,17 @@ def title_of(comp):
     return "%s%s: %s" % (comp["bench"], " (bidirectional)" if comp["bidir"] else "", comp["table"])
 
 
+def finish(fig, ax, comp, path, **grid):
+    """The metric and its direction, the title, a light grid (`grid`: which lines), the legend; saves and closes."""
+    ax.set_ylabel(comp["metric"] + (" (lower is better)" if comp["lower_is_better"] else " (higher is better)"))
+    ax.set_title(title_of(comp))
+    ax.grid(True, alpha=0.3, **grid)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def plot_by_size(comp, path):
     fig, ax = plt.subplots(figsize=(8, 5))
     variants = []
@@ -70,13 +81,7 @@ def plot_by_size(comp, path):
         ax.axhline(rate, color="grey", linewidth=0.8, linestyle=":")
         ax.text(sizes[0], rate, "NVLink line rate %.0f GB/s" % rate, va="bottom", fontsize=8, color="grey")
     ax.set_xlabel("size (bytes)")
-    ax.set_ylabel(comp["metric"] + (" (lower is better)" if comp["lower_is_better"] else " (higher is better)"))
-    ax.set_title(title_of(comp))
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    finish(fig, ax, comp, path, which="both")
 
 
 def plot_bars(comp, path):
@@ -89,13 +94,7 @@ def plot_bars(comp, path):
         ax.bar([i + (j - 0.5) * width for i in range(len(rows))], vals, width, label=LABEL[lib])
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel(comp["metric"] + (" (lower is better)" if comp["lower_is_better"] else " (higher is better)"))
-    ax.set_title(title_of(comp))
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    finish(fig, ax, comp, path, axis="y")
 
 
 def plot_overview(comparisons, path):

@@ -36,6 +36,24 @@ inline Status enter_device(DeviceGuard &guard, int device, cudaStream_t stream, 
   return kSuccess;
 }
 
+// One entry point's stay on its primary input's device: the guard that entered it (and restores the caller's
+// device), the launch context, and the outputs the call makes (freed again unless committed).
+class Entry {
+ public:
+  Entry(int device, cudaStream_t stream, const char *primary)
+      : device_(device), stream_(stream), outs(device, stream, primary) {}
+  Status enter() { return enter_device(guard_, device_, stream_, &ctx); }
+
+ private:
+  int device_;
+  cudaStream_t stream_;
+  DeviceGuard guard_;  // before outs: the outputs are freed while the device is still entered
+
+ public:
+  LaunchCtx ctx{};
+  Outputs outs;
+};
+
 template <class A>
 Status execute(const A &args, const LaunchCtx &ctx, Status (*ref)(const A &),
                Status (*launch)(const A &, const LaunchCtx &)) {

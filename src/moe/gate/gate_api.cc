@@ -14,17 +14,15 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_topk_gate(const tshmem_moe_tensor_
     MOE_REQUIRE(num_topk >= 1 && num_topk <= E, "num_topk = %" PRId64 " with E = %" PRId64 "; it must be in [1, E]",
                 num_topk, E);
     MOE_LIMIT(E <= 1024, "scores has E = %" PRId64 " experts; this port supports E <= 1024", E);
-    DeviceGuard guard;
-    LaunchCtx ctx;
-    MOE_TRY(enter_device(guard, scores->device, stream, &ctx));
-    Outputs outs(scores->device, stream, "scores");
+    Entry e(scores->device, stream, "scores");
+    MOE_TRY(e.enter());
     const int64_t shape[2] = {T, num_topk};
-    MOE_TRY(outs.prepare(topk_idx, "topk_idx", TSHMEM_MOE_INT64, 2, shape));
+    MOE_TRY(e.outs.prepare(topk_idx, "topk_idx", TSHMEM_MOE_INT64, 2, shape));
     if (T > 0) {
       TopkGateArgs a{static_cast<const float *>(scores->data), T, E, num_topk, static_cast<int64_t *>(topk_idx->data)};
-      MOE_TRY(execute(a, ctx, ref_topk_gate, launch_topk_gate));
+      MOE_TRY(execute(a, e.ctx, ref_topk_gate, launch_topk_gate));
     }
-    outs.commit();
+    e.outs.commit();
     return kSuccess;
   });
 }
@@ -43,18 +41,16 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_topk_sum_and_topk_group_idx(const 
     MOE_REQUIRE(num_topk_groups >= 0 && num_topk_groups <= G,
                 "num_topk_groups = %" PRId64 " with %" PRId64 " groups; it must be in [0, G]", num_topk_groups, G);
     MOE_LIMIT(G <= 32, "scores has G = %" PRId64 " groups; the kernel serves one group per warp lane (G <= 32)", G);
-    DeviceGuard guard;
-    LaunchCtx ctx;
-    MOE_TRY(enter_device(guard, scores->device, stream, &ctx));
-    Outputs outs(scores->device, stream, "scores");
+    Entry e(scores->device, stream, "scores");
+    MOE_TRY(e.enter());
     const int64_t shape[2] = {T, num_topk_groups};
-    MOE_TRY(outs.prepare(group_idx, "group_idx", TSHMEM_MOE_INT64, 2, shape));
+    MOE_TRY(e.outs.prepare(group_idx, "group_idx", TSHMEM_MOE_INT64, 2, shape));
     if (T > 0 && num_topk_groups > 0) {
       TopkGroupArgs a{static_cast<const float *>(scores->data), T, G, Epg, num_topk_sum, num_topk_groups,
                       static_cast<int64_t *>(group_idx->data)};
-      MOE_TRY(execute(a, ctx, ref_topk_group, launch_topk_group));
+      MOE_TRY(execute(a, e.ctx, ref_topk_group, launch_topk_group));
     }
-    outs.commit();
+    e.outs.commit();
     return kSuccess;
   });
 }
@@ -150,13 +146,11 @@ tshmem_moe_top2_sum_gate(const tshmem_moe_tensor_t *logits, const tshmem_moe_ten
     MOE_LIMIT(R <= 1024, "R = %" PRId64 " routed experts; this port supports R <= 1024", R);
     MOE_LIMIT(K + S <= 32, "num_topk + shared slots = %" PRId64 "; the kernel supports <= 32", K + S);
 
-    DeviceGuard guard;
-    LaunchCtx ctx;
-    MOE_TRY(enter_device(guard, dev, stream, &ctx));
-    Outputs outs(dev, stream, "logits");
+    Entry e(dev, stream, "logits");
+    MOE_TRY(e.enter());
     const int64_t shape[2] = {T, K + S};
-    MOE_TRY(outs.prepare(topk_idx, "topk_idx", TSHMEM_MOE_INT64, 2, shape));
-    MOE_TRY(outs.prepare(topk_weights, "topk_weights", TSHMEM_MOE_FLOAT32, 2, shape));
+    MOE_TRY(e.outs.prepare(topk_idx, "topk_idx", TSHMEM_MOE_INT64, 2, shape));
+    MOE_TRY(e.outs.prepare(topk_weights, "topk_weights", TSHMEM_MOE_FLOAT32, 2, shape));
     if (T > 0) {
       Top2GateArgs a{};
       a.logits = static_cast<const float *>(logits->data);
@@ -175,9 +169,9 @@ tshmem_moe_top2_sum_gate(const tshmem_moe_tensor_t *logits, const tshmem_moe_ten
       a.unmapped_row_stride = un_stride;
       a.topk_idx = static_cast<int64_t *>(topk_idx->data);
       a.topk_weights = static_cast<float *>(topk_weights->data);
-      MOE_TRY(execute(a, ctx, ref_top2_sum_gate, launch_top2_sum_gate));
+      MOE_TRY(execute(a, e.ctx, ref_top2_sum_gate, launch_top2_sum_gate));
     }
-    outs.commit();
+    e.outs.commit();
     return kSuccess;
   });
 }

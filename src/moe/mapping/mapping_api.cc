@@ -39,18 +39,16 @@ Status expand_common(const char *call, const Tensor *x, const Tensor *x_sf, int6
         *x_sf, "x_sf", 1, hsf,
         packed ? "hidden_sf = ceil(ceil(H / num_per_channels) / 4)" : "hidden_sf = ceil(H / num_per_channels)"));
   }
-  DeviceGuard guard;
-  LaunchCtx ctx;
-  MOE_TRY(enter_device(guard, x->device, stream, &ctx));
-  Outputs outs(x->device, stream, "x");
+  Entry e(x->device, stream, "x");
+  MOE_TRY(e.enter());
   const int64_t shape[2] = {P, H};
-  MOE_TRY(outs.prepare(x_fused, "x_fused", x->dtype, 2, shape));
+  MOE_TRY(e.outs.prepare(x_fused, "x_fused", x->dtype, 2, shape));
   const int64_t P4 = align_up(P, 4);
   if (x_sf) {
     const int64_t sshape[2] = {P, hsf};
     const int64_t cm_strides[2] = {1, P4};
-    MOE_TRY(outs.prepare(sf_fused, "sf_fused", x_sf->dtype, 2, sshape, col_major ? cm_strides : nullptr,
-                         col_major ? hsf * P4 : -1));
+    MOE_TRY(e.outs.prepare(sf_fused, "sf_fused", x_sf->dtype, 2, sshape, col_major ? cm_strides : nullptr,
+                           col_major ? hsf * P4 : -1));
   }
   if (P > 0 || T > 0) {  // also when T == 0: padding rows are zeroed (the spec's recommended, safer behaviour)
     ExpandArgs a{};
@@ -68,9 +66,9 @@ Status expand_common(const char *call, const Tensor *x, const Tensor *x_sf, int6
       a.P4 = P4;
       a.sf_out = static_cast<uint32_t *>(sf_fused->data);
     }
-    MOE_TRY(execute(a, ctx, ref_expand, launch_expand));
+    MOE_TRY(execute(a, e.ctx, ref_expand, launch_expand));
   }
-  outs.commit();
+  e.outs.commit();
   return kSuccess;
 }
 
@@ -106,17 +104,15 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_fused_mapping(const tshmem_moe
           "with num_expanded_tokens = 0 (the sync path) the pos_to_* outputs must be library-allocated "
           "(data = NULL): their length is known only after the kernel");
     const int dev = topk_idx->device;
-    DeviceGuard guard;
-    LaunchCtx ctx;
-    MOE_TRY(enter_device(guard, dev, stream, &ctx));
-    Outputs outs(dev, stream, "topk_idx");
-    MOE_TRY(outs.prepare(&m->pos_to_expert, "pos_to_expert", TSHMEM_MOE_INT32, 1, &P));
-    MOE_TRY(outs.prepare(&m->pos_to_token, "pos_to_token", TSHMEM_MOE_INT32, 1, &P));
-    MOE_TRY(outs.prepare(&m->pos_to_token_topk, "pos_to_token_topk", TSHMEM_MOE_INT32, 1, &P));
-    MOE_TRY(outs.prepare(&m->token_topk_to_pos, "token_topk_to_pos", TSHMEM_MOE_INT32, 2, topk_idx->shape));
-    MOE_TRY(outs.prepare(&m->expert_start, "expert_start", TSHMEM_MOE_INT32, 1, &E));
-    MOE_TRY(outs.prepare(&m->expert_end, "expert_end", TSHMEM_MOE_INT32, 1, &E));
-    MOE_TRY(outs.prepare(&m->num_tokens_per_expert, "num_tokens_per_expert", TSHMEM_MOE_INT32, 1, &E));
+    Entry e(dev, stream, "topk_idx");
+    MOE_TRY(e.enter());
+    MOE_TRY(e.outs.prepare(&m->pos_to_expert, "pos_to_expert", TSHMEM_MOE_INT32, 1, &P));
+    MOE_TRY(e.outs.prepare(&m->pos_to_token, "pos_to_token", TSHMEM_MOE_INT32, 1, &P));
+    MOE_TRY(e.outs.prepare(&m->pos_to_token_topk, "pos_to_token_topk", TSHMEM_MOE_INT32, 1, &P));
+    MOE_TRY(e.outs.prepare(&m->token_topk_to_pos, "token_topk_to_pos", TSHMEM_MOE_INT32, 2, topk_idx->shape));
+    MOE_TRY(e.outs.prepare(&m->expert_start, "expert_start", TSHMEM_MOE_INT32, 1, &E));
+    MOE_TRY(e.outs.prepare(&m->expert_end, "expert_end", TSHMEM_MOE_INT32, 1, &E));
+    MOE_TRY(e.outs.prepare(&m->num_tokens_per_expert, "num_tokens_per_expert", TSHMEM_MOE_INT32, 1, &E));
     MappingArgs a{};
     a.idx = static_cast<const int64_t *>(topk_idx->data);
     a.T = T, a.K = K, a.E = E, a.P = P, a.alignment = alignment;
@@ -128,7 +124,7 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_fused_mapping(const tshmem_moe
     a.expert_end = static_cast<int32_t *>(m->expert_end.data);
     a.num_tokens_per_expert = static_cast<int32_t *>(m->num_tokens_per_expert.data);
     a.total = nullptr;
-    MOE_TRY(execute(a, ctx, ref_get_fused_mapping, launch_get_fused_mapping));
+    MOE_TRY(execute(a, e.ctx, ref_get_fused_mapping, launch_get_fused_mapping));
     if (sync_path) {
       // The host sync of the spec: read the aligned counts, trim the pos_to_* views to their sum.
       std::vector<int32_t> counts(static_cast<size_t>(E));
@@ -147,7 +143,7 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_fused_mapping(const tshmem_moe
       if (num_tokens_per_expert_host) std::memcpy(num_tokens_per_expert_host, counts.data(), counts.size() * 4);
       if (host_list_filled) *host_list_filled = 1;
     }
-    outs.commit();
+    e.outs.commit();
     return kSuccess;
   });
 }

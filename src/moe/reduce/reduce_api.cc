@@ -34,13 +34,11 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_reduce_fused(const tshmem_moe_tens
     MOE_REQUIRE(sf == nullptr || fp8, "sf is given but fp8_format is not 'e4m3'; sf is only allowed with e4m3 output");
     MOE_TRY(check_optional(sf, "sf", {TSHMEM_MOE_FLOAT32}, -1, true, dev, "x"));
     if (sf) MOE_REQUIRE(numel(*sf) == 1, "sf has %" PRId64 " elements; it must have exactly 1", numel(*sf));
-    DeviceGuard guard;
-    LaunchCtx ctx;
-    MOE_TRY(enter_device(guard, dev, stream, &ctx));
-    Outputs outs(dev, stream, "x");
+    Entry e(dev, stream, "x");
+    MOE_TRY(e.enter());
     const tshmem_moe_dtype_t out_dtype = fp8 ? TSHMEM_MOE_FLOAT8_E4M3 : x->dtype;
     const int64_t shape[2] = {T, H};
-    MOE_TRY(outs.prepare(y, "out", out_dtype, 2, shape));
+    MOE_TRY(e.outs.prepare(y, "out", out_dtype, 2, shape));
     if (T > 0 && H > 0) {
       ReduceArgs a{};
       a.x = x->data;
@@ -53,9 +51,9 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_reduce_fused(const tshmem_moe_tens
       a.sf = sf ? static_cast<const float *>(sf->data) : nullptr;
       a.out_dtype = out_dtype;
       a.out = y->data;
-      MOE_TRY(execute(a, ctx, ref_reduce_fused, launch_reduce_fused));
+      MOE_TRY(execute(a, e.ctx, ref_reduce_fused, launch_reduce_fused));
     }
-    outs.commit();
+    e.outs.commit();
     return kSuccess;
   });
 }

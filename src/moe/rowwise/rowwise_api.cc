@@ -13,18 +13,16 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_normalize_weight(const tshmem_moe_
   return guarded("tshmem_moe_normalize_weight", [&]() -> Status {
     MOE_TRY(check_input(topk_weights, "topk_weights", {TSHMEM_MOE_FLOAT32}, 2, true));
     const int64_t T = topk_weights->shape[0], K = topk_weights->shape[1];
-    DeviceGuard guard;
-    LaunchCtx ctx;
-    MOE_TRY(enter_device(guard, topk_weights->device, stream, &ctx));
-    Outputs outs(topk_weights->device, stream, "topk_weights");
-    MOE_TRY(outs.prepare(denominator, "denominator", TSHMEM_MOE_FLOAT32, 1, &T));
-    MOE_TRY(outs.prepare(normalized, "normalized", TSHMEM_MOE_FLOAT32, 2, topk_weights->shape));
+    Entry e(topk_weights->device, stream, "topk_weights");
+    MOE_TRY(e.enter());
+    MOE_TRY(e.outs.prepare(denominator, "denominator", TSHMEM_MOE_FLOAT32, 1, &T));
+    MOE_TRY(e.outs.prepare(normalized, "normalized", TSHMEM_MOE_FLOAT32, 2, topk_weights->shape));
     if (T > 0) {
       NormalizeArgs a{static_cast<const float *>(topk_weights->data), T, K, static_cast<float *>(denominator->data),
                       static_cast<float *>(normalized->data)};
-      MOE_TRY(execute(a, ctx, ref_normalize_weight, launch_normalize_weight));
+      MOE_TRY(execute(a, e.ctx, ref_normalize_weight, launch_normalize_weight));
     }
-    outs.commit();
+    e.outs.commit();
     return kSuccess;
   });
 }
@@ -41,18 +39,16 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_mask_indices_by_tp(const tshmem_mo
     MOE_REQUIRE(num_tp_ranks >= 1 && tp_rank >= 0 && tp_rank < num_tp_ranks,
                 "tp_rank = %" PRId64 ", num_tp_ranks = %" PRId64 " must satisfy 0 <= tp_rank < num_tp_ranks", tp_rank,
                 num_tp_ranks);
-    DeviceGuard guard;
-    LaunchCtx ctx;
-    MOE_TRY(enter_device(guard, indices->device, stream, &ctx));
-    Outputs outs(indices->device, stream, "indices");
-    MOE_TRY(outs.prepare(out, "out", indices->dtype, indices->ndim, indices->shape));
+    Entry e(indices->device, stream, "indices");
+    MOE_TRY(e.enter());
+    MOE_TRY(e.outs.prepare(out, "out", indices->dtype, indices->ndim, indices->shape));
     const int64_t count = numel(*indices);
     if (count > 0) {
       MaskTpArgs a{indices->data, out->data,   indices->dtype == TSHMEM_MOE_INT64, count, n, num_ep_ranks,
                    tp_rank,       num_tp_ranks};
-      MOE_TRY(execute(a, ctx, ref_mask_indices_by_tp, launch_mask_indices_by_tp));
+      MOE_TRY(execute(a, e.ctx, ref_mask_indices_by_tp, launch_mask_indices_by_tp));
     }
-    outs.commit();
+    e.outs.commit();
     return kSuccess;
   });
 }
@@ -62,13 +58,12 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_inplace_unique_group_indices(tshme
   return guarded("tshmem_moe_inplace_unique_group_indices", [&]() -> Status {
     MOE_TRY(check_input(group_indices, "group_indices", {TSHMEM_MOE_INT64}, 2, true));
     MOE_REQUIRE(num_groups >= 1 && num_groups <= 128, "num_groups = %" PRId64 "; it must be in [1, 128]", num_groups);
-    DeviceGuard guard;
-    LaunchCtx ctx;
-    MOE_TRY(enter_device(guard, group_indices->device, stream, &ctx));
+    Entry e(group_indices->device, stream, "group_indices");  // in place: no outputs
+    MOE_TRY(e.enter());
     if (numel(*group_indices) > 0) {
       UniqueArgs a{static_cast<int64_t *>(group_indices->data), group_indices->shape[0], group_indices->shape[1],
                    num_groups};
-      MOE_TRY(execute(a, ctx, ref_unique, launch_unique));
+      MOE_TRY(execute(a, e.ctx, ref_unique, launch_unique));
     }
     return kSuccess;
   });

@@ -175,6 +175,18 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Whether group g (in [0, 128)) is in the set of groups seen, two registers for [0, 64) and [64, 128); marks it.
+__device__ __forceinline__ bool seen_before(int64_t g, unsigned long long &low, unsigned long long &high) {
+  const unsigned long long bit = 1ull << (g & 63);
+  const bool is_high = g >= 64;
+  if ((is_high ? high : low) & bit) return true;
+  if (is_high)
+    high |= bit;
+  else
+    low |= bit;
+  return false;
+}
+
 // inplace_unique_group_indices where unique_tile_kernel (below) does not apply: one thread per token; the row's ids
 // are loaded kUniqueBatch at a time, all before any is examined (the loop with a store in it loaded them one round
 // trip each), then later duplicates become -1 in slot order.
@@ -200,14 +212,7 @@ __global__ void __launch_bounds__(kThreads)
         record_value_error(err, kErrUniqueRange, g[u], t * K + k, bound);
         continue;
       }
-      const unsigned long long bit = 1ull << (g[u] & 63);
-      const bool high = g[u] >= 64;
-      if ((high ? seen_high : seen_low) & bit)
-        row[k] = -1;
-      else if (high)
-        seen_high |= bit;
-      else
-        seen_low |= bit;
+      if (seen_before(g[u], seen_low, seen_high)) row[k] = -1;
     }
   }
 }
@@ -255,14 +260,7 @@ __global__ void __launch_bounds__(kUniqueTileThreads)
         record_value_error(err, kErrUniqueRange, g, (t0 + lane) * K + k, bound);
         continue;
       }
-      const unsigned long long bit = 1ull << (g & 63);
-      const bool high = g >= 64;
-      if ((high ? seen_high : seen_low) & bit)
-        row[k] = -1;
-      else if (high)
-        seen_high |= bit;
-      else
-        seen_low |= bit;
+      if (seen_before(g, seen_low, seen_high)) row[k] = -1;
     }
   }
   __syncwarp();
