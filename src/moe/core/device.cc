@@ -161,6 +161,14 @@ Status finish_value_checks(int device, cudaStream_t stream) {
   return read_and_clear(device, stream);
 }
 
+namespace {
+// A public call's `device` argument: checked (>= 0), then entered for the rest of the call.
+Status enter_device_arg(DeviceGuard &guard, int device) {
+  if (device < 0) return fail(TSHMEM_MOE_ERR_INVALID_ARGUMENT, "device = %d; it must be >= 0", device);
+  return guard.enter(device);
+}
+}  // namespace
+
 }  // namespace tshmem_moe
 
 using namespace tshmem_moe;
@@ -179,9 +187,8 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_set_num_sms(int num_sms) {
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_device_num_sms(int device, int *num_sms) {
   return guarded("tshmem_moe_get_device_num_sms", [&]() -> Status {
     if (num_sms == nullptr) return fail(TSHMEM_MOE_ERR_INVALID_ARGUMENT, "num_sms is NULL");
-    if (device < 0) return fail(TSHMEM_MOE_ERR_INVALID_ARGUMENT, "device = %d; it must be >= 0", device);
     DeviceGuard guard;
-    MOE_TRY(guard.enter(device));
+    MOE_TRY(enter_device_arg(guard, device));
     const DeviceInfo *info = nullptr;
     MOE_TRY(device_info(device, &info));
     *num_sms = info->sm_count;
@@ -192,9 +199,8 @@ TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_device_num_sms(int device, int
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_get_num_sms(int device, int *num_sms) {
   return guarded("tshmem_moe_get_num_sms", [&]() -> Status {
     if (num_sms == nullptr) return fail(TSHMEM_MOE_ERR_INVALID_ARGUMENT, "num_sms is NULL");
-    if (device < 0) return fail(TSHMEM_MOE_ERR_INVALID_ARGUMENT, "device = %d; it must be >= 0", device);
     DeviceGuard guard;
-    MOE_TRY(guard.enter(device));
+    MOE_TRY(enter_device_arg(guard, device));
     return grid_sms(device, num_sms);
   });
 }
@@ -209,9 +215,8 @@ TSHMEM_MOE_API tshmem_moe_check_mode_t tshmem_moe_get_check_mode(void) {
 
 TSHMEM_MOE_API tshmem_moe_status_t tshmem_moe_check_device_errors(int device, cudaStream_t stream) {
   return guarded("tshmem_moe_check_device_errors", [&]() -> Status {
-    if (device < 0) return fail(TSHMEM_MOE_ERR_INVALID_ARGUMENT, "device = %d; it must be >= 0", device);
     DeviceGuard guard;
-    MOE_TRY(guard.enter(device));
+    MOE_TRY(enter_device_arg(guard, device));
     return read_and_clear(device, stream);
   });
 }
