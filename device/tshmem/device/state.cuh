@@ -9,21 +9,20 @@
  * unregisters from its static destructor.
  *
  * Separate compilation (-rdc, __CUDACC_RDC__): all units of a binary are device-linked into one program, which
- * needs one copy, not one per unit. The copy and its registration are C++17 inline variables: the host linker
- * keeps one registration object, nvlink one definition of the weak symbol, so one binary (executable or shared
- * library) has one copy and registers one fill callback however many units include this header, whatever
- * builds it (CMake, a Makefile, one `nvcc -rdc=true *.cu`). The copy is a `__device__` variable (global
- * memory), not `__constant__`: nvlink lays out the storage of every unit's weak `__constant__` copy in the one
- * 64 KiB constant bank (one symbol, N copies of its bytes), which overflowed at 8 units, and nvlink crashed
- * there; weak `__device__` copies are merged into one. Cost: kernels read the state through the L1 cache
- * instead of the constant cache (docs/design.md, "Where the device state lives"). They have hidden visibility,
- * so an -rdc shared library (its own device program) keeps its own copy and registration instead of binding
- * to the executable's. Assumes one device link per binary (what CMake's CUDA_SEPARABLE_COMPILATION does).
+ * needs one copy, not one per unit. Every unit declares the copy `extern __constant__`; its one definition lives
+ * in the static device library libtshmem_device.a (device/state_rdc.cu), which tshmem::device, `pkg-config
+ * --libs tshmem` and tshmem::nvshmem put on the link line, as NVSHMEM's libnvshmem_device.a holds its state.
+ * The fill callback and its registration are C++17 inline variables (one per binary for the host linker). Both
+ * have hidden visibility, so an -rdc shared library (its own device program, linking its own copy of the
+ * archive) keeps its own copy and registration instead of binding to the executable's. Assumes one device
+ * link per binary (what CMake's CUDA_SEPARABLE_COMPILATION does). A device link without the archive fails
+ * with an undefined reference to `tshmemi::binary::state_in_libtshmem_device`: the name says what to link.
  *
  * -DTSHMEM_CUMODULE (a module loaded at run time, e.g. JIT code): the unit defines the C symbol
  * `tshmemi_device_state_c` instead and registers nothing; tshmemx_cumodule_init(module) fills it through
  * cuModuleGetGlobal. Under -rdc the definition is inline and `__device__` (one per module, any number of
- * units); -DTSHMEM_CUMODULE_EXTERN only declares it (for a unit whose module defines it elsewhere).
+ * units, no library to link); -DTSHMEM_CUMODULE_EXTERN only declares it (for a unit whose module defines it
+ * elsewhere).
  *
  * By-value delivery: a kernel may instead take the state as `const __grid_constant__ tshmemi_device_state`
  * (from tshmemx_device_view) and pass it as the trailing `st` argument of any tshmem:: function; every
@@ -70,23 +69,32 @@ static __device__ __forceinline__ const tshmemi_device_state &state() { return t
 #endif
 #define TSHMEMI_STATE_NAMESPACE_BEGIN inline namespace binary __attribute__((visibility("hidden"))) {
 #define TSHMEMI_STATE_INLINE inline
-#define TSHMEMI_STATE_SPACE __device__
 #else
 #define TSHMEMI_STATE_NAMESPACE_BEGIN namespace {
 #define TSHMEMI_STATE_INLINE
-#define TSHMEMI_STATE_SPACE __constant__
 #endif
 
 namespace tshmemi {
 TSHMEMI_STATE_NAMESPACE_BEGIN
 
-/// This unit's (without -rdc: constant memory) or this binary's (-rdc: global memory) copy of the device state.
-TSHMEMI_STATE_INLINE TSHMEMI_STATE_SPACE tshmemi_device_state tshmemi_state_c;
+#if defined(__CUDACC_RDC__)
+/// This binary's copy, in constant memory: defined once, in libtshmem_device.a (device/state_rdc.cu).
+extern __constant__ tshmemi_device_state state_in_libtshmem_device;
+#define TSHMEMI_STATE_COPY state_in_libtshmem_device
+#else
+/// This unit's copy, in constant memory.
+__constant__ tshmemi_device_state tshmemi_state_c;
+#define TSHMEMI_STATE_COPY tshmemi_state_c
+#endif
 
 /// A kernel of this unit's (binary's) module, so that the fill can name the module: with the off-node proxy
-/// running under lazy loading, the fill loads all of the module's kernels (TSHMEMI_STATE_LOAD_KERNELS).
+/// running under lazy loading, the fill loads all of the module's kernels (TSHMEMI_STATE_LOAD_KERNELS). Never
+/// launched. It names the copy so that every unit's device code refers to it: under -rdc that reference is
+/// what makes the device link take the archive's definition, which the host side of fill_state needs too.
 template <int>
-__global__ void unit_anchor() {}
+__global__ void unit_anchor(const void **copy) {
+  *copy = &TSHMEMI_STATE_COPY;
+}
 
 /// Fill callback (tshmemi_state_fill_fn): copies `state` into the copy above on `cuda_device`, through this
 /// unit's runtime; the calling thread's current device is restored. Returns a cudaError_t value.
@@ -95,7 +103,7 @@ TSHMEMI_STATE_INLINE int fill_state(int cuda_device, const tshmemi_device_state 
   cudaError_t rc = cudaGetDevice(&previous);
   if (rc != cudaSuccess) return static_cast<int>(rc);
   if (previous != cuda_device && (rc = cudaSetDevice(cuda_device)) != cudaSuccess) return static_cast<int>(rc);
-  rc = cudaMemcpyToSymbol(tshmemi_state_c, state, sizeof(tshmemi_device_state));
+  rc = cudaMemcpyToSymbol(TSHMEMI_STATE_COPY, state, sizeof(tshmemi_device_state));
   if (rc == cudaSuccess && (state->flags & TSHMEMI_STATE_LOAD_KERNELS)) {
     cudaFunction_t anchor = nullptr;
     if (cudaGetFuncBySymbol(&anchor, reinterpret_cast<const void *>(&unit_anchor<0>)) == cudaSuccess)
@@ -129,13 +137,13 @@ TSHMEMI_STATE_INLINE StateRegistration state_registration;
 }  // namespace (anonymous, or binary)
 
 /// The state every device function reads by default: the copy above.
-static __device__ __forceinline__ const tshmemi_device_state &state() { return tshmemi_state_c; }
+static __device__ __forceinline__ const tshmemi_device_state &state() { return TSHMEMI_STATE_COPY; }
 
 }  // namespace tshmemi
 
 #undef TSHMEMI_STATE_NAMESPACE_BEGIN
 #undef TSHMEMI_STATE_INLINE
-#undef TSHMEMI_STATE_SPACE
+#undef TSHMEMI_STATE_COPY
 
 #endif  // TSHMEM_CUMODULE
 #endif  // TSHMEM_DEVICE_COMPILE
