@@ -9,10 +9,12 @@
 #error "state_rdc.cu is the -rdc definition of the device state: compile it with -rdc=true"
 #endif
 
-namespace tshmemi {
 // The namespace and name of state.cuh's declaration, with its hidden visibility: an -rdc shared library links
 // its own copy of this archive and keeps its own state.
+// clang-format off
+namespace tshmemi {
 inline namespace binary __attribute__((visibility("hidden"))) {
 __constant__ tshmemi_device_state state_in_libtshmem_device;
 }  // namespace binary
 }  // namespace tshmemi
+// clang-format on

@@ -95,7 +95,7 @@ check_program() {
   case $rc in
     0) echo "ok    $what: ${sass##*PASS: }" ;;
     77) echo "note  $what: SASS not read (${sass#SKIP: })" ;;
-    *) echo "FAIL  $what: SASS"; echo "$sass" | sed 's/^/      | /'; failures=$((failures + 1)) ;;
+    *) echo "FAIL  $what: SASS"; while IFS= read -r line; do echo "      | $line"; done <<< "$sass"; failures=$((failures + 1)) ;;
   esac
 }
 
