@@ -56,7 +56,8 @@ if [ -n "$nvcc" ] && [ -n "$arch" ]; then
   g++ "$work/ring.o" "$work/second_unit.o" "$work/dlink.o" -o "$work/ring-rdc-pc-dlink" $(pkg-config --libs tshmem) \
     -Wl,-rpath,"$work/prefix/lib" -L"$cuda_lib" -lcudart_static -ldl -lrt -lpthread || fail "g++ linking the -rdc kernel"
   for exe in "$work/consumer/ring_rdc" "$work/consumer/nvshmem_ring_rdc" "$work/ring-rdc-pc" "$work/ring-rdc-pc-dlink"; do
-    nm -C "$exe" | grep -q ' tshmemi::binary::state_in_libtshmem_device$' \
+    symbols=$(nm -C "$exe")
+    grep -q ' tshmemi::binary::state_in_libtshmem_device$' <<< "$symbols" \
       || fail "$exe holds no device state from libtshmem_device.a"
   done
   echo "PASS: -rdc kernels built with find_package (tshmem::device, tshmem::nvshmem) and pkg-config (nvcc; nvcc -dlink + g++)"
