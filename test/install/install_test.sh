@@ -55,12 +55,14 @@ if [ -n "$nvcc" ] && [ -n "$arch" ]; then
   # shellcheck disable=SC2046
   g++ "$work/ring.o" "$work/second_unit.o" "$work/dlink.o" -o "$work/ring-rdc-pc-dlink" $(pkg-config --libs tshmem) \
     -Wl,-rpath,"$work/prefix/lib" -L"$cuda_lib" -lcudart_static -ldl -lrt -lpthread || fail "g++ linking the -rdc kernel"
-  for exe in "$work/consumer/ring_rdc" "$work/consumer/nvshmem_ring_rdc" "$work/ring-rdc-pc" "$work/ring-rdc-pc-dlink"; do
+  for exe in "$work/consumer/ring_rdc" "$work/consumer/nvshmem_ring_rdc" "$work/consumer/ring_rdc_lib" "$work/ring-rdc-pc" \
+             "$work/ring-rdc-pc-dlink"; do
     symbols=$(nm -C "$exe")
     grep -q ' tshmemi::binary::state_in_libtshmem_device$' <<< "$symbols" \
       || fail "$exe holds no device state from libtshmem_device.a"
   done
-  echo "PASS: -rdc kernels built with find_package (tshmem::device, tshmem::nvshmem) and pkg-config (nvcc; nvcc -dlink + g++)"
+  echo "PASS: -rdc kernels built with find_package (tshmem::device, tshmem::nvshmem, a separable static library)" \
+    "and pkg-config (nvcc; nvcc -dlink + g++)"
 fi
 
 for exe in "$work/consumer/hello" "$work/hello-pc"; do
@@ -92,7 +94,8 @@ if [ -e "$build/src/ep/libtshmem_ep.so" ]; then
   echo "PASS: tshmem_ep program (tshmem/ep.h, tshmem::ep) ran its host calls"
 fi
 
-for kernel in consumer/ring consumer/nvshmem_ring consumer/ring_rdc consumer/nvshmem_ring_rdc ring-rdc-pc ring-rdc-pc-dlink; do
+for kernel in consumer/ring consumer/nvshmem_ring consumer/ring_rdc consumer/nvshmem_ring_rdc consumer/ring_rdc_lib \
+              ring-rdc-pc ring-rdc-pc-dlink; do
 if [ -x "$work/$kernel" ]; then
   out=$(LD_LIBRARY_PATH="$work/prefix/lib" "$launcher" 2 "$work/$kernel" 2>&1)
   rc=$?
