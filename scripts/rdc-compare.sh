@@ -85,5 +85,9 @@ for np in $nps; do
   done
 done
 echo "== all runs took $((SECONDS - start)) s"
+if ! cat "$out"/logs/*.jsonl > /dev/null 2>&1 || [ -z "$(cat "$out"/logs/*.jsonl)" ]; then
+  reason=$(grep -h "skipped:" "$out"/logs/*.log 2>/dev/null | head -1)
+  [ -n "$reason" ] && { echo "$reason" | tee "$out/rdc.txt"; exit 0; }
+fi
 python3 "$root/perftest/common/rdc_table.py" --logs "$out/logs" --out "$out/rdc.json" | tee "$out/rdc.txt"
 [ "$failed" = 0 ] || { echo "rdc-compare.sh: $failed run(s) failed"; exit 1; }
