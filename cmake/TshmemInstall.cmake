@@ -1,7 +1,14 @@
 # Installation: headers, libraries, tshmemConfig.cmake (components: moe, ep, nvshmem), tshmem.pc and tshmem-nvshmem.pc.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS tshmem tshmem_device tshmem_nvshmem EXPORT tshmemTargets
+# libtshmem_device.a (with CUDA): the device state of -rdc programs, which tshmem::device links for them.
+set(tshmem_install_targets tshmem tshmem_device tshmem_nvshmem)
+set(TSHMEM_PC_DEVICE_LIBS "")
+if(TARGET tshmem_device_state)
+  list(APPEND tshmem_install_targets tshmem_device_state)
+  set(TSHMEM_PC_DEVICE_LIBS " -ltshmem_device")  # tshmem.pc: only -rdc device links take anything from it
+endif()
+install(TARGETS ${tshmem_install_targets} EXPORT tshmemTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

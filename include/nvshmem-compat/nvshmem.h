@@ -1,7 +1,7 @@
 /*
  * NVSHMEM compatibility: an NVSHMEM program builds unchanged against tshmem with -I to this folder and a link
- * to tshmem::nvshmem (pkg-config tshmem-nvshmem): no -rdc needed (with it, any number of units links), no
- * libnvshmem_device.a.
+ * to tshmem::nvshmem (pkg-config tshmem-nvshmem): no -rdc needed; with it, any number of units links against
+ * libtshmem_device.a in place of libnvshmem_device.a, which the target and the pkg-config file name.
  *
  * Every NVSHMEM name, constant and type that has a tshmem counterpart of the same meaning is mapped onto it
  * (nvshmem_names.h for the functions, below for the rest); calls then get tshmem's checks and messages. A

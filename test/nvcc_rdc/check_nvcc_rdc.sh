@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# -rdc builds outside CMake, the way a Makefile or NVSHMEM's examples build them. No GPU needed: the check is
-# that nvlink and the host linker succeed and that the program holds every unit and one device-state
-# registration. The programs stay in the work folder and run under mpirun on a GPU host (every PE checks its
-# inbox, prints "PE i of n: U units, 0 slots wrong" and exits 0).
+# -rdc builds outside CMake, the way a Makefile or NVSHMEM's examples build them: the link lines name
+# libtshmem_device.a (-ltshmem_device, as `pkg-config --libs tshmem` does), which holds the program's one device
+# state. No GPU needed: the check is that nvlink and the host linker succeed, that the program holds every unit,
+# one device-state registration and one device state, and (with --cuobjdump) that every unit's kernel reads the
+# state from constant bank 3 (test/gpu/rdc/check_state_sass.sh). The programs stay in the work folder and run
+# under mpirun on a GPU host (every PE checks its inbox, prints "PE i of n: U units, 0 slots wrong", exits 0).
 #
 #   units:   N tiny units that each include the device API (unit.cu.in) plus main.cu, one `nvcc -rdc=true -c`
 #            per unit (JOBS at a time), then for each N in COUNTS both flows:
-#              separate  nvcc -dlink <objects> -o dlink.o (and once more with CMake's device-link flags),
-#                        then g++ links the program
-#              one step  nvcc -rdc=true main.cu <objects> -ltshmem -o app
+#              separate  nvcc -dlink <objects> -ltshmem_device -o dlink.o (and once more with CMake's device-link
+#                        flags), then g++ links the program
+#              one step  nvcc -rdc=true main.cu <objects> -ltshmem -ltshmem_device -o app
 #   nvshmem: eight units and main through include/nvshmem-compat, one `nvcc -rdc=true *.cu` as NVSHMEM's
 #            examples are built.
 #
 # Usage: check_nvcc_rdc.sh units|nvshmem --nvcc NVCC --arch 90 --source SRC --build BUILD --work DIR
-#                          [--lib DIR (default BUILD/src)] [--counts "8 16 64"] [--jobs 2]
+#                          [--lib DIR (default BUILD/src)] [--counts "8 16 64"] [--jobs 2] [--cuobjdump PATH]
 # Exits 77 (ctest SKIP_RETURN_CODE), saying why, when there is no nvcc. The `-c` compiles go through ccache
 # where it is installed (as the project's own build does); every link runs each time. The host compiler is
 # g++, or NVCC_CCBIN where that is set (nvcc reads it too).
@@ -21,7 +23,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mode=${1:-}
 shift || true
-nvcc="" arch=90 src="" build="" lib_dir="" work="" counts="8 16 64" jobs=2
+nvcc="" arch=90 src="" build="" lib_dir="" work="" counts="8 16 64" jobs=2 cuobjdump=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --nvcc) nvcc=$2; shift 2 ;;
@@ -32,6 +34,7 @@ while [ $# -gt 0 ]; do
     --lib) lib_dir=$2; shift 2 ;;
     --counts) counts=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
+    --cuobjdump) cuobjdump=$2; shift 2 ;;
     *) echo "check_nvcc_rdc.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -45,7 +48,9 @@ if [ -z "$src" ] || [ -z "$build" ] || [ -z "$work" ]; then
   exit 2
 fi
 lib_dir=${lib_dir:-$build/src}
-[ -e "$lib_dir/libtshmem.so" ] || { echo "FAIL: no $lib_dir/libtshmem.so (build the tshmem target first)"; exit 1; }
+for lib in libtshmem.so libtshmem_device.a; do
+  [ -e "$lib_dir/$lib" ] || { echo "FAIL: no $lib_dir/$lib (build the tshmem and tshmem_device_state targets first)"; exit 1; }
+done
 cuda_lib=$(cd "$(dirname "$nvcc")/.." && pwd)/lib64
 [ -d "$cuda_lib" ] || cuda_lib=$(cd "$(dirname "$nvcc")/.." && pwd)/targets/x86_64-linux/lib
 
@@ -54,7 +59,7 @@ host_cxx=${NVCC_CCBIN:-g++}
 cache=()
 command -v ccache > /dev/null && cache=(ccache)
 rdc=(-std=c++17 -arch=sm_"$arch" -rdc=true)
-link=(-L"$lib_dir" -ltshmem -Xlinker -rpath -Xlinker "$lib_dir")
+link=(-L"$lib_dir" -ltshmem -ltshmem_device -Xlinker -rpath -Xlinker "$lib_dir")
 failures=0
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -70,17 +75,28 @@ write_units_header() {
   } > "$dir/rdc_units.h"
 }
 
-# The linked program: one launcher per unit, one device-state registration for the whole binary.
+# The linked program: one launcher per unit, one device-state registration and one device state (the
+# archive's) for the whole binary; with cuobjdump, every unit's kernel reads the state from constant bank 3.
 check_program() {
-  local what=$1 app=$2 count=$3 units registrations
+  local what=$1 app=$2 count=$3 kernels=$4 units registrations states
   units=$(nm -C "$app" | grep -cE ' T rdc_launch_[0-9]+\(int\*\)$' || true)
   registrations=$(nm -C "$app" | grep -cE '^[0-9a-f]+ [A-Za-z] tshmemi::binary::state_registration$' || true)
-  if [[ $units -eq $count && $registrations -eq 1 ]]; then
-    echo "ok    $what: $units units, $registrations device-state registration"
+  states=$(nm -C "$app" | grep -cE '^[0-9a-f]+ [A-Za-z] tshmemi::binary::state_in_libtshmem_device$' || true)
+  if [[ $units -eq $count && $registrations -eq 1 && $states -eq 1 ]]; then
+    echo "ok    $what: $units units, $registrations device-state registration, $states device state"
   else
-    echo "FAIL  $what: $units units (expected $count), $registrations device-state registrations (expected 1)"
+    echo "FAIL  $what: $units units (expected $count), $registrations device-state registrations (expected 1)," \
+      "$states device states (expected 1)"
     failures=$((failures + 1))
   fi
+  [ -n "$cuobjdump" ] || return 0
+  local sass rc
+  sass=$("$src/test/gpu/rdc/check_state_sass.sh" "$cuobjdump" "$app" "$kernels" "$count") && rc=0 || rc=$?
+  case $rc in
+    0) echo "ok    $what: ${sass##*PASS: }" ;;
+    77) echo "note  $what: SASS not read (${sass#SKIP: })" ;;
+    *) echo "FAIL  $what: SASS"; while IFS= read -r line; do echo "      | $line"; done <<< "$sass"; failures=$((failures + 1)) ;;
+  esac
 }
 
 # Runs a build step; its output goes to a log, shown when it fails.
@@ -127,18 +143,18 @@ if [ "$mode" = units ]; then
     step "$n units: compile main" "$dir/main.log" "${cache[@]}" "$nvcc" "${rdc[@]}" "${inc[@]}" -I"$dir" -c "$dir/main.cu" \
       -o "$dir/main.o" || continue
     if step "$n units: nvcc -dlink" "$dir/dlink.log" "$nvcc" -arch=sm_"$arch" -dlink "$dir/main.o" "${objects[@]}" \
-        -o "$dir/dlink.o" &&
+        "${link[@]}" -o "$dir/dlink.o" &&
        step "$n units: g++ links the device-linked objects" "$dir/link.log" "$host_cxx" "$dir/main.o" "${objects[@]}" \
-        "$dir/dlink.o" -o "$dir/app_separate" -L"$lib_dir" -ltshmem -Wl,-rpath,"$lib_dir" -L"$cuda_lib" \
-        -lcudart_static -ldl -lrt -lpthread; then
-      check_program "$n units, separate device link" "$dir/app_separate" "$n"
+        "$dir/dlink.o" -o "$dir/app_separate" -L"$lib_dir" -ltshmem -ltshmem_device -Wl,-rpath,"$lib_dir" \
+        -L"$cuda_lib" -lcudart_static -ldl -lrt -lpthread; then
+      check_program "$n units, separate device link" "$dir/app_separate" "$n" rdc_kernel_
     fi
     step "$n units: nvcc -dlink with CMake's flags" "$dir/dlink_cmake.log" "$nvcc" -O2 -g \
       "--generate-code=arch=compute_$arch,code=[compute_$arch,sm_$arch]" -Xcompiler=-fPIC -shared -dlink \
-      "$dir/main.o" "${objects[@]}" -o "$dir/dlink_cmake.o" || true
+      "$dir/main.o" "${objects[@]}" "$lib_dir/libtshmem_device.a" -o "$dir/dlink_cmake.o" || true
     if step "$n units: one-step nvcc -rdc=true main.cu <objects>" "$dir/onestep.log" "$nvcc" "${rdc[@]}" "${inc[@]}" \
         -I"$dir" "$dir/main.cu" "${objects[@]}" "${link[@]}" -o "$dir/app_onestep"; then
-      check_program "$n units, one step" "$dir/app_onestep" "$n"
+      check_program "$n units, one step" "$dir/app_onestep" "$n" rdc_kernel_
     fi
   done
 else
@@ -150,7 +166,7 @@ else
   if step "NVSHMEM-style: nvcc -rdc=true *.cu ($((units + 1)) units, compat headers)" nvshmem.log \
       "$nvcc" -rdc=true -ccbin "$host_cxx" -gencode=arch=compute_"$arch",code=sm_"$arch" -I"$src/include/nvshmem-compat" \
       "${inc[@]}" -I. ./*.cu -o app_nvshmem "${link[@]}"; then
-    check_program "NVSHMEM-style program" app_nvshmem "$units"
+    check_program "NVSHMEM-style program" app_nvshmem "$units" nvshmem_kernel_
   fi
 fi
 

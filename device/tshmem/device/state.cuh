@@ -9,21 +9,21 @@
  * unregisters from its static destructor.
  *
  * Separate compilation (-rdc, __CUDACC_RDC__): all units of a binary are device-linked into one program, which
- * needs one copy, not one per unit. The copy and its registration are C++17 inline variables: the host linker
- * keeps one registration object, nvlink one definition of the weak symbol, so one binary (executable or shared
- * library) has one copy and registers one fill callback however many units include this header, whatever
- * builds it (CMake, a Makefile, one `nvcc -rdc=true *.cu`). The copy is a `__device__` variable (global
- * memory), not `__constant__`: nvlink lays out the storage of every unit's weak `__constant__` copy in the one
- * 64 KiB constant bank (one symbol, N copies of its bytes), which overflowed at 8 units, and nvlink crashed
- * there; weak `__device__` copies are merged into one. Cost: kernels read the state through the L1 cache
- * instead of the constant cache (docs/design.md, "Where the device state lives"). They have hidden visibility,
- * so an -rdc shared library (its own device program) keeps its own copy and registration instead of binding
- * to the executable's. Assumes one device link per binary (what CMake's CUDA_SEPARABLE_COMPILATION does).
+ * needs one copy, not one per unit. Every unit declares the copy `extern __constant__`; its one definition, its fill
+ * callback and its registration live in the static device library libtshmem_device.a (device/state_rdc.cu), which
+ * tshmem::device, `pkg-config --libs tshmem` and tshmem::nvshmem put on the link line, as NVSHMEM's
+ * libnvshmem_device.a holds its state. Each unit refers to the archive from device code (an anchor kernel naming
+ * the copy) and from host code (a static initializer), so both links take its object. All of it has hidden
+ * visibility, so an -rdc shared library (its own device program, linking its own copy of the archive) keeps its own
+ * copy and registration instead of binding to the executable's. Assumes one device link per binary (what CMake's
+ * CUDA_SEPARABLE_COMPILATION does). A device link without the archive fails with an undefined reference to
+ * `tshmemi::binary::state_in_libtshmem_device`: the name says what to link.
  *
  * -DTSHMEM_CUMODULE (a module loaded at run time, e.g. JIT code): the unit defines the C symbol
  * `tshmemi_device_state_c` instead and registers nothing; tshmemx_cumodule_init(module) fills it through
  * cuModuleGetGlobal. Under -rdc the definition is inline and `__device__` (one per module, any number of
- * units); -DTSHMEM_CUMODULE_EXTERN only declares it (for a unit whose module defines it elsewhere).
+ * units, no library to link); -DTSHMEM_CUMODULE_EXTERN only declares it (for a unit whose module defines it
+ * elsewhere).
  *
  * By-value delivery: a kernel may instead take the state as `const __grid_constant__ tshmemi_device_state`
  * (from tshmemx_device_view) and pass it as the trailing `st` argument of any tshmem:: function; every
@@ -37,6 +37,10 @@
 #ifdef TSHMEM_DEVICE_COMPILE
 #include <cuda_runtime.h>
 
+#if !defined(TSHMEM_CUMODULE) && !defined(__CUDACC_RDC__)
+#include "tshmem/device/impl/state_fill.cuh"
+#endif
+
 #if defined(TSHMEM_CUMODULE)
 
 #if defined(TSHMEM_CUMODULE_EXTERN) && defined(__CUDACC_RDC__)
@@ -45,8 +49,8 @@ extern "C" __device__ tshmemi_device_state tshmemi_device_state_c;
 extern "C" __constant__ tshmemi_device_state tshmemi_device_state_c;
 #elif defined(__CUDACC_RDC__)
 /// The module's copy, filled by tshmemx_cumodule_init; one per module however many units define it (a
-/// global-namespace variable's symbol is its plain name, so cuModuleGetGlobal finds it). In global memory
-/// for the reason given above: weak __constant__ copies would each take bank space.
+/// global-namespace variable's symbol is its plain name, so cuModuleGetGlobal finds it). In global memory:
+/// nvlink would lay out every unit's weak __constant__ copy in the bank (docs/design.md).
 inline __device__ tshmemi_device_state tshmemi_device_state_c;
 #else
 extern "C" {
@@ -60,82 +64,69 @@ namespace tshmemi {
 static __device__ __forceinline__ const tshmemi_device_state &state() { return tshmemi_device_state_c; }
 }  // namespace tshmemi
 
-#else  // !TSHMEM_CUMODULE: a copy plus its registration
+#elif defined(__CUDACC_RDC__)  // -rdc: the binary's one copy, in libtshmem_device.a
 
-// One registration scheme, two linkages: per unit (anonymous namespace) without -rdc; per binary (inline
-// variables, hidden so that each shared library keeps its own) under -rdc.
-#if defined(__CUDACC_RDC__)
 #if __cplusplus < 201703L
 #error "tshmem device API under -rdc needs C++17 (inline variables): compile with -std=c++17"
 #endif
-#define TSHMEMI_STATE_NAMESPACE_BEGIN inline namespace binary __attribute__((visibility("hidden"))) {
-#define TSHMEMI_STATE_INLINE inline
-#define TSHMEMI_STATE_SPACE __device__
-#else
-#define TSHMEMI_STATE_NAMESPACE_BEGIN namespace {
-#define TSHMEMI_STATE_INLINE
-#define TSHMEMI_STATE_SPACE __constant__
-#endif
+
+// Hidden: an -rdc shared library is its own device program and keeps its own copy and registration.
+#define TSHMEMI_BINARY_NAMESPACE_BEGIN inline namespace binary __attribute__((visibility("hidden"))) {
+#define TSHMEMI_BINARY_NAMESPACE_END }
+namespace tshmemi {
+TSHMEMI_BINARY_NAMESPACE_BEGIN
+
+/// This binary's copy, in constant memory: defined once, in libtshmem_device.a (device/state_rdc.cu), whose object
+/// also fills it and registers the fill (after the CUDA runtime has registered the whole device program: the
+/// archive's object comes after the units on the link line, so its static initializers run after theirs).
+extern __constant__ tshmemi_device_state state_in_libtshmem_device;
+
+/// A kernel of every unit, never launched, that names the copy: the device link takes the archive's definition.
+template <int>
+__global__ void unit_anchor(const void **copy) {
+  *copy = &state_in_libtshmem_device;
+}
+
+/// Defined in libtshmem_device.a; does nothing. Every unit calls it during static initialisation, so the host link
+/// takes the archive's object (the state's shadow, the fill, the registration) too; its argument instantiates the
+/// anchor kernel above.
+int link_libtshmem_device(const void *unit_kernel);
+inline const int libtshmem_device_linked = link_libtshmem_device(reinterpret_cast<const void *>(&unit_anchor<0>));
+
+TSHMEMI_BINARY_NAMESPACE_END
+#undef TSHMEMI_BINARY_NAMESPACE_BEGIN
+#undef TSHMEMI_BINARY_NAMESPACE_END
+
+/// The state every device function reads by default: the copy above.
+static __device__ __forceinline__ const tshmemi_device_state &state() { return state_in_libtshmem_device; }
+
+}  // namespace tshmemi
+
+#else  // no -rdc: this unit's copy plus its registration
 
 namespace tshmemi {
-TSHMEMI_STATE_NAMESPACE_BEGIN
+namespace {
 
-/// This unit's (without -rdc: constant memory) or this binary's (-rdc: global memory) copy of the device state.
-TSHMEMI_STATE_INLINE TSHMEMI_STATE_SPACE tshmemi_device_state tshmemi_state_c;
+/// This unit's copy, in constant memory.
+__constant__ tshmemi_device_state tshmemi_state_c;
 
-/// A kernel of this unit's (binary's) module, so that the fill can name the module: with the off-node proxy
-/// running under lazy loading, the fill loads all of the module's kernels (TSHMEMI_STATE_LOAD_KERNELS).
+/// A kernel of this unit's module, never launched: the fill names the module by it (fill_copy).
 template <int>
 __global__ void unit_anchor() {}
 
-/// Fill callback (tshmemi_state_fill_fn): copies `state` into the copy above on `cuda_device`, through this
-/// unit's runtime; the calling thread's current device is restored. Returns a cudaError_t value.
-TSHMEMI_STATE_INLINE int fill_state(int cuda_device, const tshmemi_device_state *state) {
-  int previous = -1;
-  cudaError_t rc = cudaGetDevice(&previous);
-  if (rc != cudaSuccess) return static_cast<int>(rc);
-  if (previous != cuda_device && (rc = cudaSetDevice(cuda_device)) != cudaSuccess) return static_cast<int>(rc);
-  rc = cudaMemcpyToSymbol(tshmemi_state_c, state, sizeof(tshmemi_device_state));
-  if (rc == cudaSuccess && (state->flags & TSHMEMI_STATE_LOAD_KERNELS)) {
-    cudaFunction_t anchor = nullptr;
-    if (cudaGetFuncBySymbol(&anchor, reinterpret_cast<const void *>(&unit_anchor<0>)) == cudaSuccess)
-      tshmemi_load_unit_kernels(anchor);
-    else
-      (void)cudaGetLastError();  // best effort: the unit works; only its unloaded kernels stay a hazard
-  }
-  if (previous != cuda_device) {
-    const cudaError_t restore = cudaSetDevice(previous);
-    if (rc == cudaSuccess) rc = restore;
-  }
-  return static_cast<int>(rc);
+/// Fill callback (tshmemi_state_fill_fn) of the copy above, through this unit's runtime.
+int fill_state(int cuda_device, const tshmemi_device_state *state) {
+  return fill_copy(tshmemi_state_c, reinterpret_cast<const void *>(&unit_anchor<0>), cuda_device, state);
 }
 
-/// Registers fill_state at static-init time (no CUDA call there) and unregisters at unload.
-class StateRegistration {
- public:
-  StateRegistration()
-      : token_(tshmemi_register_device_state(&fill_state, TSHMEMI_DEVICE_STATE_VERSION,
-                                             static_cast<uint32_t>(sizeof(tshmemi_device_state)))) {}
-  ~StateRegistration() { tshmemi_unregister_device_state(token_); }
-  StateRegistration(const StateRegistration &) = delete;
-  StateRegistration &operator=(const StateRegistration &) = delete;
+StateRegistration<&fill_state> state_registration;
 
- private:
-  void *token_;
-};
-
-TSHMEMI_STATE_INLINE StateRegistration state_registration;
-
-}  // namespace (anonymous, or binary)
+}  // namespace
 
 /// The state every device function reads by default: the copy above.
 static __device__ __forceinline__ const tshmemi_device_state &state() { return tshmemi_state_c; }
 
 }  // namespace tshmemi
-
-#undef TSHMEMI_STATE_NAMESPACE_BEGIN
-#undef TSHMEMI_STATE_INLINE
-#undef TSHMEMI_STATE_SPACE
 
 #endif  // TSHMEM_CUMODULE
 #endif  // TSHMEM_DEVICE_COMPILE

@@ -2,10 +2,10 @@
  * The device state: everything a kernel needs to reach another PE, in one trivially-copyable struct.
  *
  * One struct, two deliveries: every translation unit that includes the device API reads a copy of it (its own
- * `__constant__` copy without -rdc, one `__device__` copy per binary with -rdc; state.cuh) that tshmem fills at init
- * and on registration, and tshmemx_device_view() returns the same bytes for kernels that take it as a
- * `__grid_constant__` argument. Plain C so that the host runtime builds the struct without CUDA; one builder on the
- * host writes it (src/state/device_state_builder.h).
+ * `__constant__` copy without -rdc; with -rdc the binary's one `__constant__` copy, from libtshmem_device.a;
+ * state.cuh) that tshmem fills at init and on registration, and tshmemx_device_view() returns the same bytes for
+ * kernels that take it as a `__grid_constant__` argument. Plain C so that the host runtime builds the struct
+ * without CUDA; one builder on the host writes it (src/state/device_state_builder.h).
  *
  * ABI: `version` is the first field and `size` the second; a mismatch between the headers an application
  * was compiled with and the library is an error at registration, naming both values.

@@ -1,8 +1,8 @@
 /*
  * tshmem device API, everything: include this from any .cu (no -rdc needed) and link tshmem::tshmem.
  *
- *   state.cuh       the state (constant memory; global under -rdc), its registration (or -DTSHMEM_CUMODULE),
- *                   by-value delivery
+ *   state.cuh       the state (constant memory; under -rdc from libtshmem_device.a), its registration (or
+ *                   -DTSHMEM_CUMODULE), by-value delivery
  *   remote_ptr.cuh  the one remote-address function and the PE bound check
  *   pe.cuh          my_pe, n_pes, ptr
  *   rma.cuh         p, g, put, get (+ _nbi; thread, warp, block scope)
