@@ -37,7 +37,7 @@ if [ ! -e build-gpu/build.ninja ]; then
   fi
 fi
 echo "== build" >> "$log"
-if ! cmake --build build-gpu -j16 --target tshmem tshmem_ep tshmem_ep_gpu_test >> "$log" 2>&1; then
+if ! cmake --build build-gpu -j16 --target tshmem tshmem_ep tshmem_ep_gpu_test tshmem_ep_ll_gpu_test >> "$log" 2>&1; then
   say "FAILED: the build"
   grep -E 'error|FAILED' "$log" | head -30 >> "$summary"
   exit 1
