@@ -33,7 +33,6 @@ buffer for the next dispatch (no device call), and the buffer frees them all in 
 """
 
 import warnings
-import weakref
 
 from . import _runtime
 from ._errors import (ArgumentTypeError, CudaError, Error, InternalError, InvalidArgumentError, NotInitializedError,
@@ -79,6 +78,7 @@ _EP_DTYPES = {torch.bfloat16: _BF16, torch.float32: _F32, torch.float16: _F16, t
 if hasattr(torch, 'float8_e4m3fn'):
     _EP_DTYPES[torch.float8_e4m3fn] = _FP8
 _FP8_BLOCK = 128
+topk_idx_t = torch.int64  # DeepEP's deep_ep.topk_idx_t: the dtype of topk_idx
 _MAX_EXPERTS_ALLOC = 1 << 20  # outputs of a layout call are sized by num_experts only below this; the C API decides
 
 
@@ -88,8 +88,8 @@ def _int(call, name, value):
     return _runtime._int_arg(value, name, call)  # the package's one int check, in this file's argument order
 
 
-def _tensor(call, name, t, device, dtypes=None, ndim=None, rule=None):
-    """t checked: a torch.Tensor of one of `dtypes`, `ndim` dimensions, on `device`, contiguous."""
+def _tensor(call, name, t, device, dtypes=None, ndim=None, rule=None, contiguous=True):
+    """t checked: a torch.Tensor of one of `dtypes`, `ndim` dimensions, on `device`, contiguous (unless told)."""
     if not isinstance(t, torch.Tensor):
         raise ArgumentTypeError(f'{call}: {name} is {"None" if t is None else "a " + type(t).__name__}; it must be a '
                                 f'torch.Tensor{" (" + rule + ")" if rule else ""}')
@@ -101,7 +101,7 @@ def _tensor(call, name, t, device, dtypes=None, ndim=None, rule=None):
                                    f'{"s" if ndim != 1 else ""}{" (" + rule + ")" if rule else ""}')
     if t.device != device:
         raise InvalidArgumentError(f'{call}: {name} is on {t.device}; it must be on {device}, this PE\'s GPU')
-    if not t.is_contiguous():
+    if contiguous and not t.is_contiguous():
         raise InvalidArgumentError(f'{call}: {name} is not contiguous (shape {tuple(t.shape)}, stride {t.stride()}); '
                                    f'pass {name}.contiguous()')
     return t
@@ -251,19 +251,28 @@ class _BufferState:
             self.free.append(key)
 
 
-class Handle:
+class Handle(tuple):
     """The routes of one dispatch (DeepEP's ``handle``), for combine and for cached dispatches of other data along
-    the same routes. Opaque; valid while its Buffer lives. Attributes: ``num_tokens`` (this PE's tokens),
-    ``num_experts``, ``num_recv_tokens`` (rows received here; None after a ``num_worst_tokens`` dispatch),
-    ``num_recv_rows`` (rows of the outputs), ``num_recv_tokens_per_expert_list``, ``expert_alignment``,
-    ``num_worst_tokens``."""
+    the same routes; valid while its Buffer lives. As DeepEP's intranode handle it is a tuple
+    ``(rank_prefix_matrix, channel_prefix_matrix, recv_channel_prefix_matrix, recv_src_idx, is_token_in_rank,
+    send_head)``: ``rank_prefix_matrix`` int32 [n_pes, n_pes] (entry [i, j]: tokens PEs 0..i send to PE j),
+    ``recv_src_idx`` int32 [rows] (each received row's token index on its source PE), ``is_token_in_rank`` the
+    layout's; the channel matrices and ``send_head`` (DeepEP's ring-buffer bookkeeping, which tshmem.ep does not
+    have) are None. Attributes: ``num_tokens`` (this PE's tokens), ``num_experts``, ``num_recv_tokens`` (rows
+    received here; None after a ``num_worst_tokens`` dispatch), ``num_recv_rows`` (rows of the outputs),
+    ``num_recv_tokens_per_expert_list``, ``expert_alignment``, ``num_worst_tokens``."""
 
-    __slots__ = ('_state', '_key', 'num_tokens', 'num_experts', 'num_recv_tokens', 'num_recv_rows',
-                 'num_recv_tokens_per_expert_list', 'expert_alignment', 'num_worst_tokens', '__weakref__')
+    def __new__(cls, state, key, items=()):
+        h = super().__new__(cls, items)
+        h._state, h._key = state, key
+        return h
 
-    def __init__(self, state, key):
-        self._state, self._key = state, key
-        weakref.finalize(self, state.release, key)
+    def __del__(self):
+        # The C handle goes back to its buffer's pool (local, no device call). A tuple cannot be weakly referenced,
+        # so this is the finalizer.
+        state = getattr(self, '_state', None)
+        if state is not None:
+            state.release(self._key)
 
     @property
     def _ptr(self):
@@ -453,6 +462,20 @@ class Buffer:
         _C.buffer_set_timeout_ms(self._state.ptr, timeout_ms, call)
 
     @staticmethod
+    def capture():
+        """An EventOverlap of an event recorded on the current stream now (DeepEP's Buffer.capture), for a later
+        call's previous_event."""
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream())
+        return EventOverlap(event)
+
+    @staticmethod
+    def is_sm90_compiled():
+        """True: every feature of tshmem.ep (fp8 rows and scales included) is there on any GPU tshmem runs on; DeepEP
+        answers False when it was built without its SM90-only kernels."""
+        return True
+
+    @staticmethod
     def set_num_sms(new_num_sms):
         """Thread blocks of the data kernels in the default configs (0: the library's default). Every PE must use
         the same value."""
@@ -572,13 +595,15 @@ class Buffer:
             data, scales = x
             data = _tensor(call, 'x[0]', data, self._device, None, 2, '[num_tokens, hidden]')
             code = _x_dtype(call, 'x[0]', data)
+            # Any strides, as DeepEP takes them (DeepGEMM's scales are column-major): copied row-major here, on
+            # the current stream, before the call's communication stream waits for it.
             scales = _tensor(call, 'x[1] (scales)', scales, self._device, (torch.float32,), 2,
-                             '[num_tokens, hidden / 128]')
+                             '[num_tokens, hidden / 128]', contiguous=False)
             num_tokens, hidden = data.shape
             if hidden % _FP8_BLOCK == 0:  # otherwise the C API names the rule on hidden
                 _shape(call, 'x[1] (scales)', scales, (num_tokens, hidden // _FP8_BLOCK),
                        'one fp32 scale per 128 channels of each row')
-            return data, scales, code
+            return data, scales.contiguous(), code
         data = _tensor(call, 'x', x, self._device, None, 2, '[num_tokens, hidden]')
         return data, None, _x_dtype(call, 'x', data)
 
@@ -662,36 +687,54 @@ class Buffer:
             except BaseException:
                 st.free.append(key)
                 raise
-            handle = Handle(st, key)
+            c_handle, new_handle = key[2], True
+            rows = num_recv if num_recv >= 0 else num_worst_tokens
+        else:
+            c_handle, new_handle, rows = handle._ptr, False, handle.num_recv_rows
+        if torch.cuda.is_current_stream_capturing():
+            st.pinned.add(c_handle)
+        try:
+            with torch.cuda.stream(alloc):
+                recv_x = torch.empty((rows, hidden), dtype=x.dtype, device=self._device)
+                recv_scales = None
+                if x_scales is not None:
+                    recv_scales = torch.empty((rows, hidden // _FP8_BLOCK if hidden % _FP8_BLOCK == 0 else 1),
+                                              dtype=torch.float32, device=self._device)
+                recv_idx = recv_w = None
+                if num_topk:
+                    recv_idx = torch.empty((rows, num_topk), dtype=torch.int64, device=self._device)
+                    recv_w = torch.empty((rows, num_topk), dtype=torch.float32, device=self._device)
+                recv_src = rank_prefix = None
+                if new_handle:
+                    recv_src = torch.empty(rows, dtype=torch.int32, device=self._device)
+                    rank_prefix = torch.empty((n, n), dtype=torch.int32, device=self._device)
+            if new_handle:
+                # DeepEP's rank_prefix_matrix: the cumulative sum over source PEs of their published counts per
+                # destination, in the communication stream's order (after the notify; capturable).
+                from . import _C as _base
+                ptr, row_words = _C.handle_published_matrix(c_handle, call)
+                published = _base.array(ptr, [n, row_words], [], 0, 32, 2, st.device, self, True)
+                with torch.cuda.stream(self._comm):
+                    torch.cumsum(published[:, :n], 0, dtype=torch.int32, out=rank_prefix)
+            _typed(x, _C.dispatch, st.ptr, c_handle, _ptr(x), code, _ptr(x_scales), num_tokens, hidden,
+                   _ptr(topk_idx), _ptr(topk_weights), num_topk, _ptr(recv_x), _ptr(recv_scales), _ptr(recv_idx),
+                   _ptr(recv_w), _ptr(recv_src), rows, stream, call)
+        except BaseException:
+            if new_handle:
+                st.free.append(key)
+            raise
+        if new_handle:
+            handle = Handle(st, key, (rank_prefix, None, None, recv_src, is_token_in_rank, None))
             handle.num_tokens, handle.num_experts = num_tokens, num_experts
             handle.expert_alignment, handle.num_worst_tokens = expert_alignment, num_worst_tokens
             handle.num_recv_tokens = num_recv if num_recv >= 0 else None
-            handle.num_recv_rows = num_recv if num_recv >= 0 else num_worst_tokens
+            handle.num_recv_rows = rows
             handle.num_recv_tokens_per_expert_list = counts if counts is not None else []
-            new_handle = True
-        else:
-            new_handle = False
-        if torch.cuda.is_current_stream_capturing():
-            st.pinned.add(handle._ptr)
-        rows = handle.num_recv_rows
-        with torch.cuda.stream(alloc):
-            recv_x = torch.empty((rows, hidden), dtype=x.dtype, device=self._device)
-            recv_scales = None
-            if x_scales is not None:
-                recv_scales = torch.empty((rows, hidden // _FP8_BLOCK if hidden % _FP8_BLOCK == 0 else 1),
-                                          dtype=torch.float32, device=self._device)
-            recv_idx = recv_w = None
-            if num_topk:
-                recv_idx = torch.empty((rows, num_topk), dtype=torch.int64, device=self._device)
-                recv_w = torch.empty((rows, num_topk), dtype=torch.float32, device=self._device)
-        _typed(x, _C.dispatch, st.ptr, handle._ptr, _ptr(x), code, _ptr(x_scales), num_tokens, hidden,
-               _ptr(topk_idx), _ptr(topk_weights), num_topk, _ptr(recv_x), _ptr(recv_scales), _ptr(recv_idx),
-               _ptr(recv_w), 0, rows, stream, call)
         inputs = [x, x_scales, topk_idx, topk_weights]
         if new_handle:
             inputs += [is_token_in_rank, num_tokens_per_expert]
         event = self._finish(compute, async_finish, allocate_on_comm_stream, inputs,
-                             [recv_x, recv_scales, recv_idx, recv_w])
+                             [recv_x, recv_scales, recv_idx, recv_w, recv_src, rank_prefix])
         out_x = (recv_x, recv_scales) if x_scales is not None else recv_x
         counts = list(handle.num_recv_tokens_per_expert_list) if new_handle else None
         return out_x, recv_idx, recv_w, counts, handle, event
@@ -959,5 +1002,5 @@ class Buffer:
         _C.check_device_errors(self._state.ptr, self._comm.cuda_stream, call)
 
 
-__all__ = ['Buffer', 'Config', 'EventOverlap', 'Handle', 'buffer_size_hint', 'BufferTooSmallError',
+__all__ = ['Buffer', 'Config', 'EventOverlap', 'Handle', 'buffer_size_hint', 'topk_idx_t', 'BufferTooSmallError',
            'InvalidValueError', 'UnsupportedError']

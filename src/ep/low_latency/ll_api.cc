@@ -96,7 +96,9 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_dispatch(tshmem_ep_buffer
     const int blocks = ll_blocks(*buffer);
     if (phases & TSHMEM_EP_LL_SEND) EP_CUDA(launch_ll_dispatch_send(p, blocks, stream));
     if (phases & TSHMEM_EP_LL_RECV) EP_CUDA(launch_ll_dispatch_recv(p, blocks, stream));
-    return kSuccess;
+    // Across nodes the call returns when its kernels are done (outside graph capture), as normal mode's do: a later
+    // CUDA call that waits while holding the driver's lock would hold the off-node proxy's copies (docs/ep.md).
+    return finish_off_node(buffer, stream);
   });
 }
 
@@ -140,7 +142,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_combine(tshmem_ep_buffer_
     const int blocks = ll_blocks(*buffer);
     if (phases & TSHMEM_EP_LL_SEND) EP_CUDA(launch_ll_combine_send(p, blocks, stream));
     if (phases & TSHMEM_EP_LL_RECV) EP_CUDA(launch_ll_combine_recv(p, blocks, stream));
-    return kSuccess;
+    return finish_off_node(buffer, stream);
   });
 }
 

@@ -151,6 +151,13 @@ NB_MODULE(_ep_C, m) {
     check(tshmem_ep_handle_device_counts(hdl(h), &counts), call);
     return reinterpret_cast<uintptr_t>(counts);
   });
+  // (device pointer, words per row) of the handle's published matrix [n_pes, row_words] int32.
+  m.def("handle_published_matrix", [](uintptr_t h, const char *call) {
+    const int32_t *matrix = nullptr;
+    int64_t row_words = 0;
+    check(tshmem_ep_handle_published_matrix(hdl(h), &matrix, &row_words), call);
+    return nb::make_tuple(reinterpret_cast<uintptr_t>(matrix), row_words);
+  });
   // Returns (num_recv_tokens, [aligned count per local expert]); (-1, None) with num_worst_tokens > 0.
   m.def("notify", [](uintptr_t b, uintptr_t h, uintptr_t in_rank, uintptr_t per_expert, int64_t num_tokens,
                      int64_t num_experts, int64_t expert_alignment, int64_t num_worst_tokens, int64_t num_local_experts,

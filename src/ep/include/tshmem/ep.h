@@ -212,6 +212,12 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_handle_num_recv_tokens(tshmem_ep_hand
  *  the last notify on the handle's stream left them (valid in stream order). */
 TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_handle_device_counts(tshmem_ep_handle_t handle, const int32_t **counts);
 
+/** Device int32 [n_pes, *row_words]: every PE's published row of the last notify on the handle (valid in stream
+ *  order); the first n_pes words of row p are PE p's token counts per destination PE, so the cumulative sum over rows
+ *  of those columns is DeepEP's rank_prefix_matrix. */
+TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_handle_published_matrix(tshmem_ep_handle_t handle, const int32_t **matrix,
+                                                                   int64_t *row_words);
+
 /* ---- dispatch and combine ------------------------------------------------------------------------------------- */
 
 /**
