@@ -45,24 +45,26 @@ __device__ __forceinline__ uint64_t now_ns() {
 
 __device__ __forceinline__ float bf16_bits_to_float(uint32_t bits16) { return __uint_as_float(bits16 << 16); }
 
-/// Waits until *sig != 0 (returns it), or until `pe` is masked (returns 0), or past timeout_ms: then prints, masks
-/// `pe`, records the error and returns 0. *cycles: GPU clock cycles waited.
+/// Waits until *sig != 0 (returns it), or until `pe` is masked (returns 0), or past the bound: then prints, masks
+/// `pe`, records the error and returns 0. The bound is the buffer's timeout, or with 0 tshmem's
+/// (TSHMEM_WAIT_TIMEOUT_MS; 0 there too: none). *cycles: GPU clock cycles waited.
 __device__ uint64_t wait_signal(const uint64_t *sig, int pe, int *mask, uint64_t timeout_ms, DeviceError *err, int step,
-                                int my_pe, bool report, unsigned long long *cycles) {
+                                int my_pe, unsigned long long *cycles) {
   const long long c0 = clock64();
   const uint64_t t0 = now_ns();
+  const uint64_t bound_ns = timeout_ms ? timeout_ms * 1000000ull : tshmemi::state().wait_timeout_ns;
   uint64_t v = 0;
   for (;;) {
     v = ld_acquire_u64(sig);
     if (v != 0) break;
     if (ld_volatile_int(mask + pe)) break;
-    if (timeout_ms && now_ns() - t0 > timeout_ms * 1000000ull) {
-      if (atomicExch(mask + pe, 1) == 0 && report)
+    if (bound_ns && now_ns() - t0 > bound_ns) {
+      if (atomicExch(mask + pe, 1) == 0)
         printf(
             "tshmem_ep: %s on PE %d: no signal from PE %d after %llu ms (it stopped, or did not make the same "
             "call); PE %d is masked now\n",
             step == 0 ? "tshmem_ep_low_latency_dispatch" : "tshmem_ep_low_latency_combine", my_pe, pe,
-            static_cast<unsigned long long>(timeout_ms), pe);
+            static_cast<unsigned long long>(bound_ns / 1000000ull), pe);
       record_error(err, kPeerTimeout, pe, step);
       break;
     }
@@ -230,8 +232,8 @@ __global__ void __launch_bounds__(kDataThreads) ll_dispatch_recv_kernel(const __
     // Sources before mine give my rows' start; mine gives their count.
     for (int r = threadIdx.x; r <= src; r += blockDim.x) {
       unsigned long long cycles = 0;
-      const uint64_t v = wait_signal(p.counts + static_cast<size_t>(le) * N + r, r, p.mask, p.timeout_ms, p.err, 0,
-                                     p.my_pe, true, &cycles);
+      const uint64_t v =
+          wait_signal(p.counts + static_cast<size_t>(le) * N + r, r, p.mask, p.timeout_ms, p.err, 0, p.my_pe, &cycles);
       const int c = v ? static_cast<int>(v - 1) : 0;
       if (r < src) atomicAdd(&s_begin, c);
       if (r == src) {
@@ -322,7 +324,7 @@ __global__ void __launch_bounds__(kDataThreads) ll_combine_recv_kernel(const __g
   const int L = p.local_experts, M = p.max_tokens, K = p.num_topk;
   for (int ex = threadIdx.x; ex < p.num_experts; ex += blockDim.x) {
     unsigned long long cycles = 0;
-    wait_signal(p.flags + ex, ex / L, p.mask, p.timeout_ms, p.err, 1, p.my_pe, true, &cycles);
+    wait_signal(p.flags + ex, ex / L, p.mask, p.timeout_ms, p.err, 1, p.my_pe, &cycles);
     if (blockIdx.x == 0 && p.wait_stats)
       atomicAdd(reinterpret_cast<unsigned long long *>(p.wait_stats + ex / L), cycles);
   }

@@ -157,7 +157,8 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_info(tshmem_ep_buffer_t buffer
 TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_set_num_blocks(tshmem_ep_buffer_t buffer, int num_blocks);
 /** Bound of the waits for the other PEs' signals in dispatch and combine (default 300000 ms): a PE whose signal
  *  does not come in time (it did not make the same call, or it failed) makes the kernel print which PE, in which
- *  call, and trap. 0 leaves the bound to tshmem (TSHMEM_WAIT_TIMEOUT_MS; unset: none). Local. */
+ *  call, and trap; in the low-latency calls it is masked instead and the error recorded (the call ends). 0 leaves
+ *  the bound to tshmem (TSHMEM_WAIT_TIMEOUT_MS; unset: none). Local. */
 TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_set_timeout_ms(tshmem_ep_buffer_t buffer, int64_t timeout_ms);
 /** Waits for `stream`, then returns (and clears) the first value violation the device recorded for this buffer
  *  (INVALID_VALUE with the value and its position) or a buffer overflow caught on the device; SUCCESS if none. */
