@@ -721,7 +721,7 @@ class Buffer:
                    _ptr(recv_w), _ptr(recv_src), rows, stream, call)
         except BaseException:
             if new_handle:
-                st.free.append(key)
+                st.release(key)  # back to the pool, unless a graph being captured holds it
             raise
         if new_handle:
             handle = Handle(st, key, (rank_prefix, None, None, recv_src, is_token_in_rank, None))
