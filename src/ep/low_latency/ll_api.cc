@@ -178,7 +178,9 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_clean(tshmem_ep_buffer_t 
     // ... and every PE's signals are zero before anyone sends again.
     rc = tshmemx_barrier_all_on_stream(ts);
     if (rc != 0) return tshmem_fail(rc, "tshmemx_barrier_all_on_stream");
-    return kSuccess;
+    // Across nodes the barriers wait on the off-node proxy: the call returns when they are done, as dispatch and
+    // combine do, so the caller's next CUDA call (a pageable copy, a cudaFree) cannot hold the proxy meanwhile.
+    return finish_off_node(buffer, stream);
   });
 }
 
