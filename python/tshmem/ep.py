@@ -33,7 +33,6 @@ buffer for the next dispatch (no device call), and the buffer frees them all in 
 """
 
 import warnings
-import weakref
 
 from . import _runtime
 from ._errors import (ArgumentTypeError, CudaError, Error, InternalError, InvalidArgumentError, NotInitializedError,
@@ -62,7 +61,7 @@ class InvalidValueError(Error, ValueError):
 
 
 class UnsupportedError(Error, NotImplementedError):
-    """Valid by DeepEP's semantics but beyond this implementation (TSHMEM_EP_ERR_UNSUPPORTED, low-latency mode)."""
+    """Valid by DeepEP's semantics but beyond this implementation (TSHMEM_EP_ERR_UNSUPPORTED, LogFMT combine)."""
 
 
 # Index = tshmem_ep_status_t (include/tshmem/ep.h); 0 (success) is never raised. TSHMEM_EP_ERR_TSHMEM carries
@@ -79,6 +78,7 @@ _EP_DTYPES = {torch.bfloat16: _BF16, torch.float32: _F32, torch.float16: _F16, t
 if hasattr(torch, 'float8_e4m3fn'):
     _EP_DTYPES[torch.float8_e4m3fn] = _FP8
 _FP8_BLOCK = 128
+topk_idx_t = torch.int64  # DeepEP's deep_ep.topk_idx_t: the dtype of topk_idx
 _MAX_EXPERTS_ALLOC = 1 << 20  # outputs of a layout call are sized by num_experts only below this; the C API decides
 
 
@@ -88,8 +88,8 @@ def _int(call, name, value):
     return _runtime._int_arg(value, name, call)  # the package's one int check, in this file's argument order
 
 
-def _tensor(call, name, t, device, dtypes=None, ndim=None, rule=None):
-    """t checked: a torch.Tensor of one of `dtypes`, `ndim` dimensions, on `device`, contiguous."""
+def _tensor(call, name, t, device, dtypes=None, ndim=None, rule=None, contiguous=True):
+    """t checked: a torch.Tensor of one of `dtypes`, `ndim` dimensions, on `device`, contiguous (unless told)."""
     if not isinstance(t, torch.Tensor):
         raise ArgumentTypeError(f'{call}: {name} is {"None" if t is None else "a " + type(t).__name__}; it must be a '
                                 f'torch.Tensor{" (" + rule + ")" if rule else ""}')
@@ -101,7 +101,7 @@ def _tensor(call, name, t, device, dtypes=None, ndim=None, rule=None):
                                    f'{"s" if ndim != 1 else ""}{" (" + rule + ")" if rule else ""}')
     if t.device != device:
         raise InvalidArgumentError(f'{call}: {name} is on {t.device}; it must be on {device}, this PE\'s GPU')
-    if not t.is_contiguous():
+    if contiguous and not t.is_contiguous():
         raise InvalidArgumentError(f'{call}: {name} is not contiguous (shape {tuple(t.shape)}, stride {t.stride()}); '
                                    f'pass {name}.contiguous()')
     return t
@@ -251,19 +251,28 @@ class _BufferState:
             self.free.append(key)
 
 
-class Handle:
+class Handle(tuple):
     """The routes of one dispatch (DeepEP's ``handle``), for combine and for cached dispatches of other data along
-    the same routes. Opaque; valid while its Buffer lives. Attributes: ``num_tokens`` (this PE's tokens),
-    ``num_experts``, ``num_recv_tokens`` (rows received here; None after a ``num_worst_tokens`` dispatch),
-    ``num_recv_rows`` (rows of the outputs), ``num_recv_tokens_per_expert_list``, ``expert_alignment``,
-    ``num_worst_tokens``."""
+    the same routes; valid while its Buffer lives. As DeepEP's intranode handle it is a tuple
+    ``(rank_prefix_matrix, channel_prefix_matrix, recv_channel_prefix_matrix, recv_src_idx, is_token_in_rank,
+    send_head)``: ``rank_prefix_matrix`` int32 [n_pes, n_pes] (entry [i, j]: tokens PEs 0..i send to PE j),
+    ``recv_src_idx`` int32 [rows] (each received row's token index on its source PE), ``is_token_in_rank`` the
+    layout's; the channel matrices and ``send_head`` (DeepEP's ring-buffer bookkeeping, which tshmem.ep does not
+    have) are None. Attributes: ``num_tokens`` (this PE's tokens), ``num_experts``, ``num_recv_tokens`` (rows
+    received here; None after a ``num_worst_tokens`` dispatch), ``num_recv_rows`` (rows of the outputs),
+    ``num_recv_tokens_per_expert_list``, ``expert_alignment``, ``num_worst_tokens``."""
 
-    __slots__ = ('_state', '_key', 'num_tokens', 'num_experts', 'num_recv_tokens', 'num_recv_rows',
-                 'num_recv_tokens_per_expert_list', 'expert_alignment', 'num_worst_tokens', '__weakref__')
+    def __new__(cls, state, key, items=()):
+        h = super().__new__(cls, items)
+        h._state, h._key = state, key
+        return h
 
-    def __init__(self, state, key):
-        self._state, self._key = state, key
-        weakref.finalize(self, state.release, key)
+    def __del__(self):
+        # The C handle goes back to its buffer's pool (local, no device call). A tuple cannot be weakly referenced,
+        # so this is the finalizer.
+        state = getattr(self, '_state', None)
+        if state is not None:
+            state.release(self._key)
 
     @property
     def _ptr(self):
@@ -315,8 +324,10 @@ class Buffer:
     must be initialised first (``tshmem.init()`` or ``tshmem.init(group=...)``), on a GPU heap (vmm or ipc).
     ``num_nvl_bytes`` receive the rows dispatched to this PE and returned to it (> 0); ``num_rdma_bytes`` stage rows
     bound for other nodes (0 when all PEs share a node). ``buffer_size_hint`` (or ``Config.get_*_size_hint``)
-    gives sizes. ``low_latency_mode=True`` and ``enable_shrink=True`` raise UnsupportedError; the other DeepEP
-    arguments are accepted and have no effect."""
+    gives sizes. With ``low_latency_mode=True`` num_rdma_bytes holds the low-latency slots
+    (``get_low_latency_rdma_size_hint``) and num_nvl_bytes may be 0; every buffer runs both modes.
+    Every buffer has the rank mask (DeepEP's ``enable_shrink=True``); the other DeepEP arguments are accepted and
+    have no effect."""
 
     num_sms = 0  # thread blocks of the data kernels for the default configs (0: the library's default)
 
@@ -325,10 +336,6 @@ class Buffer:
                  explicitly_destroy=False, enable_shrink=False, comm=None):
         call = 'tshmem.ep.Buffer'
         self._state = None
-        if low_latency_mode:
-            raise UnsupportedError(f'{call}: low_latency_mode = True; tshmem.ep has the normal kernels only')
-        if enable_shrink:
-            raise UnsupportedError(f'{call}: enable_shrink = True; tshmem.ep does not shrink its PE set')
         _require_ext(call)
         if not _runtime.is_initialized():
             raise NotInitializedError(f'{call}: tshmem is not initialised: call tshmem.init() (under mpirun or srun) '
@@ -356,7 +363,7 @@ class Buffer:
         self.group = group_or_team
         self.rank, self.group_size = info['my_pe'], info['n_pes']
         self.num_nvl_bytes, self.num_rdma_bytes = nvl, rdma
-        self.low_latency_mode = False
+        self.low_latency_mode = bool(low_latency_mode)
         self.explicitly_destroy = True  # always: garbage collection never destroys a buffer
         _live_buffers.append(self)
 
@@ -453,6 +460,20 @@ class Buffer:
         timeout_ms = _int(call, 'timeout_ms', timeout_ms)
         self._live(call)
         _C.buffer_set_timeout_ms(self._state.ptr, timeout_ms, call)
+
+    @staticmethod
+    def capture():
+        """An EventOverlap of an event recorded on the current stream now (DeepEP's Buffer.capture), for a later
+        call's previous_event."""
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream())
+        return EventOverlap(event)
+
+    @staticmethod
+    def is_sm90_compiled():
+        """True: every feature of tshmem.ep (fp8 rows and scales included) is there on any GPU tshmem runs on; DeepEP
+        answers False when it was built without its SM90-only kernels."""
+        return True
 
     @staticmethod
     def set_num_sms(new_num_sms):
@@ -574,13 +595,15 @@ class Buffer:
             data, scales = x
             data = _tensor(call, 'x[0]', data, self._device, None, 2, '[num_tokens, hidden]')
             code = _x_dtype(call, 'x[0]', data)
+            # Any strides, as DeepEP takes them (DeepGEMM's scales are column-major): copied row-major here, on
+            # the current stream, before the call's communication stream waits for it.
             scales = _tensor(call, 'x[1] (scales)', scales, self._device, (torch.float32,), 2,
-                             '[num_tokens, hidden / 128]')
+                             '[num_tokens, hidden / 128]', contiguous=False)
             num_tokens, hidden = data.shape
             if hidden % _FP8_BLOCK == 0:  # otherwise the C API names the rule on hidden
                 _shape(call, 'x[1] (scales)', scales, (num_tokens, hidden // _FP8_BLOCK),
                        'one fp32 scale per 128 channels of each row')
-            return data, scales, code
+            return data, scales.contiguous(), code
         data = _tensor(call, 'x', x, self._device, None, 2, '[num_tokens, hidden]')
         return data, None, _x_dtype(call, 'x', data)
 
@@ -664,36 +687,54 @@ class Buffer:
             except BaseException:
                 st.free.append(key)
                 raise
-            handle = Handle(st, key)
+            c_handle, new_handle = key[2], True
+            rows = num_recv if num_recv >= 0 else num_worst_tokens
+        else:
+            c_handle, new_handle, rows = handle._ptr, False, handle.num_recv_rows
+        if torch.cuda.is_current_stream_capturing():
+            st.pinned.add(c_handle)
+        try:
+            with torch.cuda.stream(alloc):
+                recv_x = torch.empty((rows, hidden), dtype=x.dtype, device=self._device)
+                recv_scales = None
+                if x_scales is not None:
+                    recv_scales = torch.empty((rows, hidden // _FP8_BLOCK if hidden % _FP8_BLOCK == 0 else 1),
+                                              dtype=torch.float32, device=self._device)
+                recv_idx = recv_w = None
+                if num_topk:
+                    recv_idx = torch.empty((rows, num_topk), dtype=torch.int64, device=self._device)
+                    recv_w = torch.empty((rows, num_topk), dtype=torch.float32, device=self._device)
+                recv_src = rank_prefix = None
+                if new_handle:
+                    recv_src = torch.empty(rows, dtype=torch.int32, device=self._device)
+                    rank_prefix = torch.empty((n, n), dtype=torch.int32, device=self._device)
+            if new_handle:
+                # DeepEP's rank_prefix_matrix: the cumulative sum over source PEs of their published counts per
+                # destination, in the communication stream's order (after the notify; capturable).
+                from . import _C as _base
+                ptr, row_words = _C.handle_published_matrix(c_handle, call)
+                published = _base.array(ptr, [n, row_words], [], 0, 32, 2, st.device, self, True)
+                with torch.cuda.stream(self._comm):
+                    torch.cumsum(published[:, :n], 0, dtype=torch.int32, out=rank_prefix)
+            _typed(x, _C.dispatch, st.ptr, c_handle, _ptr(x), code, _ptr(x_scales), num_tokens, hidden,
+                   _ptr(topk_idx), _ptr(topk_weights), num_topk, _ptr(recv_x), _ptr(recv_scales), _ptr(recv_idx),
+                   _ptr(recv_w), _ptr(recv_src), rows, stream, call)
+        except BaseException:
+            if new_handle:
+                st.release(key)  # back to the pool, unless a graph being captured holds it
+            raise
+        if new_handle:
+            handle = Handle(st, key, (rank_prefix, None, None, recv_src, is_token_in_rank, None))
             handle.num_tokens, handle.num_experts = num_tokens, num_experts
             handle.expert_alignment, handle.num_worst_tokens = expert_alignment, num_worst_tokens
             handle.num_recv_tokens = num_recv if num_recv >= 0 else None
-            handle.num_recv_rows = num_recv if num_recv >= 0 else num_worst_tokens
+            handle.num_recv_rows = rows
             handle.num_recv_tokens_per_expert_list = counts if counts is not None else []
-            new_handle = True
-        else:
-            new_handle = False
-        if torch.cuda.is_current_stream_capturing():
-            st.pinned.add(handle._ptr)
-        rows = handle.num_recv_rows
-        with torch.cuda.stream(alloc):
-            recv_x = torch.empty((rows, hidden), dtype=x.dtype, device=self._device)
-            recv_scales = None
-            if x_scales is not None:
-                recv_scales = torch.empty((rows, hidden // _FP8_BLOCK if hidden % _FP8_BLOCK == 0 else 1),
-                                          dtype=torch.float32, device=self._device)
-            recv_idx = recv_w = None
-            if num_topk:
-                recv_idx = torch.empty((rows, num_topk), dtype=torch.int64, device=self._device)
-                recv_w = torch.empty((rows, num_topk), dtype=torch.float32, device=self._device)
-        _typed(x, _C.dispatch, st.ptr, handle._ptr, _ptr(x), code, _ptr(x_scales), num_tokens, hidden,
-               _ptr(topk_idx), _ptr(topk_weights), num_topk, _ptr(recv_x), _ptr(recv_scales), _ptr(recv_idx),
-               _ptr(recv_w), 0, rows, stream, call)
         inputs = [x, x_scales, topk_idx, topk_weights]
         if new_handle:
             inputs += [is_token_in_rank, num_tokens_per_expert]
         event = self._finish(compute, async_finish, allocate_on_comm_stream, inputs,
-                             [recv_x, recv_scales, recv_idx, recv_w])
+                             [recv_x, recv_scales, recv_idx, recv_w, recv_src, rank_prefix])
         out_x = (recv_x, recv_scales) if x_scales is not None else recv_x
         counts = list(handle.num_recv_tokens_per_expert_list) if new_handle else None
         return out_x, recv_idx, recv_w, counts, handle, event
@@ -748,6 +789,211 @@ class Buffer:
                              [out, out_w])
         return out, out_w, event
 
+    # ---- low-latency mode (DeepEP's low_latency_* calls; docs/ep-python.md, "Low-latency mode")
+
+    @staticmethod
+    def get_low_latency_rdma_size_hint(num_max_dispatch_tokens_per_rank, hidden, num_ranks, num_experts):
+        """num_rdma_bytes the low-latency calls need for these shapes (their two slots)."""
+        call = 'tshmem.ep.Buffer.get_low_latency_rdma_size_hint'
+        _require_ext(call)
+        args = [_int(call, n, v) for n, v in (('num_max_dispatch_tokens_per_rank', num_max_dispatch_tokens_per_rank),
+                                               ('hidden', hidden), ('num_ranks', num_ranks),
+                                               ('num_experts', num_experts))]
+        size = _C.ll_rdma_size_hint(*args)
+        if size == 0:
+            raise InvalidArgumentError(f'{call}: num_max_dispatch_tokens_per_rank = {args[0]}, hidden = {args[1]}, '
+                                       f'num_ranks = {args[2]}, num_experts = {args[3]}: tokens in [1, 65536], hidden '
+                                       'a multiple of 8, num_experts a multiple of num_ranks up to 1024')
+        return size
+
+    def clean_low_latency_buffer(self, num_max_dispatch_tokens_per_rank, hidden, num_experts):
+        """Collective: zeroes the low-latency signals of both slots between two barriers (after normal-mode calls,
+        or to change the low-latency shapes), on the current stream."""
+        call = 'tshmem.ep.Buffer.clean_low_latency_buffer'
+        args = [_int(call, n, v) for n, v in (('num_max_dispatch_tokens_per_rank', num_max_dispatch_tokens_per_rank),
+                                               ('hidden', hidden), ('num_experts', num_experts))]
+        self._live(call)
+        _C.ll_clean(self._state.ptr, *args, torch.cuda.current_stream(self._device).cuda_stream, call)
+
+    def _ll_stream(self, return_recv_hook):
+        """(compute stream, launch stream): with the hook the kernels go on the current stream, as DeepEP's do;
+        otherwise on the communication stream, after the current stream's work."""
+        compute = torch.cuda.current_stream(self._device)
+        if return_recv_hook:
+            return compute, compute
+        self._comm.wait_stream(compute)
+        return compute, self._comm
+
+    def _ll_finish(self, compute, launch, async_finish, tensors):
+        if launch is compute:
+            if async_finish:
+                event = torch.cuda.Event()
+                event.record(compute)
+                return EventOverlap(event, tensors)
+            return EventOverlap()
+        if async_finish:
+            event = torch.cuda.Event()
+            event.record(launch)
+            if not torch.cuda.is_current_stream_capturing():
+                for t in tensors:
+                    t.record_stream(launch)
+            return EventOverlap(event, tensors)
+        compute.wait_stream(launch)
+        return EventOverlap()
+
+    def low_latency_dispatch(self, x, topk_idx, num_max_dispatch_tokens_per_rank, num_experts,
+                             cumulative_local_expert_recv_stats=None, dispatch_wait_recv_cost_stats=None,
+                             use_fp8=True, round_scale=False, use_ue8m0=False, async_finish=False,
+                             return_recv_hook=False):
+        """DeepEP's low_latency_dispatch (collective, no host synchronisation: CUDA-graph capturable). x bf16
+        [num_tokens, hidden], topk_idx int64 [num_tokens, num_topk] (-1: none). Returns (recv_x, recv_count,
+        handle, event, hook): recv_x [L, num_ranks * M, hidden] bf16, or with use_fp8 the pair (fp8 e4m3 data,
+        scales), the scales fp32 [L, num_ranks * M, hidden / 128] or with use_ue8m0 int32 [L, num_ranks * M,
+        hidden / 512] (four UE8M0 exponents each), column-major in the last two dimensions; recv_count int32 [L]
+        (the valid rows of each expert); handle = (src_info, layout_range, M, hidden, num_experts). With
+        return_recv_hook the call only sends; hook() receives."""
+        call = 'tshmem.ep.Buffer.low_latency_dispatch'
+        x = _tensor(call, 'x', x, self._device, (torch.bfloat16,), 2, '[num_tokens, hidden]')
+        topk_idx = _tensor(call, 'topk_idx', topk_idx, self._device, (torch.int64,), 2, '[num_tokens, num_topk]')
+        num_tokens, hidden = x.shape
+        if topk_idx.shape[0] != num_tokens:
+            _shape(call, 'topk_idx', topk_idx, (num_tokens, topk_idx.shape[1]), 'one row per token of x')
+        M = _int(call, 'num_max_dispatch_tokens_per_rank', num_max_dispatch_tokens_per_rank)
+        num_experts = _int(call, 'num_experts', num_experts)
+        for name in ('use_fp8', 'round_scale', 'use_ue8m0', 'async_finish', 'return_recv_hook'):
+            _flag(call, name, locals()[name])
+        n = self.group_size
+        L = num_experts // n if num_experts > 0 and num_experts % n == 0 else 0
+        if cumulative_local_expert_recv_stats is not None:
+            _tensor(call, 'cumulative_local_expert_recv_stats', cumulative_local_expert_recv_stats, self._device,
+                    (torch.int32,), 1, '[num_local_experts]')
+            _shape(call, 'cumulative_local_expert_recv_stats', cumulative_local_expert_recv_stats, (L,),
+                   '[num_experts / num_ranks]')
+        if dispatch_wait_recv_cost_stats is not None:
+            _tensor(call, 'dispatch_wait_recv_cost_stats', dispatch_wait_recv_cost_stats, self._device,
+                    (torch.int64,), 1, '[num_ranks]')
+            _shape(call, 'dispatch_wait_recv_cost_stats', dispatch_wait_recv_cost_stats, (n,), '[num_ranks]')
+        self._live(call)
+        rows = n * M if 0 < M <= 65536 else 0
+        compute, launch = self._ll_stream(return_recv_hook)
+        dev = self._device
+        data = torch.empty((L, rows, hidden), dtype=torch.float8_e4m3fn if use_fp8 else torch.bfloat16, device=dev)
+        scales = None
+        if use_fp8:
+            if use_ue8m0:
+                scales = torch.empty((L, hidden // 512, rows), dtype=torch.int32, device=dev).transpose(1, 2)
+            else:
+                scales = torch.empty((L, hidden // 128, rows), dtype=torch.float32, device=dev).transpose(1, 2)
+        count = torch.empty(L, dtype=torch.int32, device=dev)
+        src_info = torch.empty((L, rows), dtype=torch.int32, device=dev)
+        layout_range = torch.empty((L, n), dtype=torch.int64, device=dev)
+        st = self._state
+        args = [st.ptr, _ptr(x), _ptr(topk_idx), num_tokens, hidden, topk_idx.shape[1], M, num_experts, use_fp8,
+                round_scale, use_ue8m0, _ptr(data), _ptr(scales), _ptr(count), _ptr(src_info), _ptr(layout_range),
+                _ptr(cumulative_local_expert_recv_stats), _ptr(dispatch_wait_recv_cost_stats)]
+        phases = _C.LL_SEND if return_recv_hook else _C.LL_BOTH
+        slot = _C.ll_dispatch(*args, phases, 0, launch.cuda_stream, call)
+        handle = (src_info, layout_range, M, hidden, num_experts)
+        tensors = [x, topk_idx, data, scales, count, src_info, layout_range, cumulative_local_expert_recv_stats,
+                   dispatch_wait_recv_cost_stats]
+        event = self._ll_finish(compute, launch, async_finish, [t for t in tensors if t is not None])
+
+        def hook():
+            _C.ll_dispatch(*args, _C.LL_RECV, slot, torch.cuda.current_stream(dev).cuda_stream, call + ' (hook)')
+
+        recv_x = (data, scales) if use_fp8 else data
+        return recv_x, count, handle, event, (hook if return_recv_hook else None)
+
+    def low_latency_combine(self, x, topk_idx, topk_weights, handle, use_logfmt=False, zero_copy=False,
+                            async_finish=False, return_recv_hook=False, out=None, combine_wait_recv_cost_stats=None):
+        """DeepEP's low_latency_combine (collective, capturable): x bf16 [L, num_ranks * M, hidden], the experts'
+        outputs in the dispatch's layout (with zero_copy: already written into get_next_low_latency_combine_buffer);
+        topk_idx / topk_weights [num_tokens, num_topk] of the dispatch. combined_x[t] = bf16(sum over k of
+        topk_weights[t, k] * y_k) in fp32, top-k order, one rounding; entries -1 or on a masked PE add nothing.
+        Returns (combined_x, event, hook)."""
+        call = 'tshmem.ep.Buffer.low_latency_combine'
+        if not isinstance(handle, tuple) or len(handle) != 5:
+            raise ArgumentTypeError(f'{call}: handle must be the 5-tuple low_latency_dispatch returned')
+        src_info, layout_range, M, hidden, num_experts = handle
+        for name in ('use_logfmt', 'zero_copy', 'async_finish', 'return_recv_hook'):
+            _flag(call, name, locals()[name])
+        if use_logfmt:
+            raise UnsupportedError(f'{call}: use_logfmt = True; tshmem.ep combines bf16 rows only')
+        n = self.group_size
+        L = num_experts // n
+        topk_idx = _tensor(call, 'topk_idx', topk_idx, self._device, (torch.int64,), 2, '[num_tokens, num_topk]')
+        topk_weights = _tensor(call, 'topk_weights', topk_weights, self._device, (torch.float32,), 2,
+                               '[num_tokens, num_topk]')
+        _shape(call, 'topk_weights', topk_weights, topk_idx.shape, 'the shape of topk_idx')
+        num_tokens, num_topk = topk_idx.shape
+        if not zero_copy:
+            x = _tensor(call, 'x', x, self._device, (torch.bfloat16,), 3, '[num_local_experts, num_ranks * M, hidden]')
+            _shape(call, 'x', x, (L, n * M, hidden), '[num_local_experts, num_ranks * M, hidden] of the dispatch')
+        if out is not None:
+            out = _tensor(call, 'out', out, self._device, (torch.bfloat16,), 2, '[num_tokens, hidden]')
+            _shape(call, 'out', out, (num_tokens, hidden), '[num_tokens of the dispatch, hidden]')
+        if combine_wait_recv_cost_stats is not None:
+            _tensor(call, 'combine_wait_recv_cost_stats', combine_wait_recv_cost_stats, self._device,
+                    (torch.int64,), 1, '[num_ranks]')
+            _shape(call, 'combine_wait_recv_cost_stats', combine_wait_recv_cost_stats, (n,), '[num_ranks]')
+        self._live(call)
+        compute, launch = self._ll_stream(return_recv_hook)
+        dev = self._device
+        if out is None:
+            out = torch.empty((num_tokens, hidden), dtype=torch.bfloat16, device=dev)
+        st = self._state
+        args = [st.ptr, 0 if zero_copy else _ptr(x), _ptr(topk_idx), _ptr(topk_weights), _ptr(src_info),
+                _ptr(layout_range), num_tokens, hidden, num_topk, M, num_experts, zero_copy, _ptr(out),
+                _ptr(combine_wait_recv_cost_stats)]
+        phases = _C.LL_SEND if return_recv_hook else _C.LL_BOTH
+        slot = _C.ll_combine(*args, phases, 0, launch.cuda_stream, call)
+        tensors = [t for t in (None if zero_copy else x, topk_idx, topk_weights, src_info, layout_range, out)
+                   if t is not None]
+        event = self._ll_finish(compute, launch, async_finish, tensors)
+
+        def hook():
+            _C.ll_combine(*args, _C.LL_RECV, slot, torch.cuda.current_stream(dev).cuda_stream, call + ' (hook)')
+
+        return out, event, (hook if return_recv_hook else None)
+
+    def get_next_low_latency_combine_buffer(self, handle):
+        """The send area the next low-latency call uses, as a bf16 tensor [L, num_ranks * M, hidden] on this
+        buffer's memory: write the experts' outputs there and combine with zero_copy=True."""
+        call = 'tshmem.ep.Buffer.get_next_low_latency_combine_buffer'
+        if not isinstance(handle, tuple) or len(handle) != 5:
+            raise ArgumentTypeError(f'{call}: handle must be the 5-tuple low_latency_dispatch returned')
+        _, _, M, hidden, num_experts = handle
+        self._live(call)
+        ptr = _C.ll_next_combine_buffer(self._state.ptr, M, hidden, num_experts, call)
+        from . import _C as _base
+        n = self.group_size
+        return _base.array(ptr, [num_experts // n, n * M, hidden], [], 4, 16, 2, self._state.device, self, True)
+
+    def low_latency_update_mask_buffer(self, rank_to_mask, mask=False):
+        """Masks (mask=True) or unmasks a PE for the low-latency calls of this PE: it is neither sent to nor waited
+        for, and its experts' rows combine to nothing. On the current stream."""
+        call = 'tshmem.ep.Buffer.low_latency_update_mask_buffer'
+        rank = _int(call, 'rank_to_mask', rank_to_mask)
+        _flag(call, 'mask', mask)
+        self._live(call)
+        _C.ll_update_mask(self._state.ptr, rank, mask, torch.cuda.current_stream(self._device).cuda_stream, call)
+
+    def low_latency_query_mask_buffer(self, mask_status):
+        """Writes the mask into mask_status, int32 [num_ranks] (1: masked), on the current stream."""
+        call = 'tshmem.ep.Buffer.low_latency_query_mask_buffer'
+        _tensor(call, 'mask_status', mask_status, self._device, (torch.int32,), 1, '[num_ranks]')
+        _shape(call, 'mask_status', mask_status, (self.group_size,), '[num_ranks]')
+        self._live(call)
+        _C.ll_query_mask(self._state.ptr, _ptr(mask_status), torch.cuda.current_stream(self._device).cuda_stream,
+                         call)
+
+    def low_latency_clean_mask_buffer(self):
+        """Unmasks every PE, on the current stream."""
+        call = 'tshmem.ep.Buffer.low_latency_clean_mask_buffer'
+        self._live(call)
+        _C.ll_clean_mask(self._state.ptr, torch.cuda.current_stream(self._device).cuda_stream, call)
+
+
     def check_device_errors(self):
         """Waits for the communication stream, then raises the first error the device recorded (an expert id out of
         range under CUDA-graph capture, a num_worst_tokens overflow), if any."""
@@ -756,5 +1002,5 @@ class Buffer:
         _C.check_device_errors(self._state.ptr, self._comm.cuda_stream, call)
 
 
-__all__ = ['Buffer', 'Config', 'EventOverlap', 'Handle', 'buffer_size_hint', 'BufferTooSmallError',
+__all__ = ['Buffer', 'Config', 'EventOverlap', 'Handle', 'buffer_size_hint', 'topk_idx_t', 'BufferTooSmallError',
            'InvalidValueError', 'UnsupportedError']

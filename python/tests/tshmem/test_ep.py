@@ -157,13 +157,6 @@ def test_buffer_before_init_says_what_to_do():
         ep.Buffer(None, 1 << 20)
 
 
-def test_unsupported_modes():
-    with pytest.raises(ep.UnsupportedError, match='low_latency_mode = True'):
-        ep.Buffer(None, 1 << 20, 0, low_latency_mode=True)
-    with pytest.raises(NotImplementedError, match='enable_shrink'):
-        ep.Buffer(None, 1 << 20, enable_shrink=True)
-
-
 def test_reference_on_a_hand_example():
     # 2 PEs, 4 experts (2 each), 3 tokens on PE 0: to PE 0 only, to both, to none.
     idx = torch.tensor([[0, 1], [1, 3], [-1, -1]])

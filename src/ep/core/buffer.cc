@@ -18,7 +18,8 @@ size_t pad256(size_t n) { return (n + 255) & ~size_t{255}; }
 
 Status load_kernels() {
   // The one list of the kernel units: a unit added to the library is added here.
-  const KernelSet units[] = {layout_kernels(), notify_kernels(), dispatch_kernels(), combine_kernels()};
+  const KernelSet units[] = {layout_kernels(), notify_kernels(), dispatch_kernels(), combine_kernels(),
+                             low_latency_kernels()};
   for (const KernelSet &unit : units)
     for (size_t i = 0; i < unit.count; ++i) {
       // Under lazy loading the attribute query loads the kernel (and fails here, not at a launch, when the
@@ -97,6 +98,12 @@ Status take_device_error(tshmem_ep_buffer *b, cudaStream_t stream, bool clear, i
       return fail(TSHMEM_EP_ERR_BUFFER_TOO_SMALL,
                   "a combine needed %lld rows where %lld fit in the receive area; the rows beyond were not written",
                   e.value, e.pos);
+    case kPeerTimeout:
+      return fail(TSHMEM_EP_ERR_TSHMEM,
+                  "%s on PE %d waited for PE %lld past the buffer's timeout (it stopped, or did not make the same "
+                  "call); PE %lld is masked now (tshmem_ep_low_latency_query_mask)",
+                  e.pos == 0 ? "tshmem_ep_low_latency_dispatch" : "tshmem_ep_low_latency_combine", b->geo.my_pe,
+                  e.value, e.value);
     case kNoError: break;
   }
   return fail(TSHMEM_EP_ERR_INTERNAL, "unknown device error kind %d", e.kind);
@@ -177,6 +184,12 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_create(size_t num_nvl_bytes, s
     if (e == cudaSuccess) e = cudaMemset(b->err, 0, sizeof(DeviceError));
     if (e == cudaSuccess) e = cudaMalloc(reinterpret_cast<void **>(&b->counters), 2 * sizeof(unsigned));
     if (e == cudaSuccess) e = cudaMemset(b->counters, 0, 2 * sizeof(unsigned));
+    // Low-latency mode: its signals (in num_rdma_bytes) start zero, its rank mask clear, its completion counter 0.
+    if (e == cudaSuccess && num_rdma_bytes) e = cudaMemset(b->staging, 0, num_rdma_bytes);
+    if (e == cudaSuccess) e = cudaMalloc(reinterpret_cast<void **>(&b->ll_mask), static_cast<size_t>(n) * sizeof(int));
+    if (e == cudaSuccess) e = cudaMemset(b->ll_mask, 0, static_cast<size_t>(n) * sizeof(int));
+    if (e == cudaSuccess) e = cudaMalloc(reinterpret_cast<void **>(&b->ll_counter), sizeof(unsigned));
+    if (e == cudaSuccess) e = cudaMemset(b->ll_counter, 0, sizeof(unsigned));
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) s = cuda_fail(e, "preparing the buffer");
     if (s == kSuccess && !consecutive)
@@ -198,6 +211,8 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_create(size_t num_nvl_bytes, s
       tshmem_free(b->sym);
       cudaFree(b->err);
       cudaFree(b->counters);
+      cudaFree(b->ll_mask);
+      cudaFree(b->ll_counter);
       delete b;
       return s;
     }
@@ -214,6 +229,8 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_destroy(tshmem_ep_buffer_t buf
     tshmem_free(buffer->sym);  // collective, also after a device failure, so no PE is left waiting
     cudaFree(buffer->err);
     cudaFree(buffer->counters);
+    cudaFree(buffer->ll_mask);
+    cudaFree(buffer->ll_counter);
     delete buffer;
     if (e != cudaSuccess) return cuda_fail(e, "cudaDeviceSynchronize");
     return kSuccess;

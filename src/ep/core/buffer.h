@@ -3,7 +3,7 @@
 //   [dispatch signals: n_pes x u64][combine signals: n_pes x u64]   (pad to 256)
 //   [publish row: publish_words(n_pes, TSHMEM_EP_MAX_EXPERTS) x i32] (pad to 256)
 //   [published matrix: n_pes rows of the same]                        (pad to 256)
-//   [receive area: num_nvl_bytes][staging area: num_rdma_bytes]
+//   [receive area: num_nvl_bytes][staging area: num_rdma_bytes] (also the low-latency mode's two slots)
 // and, in ordinary device memory, its error record and the two block counters of the data kernels.
 #pragma once
 
@@ -32,6 +32,10 @@ struct tshmem_ep_buffer {
   char *staging = nullptr;
   tshmem_ep::DeviceError *err = nullptr;  // device
   unsigned *counters = nullptr;           // device: [0] dispatch, [1] combine
+  // Low-latency mode (low_latency/ll.h): its two slots live in the staging area (num_rdma_bytes).
+  int ll_slot = 0;                 // the slot the next low-latency call with a send phase uses
+  int *ll_mask = nullptr;          // device [n_pes]: 1 = masked (neither sent to nor waited for)
+  unsigned *ll_counter = nullptr;  // device: the dispatch send kernel's block completion counter
 };
 
 struct tshmem_ep_handle {

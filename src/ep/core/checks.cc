@@ -19,7 +19,9 @@ bool aligned16(const void *p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 }  // namespace
 
 Status check_buffer_sizes(size_t num_nvl_bytes, size_t num_rdma_bytes) {
-  if (num_nvl_bytes == 0) return bad("num_nvl_bytes", 0, "must be > 0 (the rows this PE receives live there)");
+  if (num_nvl_bytes == 0 && num_rdma_bytes == 0)
+    return bad("num_nvl_bytes", 0,
+               "must be > 0 (the rows this PE receives live there), or num_rdma_bytes > 0 for low-latency mode");
   if (num_nvl_bytes % 16 != 0)
     return bad("num_nvl_bytes", static_cast<long long>(num_nvl_bytes), "must be a multiple of 16");
   if (num_rdma_bytes % 16 != 0)

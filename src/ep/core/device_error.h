@@ -6,7 +6,13 @@
 
 namespace tshmem_ep {
 
-enum DeviceErrorKind : int { kNoError = 0, kBadExpert = 1, kRecvOverflow = 2, kCombineOverflow = 3 };
+enum DeviceErrorKind : int {
+  kNoError = 0,
+  kBadExpert = 1,
+  kRecvOverflow = 2,
+  kCombineOverflow = 3,
+  kPeerTimeout = 4  // a low-latency wait passed its bound: value = the PE waited for, pos = 0 dispatch, 1 combine
+};
 
 struct DeviceError {
   int kind;  // DeviceErrorKind of the first violation, 0 if none

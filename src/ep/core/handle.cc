@@ -77,4 +77,16 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_handle_device_counts(tshmem_ep_handle
   });
 }
 
+TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_handle_published_matrix(tshmem_ep_handle_t handle, const int32_t **matrix,
+                                                                   int64_t *row_words) {
+  return guarded("tshmem_ep_handle_published_matrix", [&]() -> Status {
+    if (!handle) return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "handle = NULL; it is required");
+    if (!matrix) return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "matrix = NULL; it is required");
+    if (!row_words) return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "row_words = NULL; it is required");
+    *matrix = handle->d_matrix;
+    *row_words = publish_words(handle->buffer->geo.n_pes, handle->num_experts);
+    return kSuccess;
+  });
+}
+
 }  // extern "C"

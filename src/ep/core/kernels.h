@@ -19,9 +19,10 @@ struct KernelSet {
   size_t count;
 };
 
-KernelSet layout_kernels();    // layout/layout_kernels.cu
-KernelSet notify_kernels();    // dispatch/notify_kernels.cu
-KernelSet dispatch_kernels();  // dispatch/dispatch_kernels.cu
-KernelSet combine_kernels();   // combine/combine_kernels.cu
+KernelSet layout_kernels();       // layout/layout_kernels.cu
+KernelSet notify_kernels();       // dispatch/notify_kernels.cu
+KernelSet dispatch_kernels();     // dispatch/dispatch_kernels.cu
+KernelSet combine_kernels();      // combine/combine_kernels.cu
+KernelSet low_latency_kernels();  // low_latency/ll_kernels.cu
 
 }  // namespace tshmem_ep

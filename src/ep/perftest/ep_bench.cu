@@ -4,6 +4,9 @@
 // (the loopback limit of one PE) and, with 2 or more PEs, a copy into the next PE's heap through its peer
 // pointer. Options: NVSHMEM's (-n iterations, -w warm-up, --json FILE) plus --tokens, --hidden, --topk,
 // --experts (default 4096, 7168, 8, 256) and --blocks (data kernel blocks, 0: the default).
+// --low-latency: the low-latency rows instead, at DeepEP's low-latency shape (128 tokens per PE unless --tokens
+// says otherwise): fp8 dispatch and bf16 combine, each timed inside dispatch + combine pairs (the two slots
+// alternate), algorithm bandwidth = rows this PE receives x row bytes / time, beside the same copies.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -13,6 +16,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_config.h"
@@ -29,6 +33,7 @@ using tshmem_perf::Reporter;
 struct Shape {
   int64_t tokens = 4096, hidden = 7168, topk = 8, experts = 256;
   int blocks = 0;
+  bool low_latency = false, tokens_given = false;
 };
 
 /// Takes this benchmark's own options out of argv (the rest goes to the shared parser).
@@ -36,6 +41,11 @@ bool take_shape(int *argc, char **argv, Shape *s) {
   int out = 1;
   for (int i = 1; i < *argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--low-latency") {
+      s->low_latency = true;
+      continue;
+    }
+    if (a == "--tokens") s->tokens_given = true;
     int64_t *dst = a == "--tokens"    ? &s->tokens
                    : a == "--hidden"  ? &s->hidden
                    : a == "--topk"    ? &s->topk
@@ -111,6 +121,164 @@ double mean_over_pes(double v) {
   return sum / n;
 }
 
+/// Mean times of the two halves of `iters` op pairs, each half timed by events around it (slowest PE's), in us.
+template <class A, class B>
+std::pair<double, double> time_pair_us(const BenchConfig &c, cudaStream_t st, A &&first, B &&second) {
+  for (int i = 0; i < c.warmup_iters; ++i) {
+    first();
+    second();
+  }
+  CHECK_CUDA(cudaStreamSynchronize(st));
+  tshmem_barrier_all();
+  std::vector<cudaEvent_t> ev(static_cast<size_t>(3 * c.iters));
+  for (auto &e : ev) CHECK_CUDA(cudaEventCreate(&e));
+  for (int i = 0; i < c.iters; ++i) {
+    CHECK_CUDA(cudaEventRecord(ev[static_cast<size_t>(3 * i)], st));
+    first();
+    CHECK_CUDA(cudaEventRecord(ev[static_cast<size_t>(3 * i + 1)], st));
+    second();
+    CHECK_CUDA(cudaEventRecord(ev[static_cast<size_t>(3 * i + 2)], st));
+  }
+  CHECK_CUDA(cudaStreamSynchronize(st));
+  double a = 0, b = 0;
+  for (int i = 0; i < c.iters; ++i) {
+    float x = 0, y = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&x, ev[static_cast<size_t>(3 * i)], ev[static_cast<size_t>(3 * i + 1)]));
+    CHECK_CUDA(cudaEventElapsedTime(&y, ev[static_cast<size_t>(3 * i + 1)], ev[static_cast<size_t>(3 * i + 2)]));
+    a += x;
+    b += y;
+  }
+  for (auto &e : ev) cudaEventDestroy(e);
+  double us[2] = {1000.0 * a / c.iters, 1000.0 * b / c.iters}, worst[2] = {0, 0};
+  MPI_Allreduce(us, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return {worst[0], worst[1]};
+}
+
+/// The low-latency rows (--low-latency): DeepEP's low_latency_dispatch (fp8) and low_latency_combine (bf16).
+void run_low_latency(const Shape &shape, const BenchConfig &config, Reporter &report, int n, int me) {
+  const int64_t T = shape.tokens, H = shape.hidden, K = shape.topk, E = shape.experts, L = E / n;
+  std::mt19937 rng(4321u + static_cast<unsigned>(me));
+  std::vector<int64_t> idx(static_cast<size_t>(T * K)), perm(static_cast<size_t>(E));
+  std::vector<float> w(idx.size());
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t e = 0; e < E; ++e) perm[static_cast<size_t>(e)] = e;
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t j = k + static_cast<int64_t>(rng() % static_cast<uint32_t>(E - k));
+      std::swap(perm[static_cast<size_t>(k)], perm[static_cast<size_t>(j)]);
+      idx[static_cast<size_t>(t * K + k)] = perm[static_cast<size_t>(k)];
+      w[static_cast<size_t>(t * K + k)] = 1.0f / static_cast<float>(K);
+    }
+  }
+  const size_t rdma = tshmem_ep_low_latency_rdma_size_hint(T, H, n, E);
+  if (rdma == 0) {
+    if (me == 0) std::fprintf(stderr, "tshmem_ep_bench --low-latency: shape out of range\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  tshmem_ep_buffer_t buf = nullptr;
+  CHECK_EP(tshmem_ep_buffer_create(0, rdma, &buf));
+  CHECK_EP(tshmem_ep_buffer_set_num_blocks(buf, shape.blocks));
+  cudaStream_t st;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  const size_t rows = static_cast<size_t>(L) * static_cast<size_t>(n * T);
+  void *x, *rx, *rsc, *y, *out, *d_w;
+  int64_t *d_idx, *range;
+  int32_t *count, *src;
+  CHECK_CUDA(cudaMalloc(&x, static_cast<size_t>(T * H) * 2 + 16));
+  CHECK_CUDA(cudaMemset(x, 0x3c, static_cast<size_t>(T * H) * 2 + 16));
+  CHECK_CUDA(cudaMalloc(&d_idx, sizeof(int64_t) * idx.size() + 8));
+  CHECK_CUDA(cudaMemcpy(d_idx, idx.data(), sizeof(int64_t) * idx.size(), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMalloc(&d_w, sizeof(float) * w.size() + 4));
+  CHECK_CUDA(cudaMemcpy(d_w, w.data(), sizeof(float) * w.size(), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMalloc(&rx, rows * static_cast<size_t>(H)));
+  CHECK_CUDA(cudaMalloc(&rsc, rows * static_cast<size_t>(H / 128) * 4));
+  CHECK_CUDA(cudaMalloc(&y, rows * static_cast<size_t>(H) * 2));
+  CHECK_CUDA(cudaMemset(y, 0x3c, rows * static_cast<size_t>(H) * 2));
+  CHECK_CUDA(cudaMalloc(&out, static_cast<size_t>(T * H) * 2 + 16));
+  CHECK_CUDA(cudaMalloc(&count, sizeof(int32_t) * static_cast<size_t>(L)));
+  CHECK_CUDA(cudaMalloc(&src, sizeof(int32_t) * rows));
+  CHECK_CUDA(cudaMalloc(&range, sizeof(int64_t) * static_cast<size_t>(L * n)));
+  tshmem_ep_ll_dispatch_args_t da{};
+  da.x = x;
+  da.topk_idx = d_idx;
+  da.num_tokens = T;
+  da.hidden = H;
+  da.num_topk = K;
+  da.num_max_dispatch_tokens_per_rank = T;
+  da.num_experts = E;
+  da.use_fp8 = 1;
+  da.packed_recv_x = rx;
+  da.packed_recv_x_scales = rsc;
+  da.packed_recv_count = count;
+  da.packed_recv_src_info = src;
+  da.packed_recv_layout_range = range;
+  tshmem_ep_ll_combine_args_t ca{};
+  ca.x = y;
+  ca.topk_idx = d_idx;
+  ca.topk_weights = static_cast<const float *>(d_w);
+  ca.src_info = src;
+  ca.layout_range = range;
+  ca.num_tokens = T;
+  ca.hidden = H;
+  ca.num_topk = K;
+  ca.num_max_dispatch_tokens_per_rank = T;
+  ca.num_experts = E;
+  ca.combined_x = out;
+  auto dispatch = [&] { CHECK_EP(tshmem_ep_low_latency_dispatch(buf, &da, TSHMEM_EP_LL_BOTH, nullptr, st)); };
+  auto combine = [&] { CHECK_EP(tshmem_ep_low_latency_combine(buf, &ca, TSHMEM_EP_LL_BOTH, nullptr, st)); };
+  const auto halves = time_pair_us(config, st, dispatch, combine);
+  const double t_pair = time_us(config, st, [&] {
+    dispatch();
+    combine();
+  });
+  std::vector<int32_t> counts(static_cast<size_t>(L));
+  CHECK_CUDA(cudaMemcpy(counts.data(), count, sizeof(int32_t) * counts.size(), cudaMemcpyDeviceToHost));
+  double recv = 0;
+  for (int32_t c : counts) recv += c;
+  const double disp_bytes = recv * static_cast<double>(H + H / 128 * 4);
+  const double comb_bytes = recv * static_cast<double>(H * 2);
+  // The copies of the same run: the combine's bytes, on this GPU and into the next PE's heap.
+  unsigned long long mine = std::max<unsigned long long>(static_cast<unsigned long long>(comb_bytes), 1 << 20),
+                     most = 0;
+  MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  const size_t copy_bytes = static_cast<size_t>(most);
+  char *csrc = nullptr;
+  CHECK_CUDA(cudaMalloc(&csrc, copy_bytes));
+  char *sym = static_cast<char *>(tshmem_malloc(copy_bytes));
+  if (sym == nullptr) MPI_Abort(MPI_COMM_WORLD, 1);
+  const double t_local =
+      time_us(config, st, [&] { CHECK_CUDA(cudaMemcpyAsync(sym, csrc, copy_bytes, cudaMemcpyDeviceToDevice, st)); });
+  char *peer = n > 1 ? static_cast<char *>(tshmem_ptr(sym, (me + 1) % n)) : nullptr;
+  int have_peer = peer != nullptr, all_peer = 0;
+  MPI_Allreduce(&have_peer, &all_peer, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  const double t_peer =
+      all_peer ? time_us(config, st,
+                         [&] { CHECK_CUDA(cudaMemcpyAsync(peer, csrc, copy_bytes, cudaMemcpyDeviceToDevice, st)); })
+               : 0.0;
+  tshmem_ep_buffer_info_t info{};
+  CHECK_EP(tshmem_ep_buffer_info(buf, &info));
+  report.note("DeepEP low-latency shape: " + std::to_string(T) + " tokens per PE, hidden " + std::to_string(H) +
+              ", top-" + std::to_string(K) + " of " + std::to_string(E) + " experts, fp8 dispatch, bf16 combine; " +
+              std::to_string(n) + " PEs, " + std::to_string(info.num_nodes) + " node(s), " +
+              std::to_string(info.num_blocks) + " blocks; times are the slowest PE's, bandwidths the mean over PEs");
+  report.header("ep low-latency dispatch/combine", {"op", "recv_rows", "time(us)", "BW (GB/sec)"});
+  const double mean_recv = mean_over_pes(recv);
+  auto row = [&](const char *op, double us, double bytes) {
+    report.row({op, fmt_double(mean_recv, 0), fmt_double(us, 1), fmt_double(mean_over_pes(bytes / us / 1e3), 2)});
+  };
+  row("ll_dispatch_fp8", halves.first, disp_bytes);
+  row("ll_combine_bf16", halves.second, comb_bytes);
+  row("ll_dispatch+combine", t_pair, disp_bytes + comb_bytes);
+  row("link_copy_local", t_local, static_cast<double>(copy_bytes));
+  if (all_peer) row("link_copy_peer", t_peer, static_cast<double>(copy_bytes));
+  CHECK_EP(tshmem_ep_check_device_errors(buf, st));
+  tshmem_free(sym);
+  for (void *p : {x, rx, rsc, y, out, d_w, static_cast<void *>(d_idx), static_cast<void *>(range),
+                  static_cast<void *>(count), static_cast<void *>(src), static_cast<void *>(csrc)})
+    cudaFree(p);
+  CHECK_EP(tshmem_ep_buffer_destroy(buf));
+  cudaStreamDestroy(st);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -141,6 +309,15 @@ int main(int argc, char **argv) {
     return 0;
   }
   const int n = tshmem_n_pes(), me = tshmem_my_pe();
+  if (shape.low_latency) {
+    if (!shape.tokens_given) shape.tokens = 128;
+    Reporter ll_report(config, "ep_bench_low_latency", me == 0);
+    ll_report.set_labels("tshmem", "default");
+    run_low_latency(shape, config, ll_report, n, me);
+    tshmem_finalize();
+    MPI_Finalize();
+    return 0;
+  }
   const int64_t T = shape.tokens, H = shape.hidden, K = shape.topk, E = shape.experts;
   Reporter report(config, "ep_bench", me == 0);
   report.set_labels("tshmem", "default");

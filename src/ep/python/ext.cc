@@ -151,6 +151,13 @@ NB_MODULE(_ep_C, m) {
     check(tshmem_ep_handle_device_counts(hdl(h), &counts), call);
     return reinterpret_cast<uintptr_t>(counts);
   });
+  // (device pointer, words per row) of the handle's published matrix [n_pes, row_words] int32.
+  m.def("handle_published_matrix", [](uintptr_t h, const char *call) {
+    const int32_t *matrix = nullptr;
+    int64_t row_words = 0;
+    check(tshmem_ep_handle_published_matrix(hdl(h), &matrix, &row_words), call);
+    return nb::make_tuple(reinterpret_cast<uintptr_t>(matrix), row_words);
+  });
   // Returns (num_recv_tokens, [aligned count per local expert]); (-1, None) with num_worst_tokens > 0.
   m.def("notify", [](uintptr_t b, uintptr_t h, uintptr_t in_rank, uintptr_t per_expert, int64_t num_tokens,
                      int64_t num_experts, int64_t expert_alignment, int64_t num_worst_tokens, int64_t num_local_experts,
@@ -189,5 +196,84 @@ NB_MODULE(_ep_C, m) {
                             ptr<const float>(topk_weights), num_topk, ptr<const void>(bias0), ptr<const void>(bias1),
                             ptr<void>(combined_x), ptr<float>(combined_topk_weights), stream_of(s)),
           call);
+  });
+
+  // ---- low-latency mode (on the stream; nothing waits for the device). Each returns the slot it used.
+  m.attr("LL_SEND") = TSHMEM_EP_LL_SEND;
+  m.attr("LL_RECV") = TSHMEM_EP_LL_RECV;
+  m.attr("LL_BOTH") = TSHMEM_EP_LL_BOTH;
+  m.def("ll_rdma_size_hint", [](int64_t max_tokens, int64_t hidden, int n_pes, int64_t num_experts) {
+    return tshmem_ep_low_latency_rdma_size_hint(max_tokens, hidden, n_pes, num_experts);
+  });
+  m.def("ll_dispatch",
+        [](uintptr_t b, uintptr_t x, uintptr_t topk_idx, int64_t num_tokens, int64_t hidden, int64_t num_topk,
+           int64_t max_tokens, int64_t num_experts, bool use_fp8, bool round_scale, bool use_ue8m0, uintptr_t recv_x,
+           uintptr_t recv_scales, uintptr_t recv_count, uintptr_t src_info, uintptr_t layout_range, uintptr_t cum_stats,
+           uintptr_t wait_stats, int phases, int slot, uintptr_t s, const char *call) {
+          tshmem_ep_ll_dispatch_args_t a{};
+          a.x = ptr<const void>(x);
+          a.topk_idx = ptr<const int64_t>(topk_idx);
+          a.num_tokens = num_tokens;
+          a.hidden = hidden;
+          a.num_topk = num_topk;
+          a.num_max_dispatch_tokens_per_rank = max_tokens;
+          a.num_experts = num_experts;
+          a.use_fp8 = use_fp8;
+          a.round_scale = round_scale;
+          a.use_ue8m0 = use_ue8m0;
+          a.packed_recv_x = ptr<void>(recv_x);
+          a.packed_recv_x_scales = ptr<void>(recv_scales);
+          a.packed_recv_count = ptr<int32_t>(recv_count);
+          a.packed_recv_src_info = ptr<int32_t>(src_info);
+          a.packed_recv_layout_range = ptr<int64_t>(layout_range);
+          a.cumulative_local_expert_recv_stats = ptr<int32_t>(cum_stats);
+          a.dispatch_wait_recv_cost_stats = ptr<int64_t>(wait_stats);
+          check(tshmem_ep_low_latency_dispatch(buf(b), &a, phases, &slot, stream_of(s)), call);
+          return slot;
+        });
+  m.def("ll_combine", [](uintptr_t b, uintptr_t x, uintptr_t topk_idx, uintptr_t topk_weights, uintptr_t src_info,
+                         uintptr_t layout_range, int64_t num_tokens, int64_t hidden, int64_t num_topk,
+                         int64_t max_tokens, int64_t num_experts, bool zero_copy, uintptr_t combined_x,
+                         uintptr_t wait_stats, int phases, int slot, uintptr_t s, const char *call) {
+    tshmem_ep_ll_combine_args_t a{};
+    a.x = ptr<const void>(x);
+    a.topk_idx = ptr<const int64_t>(topk_idx);
+    a.topk_weights = ptr<const float>(topk_weights);
+    a.src_info = ptr<const int32_t>(src_info);
+    a.layout_range = ptr<const int64_t>(layout_range);
+    a.num_tokens = num_tokens;
+    a.hidden = hidden;
+    a.num_topk = num_topk;
+    a.num_max_dispatch_tokens_per_rank = max_tokens;
+    a.num_experts = num_experts;
+    a.zero_copy = zero_copy;
+    a.combined_x = ptr<void>(combined_x);
+    a.combine_wait_recv_cost_stats = ptr<int64_t>(wait_stats);
+    check(tshmem_ep_low_latency_combine(buf(b), &a, phases, &slot, stream_of(s)), call);
+    return slot;
+  });
+  m.def("ll_next_combine_buffer",
+        [](uintptr_t b, int64_t max_tokens, int64_t hidden, int64_t num_experts, const char *call) {
+          void *p = nullptr;
+          check(tshmem_ep_low_latency_next_combine_buffer(buf(b), max_tokens, hidden, num_experts, &p), call);
+          return reinterpret_cast<uintptr_t>(p);
+        });
+  m.def("ll_clean",
+        [](uintptr_t b, int64_t max_tokens, int64_t hidden, int64_t num_experts, uintptr_t s, const char *call) {
+          tshmem_ep_status_t st;
+          {
+            nb::gil_scoped_release release;
+            st = tshmem_ep_low_latency_clean(buf(b), max_tokens, hidden, num_experts, stream_of(s));
+          }
+          check(st, call);
+        });
+  m.def("ll_update_mask", [](uintptr_t b, int pe, bool mask, uintptr_t s, const char *call) {
+    check(tshmem_ep_low_latency_update_mask(buf(b), pe, mask ? 1 : 0, stream_of(s)), call);
+  });
+  m.def("ll_query_mask", [](uintptr_t b, uintptr_t status, uintptr_t s, const char *call) {
+    check(tshmem_ep_low_latency_query_mask(buf(b), ptr<int32_t>(status), stream_of(s)), call);
+  });
+  m.def("ll_clean_mask", [](uintptr_t b, uintptr_t s, const char *call) {
+    check(tshmem_ep_low_latency_clean_mask(buf(b), stream_of(s)), call);
   });
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tshmem.ep on a GPU host: builds the Python packages against a root build with CUDA (default build-gpu, from
 # `cmake --preset gpu`; libtshmem and libtshmem_ep are built there first if missing), then runs
-# python/tests/tshmem/test_ep.py under mpirun on the vmm heap at 1, 2 and 4 PEs, and at 2 PEs as two nodes of one PE
+# python/tests/tshmem/test_ep.py and test_ep_low_latency.py under mpirun on the vmm heap at 1, 2 and 4 PEs, and at 2 PEs as two nodes of one PE
 # (TSHMEM_DEBUG_NODE_SIZE=1: the staged off-node path). Writes one summary log; exits non-zero if any run failed or
 # skipped a GPU test (a run's full output goes into the log when it did); last, the README's example at 2 PEs on one node and as two nodes.
 #   src/ep/python/gpu_check.sh [build-folder] [log]      log default: <build>/ep-python-check.log
@@ -43,7 +43,7 @@ run() {  # run <label> <np> [VAR=value ...]
   shift 2
   out=$(mktemp)
   local start=$SECONDS
-  env TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_MEM_BACKEND=vmm "$@" TSHMEM_PYTEST_ARGS="-k test_ep.py -rs -x" \
+  env TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_MEM_BACKEND=vmm "$@" TSHMEM_PYTEST_ARGS="-k test_ep -rs -x" \
     TSHMEM_PYTEST_LIMIT="$limit" timeout $((limit + 30)) "$root/test/python/run_pytest.sh" "$build" "$np" > "$out" 2>&1
   local rc=$?
   local summary

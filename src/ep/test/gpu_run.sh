@@ -6,7 +6,7 @@
 #      loading over nodes), each under a 60 s limit: every wait inside is bounded at 40 s (a PE that never comes is
 #      an error that names it), the limit catches the rest;
 #   3. src/ep/python/gpu_check.sh (tshmem.ep's tests at 1, 2, 4 PEs and as two nodes, the README's example), each
-#      pytest run under `timeout 90` and a per-test stack dump after 60 s (faulthandler, python/tests/tshmem/conftest.py).
+#      pytest run under `timeout 120` and a per-test stack dump after 60 s (faulthandler, python/tests/tshmem/conftest.py).
 # Logs: $OUT/ep_gpu.log (everything), $OUT/ep_python.log (gpu_check.sh's), $OUT/ep_summary.txt (the key lines:
 # each test's result, the first lines of every failure). OUT defaults to the current folder.
 # Usage (repository root or anywhere): bash src/ep/test/gpu_run.sh
@@ -37,7 +37,7 @@ if [ ! -e build-gpu/build.ninja ]; then
   fi
 fi
 echo "== build" >> "$log"
-if ! cmake --build build-gpu -j16 --target tshmem tshmem_ep tshmem_ep_gpu_test >> "$log" 2>&1; then
+if ! cmake --build build-gpu -j16 --target tshmem tshmem_ep tshmem_ep_gpu_test tshmem_ep_ll_gpu_test >> "$log" 2>&1; then
   say "FAILED: the build"
   grep -E 'error|FAILED' "$log" | head -30 >> "$summary"
   exit 1
@@ -74,7 +74,7 @@ say "== ctest: $((SECONDS - start)) s so far"
 
 # 3. tshmem.ep's Python tests (their own build of the packages against build-gpu, their own log).
 t0=$SECONDS
-TSHMEM_PYTEST_TEST_TIMEOUT=60 TSHMEM_EP_PYTEST_LIMIT=90 TSHMEM_WAIT_TIMEOUT_MS=40000 TSHMEM_PROXY_TIMEOUT_MS=40000 \
+TSHMEM_PYTEST_TEST_TIMEOUT=60 TSHMEM_EP_PYTEST_LIMIT=120 TSHMEM_WAIT_TIMEOUT_MS=40000 TSHMEM_PROXY_TIMEOUT_MS=40000 \
   bash src/ep/python/gpu_check.sh "$root/build-gpu" "$pylog" >> "$log" 2>&1
 rc=$?
 [ $rc = 0 ] || status=1

@@ -142,7 +142,8 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_size_hint(int n_pes, int64_t m
  * Collective (every PE, same sizes): allocates the buffer's symmetric memory with tshmem_malloc (checked for
  * symmetry like every collective allocation): `num_nvl_bytes` receive the rows sent to this PE (dispatch) and
  * the rows returned to it (combine); `num_rdma_bytes` stage the rows this PE sends to PEs of other nodes (the
- * off-node proxy reads its sources from the heap). num_nvl_bytes must be > 0; both multiples of 16.
+ * off-node proxy reads its sources from the heap) and hold the low-latency mode's slots. At least one is > 0;
+ * both multiples of 16.
  * Fails with TSHMEM_EP_ERR_NOT_INITIALIZED without tshmem_init or without a GPU heap.
  */
 TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_create(size_t num_nvl_bytes, size_t num_rdma_bytes,
@@ -156,7 +157,8 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_info(tshmem_ep_buffer_t buffer
 TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_set_num_blocks(tshmem_ep_buffer_t buffer, int num_blocks);
 /** Bound of the waits for the other PEs' signals in dispatch and combine (default 300000 ms): a PE whose signal
  *  does not come in time (it did not make the same call, or it failed) makes the kernel print which PE, in which
- *  call, and trap. 0 leaves the bound to tshmem (TSHMEM_WAIT_TIMEOUT_MS; unset: none). Local. */
+ *  call, and trap; in the low-latency calls it is masked instead and the error recorded (the call ends). 0 leaves
+ *  the bound to tshmem (TSHMEM_WAIT_TIMEOUT_MS; unset: none). Local. */
 TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_set_timeout_ms(tshmem_ep_buffer_t buffer, int64_t timeout_ms);
 /** Waits for `stream`, then returns (and clears) the first value violation the device recorded for this buffer
  *  (INVALID_VALUE with the value and its position) or a buffer overflow caught on the device; SUCCESS if none. */
@@ -211,6 +213,12 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_handle_num_recv_tokens(tshmem_ep_hand
  *  the last notify on the handle's stream left them (valid in stream order). */
 TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_handle_device_counts(tshmem_ep_handle_t handle, const int32_t **counts);
 
+/** Device int32 [n_pes, *row_words]: every PE's published row of the last notify on the handle (valid in stream
+ *  order); the first n_pes words of row p are PE p's token counts per destination PE, so the cumulative sum over rows
+ *  of those columns is DeepEP's rank_prefix_matrix. */
+TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_handle_published_matrix(tshmem_ep_handle_t handle, const int32_t **matrix,
+                                                                   int64_t *row_words);
+
 /* ---- dispatch and combine ------------------------------------------------------------------------------------- */
 
 /**
@@ -247,6 +255,100 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_combine(tshmem_ep_buffer_t buffer, ts
                                                    const float *topk_weights, int64_t num_topk, const void *bias0,
                                                    const void *bias1, void *combined_x, float *combined_topk_weights,
                                                    cudaStream_t stream);
+
+/* ---- low-latency mode (DeepEP's low_latency_dispatch / low_latency_combine; docs/ep.md, "Low-latency mode") ---- */
+
+/** Phases of a low-latency call: SEND issues the transfers and returns; RECV waits for them and writes the
+ *  outputs (DeepEP's receive hook). BOTH is one ordinary call. */
+#define TSHMEM_EP_LL_SEND 1
+#define TSHMEM_EP_LL_RECV 2
+#define TSHMEM_EP_LL_BOTH 3
+
+/** Arguments of tshmem_ep_low_latency_dispatch. L = num_experts / n_pes local experts, M = the maximum tokens per
+ *  PE (num_max_dispatch_tokens_per_rank, every PE the same), N = n_pes. */
+typedef struct tshmem_ep_ll_dispatch_args_st {
+  const void *x;           /**< [num_tokens, hidden] bf16 */
+  const int64_t *topk_idx; /**< [num_tokens, num_topk], entries in [-1, num_experts) */
+  int64_t num_tokens;      /**< 0 <= num_tokens <= num_max_dispatch_tokens_per_rank */
+  int64_t hidden;          /**< bf16: a multiple of 8; fp8: of 128 (of 512 with use_ue8m0) */
+  int64_t num_topk;        /**< 1 .. TSHMEM_EP_MAX_TOPK */
+  int64_t num_max_dispatch_tokens_per_rank;
+  int64_t num_experts;
+  int use_fp8;     /**< quantise to fp8 e4m3 per 128 channels on the sender */
+  int round_scale; /**< the scales rounded up to powers of 2 */
+  int use_ue8m0;   /**< the scales as their 8-bit exponents, four packed in an int32 (needs round_scale) */
+  /** Outputs. packed_recv_x [L, N * M, hidden] (bf16, or fp8 with use_fp8). packed_recv_x_scales (use_fp8 only):
+   *  fp32 [L, N * M, hidden / 128] or, with use_ue8m0, int32 [L, N * M, hidden / 512], in both cases stored
+   *  column-major in the last two dimensions: element (e, j, s) at e * N * M * S + s * N * M + j (S the scale
+   *  columns; DeepEP's TMA layout). */
+  void *packed_recv_x;
+  void *packed_recv_x_scales;
+  int32_t *packed_recv_count;                  /**< [L]: rows received per local expert */
+  int32_t *packed_recv_src_info;               /**< [L, N * M]: each row's token index on its source PE */
+  int64_t *packed_recv_layout_range;           /**< [L, N]: (count | begin << 32) of each source PE's rows */
+  int32_t *cumulative_local_expert_recv_stats; /**< [L] or NULL: the received rows are added */
+  int64_t *dispatch_wait_recv_cost_stats;      /**< [N] or NULL: GPU clock cycles waited per source PE are added */
+} tshmem_ep_ll_dispatch_args_t;
+
+/** Arguments of tshmem_ep_low_latency_combine. */
+typedef struct tshmem_ep_ll_combine_args_st {
+  const void *x;               /**< [L, N * M, hidden] bf16 (the experts' outputs); ignored with zero_copy */
+  const int64_t *topk_idx;     /**< [num_tokens, num_topk], the dispatch's */
+  const float *topk_weights;   /**< [num_tokens, num_topk] */
+  const int32_t *src_info;     /**< the dispatch's packed_recv_src_info */
+  const int64_t *layout_range; /**< the dispatch's packed_recv_layout_range */
+  int64_t num_tokens;          /**< the dispatch's num_tokens (rows of combined_x) */
+  int64_t hidden;              /**< a multiple of 8 */
+  int64_t num_topk;
+  int64_t num_max_dispatch_tokens_per_rank;
+  int64_t num_experts;
+  int zero_copy;                         /**< x was written into tshmem_ep_low_latency_next_combine_buffer */
+  void *combined_x;                      /**< [num_tokens, hidden] bf16 */
+  int64_t *combine_wait_recv_cost_stats; /**< [N] or NULL */
+} tshmem_ep_ll_combine_args_t;
+
+/** Bytes of num_rdma_bytes the low-latency calls need for these shapes (two alternating slots; DeepEP's
+ *  get_low_latency_rdma_size_hint, a multiple of 16). 0 when an argument is out of range. */
+TSHMEM_EP_API size_t tshmem_ep_low_latency_rdma_size_hint(int64_t num_max_dispatch_tokens_per_rank, int64_t hidden,
+                                                          int n_pes, int64_t num_experts);
+/**
+ * Collective on `stream`: every PE sends each (token, top-k entry) to the PE of the entry's expert, into that
+ * expert's packed rows, ordered by source PE, then by token, then by top-k position (deterministic). No host
+ * synchronisation (capturable). phases: TSHMEM_EP_LL_BOTH, or SEND then later RECV (the hook) with the same
+ * arguments: a call with SEND writes the slot it used to *slot (may be NULL), a RECV-only call reads it. A masked
+ * PE (tshmem_ep_low_latency_update_mask) is neither sent to nor waited for (its count is 0). A wait that passes the
+ * buffer's timeout prints which PE it waited for, masks it and records the error (tshmem_ep_check_device_errors).
+ */
+TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_dispatch(tshmem_ep_buffer_t buffer,
+                                                                const tshmem_ep_ll_dispatch_args_t *args, int phases,
+                                                                int *slot, cudaStream_t stream);
+/**
+ * Collective on `stream`: each PE's expert outputs return to the tokens' PEs, where combined_x[t] =
+ * bf16(sum over k = 0 .. num_topk-1 with topk_idx[t][k] >= 0 on an unmasked PE of
+ * float(y_k) * topk_weights[t][k]), fp32, in k order, one rounding. phases and slot as for dispatch.
+ */
+TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_combine(tshmem_ep_buffer_t buffer,
+                                                               const tshmem_ep_ll_combine_args_t *args, int phases,
+                                                               int *slot, cudaStream_t stream);
+/** The send area the NEXT low-latency call uses, as bf16 [L, N * M, hidden]: write the experts' outputs there
+ *  and combine with zero_copy (DeepEP's get_next_low_latency_combine_buffer). */
+TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_next_combine_buffer(tshmem_ep_buffer_t buffer,
+                                                                           int64_t num_max_dispatch_tokens_per_rank,
+                                                                           int64_t hidden, int64_t num_experts,
+                                                                           void **ptr);
+/** Collective on `stream`: a barrier, zeroes both slots' signals, a barrier (after normal-mode calls, before
+ *  low-latency ones; DeepEP's clean_low_latency_buffer). */
+TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_clean(tshmem_ep_buffer_t buffer,
+                                                             int64_t num_max_dispatch_tokens_per_rank, int64_t hidden,
+                                                             int64_t num_experts, cudaStream_t stream);
+/** The rank mask (local, on `stream`): mask != 0 masks `pe`, 0 unmasks it. */
+TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_update_mask(tshmem_ep_buffer_t buffer, int pe, int mask,
+                                                                   cudaStream_t stream);
+/** Copies the mask into mask_status [n_pes] int32 (device; 1 masked, 0 not), on `stream`. */
+TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_query_mask(tshmem_ep_buffer_t buffer, int32_t *mask_status,
+                                                                  cudaStream_t stream);
+/** Unmasks every PE, on `stream`. */
+TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_clean_mask(tshmem_ep_buffer_t buffer, cudaStream_t stream);
 
 #ifdef __cplusplus
 } /* extern "C" */
