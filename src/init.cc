@@ -146,7 +146,7 @@ void attach_node_sync(Context &ctx) {
     if (page == nullptr) return;
     pages.push_back(page);
   }
-  boot.attach_node_sync(std::make_unique<NodeSync>(std::move(pages), boot.local_rank(), boot.bounds()));
+  boot.attach_node_sync(std::make_unique<NodeSync>(std::move(pages), boot.local_rank(), &boot.bounds()));
 }
 
 // The device state from the parts init made (cuda/gpu_runtime.h).
@@ -210,9 +210,10 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
   if (env_status == TSHMEM_SUCCESS &&
       (ctx.env.mem_backend == "shm" || (ctx.env.mem_backend == "auto" && !TSHMEM_HAVE_CUDA)))
     early_heap = ShmHeapReservation::start(ctx.env.symmetric_size);
-  // Every wait of init on other PEs is bounded too; a malformed environment keeps the defaults until init fails.
+  // Every wait of init on other PEs is bounded too, by the init bound (a step's own work, as mapping a large heap,
+  // may keep a PE from the next collective for a while); a malformed environment keeps the defaults until init fails.
   WaitBounds bounds;
-  if (env_status == TSHMEM_SUCCESS) bounds = {ctx.env.proxy_timeout_ms, ctx.env.wait_warn_ms};
+  if (env_status == TSHMEM_SUCCESS) bounds = {ctx.env.init_timeout_ms, ctx.env.wait_warn_ms};
   TSHMEM_CHECK(callbacks != nullptr ? make_callback_bootstrap(*callbacks, node_size, &ctx.boot)
                                     : make_mpi_bootstrap((flags & TSHMEMX_INIT_WITH_MPI_COMM) ? mpi_comm : nullptr,
                                                          node_size, bounds, &ctx.boot));
@@ -367,6 +368,8 @@ Status init_context(unsigned flags, const void *mpi_comm, int requested, int *pr
     return set_error_message(status, message);
   }
   *provided = ctx->thread_level;
+  // From here on the waits of calls on other PEs end at TSHMEM_PROXY_TIMEOUT_MS.
+  ctx->boot->set_bounds({ctx->env.proxy_timeout_ms, ctx->env.wait_warn_ms});
   g_thread_level.store(ctx->thread_level, std::memory_order_release);
   g_context.store(ctx.release(), std::memory_order_release);
   return TSHMEM_SUCCESS;

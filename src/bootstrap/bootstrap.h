@@ -54,7 +54,8 @@ class Bootstrap {
   /// for a bootstrap without one (callbacks), which no off-node transport can use.
   virtual const void *native_comm() const = 0;
 
-  /// The bounds of every collective's wait (bounded_wait.h); set before the first collective.
+  /// The bounds of every collective's wait (bounded_wait.h): TSHMEM_INIT_TIMEOUT_MS during init, then
+  /// TSHMEM_PROXY_TIMEOUT_MS. Set before the first collective and once init has succeeded (no other thread calls yet).
   void set_bounds(const WaitBounds &bounds) { bounds_ = bounds; }
   const WaitBounds &bounds() const { return bounds_; }
 

@@ -31,7 +31,7 @@ const char *op_name(int32_t op) {
 
 }  // namespace
 
-NodeSync::NodeSync(std::vector<void *> pages, int me, const WaitBounds &bounds)
+NodeSync::NodeSync(std::vector<void *> pages, int me, const WaitBounds *bounds)
     : pages_(std::move(pages)), me_(static_cast<size_t>(me)), bounds_(bounds) {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   oversubscribed_ = cpus > 0 && static_cast<long>(pages_.size()) > cpus;
@@ -43,7 +43,8 @@ Status NodeSync::wait_for(const Slot &s, uint64_t call, size_t pe) const {
     cpu_relax();
   }
   // A PE that is not here within the spins may be descheduled, stopped or gone: the wait is bounded.
-  WaitClock clock(bounds_, static_cast<int>(me_), format("node-local PE %zu to join a barrier or allreduce "
+  static const WaitBounds kDefaults;
+  WaitClock clock(bounds_ != nullptr ? *bounds_ : kDefaults, static_cast<int>(me_), format("node-local PE %zu to join a barrier or allreduce "
                                                          "(shared memory)", pe));
   while (s.call.load(std::memory_order_acquire) != call) {
     sched_yield();
