@@ -419,9 +419,12 @@ void finalize_context() {
       failure = TSHMEM_ERR_TIMEOUT;
       failure_message = lost != TSHMEM_SUCCESS ? lost_message : std::string("a collective of the teardown failed");
     }
+    // The failure's own text, without a second "tshmem_finalize: " in front.
+    const std::string prefix = "tshmem_finalize: ";
+    if (failure_message.compare(0, prefix.size(), prefix) == 0) failure_message.erase(0, prefix.size());
     set_error(failure,
-              "tshmem_finalize: tshmem was in a failed state and tore down without waiting for other PEs "
-              "(what was in flight to them is lost): %s",
+              "tshmem_finalize: tshmem is in a failed state, so it tears down without waiting for other PEs (what "
+              "was in flight to them is lost): %s",
               failure_message.c_str());
   } else if (lost != TSHMEM_SUCCESS) {
     set_error_message(lost, lost_message);

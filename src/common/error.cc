@@ -85,11 +85,16 @@ void Throttle::flush() {
     }
 }
 
-// The key of an error's log line: its call (the text before the first ": ") and status, so that a call failing in a
-// loop (after finalize, on a stopped path) is one line and a count.
+// The key of an error's log line: its text with every number left out, and its status, so that a call failing in a
+// loop (after finalize, on a stopped path: the same words, other tickets or sizes) is one line and a count.
 std::string error_key(Status status, const std::string &message) {
-  const size_t colon = message.find(": ");
-  return message.substr(0, std::min<size_t>(colon, 80)) + " (" + tshmemx_strerror(status) + ")";
+  std::string key;
+  for (size_t i = 0; i < message.size() && key.size() < 160; ++i) {
+    const bool digit = message[i] >= '0' && message[i] <= '9';
+    if (!digit) key += message[i];
+    else if (key.empty() || key.back() != '#') key += '#';
+  }
+  return key + " (" + tshmemx_strerror(status) + ")";
 }
 
 }  // namespace

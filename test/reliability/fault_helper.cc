@@ -111,7 +111,7 @@ int main(int argc, char **argv) {
       const double ms = ms_since(start);
       const std::string message = tshmemx_last_error();
       const double most = which == "stop-barrier" ? 1000.0 : static_cast<double>(2 * bound_ms() + 2000);
-      result(which, me, tshmem_my_pe() == -1 && ms <= most && has(message, "tore down without waiting"),
+      result(which, me, tshmem_my_pe() == -1 && ms <= most && has(message, "tears down without waiting"),
              "finalize after " + std::to_string(static_cast<int>(ms)) + " ms: " + message);
       kill(pids[1], SIGCONT);
     }
