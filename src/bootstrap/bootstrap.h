@@ -3,8 +3,8 @@
 // PMIx or unique-id bootstrap could be added without touching the heap.
 #pragma once
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>

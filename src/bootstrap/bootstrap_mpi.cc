@@ -152,7 +152,8 @@ class MpiBootstrap final : public Bootstrap {
     std::unique_ptr<char[]> copy(new char[bytes + 1]);
     std::memcpy(copy.get(), buffer, bytes);
     MPI_Request request = MPI_REQUEST_NULL;
-    TSHMEM_CHECK(started("MPI_Ibcast", MPI_Ibcast(copy.get(), static_cast<int>(bytes), MPI_BYTE, root, comm_, &request)));
+    TSHMEM_CHECK(
+        started("MPI_Ibcast", MPI_Ibcast(copy.get(), static_cast<int>(bytes), MPI_BYTE, root, comm_, &request)));
     TSHMEM_CHECK(complete(&request, &copy, format("PE %d's broadcast (MPI_Ibcast)", root)));
     std::memcpy(buffer, copy.get(), bytes);
     return TSHMEM_SUCCESS;
@@ -190,8 +191,8 @@ class MpiBootstrap final : public Bootstrap {
       const int code = MPI_Test(request, &done, MPI_STATUS_IGNORE);
       if (code != MPI_SUCCESS) {
         mpi_error("MPI_Test", code);
-        return fail(TSHMEM_ERR_MPI, format("%s: waiting for %s: %s", current_call(), what.c_str(),
-                                           last_error_message().c_str()));
+        return fail(TSHMEM_ERR_MPI,
+                    format("%s: waiting for %s: %s", current_call(), what.c_str(), last_error_message().c_str()));
       }
       if (done) return TSHMEM_SUCCESS;
       if (!clock.keep_waiting()) {
@@ -208,9 +209,9 @@ class MpiBootstrap final : public Bootstrap {
     std::unique_ptr<char[]> buffer(new char[bytes * (static_cast<size_t>(n) + 1) + 1]);
     std::memcpy(buffer.get(), in, bytes);
     MPI_Request request = MPI_REQUEST_NULL;
-    TSHMEM_CHECK(started("MPI_Iallgather", MPI_Iallgather(buffer.get(), static_cast<int>(bytes), MPI_BYTE,
-                                                          buffer.get() + bytes, static_cast<int>(bytes), MPI_BYTE,
-                                                          comm, &request)));
+    TSHMEM_CHECK(
+        started("MPI_Iallgather", MPI_Iallgather(buffer.get(), static_cast<int>(bytes), MPI_BYTE, buffer.get() + bytes,
+                                                 static_cast<int>(bytes), MPI_BYTE, comm, &request)));
     TSHMEM_CHECK(complete(&request, &buffer, what));
     std::memcpy(out, buffer.get() + bytes, bytes * static_cast<size_t>(n));
     return TSHMEM_SUCCESS;

@@ -33,8 +33,7 @@ bool WaitClock::keep_waiting() {
     std::this_thread::sleep_for(std::chrono::microseconds(polls_ > 65536 ? 1000 : 50));
   }
   if ((polls_ & 15u) != 0 && polls_ < 4096) return true;  // the clock costs little, but the spin costs less
-  const int64_t waited =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count();
+  const int64_t waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count();
   if (!warned_ && bounds_.warn_ms > 0 && waited >= bounds_.warn_ms && waited < bounds_.timeout_ms) {
     warned_ = true;
     TSHMEMI_LOG(kWarn, kLogBoot,

@@ -44,8 +44,10 @@ Status NodeSync::wait_for(const Slot &s, uint64_t call, size_t pe) const {
   }
   // A PE that is not here within the spins may be descheduled, stopped or gone: the wait is bounded.
   static const WaitBounds kDefaults;
-  WaitClock clock(bounds_ != nullptr ? *bounds_ : kDefaults, static_cast<int>(me_), format("node-local PE %zu to join a barrier or allreduce "
-                                                         "(shared memory)", pe));
+  WaitClock clock(bounds_ != nullptr ? *bounds_ : kDefaults, static_cast<int>(me_),
+                  format("node-local PE %zu to join a barrier or allreduce "
+                         "(shared memory)",
+                         pe));
   while (s.call.load(std::memory_order_acquire) != call) {
     sched_yield();
     if (!clock.keep_waiting()) return set_error(TSHMEM_ERR_TIMEOUT, "%s", clock.expired_message().c_str());

@@ -91,8 +91,10 @@ std::string error_key(Status status, const std::string &message) {
   std::string key;
   for (size_t i = 0; i < message.size() && key.size() < 160; ++i) {
     const bool digit = message[i] >= '0' && message[i] <= '9';
-    if (!digit) key += message[i];
-    else if (key.empty() || key.back() != '#') key += '#';
+    if (!digit)
+      key += message[i];
+    else if (key.empty() || key.back() != '#')
+      key += '#';
   }
   return key + " (" + tshmemx_strerror(status) + ")";
 }
@@ -215,7 +217,7 @@ void log_message(LogLevel level, unsigned /*subsys*/, const char *fmt, ...) {
   std::string body = vformat(fmt, args);
   va_end(args);
   static std::mutex &mutex = *new std::mutex;  // one line at a time from this process (never destroyed: the
-                                                // process's end still logs what log_throttled held back)
+                                               // process's end still logs what log_throttled held back)
   std::lock_guard<std::mutex> lock(mutex);
   std::fprintf(stderr, "%s tshmem %s: %s\n", pe_tag().c_str(), level_name(level), body.c_str());
   std::fflush(stderr);

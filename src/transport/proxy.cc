@@ -197,8 +197,10 @@ class ProxyEngine final : public Proxy, private TransportSink {
       if (spins > 256) std::this_thread::yield();
       if ((spins & 1023u) == 1023u && !warned && std::chrono::steady_clock::now() - start > warn_after) {
         warned = true;  // the first word, long before the bound: what is awaited, and when the wait gives up
-        TSHMEMI_LOG(kWarn, kLogInit, "%s: PE %d has waited %lld ms for %s%s; it gives up at %lld ms (TSHMEM_PROXY_TIMEOUT_MS; "
-                    "this note comes after TSHMEM_WAIT_WARN_MS)%s", call, my_pe_, static_cast<long long>(config_.warn_ms), what,
+        TSHMEMI_LOG(kWarn, kLogInit,
+                    "%s: PE %d has waited %lld ms for %s%s; it gives up at %lld ms (TSHMEM_PROXY_TIMEOUT_MS; "
+                    "this note comes after TSHMEM_WAIT_WARN_MS)%s",
+                    call, my_pe_, static_cast<long long>(config_.warn_ms), what,
                     pe >= 0 ? format(" (to PE %d)", pe).c_str() : "", static_cast<long long>(config_.timeout_ms),
                     transport_->waiting_on().c_str());
       }

@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
   if (which == "stop-barrier" || which == "stop-finalize") {
     MPI_Barrier(MPI_COMM_WORLD);
     if (me == 1) {
-      raise(SIGSTOP);  // continued by PE 0 once it has checked everything
+      raise(SIGSTOP);        // continued by PE 0 once it has checked everything
       barrier_all_status();  // PE 0 gave up on this one: it may end either way, but it ends
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // PE 1 has stopped by now
@@ -131,11 +131,11 @@ int main(int argc, char **argv) {
     const double ms = ms_since(start);
     const std::string message = tshmemx_last_error();
     // Open MPI may see the death itself (an error from MPI_Test) before the bound: that ends the wait too.
-    const bool mpi_saw_it = rc != 0 && ms <= static_cast<double>(bound_ms() + 5000) && has(message, "tshmem_barrier_all") &&
-                            has(message, "failed state");
-    result(which, me, ended_at_bound(ms, rc, message, "tshmem_barrier_all: PE") || mpi_saw_it,
-           "barrier_all: rc " + std::to_string(rc) + " after " + std::to_string(static_cast<int>(ms)) +
-               " ms: " + message);
+    const bool mpi_saw_it = rc != 0 && ms <= static_cast<double>(bound_ms() + 5000) &&
+                            has(message, "tshmem_barrier_all") && has(message, "failed state");
+    result(
+        which, me, ended_at_bound(ms, rc, message, "tshmem_barrier_all: PE") || mpi_saw_it,
+        "barrier_all: rc " + std::to_string(rc) + " after " + std::to_string(static_cast<int>(ms)) + " ms: " + message);
   }
 
   if (which == "truncate-finalize") {
@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
   if (which == "reserved-put") {
     tshmemi_proxy_channel *channel = tshmemi_proxy_device_channel();
     // Where PE 1's heap words are, by offset (the same on every PE).
-    const uint64_t epoch_word = TSHMEMI_COLL_ROW_EPOCHS_OFFSET + 8;  // a collective barrier's row epoch
+    const uint64_t epoch_word = TSHMEMI_COLL_ROW_EPOCHS_OFFSET + 8;     // a collective barrier's row epoch
     const uint64_t arrival_word = TSHMEMI_SYNC_ARRIVAL_OFFSET + 8 * 0;  // PE 0's sync arrival slot
     uint64_t refused_before = tshmemi_proxy_refused(nullptr, 0);
     MPI_Barrier(MPI_COMM_WORLD);

@@ -14,10 +14,16 @@ namespace {
 constexpr int kBoundMs = 3000;
 
 // Runs the case on `np` PEs; every PE in `live` must print "RESULT <case> PE <n>: PASS" lines only, and finalize.
-std::string run_case(const std::string &which, int np, std::vector<int> live, std::vector<std::string> launcher_args = {},
-                     bool exit_zero = true, const std::string &extra_env = "TSHMEM_PROXY_RING=1024") {
-  std::vector<std::string> env = {extra_env, "TSHMEM_MEM_BACKEND=shm", "TSHMEM_DEBUG_NODE_SIZE=1", "TSHMEM_DISABLE_NVLS=1",
-                                  "TSHMEM_SYMMETRIC_SIZE=64M", "TSHMEM_DEBUG=warn", "TSHMEM_WAIT_WARN_MS=1000",
+std::string run_case(const std::string &which, int np, std::vector<int> live,
+                     std::vector<std::string> launcher_args = {}, bool exit_zero = true,
+                     const std::string &extra_env = "TSHMEM_PROXY_RING=1024") {
+  std::vector<std::string> env = {extra_env,
+                                  "TSHMEM_MEM_BACKEND=shm",
+                                  "TSHMEM_DEBUG_NODE_SIZE=1",
+                                  "TSHMEM_DISABLE_NVLS=1",
+                                  "TSHMEM_SYMMETRIC_SIZE=64M",
+                                  "TSHMEM_DEBUG=warn",
+                                  "TSHMEM_WAIT_WARN_MS=1000",
                                   "TSHMEM_PROXY_TIMEOUT_MS=" + std::to_string(kBoundMs)};
   std::vector<std::string> argv = {TSHMEM_MPI_TEST_LAUNCHER, std::to_string(np)};
   argv.insert(argv.end(), launcher_args.begin(), launcher_args.end());
@@ -28,7 +34,8 @@ std::string run_case(const std::string &which, int np, std::vector<int> live, st
   EXPECT_EQ(r.output.find(": FAIL"), std::string::npos) << r.output;
   for (int pe : live) {
     EXPECT_NE(r.output.find("RESULT " + which + " PE " + std::to_string(pe) + ": PASS"), std::string::npos)
-        << "PE " << pe << " checked nothing:\n" << r.output;
+        << "PE " << pe << " checked nothing:\n"
+        << r.output;
     EXPECT_NE(r.output.find("PE " + std::to_string(pe) + " finalized"), std::string::npos) << r.output;
   }
   if (exit_zero) {
