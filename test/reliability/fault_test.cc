@@ -13,12 +13,19 @@ namespace {
 
 constexpr int kBoundMs = 3000;
 
+// The heap's backend: the environment's (the GPU host runs the label with vmm too), else shm. The reserved-region
+// case posts to the device channel from the CPU, which only a host-memory heap (shm) lets a CPU producer do.
+std::string backend_of(const std::string &which) {
+  const char *text = std::getenv("TSHMEM_MEM_BACKEND");
+  return text != nullptr && *text != '\0' && which != "reserved-put" ? text : "shm";
+}
+
 // Runs the case on `np` PEs; every PE in `live` must print "RESULT <case> PE <n>: PASS" lines only, and finalize.
 std::string run_case(const std::string &which, int np, std::vector<int> live,
                      std::vector<std::string> launcher_args = {}, bool exit_zero = true,
                      const std::string &extra_env = "TSHMEM_PROXY_RING=1024") {
   std::vector<std::string> env = {extra_env,
-                                  "TSHMEM_MEM_BACKEND=shm",
+                                  "TSHMEM_MEM_BACKEND=" + backend_of(which),
                                   "TSHMEM_DEBUG_NODE_SIZE=1",
                                   "TSHMEM_DISABLE_NVLS=1",
                                   "TSHMEM_SYMMETRIC_SIZE=64M",
