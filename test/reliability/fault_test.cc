@@ -24,14 +24,14 @@ std::string backend_of(const std::string &which) {
 std::string run_case(const std::string &which, int np, std::vector<int> live,
                      std::vector<std::string> launcher_args = {}, bool exit_zero = true,
                      const std::string &extra_env = "TSHMEM_PROXY_RING=1024") {
-  std::vector<std::string> env = {extra_env,
-                                  "TSHMEM_MEM_BACKEND=" + backend_of(which),
+  std::vector<std::string> env = {"TSHMEM_MEM_BACKEND=" + backend_of(which),
                                   "TSHMEM_DEBUG_NODE_SIZE=1",
                                   "TSHMEM_DISABLE_NVLS=1",
                                   "TSHMEM_SYMMETRIC_SIZE=64M",
                                   "TSHMEM_DEBUG=warn",
                                   "TSHMEM_WAIT_WARN_MS=1000",
-                                  "TSHMEM_PROXY_TIMEOUT_MS=" + std::to_string(kBoundMs)};
+                                  "TSHMEM_PROXY_TIMEOUT_MS=" + std::to_string(kBoundMs),
+                                  extra_env};  // last: it may override the ones above
   std::vector<std::string> argv = {TSHMEM_MPI_TEST_LAUNCHER, std::to_string(np)};
   argv.insert(argv.end(), launcher_args.begin(), launcher_args.end());
   argv.push_back(TSHMEM_CHILD_HELPER);
@@ -63,6 +63,12 @@ TEST(Fault, EndsWithinTheBoundOnEveryLivePe) {
     // The first word comes early (TSHMEM_WAIT_WARN_MS), saying what is awaited and when the wait gives up.
     EXPECT_NE(out.find("tshmem_barrier_all: PE 0 has waited"), std::string::npos) << out;
     EXPECT_NE(out.find("it gives up at 3000 ms"), std::string::npos) << out;
+  } else if (which == "stop-barrier-one-node") {
+    // The same on one node, where the rendezvous meets in shared memory (bootstrap/node_sync.h), not in MPI.
+    const std::string out = run_case(which, 2, {0}, {}, true, "TSHMEM_DEBUG_NODE_SIZE=0");
+    EXPECT_NE(out.find("waited 3000 ms for node-local PE 1 to join a barrier or allreduce (shared memory)"),
+              std::string::npos)
+        << out;
   } else if (which == "stop-finalize") {
     run_case(which, 2, {0});
   } else if (which == "kill-barrier") {
