@@ -385,6 +385,7 @@ void finalize_context() {
     return;
   }
   const CallScope scope("tshmem_finalize");
+  const CallDeadline deadline(ctx->boot->bounds());  // one bound for the rendezvous and the teardown's collectives
   // The finalize rendezvous is checked like any collective: a PE still allocating is named, not hung. In the failed
   // state (an earlier collective passed its bound: a PE stopped or gone) there is no rendezvous: finalize tears down
   // without waiting for other PEs, and so does a rendezvous that itself passes its bound.

@@ -33,6 +33,21 @@ class CallScope {
 /// The calling thread's tshmem call, or "a tshmem call" outside any scope.
 const char *current_call();
 
+/// One bound for a whole call that waits more than once (a rendezvous: its quiet, then its agreement): while it
+/// lives, a WaitClock of this thread that starts more than a second into the call ends at `bound` after the call
+/// began, though never less than a second after the wait itself began (the other PEs get that long to arrive after
+/// this PE's own first wait used the bound up). So the call ends within its bound and a second.
+class CallDeadline {
+ public:
+  explicit CallDeadline(const WaitBounds &bounds);
+  ~CallDeadline();
+  CallDeadline(const CallDeadline &) = delete;
+  CallDeadline &operator=(const CallDeadline &) = delete;
+
+ private:
+  bool outermost_;
+};
+
 /// One wait on other PEs. The caller polls and, after each poll that found nothing, calls keep_waiting().
 class WaitClock {
  public:
@@ -53,6 +68,7 @@ class WaitClock {
   int my_pe_;
   std::string what_;
   Clock::time_point start_;
+  int64_t limit_ms_;  ///< from start_: the bound, or less under a CallDeadline
   uint64_t polls_ = 0;
   bool warned_ = false;
 };
