@@ -247,6 +247,10 @@ Status parse_env(EnvOptions *out, GetenvFn getenv_fn, bool nvshmem_names) {
   if (options.proxy_timeout_ms < 1 || options.proxy_timeout_ms > kMaxTimeoutMs)
     return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_PROXY_TIMEOUT_MS=%lld: must be 1 to %lld (one day) milliseconds",
                      static_cast<long long>(options.proxy_timeout_ms), static_cast<long long>(kMaxTimeoutMs));
+  if (options.wait_warn_ms < 0 || options.wait_warn_ms > kMaxTimeoutMs)
+    return set_error(TSHMEM_ERR_CONFIG,
+                     "TSHMEM_WAIT_WARN_MS=%lld: must be 0 (no warning) to %lld (one day) milliseconds",
+                     static_cast<long long>(options.wait_warn_ms), static_cast<long long>(kMaxTimeoutMs));
   // The proxy's sizes are checked here, not when a job first spans nodes: a value that would fail there fails
   // on one node too, and tshmem-info never prints a figure for it.
   const int64_t ring = options.proxy_ring;

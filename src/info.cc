@@ -15,6 +15,7 @@
 #include "cuda/gpu_runtime.h"
 #include "env.h"
 #include "init_steps.h"
+#include "mem/handle_exchange.h"
 #include "transport/mpi_transport.h"
 #include "transport/proxy.h"
 #include "tshmem/device/internal_regions.h"
@@ -277,6 +278,23 @@ extern "C" TSHMEM_API size_t tshmemx_info(int json, char *buffer, size_t capacit
       "tshmemx_info",
       [&]() -> size_t {
         const std::string text = tshmemi::info_text(json != 0);
+        if (buffer != nullptr && capacity > 0) {
+          const size_t n = text.size() < capacity - 1 ? text.size() : capacity - 1;
+          std::memcpy(buffer, text.data(), n);
+          buffer[n] = '\0';
+        }
+        return text.size();
+      },
+      size_t{0});
+}
+
+extern "C" TSHMEM_API size_t tshmemx_stale_files(int remove, char *buffer, size_t capacity) {
+  return tshmemi::guarded(
+      "tshmemx_stale_files",
+      [&]() -> size_t {
+        std::string text;
+        for (const std::string &path : tshmemi::stale_exchange_directories(remove != 0))
+          text += path + (remove != 0 ? " (removed)\n" : "\n");
         if (buffer != nullptr && capacity > 0) {
           const size_t n = text.size() < capacity - 1 ? text.size() : capacity - 1;
           std::memcpy(buffer, text.data(), n);

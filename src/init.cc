@@ -120,6 +120,7 @@ Status create_proxy(Context &ctx) {
   config.chunk_bytes = ctx.env.proxy_chunk;
   config.ring_entries = static_cast<uint32_t>(ctx.env.proxy_ring);
   config.timeout_ms = ctx.env.proxy_timeout_ms;
+  config.warn_ms = ctx.env.wait_warn_ms;
   config.device_wait_timeout_ms = ctx.env.wait_timeout_ms;
   TSHMEM_CHECK(make_proxy(*ctx.boot, *ctx.mem, ctx.env.symmetric_size, config,
                           ctx.mem->device_memory() ? ctx.cuda_device : -1, &ctx.proxy, &ctx.offnode_reason));
@@ -145,7 +146,7 @@ void attach_node_sync(Context &ctx) {
     if (page == nullptr) return;
     pages.push_back(page);
   }
-  boot.attach_node_sync(std::make_unique<NodeSync>(std::move(pages), boot.local_rank()));
+  boot.attach_node_sync(std::make_unique<NodeSync>(std::move(pages), boot.local_rank(), &boot.bounds()));
 }
 
 // The device state from the parts init made (cuda/gpu_runtime.h).
@@ -209,9 +210,14 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
   if (env_status == TSHMEM_SUCCESS &&
       (ctx.env.mem_backend == "shm" || (ctx.env.mem_backend == "auto" && !TSHMEM_HAVE_CUDA)))
     early_heap = ShmHeapReservation::start(ctx.env.symmetric_size);
+  // Every wait of init on other PEs is bounded too, by the init bound (a step's own work, as mapping a large heap,
+  // may keep a PE from the next collective for a while); a malformed environment keeps the defaults until init fails.
+  WaitBounds bounds;
+  if (env_status == TSHMEM_SUCCESS) bounds = {ctx.env.init_timeout_ms, ctx.env.wait_warn_ms};
   TSHMEM_CHECK(callbacks != nullptr ? make_callback_bootstrap(*callbacks, node_size, &ctx.boot)
                                     : make_mpi_bootstrap((flags & TSHMEMX_INIT_WITH_MPI_COMM) ? mpi_comm : nullptr,
-                                                         node_size, &ctx.boot));
+                                                         node_size, bounds, &ctx.boot));
+  ctx.boot->set_bounds(bounds);
   Bootstrap &boot = *ctx.boot;
   log_set_pe(boot.rank(), boot.size());
 #if TSHMEM_HAVE_CUDA
@@ -342,6 +348,7 @@ Status init_context(unsigned flags, const void *mpi_comm, int requested, int *pr
   if (g_context.load() != nullptr)
     return set_error(TSHMEM_ERR_INVALID_ARG, "tshmem_init: already initialised (call tshmem_finalize first)");
   clear_last_error();
+  const CallScope scope("tshmem_init");
   auto ctx = std::make_unique<Context>();
   InitProgress progress;
   const Status status = init_steps(*ctx, flags, mpi_comm, callbacks, requested, provided, &progress);
@@ -361,6 +368,8 @@ Status init_context(unsigned flags, const void *mpi_comm, int requested, int *pr
     return set_error_message(status, message);
   }
   *provided = ctx->thread_level;
+  // From here on the waits of calls on other PEs end at TSHMEM_PROXY_TIMEOUT_MS.
+  ctx->boot->set_bounds({ctx->env.proxy_timeout_ms, ctx->env.wait_warn_ms});
   g_thread_level.store(ctx->thread_level, std::memory_order_release);
   g_context.store(ctx.release(), std::memory_order_release);
   return TSHMEM_SUCCESS;
@@ -375,12 +384,18 @@ void finalize_context() {
     g_finalizing.store(false, std::memory_order_release);
     return;
   }
-  // The finalize rendezvous is checked like any collective: a PE still allocating is named, not hung.
-  if (ctx->rendezvous->finalize() != TSHMEM_SUCCESS) {
+  const CallScope scope("tshmem_finalize");
+  const CallDeadline deadline(ctx->boot->bounds());  // one bound for the rendezvous and the teardown's collectives
+  // The finalize rendezvous is checked like any collective: a PE still allocating is named, not hung. In the failed
+  // state (an earlier collective passed its bound: a PE stopped or gone) there is no rendezvous: finalize tears down
+  // without waiting for other PEs, and so does a rendezvous that itself passes its bound.
+  Status failure = ctx->boot->usable("tshmem_finalize");
+  if (failure == TSHMEM_SUCCESS) failure = ctx->rendezvous->finalize();
+  std::string failure_message = failure != TSHMEM_SUCCESS ? last_error_message() : std::string();
+  if (failure != TSHMEM_SUCCESS && !ctx->boot->failed()) {
     // Some PE is not finalizing: tearing down now would leave it in a collective nobody else joins.
     // tshmem stays initialised everywhere; the error (on every PE) says which PE did what.
-    set_error_message(static_cast<Status>(last_error_code()),
-                      last_error_message() + " tshmem_finalize did nothing: call it again on every PE.");
+    set_error_message(failure, failure_message + " tshmem_finalize did nothing: call it again on every PE.");
     g_finalizing.store(false, std::memory_order_release);
     return;
   }
@@ -395,10 +410,26 @@ void finalize_context() {
   Status lost = TSHMEM_SUCCESS;
   std::string lost_message;
   if (ctx->proxy && (lost = ctx->proxy->destroy()) != TSHMEM_SUCCESS) lost_message = last_error_message();
-  ctx->mem->destroy(*ctx->boot);
+  ctx->mem->destroy(*ctx->boot);  // in the failed state its barrier fails at once, and it releases what it holds
+  const bool failed = ctx->boot->failed();
   delete ctx;
+  log_flush_throttled();
   log_set_pe(-1, -1);
-  if (lost != TSHMEM_SUCCESS) set_error_message(lost, lost_message);
+  if (failed) {
+    if (failure == TSHMEM_SUCCESS) {  // the failure came during the teardown
+      failure = TSHMEM_ERR_TIMEOUT;
+      failure_message = lost != TSHMEM_SUCCESS ? lost_message : std::string("a collective of the teardown failed");
+    }
+    // The failure's own text, without a second "tshmem_finalize: " in front.
+    const std::string prefix = "tshmem_finalize: ";
+    if (failure_message.compare(0, prefix.size(), prefix) == 0) failure_message.erase(0, prefix.size());
+    set_error(failure,
+              "tshmem_finalize: tshmem is in a failed state, so it tears down without waiting for other PEs (what "
+              "was in flight to them is lost): %s",
+              failure_message.c_str());
+  } else if (lost != TSHMEM_SUCCESS) {
+    set_error_message(lost, lost_message);
+  }
 }
 
 }  // namespace tshmemi

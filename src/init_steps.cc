@@ -29,6 +29,7 @@ constexpr int kPauseSeconds = 300;
 struct ArmedFault {
   FaultSpec spec;
   bool selects_me = false;
+  bool paused = false;  ///< paused once already (pause_if_armed): the step then fails without a second pause
 };
 ArmedFault g_armed;  // init runs on one thread; armed only while it runs
 
@@ -129,9 +130,19 @@ Status arm_faults(const FaultSpec &spec, int my_pe, int n_pes) {
 
 void disarm_faults() { g_armed = ArmedFault{}; }
 
+void pause_if_armed(Bootstrap &boot, InitStep step) {
+  if (!g_armed.selects_me || g_armed.spec.step != static_cast<int>(step) || !g_armed.spec.pause || g_armed.paused)
+    return;
+  g_armed.paused = true;
+  std::fprintf(stderr, "tshmem: PE %d (pid %d) paused at init step %s (TSHMEM_DEBUG_FAIL=%s)\n", boot.rank(),
+               static_cast<int>(getpid()), init_step_name(step), g_armed.spec.text.c_str());
+  std::fflush(stderr);
+  for (int i = 0; i < kPauseSeconds; ++i) sleep(1);
+}
+
 Status injected_fault(Bootstrap &boot, InitStep step) {
   if (!g_armed.selects_me || g_armed.spec.step != static_cast<int>(step)) return TSHMEM_SUCCESS;
-  if (g_armed.spec.pause) {
+  if (g_armed.spec.pause && !g_armed.paused) {
     // For the kill tests: the line says where this PE stands; the test kills the job while it waits.
     std::fprintf(stderr, "tshmem: PE %d (pid %d) paused at init step %s (TSHMEM_DEBUG_FAIL=%s)\n", boot.rank(),
                  static_cast<int>(getpid()), init_step_name(step), g_armed.spec.text.c_str());

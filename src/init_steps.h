@@ -48,6 +48,11 @@ void disarm_faults();
 /// last error); TSHMEM_SUCCESS when no fault is armed for this step on this PE.
 Status injected_fault(Bootstrap &boot, InitStep step);
 
+/// For the kill tests: pauses here, inside the step's work, when TSHMEM_DEBUG_FAIL pauses at `step` on this PE (where
+/// the step holds what a kill must not leave behind: the descriptor exchange's sockets); the step's run_step then
+/// fails without pausing again.
+void pause_if_armed(Bootstrap &boot, InitStep step);
+
 /// Ends an init step on every PE: agrees on `local`. `detail` ("shm backend") is added to the step's text.
 Status agree_on_step(Bootstrap &boot, InitStep step, Status local, const char *detail = nullptr);
 

@@ -139,6 +139,13 @@ int tshmemx_ptr_checked(const void *dest, size_t bytes, int pe, void **out) __at
  */
 size_t tshmemx_info(int json, char *buffer, size_t capacity) __attribute__((visibility("default")));
 
+/**
+ * What tshmem left on this host after a job was killed (the descriptor exchange's socket directories in $TMPDIR or
+ * /tmp whose creating process is gone; the heaps themselves have no name), one path a line; removed when
+ * remove != 0 (then each line says so). Buffer and return as tshmemx_info. Never touches a live job's files.
+ */
+size_t tshmemx_stale_files(int remove, char *buffer, size_t capacity) __attribute__((visibility("default")));
+
 /** Number of PEs on this node and this PE's index among them. */
 int tshmemx_local_pe(void) __attribute__((visibility("default")));
 int tshmemx_local_n_pes(void) __attribute__((visibility("default")));

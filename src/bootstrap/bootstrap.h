@@ -3,11 +3,16 @@
 // PMIx or unique-id bootstrap could be added without touching the heap.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
+#include "bootstrap/bounded_wait.h"
 #include "common/error.h"
 
 namespace tshmemi {
@@ -49,6 +54,23 @@ class Bootstrap {
   /// for a bootstrap without one (callbacks), which no off-node transport can use.
   virtual const void *native_comm() const = 0;
 
+  /// The bounds of every collective's wait (bounded_wait.h): TSHMEM_INIT_TIMEOUT_MS during init, then
+  /// TSHMEM_PROXY_TIMEOUT_MS. Set before the first collective and once init has succeeded (no other thread calls yet).
+  void set_bounds(const WaitBounds &bounds) { bounds_ = bounds; }
+  const WaitBounds &bounds() const { return bounds_; }
+
+  /// The failed state. A collective that passed its bound (a PE stopped or gone) or met an MPI error leaves the
+  /// PEs' collectives out of step for good: from then on every collective fails at once, saying why, and finalize
+  /// tears down without waiting for other PEs. Entered once; the first failure is what later calls report.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  /// TSHMEM_SUCCESS, or (failed) the error "<call>: tshmem is in a failed state since ...".
+  Status usable(const char *call) const;
+  /// Enters the failed state with `message` (unless already in it) and returns `status` with the message and what
+  /// the state means as the last error.
+  Status fail(Status status, const std::string &message);
+  /// `listener` learns of the failure once, on the thread that failed (the off-node proxy stops its path too).
+  void on_failure(std::function<void(Status, const std::string &)> listener);
+
   /// From now on barrier() and allreduces of up to NodeSync::kMaxWords words meet in `sync`: shared memory of the
   /// job's PEs, all on one node. Every PE attaches at the same point of its collective calls (after an agreed init
   /// step) and detaches at the same point, before the memory under it goes, so all PEs always take one path.
@@ -62,18 +84,27 @@ class Bootstrap {
   virtual Status allreduce_impl(const int64_t *in, int64_t *out, int count, ReduceOp op) = 0;
 
   std::unique_ptr<NodeSync> node_sync_;
+  WaitBounds bounds_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   int thread_level_ = TSHMEM_THREAD_SINGLE;
   bool initialised_by_tshmem_ = false;
   std::vector<int> local_pes_;
   std::vector<int> node_of_pe_;
+
+ private:
+  std::atomic<bool> failed_{false};
+  mutable std::mutex failure_mutex_;
+  Status failure_code_ = TSHMEM_SUCCESS;
+  std::string failure_;
+  std::function<void(Status, const std::string &)> failure_listener_;
 };
 
 /// Creates the MPI bootstrap over `comm` (a pointer to an MPI_Comm, or nullptr for MPI_COMM_WORLD).
 /// Initialises MPI if the application has not; the bootstrap then finalises it when destroyed.
 /// `node_size` > 0 (TSHMEM_DEBUG_NODE_SIZE) splits every node into groups of that many consecutive
 /// node-local PEs, each treated as a node of its own: the off-node paths run on one host.
-Status make_mpi_bootstrap(const void *comm, int node_size, std::unique_ptr<Bootstrap> *out);
+/// Every wait of its collectives, its own start included, is bounded by `bounds`.
+Status make_mpi_bootstrap(const void *comm, int node_size, const WaitBounds &bounds, std::unique_ptr<Bootstrap> *out);
 
 /// Creates the bootstrap over the application's all-gather and barrier (tshmemx_init_callbacks;
 /// bootstrap_callbacks.cc): no MPI. Nodes are PEs of one host (TSHMEM_DEBUG_NODE_SIZE splits them as above).

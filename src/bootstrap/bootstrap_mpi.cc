@@ -1,8 +1,11 @@
-// The MPI implementation of the bootstrap interface.
+// The MPI implementation of the bootstrap interface. Every collective is MPI's non-blocking form, tested until it
+// completes or its bound passes (bounded_wait.h): a PE that stopped or died cannot hold the others in MPI for ever.
+// Its buffers are the bootstrap's own copies, so a collective given up on may still complete into them later.
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/mpi_status.h"
@@ -38,8 +41,14 @@ int to_tshmem_level(int mpi_level) {
 class MpiBootstrap final : public Bootstrap {
  public:
   ~MpiBootstrap() override {
-    if (local_comm_ != MPI_COMM_NULL) MPI_Comm_free(&local_comm_);
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    // A failed bootstrap may still have collectives in flight on its communicators (given up on, never completed):
+    // those and their buffers stay, as MPI may complete them while it finalises.
+    if (failed()) {
+      for (std::unique_ptr<char[]> &buffer : abandoned_) (void)buffer.release();
+    } else {
+      if (local_comm_ != MPI_COMM_NULL) MPI_Comm_free(&local_comm_);
+      if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    }
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (initialised_by_tshmem_ && !finalized) MPI_Finalize();
@@ -66,7 +75,10 @@ class MpiBootstrap final : public Bootstrap {
     if (parent == MPI_COMM_NULL)
       return set_error(TSHMEM_ERR_INVALID_ARG, "tshmemx_init_attr: attr->mpi_comm is MPI_COMM_NULL");
     // Our own communicators: the application's traffic never matches ours, and errors come back as codes.
-    TSHMEMI_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
+    TSHMEMI_MPI_CHECK(MPI_Comm_rank(parent, &rank_));
+    MPI_Request dup = MPI_REQUEST_NULL;
+    TSHMEMI_MPI_CHECK(MPI_Comm_idup(parent, &comm_, &dup));
+    TSHMEM_CHECK(complete(&dup, nullptr, "every PE to start tshmem_init (MPI_Comm_idup)"));
     TSHMEMI_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     TSHMEMI_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     TSHMEMI_MPI_CHECK(MPI_Comm_size(comm_, &size_));
@@ -81,7 +93,7 @@ class MpiBootstrap final : public Bootstrap {
     TSHMEMI_MPI_CHECK(MPI_Comm_rank(local_comm_, &host_rank));
     const int mine[2] = {rank_, node_size};
     std::vector<int> host(2 * static_cast<size_t>(host_size));
-    TSHMEMI_MPI_CHECK(MPI_Allgather(mine, 2, MPI_INT, host.data(), 2, MPI_INT, local_comm_));
+    TSHMEM_CHECK(gather(mine, host.data(), sizeof(mine), local_comm_, "every PE of this host to start tshmem_init"));
     bool split = false;
     for (int i = 0; i < host_size; ++i) split = split || host[2 * static_cast<size_t>(i) + 1] > 0;
     if (split) {
@@ -95,14 +107,14 @@ class MpiBootstrap final : public Bootstrap {
     TSHMEMI_MPI_CHECK(MPI_Comm_size(local_comm_, &local_size_));
     local_pes_.assign(static_cast<size_t>(local_size_), 0);
     if (split) {
-      TSHMEMI_MPI_CHECK(MPI_Allgather(&rank_, 1, MPI_INT, local_pes_.data(), 1, MPI_INT, local_comm_));
+      TSHMEM_CHECK(gather(&rank_, local_pes_.data(), sizeof(int), local_comm_, "every PE of this node to start"));
     } else {
       for (int i = 0; i < host_size; ++i) local_pes_[static_cast<size_t>(i)] = host[2 * static_cast<size_t>(i)];
     }
     // Node number: the lowest PE on the node names it; then renumber densely.
     const int leader = *std::min_element(local_pes_.begin(), local_pes_.end());
     std::vector<int> leaders(static_cast<size_t>(size_));
-    TSHMEMI_MPI_CHECK(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm_));
+    TSHMEM_CHECK(gather(&leader, leaders.data(), sizeof(int), comm_, "every PE to start tshmem_init"));
     std::vector<int> distinct = leaders;
     std::sort(distinct.begin(), distinct.end());
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
@@ -114,30 +126,47 @@ class MpiBootstrap final : public Bootstrap {
   }
 
   Status barrier_impl() override {
-    TSHMEMI_MPI_CHECK(MPI_Barrier(comm_));
-    return TSHMEM_SUCCESS;
+    TSHMEM_CHECK(usable(current_call()));
+    MPI_Request request = MPI_REQUEST_NULL;
+    TSHMEM_CHECK(started("MPI_Ibarrier", MPI_Ibarrier(comm_, &request)));
+    return complete(&request, nullptr, "every PE to join a barrier (MPI_Ibarrier)");
   }
   Status allreduce_impl(const int64_t *in, int64_t *out, int count, ReduceOp op) override {
-    TSHMEMI_MPI_CHECK(MPI_Allreduce(in, out, count, MPI_INT64_T, to_mpi(op), comm_));
+    TSHMEM_CHECK(usable(current_call()));
+    const size_t bytes = sizeof(int64_t) * static_cast<size_t>(count);
+    std::unique_ptr<char[]> buffer(new char[2 * bytes + 1]);
+    std::memcpy(buffer.get(), in, bytes);
+    MPI_Request request = MPI_REQUEST_NULL;
+    TSHMEM_CHECK(started("MPI_Iallreduce", MPI_Iallreduce(buffer.get(), buffer.get() + bytes, count, MPI_INT64_T,
+                                                          to_mpi(op), comm_, &request)));
+    TSHMEM_CHECK(complete(&request, &buffer, "every PE to join an allreduce (MPI_Iallreduce)"));
+    std::memcpy(out, buffer.get() + bytes, bytes);
     return TSHMEM_SUCCESS;
   }
   Status allgather(const void *in, void *out, size_t bytes) override {
-    TSHMEMI_MPI_CHECK(
-        MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm_));
-    return TSHMEM_SUCCESS;
+    TSHMEM_CHECK(usable(current_call()));
+    return gather(in, out, bytes, comm_, "every PE to join an allgather (MPI_Iallgather)");
   }
   Status broadcast(void *buffer, size_t bytes, int root) override {
-    TSHMEMI_MPI_CHECK(MPI_Bcast(buffer, static_cast<int>(bytes), MPI_BYTE, root, comm_));
+    TSHMEM_CHECK(usable(current_call()));
+    std::unique_ptr<char[]> copy(new char[bytes + 1]);
+    std::memcpy(copy.get(), buffer, bytes);
+    MPI_Request request = MPI_REQUEST_NULL;
+    TSHMEM_CHECK(
+        started("MPI_Ibcast", MPI_Ibcast(copy.get(), static_cast<int>(bytes), MPI_BYTE, root, comm_, &request)));
+    TSHMEM_CHECK(complete(&request, &copy, format("PE %d's broadcast (MPI_Ibcast)", root)));
+    std::memcpy(buffer, copy.get(), bytes);
     return TSHMEM_SUCCESS;
   }
   Status local_allgather(const void *in, void *out, size_t bytes) override {
-    TSHMEMI_MPI_CHECK(
-        MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, local_comm_));
-    return TSHMEM_SUCCESS;
+    TSHMEM_CHECK(usable(current_call()));
+    return gather(in, out, bytes, local_comm_, "every PE of this node to join an allgather (MPI_Iallgather)");
   }
   Status local_barrier() override {
-    TSHMEMI_MPI_CHECK(MPI_Barrier(local_comm_));
-    return TSHMEM_SUCCESS;
+    TSHMEM_CHECK(usable(current_call()));
+    MPI_Request request = MPI_REQUEST_NULL;
+    TSHMEM_CHECK(started("MPI_Ibarrier", MPI_Ibarrier(local_comm_, &request)));
+    return complete(&request, nullptr, "every PE of this node to join a barrier (MPI_Ibarrier)");
   }
   const void *native_comm() const override { return &comm_; }
   [[noreturn]] void abort(int status) override {
@@ -146,14 +175,58 @@ class MpiBootstrap final : public Bootstrap {
   }
 
  private:
+  // An MPI error starting a collective: the PEs' collectives are out of step from here on.
+  Status started(const char *call, int code) {
+    if (code == MPI_SUCCESS) return TSHMEM_SUCCESS;
+    mpi_error(call, code);
+    return fail(TSHMEM_ERR_MPI, format("%s: %s", current_call(), last_error_message().c_str()));
+  }
+
+  // Tests `request` until it completes, within the bound. Given up on, it stays in flight, and so does `buffer`
+  // (what MPI reads and writes for it): both are kept for the rest of the process.
+  Status complete(MPI_Request *request, std::unique_ptr<char[]> *buffer, const std::string &what) {
+    WaitClock clock(bounds_, rank_, what);
+    for (;;) {
+      int done = 0;
+      const int code = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+      if (code != MPI_SUCCESS) {
+        mpi_error("MPI_Test", code);
+        return fail(TSHMEM_ERR_MPI,
+                    format("%s: waiting for %s: %s", current_call(), what.c_str(), last_error_message().c_str()));
+      }
+      if (done) return TSHMEM_SUCCESS;
+      if (!clock.keep_waiting()) {
+        if (buffer != nullptr) abandoned_.push_back(std::move(*buffer));
+        return fail(TSHMEM_ERR_TIMEOUT, clock.expired_message());
+      }
+    }
+  }
+
+  // An allgather of `bytes` per PE over `comm`, within the bound.
+  Status gather(const void *in, void *out, size_t bytes, MPI_Comm comm, const std::string &what) {
+    int n = 0;
+    TSHMEMI_MPI_CHECK(MPI_Comm_size(comm, &n));
+    std::unique_ptr<char[]> buffer(new char[bytes * (static_cast<size_t>(n) + 1) + 1]);
+    std::memcpy(buffer.get(), in, bytes);
+    MPI_Request request = MPI_REQUEST_NULL;
+    TSHMEM_CHECK(
+        started("MPI_Iallgather", MPI_Iallgather(buffer.get(), static_cast<int>(bytes), MPI_BYTE, buffer.get() + bytes,
+                                                 static_cast<int>(bytes), MPI_BYTE, comm, &request)));
+    TSHMEM_CHECK(complete(&request, &buffer, what));
+    std::memcpy(out, buffer.get() + bytes, bytes * static_cast<size_t>(n));
+    return TSHMEM_SUCCESS;
+  }
+
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm local_comm_ = MPI_COMM_NULL;
+  std::vector<std::unique_ptr<char[]>> abandoned_;  ///< buffers of collectives given up on (failed state)
 };
 
 }  // namespace
 
-Status make_mpi_bootstrap(const void *comm, int node_size, std::unique_ptr<Bootstrap> *out) {
+Status make_mpi_bootstrap(const void *comm, int node_size, const WaitBounds &bounds, std::unique_ptr<Bootstrap> *out) {
   auto bootstrap = std::make_unique<MpiBootstrap>();
+  bootstrap->set_bounds(bounds);
   TSHMEM_CHECK(bootstrap->init(comm, node_size));
   *out = std::move(bootstrap);
   return TSHMEM_SUCCESS;

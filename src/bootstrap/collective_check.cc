@@ -86,11 +86,13 @@ void note_next_collective(std::string description, std::string error) {
 void drop_collective_note() { t_note = CallNote{}; }
 
 Status CollectiveCheck::agree(const CollectiveRequest &request) {
+  const CallScope scope(request.call);  // names the call in a wait's messages
   const std::lock_guard<std::mutex> lock(mutex_);
   return agree_locked(request);
 }
 
 Status CollectiveCheck::agree_then_min(const CollectiveRequest &request, const int64_t *in, int64_t *out, int count) {
+  const CallScope scope(request.call);
   const std::lock_guard<std::mutex> lock(mutex_);
   TSHMEM_CHECK(agree_locked(request));
   return boot_.allreduce(in, out, count, ReduceOp::kMin);

@@ -82,6 +82,8 @@ class CollectiveCheck {
   Status agree_then_min(const CollectiveRequest &request, const int64_t *in, int64_t *out, int count);
 
   static constexpr bool enabled() { return TSHMEM_SYMMETRY_CHECK != 0; }
+  /// The bounds of its waits (the bootstrap's).
+  const WaitBounds &bounds() const { return boot_.bounds(); }
 
  private:
   Status agree_locked(const CollectiveRequest &request);

@@ -58,7 +58,14 @@ class MpiMessenger final : public Messenger {
     }
     int flag = 0;
     MPI_Status status;
-    TSHMEMI_MPI_CHECK(MPI_Test(handle_of(request), &flag, &status));
+    const int code = MPI_Test(handle_of(request), &flag, &status);
+    if (code != MPI_SUCCESS) {
+      // The request ended with an error (MPI_ERR_TRUNCATE: a message larger than its buffer): MPI has completed it
+      // and may have freed or replaced the handle, so it is never cancelled, waited for or freed again.
+      request->active = false;
+      *done = true;
+      return mpi_error("MPI_Test", code);
+    }
     if (!flag) return TSHMEM_SUCCESS;
     request->active = false;
     *done = true;
@@ -71,17 +78,18 @@ class MpiMessenger final : public Messenger {
     return TSHMEM_SUCCESS;
   }
 
+  // Only on a request MPI still holds for us (active, not null): a handle MPI completed is invalid, and an invalid
+  // handle's error goes to MPI_COMM_WORLD's handler, which aborts the job by default.
   void cancel(Request *request) override {
-    if (!request->active) return;
-    MPI_Cancel(handle_of(request));
-    MPI_Wait(handle_of(request), MPI_STATUS_IGNORE);
+    if (!request->active || *handle_of(request) == MPI_REQUEST_NULL) return;
     request->active = false;
+    if (MPI_Cancel(handle_of(request)) == MPI_SUCCESS) MPI_Wait(handle_of(request), MPI_STATUS_IGNORE);
   }
 
   void release(Request *request) override {
-    if (!request->active) return;
-    MPI_Request_free(handle_of(request));
+    if (!request->active || *handle_of(request) == MPI_REQUEST_NULL) return;
     request->active = false;
+    MPI_Request_free(handle_of(request));
   }
 
  private:
@@ -108,7 +116,18 @@ Status make_mpi_messenger(Bootstrap &boot, std::unique_ptr<Messenger> *out, std:
   }
   const MPI_Comm parent = *static_cast<const MPI_Comm *>(boot.native_comm());
   MPI_Comm comm = MPI_COMM_NULL;
-  TSHMEMI_MPI_CHECK(MPI_Comm_dup(parent, &comm));  // collective: every PE is here
+  MPI_Request dup = MPI_REQUEST_NULL;
+  TSHMEMI_MPI_CHECK(MPI_Comm_idup(parent, &comm, &dup));  // collective: bounded like the bootstrap's own
+  WaitClock clock(boot.bounds(), boot.rank(), "every PE to make the off-node proxy's communicator (MPI_Comm_idup)");
+  for (int done = 0;;) {
+    const int code = MPI_Test(&dup, &done, MPI_STATUS_IGNORE);
+    if (code != MPI_SUCCESS) {
+      mpi_error("MPI_Test", code);
+      return boot.fail(TSHMEM_ERR_MPI, format("%s: %s", current_call(), last_error_message().c_str()));
+    }
+    if (done) break;
+    if (!clock.keep_waiting()) return boot.fail(TSHMEM_ERR_TIMEOUT, clock.expired_message());
+  }
   TSHMEMI_MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
   *out = std::make_unique<MpiMessenger>(comm);
   return TSHMEM_SUCCESS;

@@ -31,18 +31,28 @@ const char *op_name(int32_t op) {
 
 }  // namespace
 
-NodeSync::NodeSync(std::vector<void *> pages, int me) : pages_(std::move(pages)), me_(static_cast<size_t>(me)) {
+NodeSync::NodeSync(std::vector<void *> pages, int me, const WaitBounds *bounds)
+    : pages_(std::move(pages)), me_(static_cast<size_t>(me)), bounds_(bounds) {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   oversubscribed_ = cpus > 0 && static_cast<long>(pages_.size()) > cpus;
 }
 
-void NodeSync::wait_for(const Slot &s, uint64_t call) const {
-  for (unsigned spins = 0; s.call.load(std::memory_order_acquire) != call; ++spins) {
-    if (oversubscribed_ || spins >= kSpinsBeforeYield)
-      sched_yield();
-    else
-      cpu_relax();
+Status NodeSync::wait_for(const Slot &s, uint64_t call, size_t pe) const {
+  for (unsigned spins = 0; spins < kSpinsBeforeYield && !oversubscribed_; ++spins) {
+    if (s.call.load(std::memory_order_acquire) == call) return TSHMEM_SUCCESS;
+    cpu_relax();
   }
+  // A PE that is not here within the spins may be descheduled, stopped or gone: the wait is bounded.
+  static const WaitBounds kDefaults;
+  WaitClock clock(bounds_ != nullptr ? *bounds_ : kDefaults, static_cast<int>(me_),
+                  format("node-local PE %zu to join a barrier or allreduce "
+                         "(shared memory)",
+                         pe));
+  while (s.call.load(std::memory_order_acquire) != call) {
+    sched_yield();
+    if (!clock.keep_waiting()) return set_error(TSHMEM_ERR_TIMEOUT, "%s", clock.expired_message().c_str());
+  }
+  return TSHMEM_SUCCESS;
 }
 
 Status NodeSync::allreduce(const int64_t *in, int64_t *out, int count, ReduceOp op) {
@@ -60,7 +70,7 @@ Status NodeSync::allreduce(const int64_t *in, int64_t *out, int count, ReduceOp 
   bool same_call = true;
   for (size_t pe = 0; pe < pages_.size(); ++pe) {
     const Slot &theirs = slot(pe, call);
-    wait_for(theirs, call);
+    TSHMEM_CHECK(wait_for(theirs, call, pe));
     same_call = same_call && theirs.count == count && theirs.op == static_cast<int32_t>(op);
     if (!same_call || pe == me_) continue;
     for (int i = 0; i < count; ++i) {
@@ -91,12 +101,17 @@ Bootstrap::Bootstrap() = default;
 Bootstrap::~Bootstrap() = default;
 
 Status Bootstrap::barrier() {
-  return node_sync_ ? node_sync_->allreduce(nullptr, nullptr, 0, ReduceOp::kMin) : barrier_impl();
+  TSHMEM_CHECK(usable(current_call()));
+  if (!node_sync_) return barrier_impl();
+  const Status status = node_sync_->allreduce(nullptr, nullptr, 0, ReduceOp::kMin);
+  return status == TSHMEM_SUCCESS ? status : fail(status, last_error_message());
 }
 
 Status Bootstrap::allreduce(const int64_t *in, int64_t *out, int count, ReduceOp op) {
-  if (node_sync_ && count <= NodeSync::kMaxWords) return node_sync_->allreduce(in, out, count, op);
-  return allreduce_impl(in, out, count, op);
+  TSHMEM_CHECK(usable(current_call()));
+  if (!node_sync_ || count > NodeSync::kMaxWords) return allreduce_impl(in, out, count, op);
+  const Status status = node_sync_->allreduce(in, out, count, op);
+  return status == TSHMEM_SUCCESS ? status : fail(status, last_error_message());
 }
 
 void Bootstrap::attach_node_sync(std::unique_ptr<NodeSync> sync) { node_sync_ = std::move(sync); }

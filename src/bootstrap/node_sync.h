@@ -30,7 +30,9 @@ class NodeSync {
 
   /// `pages[i]`: where this PE sees the page of the node's i-th PE, `me` being this PE's index; the pages are
   /// zero. Every PE of the job must be among them (a job on one node).
-  NodeSync(std::vector<void *> pages, int me);
+  /// Every wait for a peer's slot is bounded by `*bounds` (a PE stopped or gone: TSHMEM_ERR_TIMEOUT), read at each
+  /// wait (the bootstrap's, which outlive the sync; null: the defaults).
+  NodeSync(std::vector<void *> pages, int me, const WaitBounds *bounds = nullptr);
 
   /// Collective over the node's PEs: `out[i]` = op over every PE's `in[i]`, the same on every PE; count may be 0
   /// (a barrier). Every PE must pass the same count and op; if not, every PE fails with the same message.
@@ -48,10 +50,11 @@ class NodeSync {
   static_assert(std::atomic<uint64_t>::is_always_lock_free, "the call word is shared between processes");
 
   Slot &slot(size_t pe, uint64_t call) const { return reinterpret_cast<Slot *>(pages_[pe])[call & 1]; }
-  void wait_for(const Slot &slot, uint64_t call) const;
+  Status wait_for(const Slot &slot, uint64_t call, size_t pe) const;
 
   std::vector<void *> pages_;
   size_t me_;
+  const WaitBounds *bounds_;
   uint64_t calls_ = 0;
   bool oversubscribed_;  ///< more PEs on the node than CPUs: a waiting PE yields at once
 };

@@ -11,6 +11,8 @@ Status Rendezvous::barrier(CollectiveRequest request) { return meet(std::move(re
 Status Rendezvous::finalize() { return meet(CollectiveRequest("tshmem_finalize"), true); }
 
 Status Rendezvous::meet(CollectiveRequest request, bool quiet_may_fail) {
+  // One bound for the whole call: a quiet that waited the bound out on a stopped PE leaves the agreement a second.
+  const CallDeadline deadline(check_.bounds());
   const Status quiet = quiet_all();
   if (quiet != TSHMEM_SUCCESS && request.local_status == TSHMEM_SUCCESS && !quiet_may_fail) {
     request.local_status = quiet;

@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <new>
 
@@ -46,7 +49,84 @@ const char *level_name(LogLevel level) {
   return "?";
 }
 
+// The repeats log_throttled holds back, by key.
+struct Repeats {
+  std::chrono::steady_clock::time_point last_logged;
+  uint64_t held = 0;
+};
+struct Throttle {
+  std::mutex mutex;
+  std::map<std::string, Repeats> by_key;
+  ~Throttle() { flush(); }  // the end of the process says what was held back
+  void flush();
+};
+
+Throttle &throttle() {
+  static Throttle t;
+  return t;
+}
+
+// 612587 -> "612,587".
+std::string with_commas(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+void Throttle::flush() {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto &[key, repeats] : by_key)
+    if (repeats.held > 0) {
+      log_message(LogLevel::kWarn, kLogAll, "… %s more like this: %s", with_commas(repeats.held).c_str(), key.c_str());
+      repeats.held = 0;
+    }
+}
+
+// The key of an error's log line: its text with every number left out, and its status, so that a call failing in a
+// loop (after finalize, on a stopped path: the same words, other tickets or sizes) is one line and a count.
+std::string error_key(Status status, const std::string &message) {
+  std::string key;
+  for (size_t i = 0; i < message.size() && key.size() < 160; ++i) {
+    const bool digit = message[i] >= '0' && message[i] <= '9';
+    if (!digit)
+      key += message[i];
+    else if (key.empty() || key.back() != '#')
+      key += '#';
+  }
+  return key + " (" + tshmemx_strerror(status) + ")";
+}
+
 }  // namespace
+
+void log_throttled(LogLevel level, unsigned subsys, const std::string &key, const std::string &message) {
+  if (!log_enabled(level, subsys)) return;
+  constexpr auto kPause = std::chrono::seconds(1);
+  const auto now = std::chrono::steady_clock::now();
+  uint64_t held = 0;
+  {
+    Throttle &t = throttle();
+    std::lock_guard<std::mutex> lock(t.mutex);
+    if (t.by_key.size() > 256 && t.by_key.find(key) == t.by_key.end()) t.by_key.clear();  // bounded memory
+    auto [it, fresh] = t.by_key.try_emplace(key);
+    Repeats &r = it->second;
+    if (!fresh && now - r.last_logged < kPause) {
+      ++r.held;
+      return;
+    }
+    held = r.held;
+    r.held = 0;
+    r.last_logged = now;
+  }
+  if (held > 0)
+    log_message(level, subsys, "%s (… %s more like this)", message.c_str(), with_commas(held).c_str());
+  else
+    log_message(level, subsys, "%s", message.c_str());
+}
+
+void log_flush_throttled() { throttle().flush(); }
 
 std::string vformat(const char *fmt, va_list args) {
   va_list copy;
@@ -94,7 +174,9 @@ Status set_error_message(Status status, const std::string &message) {
   const bool repeated = error.code == status && error.message == message;  // passed up unchanged: logged once
   error.code = status;
   error.message = message;
-  if (!repeated) TSHMEMI_LOG(kWarn, kLogAll, "%s (%s)", message.c_str(), tshmemx_strerror(status));
+  if (!repeated)
+    log_throttled(LogLevel::kWarn, kLogAll, error_key(status, message),
+                  message + " (" + tshmemx_strerror(status) + ")");
   return status;
 }
 
@@ -134,7 +216,8 @@ void log_message(LogLevel level, unsigned /*subsys*/, const char *fmt, ...) {
   va_start(args, fmt);
   std::string body = vformat(fmt, args);
   va_end(args);
-  static std::mutex mutex;  // one line at a time from this process
+  static std::mutex &mutex = *new std::mutex;  // one line at a time from this process (never destroyed: the
+                                               // process's end still logs what log_throttled held back)
   std::lock_guard<std::mutex> lock(mutex);
   std::fprintf(stderr, "%s tshmem %s: %s\n", pe_tag().c_str(), level_name(level), body.c_str());
   std::fflush(stderr);

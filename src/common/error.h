@@ -71,6 +71,13 @@ void log_set_pe(int my_pe, int n_pes);
 bool log_enabled(LogLevel level, unsigned subsys);
 void log_message(LogLevel level, unsigned subsys, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/// Logs `message` unless a message of the same `key` was logged less than a second ago; those are counted, and the
+/// next one logged after the pause says how many were left out ("(… 612,587 more like this)"), as does the end of
+/// the process (or log_flush_throttled()) for a count still held.
+void log_throttled(LogLevel level, unsigned subsys, const std::string &key, const std::string &message);
+/// Prints the counts of repeats still held back by log_throttled.
+void log_flush_throttled();
+
 /// The "[PE 3/8 host:pid]" tag (or "[PE ?/? host:pid]" before init).
 std::string pe_tag();
 

@@ -1,5 +1,7 @@
 #include "heap/heap.h"
 
+#include "heap/reserved_rule.h"
+
 namespace tshmemi {
 namespace {
 
@@ -65,13 +67,14 @@ Status SymmetricHeap::check_user_range(const char *call, const char *what, const
     return set_error(TSHMEM_ERR_INVALID_ARG, "%s: %s [%p, +%llu bytes) is not inside the symmetric heap [%p, +%llu)",
                      call, what, ptr, static_cast<unsigned long long>(bytes), reinterpret_cast<void *>(base_),
                      static_cast<unsigned long long>(size_));
-  if (offset_of(ptr) < reserved_)
+  const char *region = reserved_region_touched(offset_of(ptr), bytes, reserved_, reserved_end_);
+  if (region != nullptr && region[0] == 's')
     return set_error(TSHMEM_ERR_INVALID_ARG,
                      "%s: %s [%p, +%llu bytes) overlaps tshmem's reserved region at the start of the heap [%p, +%llu) "
                      "(TSHMEM_INTERNAL_HEAP_BYTES): only memory from tshmem_malloc/calloc/align may be accessed",
                      call, what, ptr, static_cast<unsigned long long>(bytes), reinterpret_cast<void *>(base_),
                      static_cast<unsigned long long>(reserved_));
-  if (offset_of(ptr) + bytes > reserved_end_)
+  if (region != nullptr)
     return set_error(TSHMEM_ERR_INVALID_ARG,
                      "%s: %s [%p, +%llu bytes) overlaps tshmem's reserved region at the end of the heap [%p, +%llu) "
                      "(the collectives' area of a job that spans nodes): only memory from tshmem_malloc/calloc/align "

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "bootstrap/agree.h"
+#include "init_steps.h"
 
 namespace tshmemi {
 namespace {
@@ -94,19 +95,34 @@ Status wait_for(int fd, short events, const Deadline &deadline, const std::strin
   }
 }
 
-// $TMPDIR when it is absolute and short enough for every socket path, else /tmp.
-std::string directory_base() {
-  const char *tmpdir = std::getenv("TMPDIR");
-  if (tmpdir != nullptr && tmpdir[0] == '/' && std::strlen(tmpdir) + sizeof("/tshmem-4294967295-XXXXXX") < kDirBytes)
-    return tmpdir;
-  return "/tmp";
+// Whether `base` can hold the socket directory: an absolute path short enough for every socket path under it.
+bool fits(const char *base) {
+  return base != nullptr && base[0] == '/' && std::strlen(base) + sizeof("/tshmem-4294967295-XXXXXX") < kDirBytes;
 }
 
-// A job killed during the exchange leaves its directory (and the socket names in it): nothing runs in a
-// SIGKILLed process. The directory's name carries its creator's pid, so the next exchange on the node removes
-// every such directory of our uid whose creator is gone (a pid still in use, even by another program, keeps
-// its directory: never a live job's).
-void reap_stale_directories(const std::string &base) {
+// $TMPDIR when it fits, else /tmp: where directories of jobs that ended by a kill may be left (the reaper's place).
+std::string temporary_base() {
+  const char *tmpdir = std::getenv("TMPDIR");
+  return fits(tmpdir) ? tmpdir : "/tmp";
+}
+
+// The launcher's own directory of this job when it has one that fits and is ours (PMIx launchers: PMIX_SERVER_TMPDIR;
+// Open MPI: its job-family session directory): the launcher removes it when the job ends, however its processes
+// ended, so a PE killed during the exchange leaves nothing behind. Else temporary_base().
+std::string directory_base() {
+  for (const char *variable : {"PMIX_SERVER_TMPDIR", "OMPI_MCA_orte_jobfam_session_dir"}) {
+    const char *dir = std::getenv(variable);
+    struct stat info;
+    if (fits(dir) && lstat(dir, &info) == 0 && S_ISDIR(info.st_mode) && info.st_uid == geteuid()) return dir;
+  }
+  return temporary_base();
+}
+
+// A job killed during the exchange whose directory the launcher does not remove (no launcher directory) leaves it
+// (and the socket names in it): nothing runs in a SIGKILLed process. The directory's name carries its creator's pid,
+// so the next exchange on the node, or tshmem-info --remove-stale, removes every such directory of our uid whose
+// creator is gone (a pid still in use, even by another program, keeps its directory: never a live job's).
+void visit_stale_directories(const std::string &base, bool remove, std::vector<std::string> *found) {
   DIR *dir = opendir(base.c_str());
   if (dir == nullptr) return;
   while (const dirent *entry = readdir(dir)) {
@@ -121,6 +137,8 @@ void reap_stale_directories(const std::string &base) {
     if (lstat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != geteuid() ||
         (info.st_mode & 077) != 0)
       continue;
+    if (found != nullptr) found->push_back(path);
+    if (!remove) continue;
     if (DIR *inner = opendir(path.c_str())) {
       while (const dirent *socket = readdir(inner)) {
         const char *s = socket->d_name;
@@ -137,7 +155,7 @@ void reap_stale_directories(const std::string &base) {
 // The node's first PE: a fresh directory only our uid can enter (mkdtemp: mode 0700, random name, O_EXCL
 // semantics, so a name someone else holds is skipped, never reused), named after this process.
 Status create_directory(char (&path)[kDirBytes]) {
-  reap_stale_directories(directory_base());
+  visit_stale_directories(temporary_base(), true, nullptr);
   const std::string pattern = directory_base() + "/tshmem-" + std::to_string(getpid()) + "-XXXXXX";
   std::memset(path, 0, sizeof(path));
   std::memcpy(path, pattern.c_str(), pattern.size());
@@ -382,6 +400,7 @@ Status exchange_steps(Bootstrap &boot, int own_fd, uint64_t own_bytes, int64_t t
     if (listener.valid()) names->socket = path;
   }
   TSHMEM_CHECK(agree_on_status(boot, status, "handle exchange: opening the node-local socket"));
+  pause_if_armed(boot, InitStep::kHeapExchange);  // the kill tests' moment: the directory and sockets exist
 
   // 3. Every PE connects to every peer; once all are queued, nobody needs a name any more.
   std::vector<UniqueFd> clients(local_pes.size());
@@ -420,6 +439,13 @@ Status exchange_steps(Bootstrap &boot, int own_fd, uint64_t own_bytes, int64_t t
 }
 
 }  // namespace
+
+std::vector<std::string> stale_exchange_directories(bool remove) {
+  std::vector<std::string> found;
+  visit_stale_directories(temporary_base(), remove, &found);
+  if (temporary_base() != "/tmp") visit_stale_directories("/tmp", remove, &found);
+  return found;
+}
 
 Status exchange_fds_node_local(Bootstrap &boot, int own_fd, uint64_t own_bytes, int64_t timeout_ms,
                                std::vector<PeerFd> *received) {

@@ -3,7 +3,8 @@
 // POSIX file descriptors (the shm heap, the vmm heap, the multicast object) cross over node-local Unix
 // stream sockets with SCM_RIGHTS:
 //   - the sockets are files in a directory that the node's first PE creates with mkdtemp (mode 0700, an
-//     unpredictable name, under $TMPDIR or /tmp): connecting to a Unix socket file needs search permission
+//     unpredictable name, under the launcher's directory of the job, which the launcher removes when the job ends
+//     however it ended, else $TMPDIR or /tmp): connecting to a Unix socket file needs search permission
 //     on its directory, so no other uid (root aside) can even connect, flood or squat a name;
 //   - each PE's socket name exists only from its bind until every node-local peer has connected (a
 //     connection waits in the listener's queue without the name), each PE removes only the name it created,
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
@@ -77,6 +79,10 @@ struct PeerFd {
 /// the size of the allocation it describes) to its node-local peers; on success `received` holds one
 /// entry per node-local peer other than this PE, ordered by PE. The own descriptor stays the caller's.
 /// Each socket step waits at most `timeout_ms` (TSHMEM_INIT_TIMEOUT_MS) for a peer.
+/// Socket directories in $TMPDIR or /tmp whose creator is gone (a job killed during its exchange, without a launcher
+/// directory to hold them); removed when `remove`. For tshmem-info --stale / --remove-stale.
+std::vector<std::string> stale_exchange_directories(bool remove);
+
 Status exchange_fds_node_local(Bootstrap &boot, int own_fd, uint64_t own_bytes, int64_t timeout_ms,
                                std::vector<PeerFd> *received);
 

@@ -501,6 +501,7 @@ class MpiTransport final : public Transport {
     const char *payload = at + wire::kHeader;
     Reply reply{source, wire::Record(), Point()};
     const char *rule = wire::check_access(w, heap_bytes_);
+    if (rule == nullptr) rule = wire::check_reserved(w, heap_bytes_);
     switch (w.kind) {
       case wire::kPut:
         if (rule != nullptr) {

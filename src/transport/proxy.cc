@@ -42,6 +42,7 @@ class ProxyEngine final : public Proxy, private TransportSink {
         n_pes_(boot.size()) {}
 
   ~ProxyEngine() override {
+    boot_.on_failure(nullptr);
     stop_thread();
     transport_.reset();  // before the channels and the memory both live in
     reader_.reset();
@@ -58,6 +59,8 @@ class ProxyEngine final : public Proxy, private TransportSink {
     transport.my_pe = my_pe_;
     transport.n_pes = n_pes_;
     TSHMEM_CHECK(make_mpi_transport(std::move(messenger), *memory_, transport, *this, &transport_));
+    // The job's collectives failing (a PE stopped or gone, bootstrap.h) stops the off-node path too: one failed state.
+    boot_.on_failure([this](Status code, const std::string &message) { record_failure(code, message); });
     thread_ = std::thread([this] { run(); });
     watchdog_ = std::thread([this] { watch(); });
     return TSHMEM_SUCCESS;
@@ -87,7 +90,7 @@ class ProxyEngine final : public Proxy, private TransportSink {
     // and each proxy may stop. A path that has stopped is not drained: what was posted and not complete is lost,
     // and finalize says so.
     Status drained = TSHMEM_SUCCESS;
-    if (!failed_.load(std::memory_order_acquire)) {
+    if (!failed_.load(std::memory_order_acquire) && !boot_.failed()) {
       command_.store(kDrain, std::memory_order_release);
       drained = wait_for("tshmem_finalize", "its off-node proxy to complete every request posted", -1,
                          [&] { return drained_.load(std::memory_order_acquire); });
@@ -184,12 +187,23 @@ class ProxyEngine final : public Proxy, private TransportSink {
   Status wait_for(const char *call, const char *what, int pe, Ready ready) {
     const auto start = std::chrono::steady_clock::now();
     const auto bound = std::chrono::milliseconds(config_.timeout_ms);
+    const auto warn_after = std::chrono::milliseconds(config_.warn_ms);
+    bool warned = config_.warn_ms <= 0 || config_.warn_ms >= config_.timeout_ms;
     for (unsigned spins = 0;; ++spins) {
       // Checked after ready() too: a stopped path's counters read TSHMEMI_PROXY_STOPPED, which looks ready.
       const bool done = ready();
       if (failed_.load(std::memory_order_acquire)) return stopped_error(call);
       if (done) break;
       if (spins > 256) std::this_thread::yield();
+      if ((spins & 1023u) == 1023u && !warned && std::chrono::steady_clock::now() - start > warn_after) {
+        warned = true;  // the first word, long before the bound: what is awaited, and when the wait gives up
+        TSHMEMI_LOG(kWarn, kLogInit,
+                    "%s: PE %d has waited %lld ms for %s%s; it gives up at %lld ms (TSHMEM_PROXY_TIMEOUT_MS; "
+                    "this note comes after TSHMEM_WAIT_WARN_MS)%s",
+                    call, my_pe_, static_cast<long long>(config_.warn_ms), what,
+                    pe >= 0 ? format(" (to PE %d)", pe).c_str() : "", static_cast<long long>(config_.timeout_ms),
+                    transport_->waiting_on().c_str());
+      }
       if ((spins & 1023u) == 1023u && std::chrono::steady_clock::now() - start > bound) {
         const std::string message =
             format("%s: PE %d waited %lld ms for %s%s and gives up (TSHMEM_PROXY_TIMEOUT_MS)%s", call, my_pe_,
@@ -231,7 +245,7 @@ class ProxyEngine final : public Proxy, private TransportSink {
   }
 
   void note_refusal(const std::string &message) {
-    TSHMEMI_LOG(kWarn, kLogInit, "%s", message.c_str());
+    log_throttled(LogLevel::kWarn, kLogInit, "off-node proxy refusal", message);
     std::lock_guard<std::mutex> lock(refusal_mutex_);
     last_refusal_ = message;
     ++refused_;

@@ -1,6 +1,8 @@
 // The off-node path's formats and rules (wire.h).
 #include "transport/wire.h"
 
+#include "heap/reserved_rule.h"
+
 #include <cstring>
 
 namespace tshmemi {
@@ -185,6 +187,15 @@ const char *check_access(const Record &r, uint64_t heap_bytes) {
       if (!within(r.offset, r.width, heap_bytes) || r.offset % r.width != 0)
         return "atomic word outside the heap or not aligned to its width";
       return nullptr;
+  }
+  return nullptr;
+}
+
+const char *check_reserved(const Record &r, uint64_t heap_bytes) {
+  switch (r.kind) {
+    case kPut: return remote_write_rule(r.offset, r.bytes, false, heap_bytes);
+    case kSignal: return remote_write_rule(r.offset, 8, r.amo == TSHMEMI_AMO_SET, heap_bytes);
+    case kAmo: return remote_write_rule(r.offset, r.width, false, heap_bytes);
   }
   return nullptr;
 }

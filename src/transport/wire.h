@@ -134,6 +134,11 @@ class Reader {
 /// known kind, a word within the heap aligned to its width. Other kinds touch no heap memory.
 const char *check_access(const Record &r, uint64_t heap_bytes);
 
+/// The rule a record's write into tshmem's reserved heap regions breaks (heap/reserved_rule.h, the rule host calls
+/// follow too), or nullptr; reads and records that touch no heap pass. Applied by the target to everything another
+/// node sends, so a kernel's request (which the origin cannot tell from tshmem's own) is held to it as well.
+const char *check_reserved(const Record &r, uint64_t heap_bytes);
+
 /// The message of a refused record: "off-node proxy of PE 1: message from PE 0 refused: <rule> (kind ...)".
 std::string record_refusal(int my_pe, int source, const char *rule, const Record &r);
 

@@ -21,7 +21,8 @@ namespace {
 std::set<std::string> socket_directories() {
   std::set<std::string> found;
   glob_t matches{};
-  if (glob("/tmp/tshmem-[0-9]*-??????", GLOB_NOSORT, nullptr, &matches) == 0)
+  // In /tmp, or in a launcher's directory of the job below it (Open MPI's session directory: /tmp/ompi.*/pid.*).
+  if (glob("/tmp/{tshmem,ompi.*/pid.*/tshmem}-[0-9]*-??????", GLOB_NOSORT | GLOB_BRACE, nullptr, &matches) == 0)
     for (size_t i = 0; i < matches.gl_pathc; ++i) found.insert(matches.gl_pathv[i]);
   globfree(&matches);
   return found;
@@ -82,8 +83,12 @@ TEST_F(Exchange, NothingIsNamedOnceInitReturns) {
 
 TEST_F(Exchange, AnUnusableSocketDirectoryFailsInitOnEveryPe) {
   {
-    // Only the node's first PE makes the directory: its TMPDIR decides (an absolute path that does not exist).
-    ScopedEnv tmpdir("TMPDIR", world_rank() == 0 ? "/nonexistent-tshmem-test-dir" : nullptr);
+    // Only the node's first PE makes the directory: with no launcher directory of the job to use, its TMPDIR decides
+    // (an absolute path that does not exist).
+    const bool first = world_rank() == 0;
+    ScopedEnv pmix("PMIX_SERVER_TMPDIR", first ? "" : std::getenv("PMIX_SERVER_TMPDIR"));
+    ScopedEnv session("OMPI_MCA_orte_jobfam_session_dir", first ? "" : std::getenv("OMPI_MCA_orte_jobfam_session_dir"));
+    ScopedEnv tmpdir("TMPDIR", first ? "/nonexistent-tshmem-test-dir" : nullptr);
     const std::set<std::string> before = socket_directories();
     const int rc = tshmem_init();
     EXPECT_EQ(rc, TSHMEM_ERR_SYSTEM) << last_error();

@@ -153,7 +153,7 @@ TEST_F(Env, TableListsEveryVariableOnceWithADescription) {
       EXPECT_NE(std::string(row.choices), "") << row.name;
     }
   }
-  EXPECT_EQ(seen.size(), 16u);
+  EXPECT_EQ(seen.size(), 17u);
 }
 
 // The proxy's sizes and the bounds are checked when the environment is parsed: a value that would fail only once
@@ -167,6 +167,8 @@ TEST_F(Env, ProxySizesAndBoundsAreCheckedWhenParsed) {
       {"TSHMEM_PROXY_CHUNK", "32", "TSHMEM_PROXY_CHUNK=32: must be in [64, 268435456] bytes"},
       {"TSHMEM_PROXY_TIMEOUT_MS", "0", "TSHMEM_PROXY_TIMEOUT_MS=0: must be 1 to 86400000"},
       {"TSHMEM_WAIT_TIMEOUT_MS", "-1", "TSHMEM_WAIT_TIMEOUT_MS=-1: must be 0 (forever) to 86400000"},
+      {"TSHMEM_WAIT_WARN_MS", "-1", "TSHMEM_WAIT_WARN_MS=-1: must be 0 (no warning) to 86400000"},
+      {"TSHMEM_WAIT_WARN_MS", "86400001", "TSHMEM_WAIT_WARN_MS=86400001: must be 0 (no warning) to 86400000"},
   };
   for (const auto &c : cases) {
     fake_env().clear();

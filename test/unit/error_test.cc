@@ -1,6 +1,7 @@
 // Error codes, their names, and the message helpers every PE's report goes through.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <thread>
 
@@ -52,6 +53,36 @@ TEST(Errors, ReportsTruncateSafely) {
   const PeReport report = make_report(TSHMEM_ERR_CUDA, std::string(1000, 'y'));
   EXPECT_EQ(report.status, TSHMEM_ERR_CUDA);
   EXPECT_EQ(std::string(report.text).size(), sizeof(report.text) - 1);
+}
+
+// A warning repeated in a loop is one line and a count: the first is printed, the repeats within a second are held,
+// and the next line printed after the pause says how many were left out; other texts are not held by them.
+TEST(Errors, RepeatedWarningsAreThrottledWithACount) {
+  log_configure(LogLevel::kWarn, kLogAll);
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 1000; ++i)
+    log_throttled(LogLevel::kWarn, kLogInit, "throttle-test", "refused request " + std::to_string(i));
+  log_throttled(LogLevel::kWarn, kLogInit, "throttle-test-other", "another warning");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  log_throttled(LogLevel::kWarn, kLogInit, "throttle-test", "refused request 1000");
+  const std::string out = testing::internal::GetCapturedStderr();
+  EXPECT_NE(out.find("refused request 0\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("refused request 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("another warning"), std::string::npos) << out;
+  EXPECT_NE(out.find("refused request 1000 (\xe2\x80\xa6 999 more like this)"), std::string::npos) << out;
+  // An error set in a loop (the same words, other numbers) is throttled the same way; the caller still gets each.
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 2000; ++i) {
+    EXPECT_EQ(set_error(TSHMEM_ERR_NOT_INITIALIZED, "tshmem_putmem: call %d after finalize", i),
+              TSHMEM_ERR_NOT_INITIALIZED);
+    EXPECT_EQ(last_error_message(), "tshmem_putmem: call " + std::to_string(i) + " after finalize");
+  }
+  log_flush_throttled();
+  const std::string errors = testing::internal::GetCapturedStderr();
+  EXPECT_NE(errors.find("call 0 after finalize"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("1,999 more like this"), std::string::npos) << errors;
+  EXPECT_LT(errors.size(), 1000u) << errors;
+  clear_last_error();
 }
 
 }  // namespace

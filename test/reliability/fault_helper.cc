@@ -1,0 +1,211 @@
+// Child of fault_test: one fault per case, on real processes, every PE its own node (TSHMEM_DEBUG_NODE_SIZE=1).
+// Every live PE prints "RESULT <case> PE <n>: PASS|FAIL (...)" for what it checked, and "PE <n> finalized" at the end.
+//   stop-barrier       PE 1 stops (SIGSTOP); PE 0's barrier_all ends at the bound, later calls fail at once,
+//                      finalize returns without waiting; then PE 1 is continued and both finish
+//   stop-barrier-one-node  the same with both PEs on one node (the shared-memory rendezvous)
+//   stop-finalize      PE 1 stops after PE 0 put to it; PE 0's finalize (its quiet, then its rendezvous) ends within
+//                      one bound and a second
+//   kill-barrier       3 PEs; PE 2 dies (SIGKILL) while PEs 0 and 1 are in barrier_all (the launcher keeps the job)
+//   truncate-finalize  PE 0 sends PE 1's proxy a message larger than its buffers (MPI_ERR_TRUNCATE there); both
+//                      finalize and the job exits 0
+//   reserved-put       PE 0 posts kernel-style requests (the device channel) that write PE 1's reserved region:
+//                      refused at PE 1; a barrier arrival's shape there is still taken
+// The stop-* cases initialise MPI themselves, so that tshmem_finalize is measured without MPI_Finalize (whose
+// launcher fence waits for every process, the stopped one too).
+#include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "tshmem/device/internal_regions.h"
+#include "tshmem/device/proxy_types.h"
+#include "tshmem/tshmem.h"
+#include "tshmem/tshmemx.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+long long bound_ms() {
+  const char *text = std::getenv("TSHMEM_PROXY_TIMEOUT_MS");
+  return text != nullptr ? std::atoll(text) : 300000;
+}
+
+bool has(const std::string &text, const char *part) { return text.find(part) != std::string::npos; }
+
+void result(const std::string &which, int me, bool pass, const std::string &detail) {
+  std::printf("RESULT %s PE %d: %s (%s)\n", which.c_str(), me, pass ? "PASS" : "FAIL", detail.c_str());
+  std::fflush(stdout);
+}
+
+// A call that must end at the bound (not before 0.9 of it, not after bound + 5 s) with the documented message.
+bool ended_at_bound(double ms, int rc, const std::string &message, const char *call) {
+  const double bound = static_cast<double>(bound_ms());
+  return rc != 0 && ms >= 0.9 * bound && ms <= bound + 5000 && has(message, call) &&
+         has(message, "TSHMEM_PROXY_TIMEOUT_MS") && has(message, "failed state");
+}
+
+int barrier_all_status() {
+  tshmemx_clear_last_error();
+  tshmem_barrier_all();
+  return tshmemx_last_error_code();
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const std::string which = argc > 1 ? argv[1] : "";
+  const bool application_mpi = which.rfind("stop-", 0) == 0;
+  if (application_mpi) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  }
+  if (tshmem_init() != 0) {
+    std::printf("init failed: %s\n", tshmemx_last_error());
+    return 2;
+  }
+  const int me = tshmem_my_pe();
+  int pids[8] = {};
+  const int mine = static_cast<int>(getpid());
+  MPI_Allgather(&mine, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
+  long *word = static_cast<long *>(tshmem_calloc(64, sizeof(long)));
+  tshmem_barrier_all();
+
+  const bool stop_barrier = which == "stop-barrier" || which == "stop-barrier-one-node";
+  if (stop_barrier || which == "stop-finalize") {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == 1) {
+      raise(SIGSTOP);        // continued by PE 0 once it has checked everything
+      barrier_all_status();  // PE 0 gave up on this one: it may end either way, but it ends
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // PE 1 has stopped by now
+      if (stop_barrier) {
+        Clock::time_point start = Clock::now();
+        int rc = barrier_all_status();
+        double ms = ms_since(start);
+        std::string message = tshmemx_last_error();
+        result(which, me, ended_at_bound(ms, rc, message, "tshmem_barrier_all: PE 0 waited"),
+               "barrier_all: rc " + std::to_string(rc) + " after " + std::to_string(static_cast<int>(ms)) +
+                   " ms: " + message);
+        start = Clock::now();  // the failed state: at once, saying why
+        rc = barrier_all_status();
+        const bool off_node = tshmem_ptr(word, 1) == nullptr;  // on one node a put is a store: it still works
+        const int rc_put = off_node ? tshmem_putmem(word, &mine, sizeof mine, 1) : 1;
+        ms = ms_since(start);
+        message = tshmemx_last_error();
+        result(which, me,
+               rc != 0 && rc_put != 0 && ms < 1000 && has(message, off_node ? "tshmem_putmem" : "failed state"),
+               "later calls: rc " + std::to_string(rc) + ", " + std::to_string(rc_put) + " after " +
+                   std::to_string(static_cast<int>(ms)) + " ms: " + message);
+      } else {
+        long value = 7;  // something to complete: finalize's quiet needs PE 1
+        if (tshmem_putmem(word, &value, sizeof value, 1) != 0) result(which, me, false, "putmem");
+      }
+      const Clock::time_point start = Clock::now();
+      tshmem_finalize();
+      const double ms = ms_since(start);
+      const std::string message = tshmemx_last_error();
+      const double most = stop_barrier ? 1000.0 : static_cast<double>(bound_ms() + 2500);
+      result(which, me, tshmem_my_pe() == -1 && ms <= most && has(message, "tears down without waiting"),
+             "finalize after " + std::to_string(static_cast<int>(ms)) + " ms: " + message);
+      kill(pids[1], SIGCONT);
+    }
+    if (me == 1) tshmem_finalize();
+    std::printf("PE %d finalized\n", me);
+    std::fflush(stdout);
+    MPI_Finalize();
+    return 0;
+  }
+
+  if (which == "kill-barrier") {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == 2) raise(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const Clock::time_point start = Clock::now();
+    const int rc = barrier_all_status();
+    const double ms = ms_since(start);
+    const std::string message = tshmemx_last_error();
+    // Open MPI may see the death itself (an error from MPI_Test) before the bound: that ends the wait too.
+    const bool mpi_saw_it = rc != 0 && ms <= static_cast<double>(bound_ms() + 5000) &&
+                            has(message, "tshmem_barrier_all") && has(message, "failed state");
+    result(
+        which, me, ended_at_bound(ms, rc, message, "tshmem_barrier_all: PE") || mpi_saw_it,
+        "barrier_all: rc " + std::to_string(rc) + " after " + std::to_string(static_cast<int>(ms)) + " ms: " + message);
+  }
+
+  if (which == "truncate-finalize") {
+    if (me == 0) {
+      // Larger than any buffer the target's proxy posts (a header and a chunk of 256 bytes: the test's
+      // TSHMEM_PROXY_CHUNK): MPI_ERR_TRUNCATE at PE 1.
+      const int rc = tshmemi_proxy_send_unsolicited_reply(1, 12345, 2048);
+      std::printf("PE 0 sent the oversized message: rc %d\n", rc);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+
+  if (which == "reserved-put") {
+    tshmemi_proxy_channel *channel = tshmemi_proxy_device_channel();
+    // Where PE 1's heap words are, by offset (the same on every PE).
+    const uint64_t epoch_word = TSHMEMI_COLL_ROW_EPOCHS_OFFSET + 8;     // a collective barrier's row epoch
+    const uint64_t arrival_word = TSHMEMI_SYNC_ARRIVAL_OFFSET + 8 * 0;  // PE 0's sync arrival slot
+    uint64_t refused_before = tshmemi_proxy_refused(nullptr, 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == 0 && channel != nullptr) {
+      tshmemi_proxy_request put = {};
+      put.op = TSHMEMI_PROXY_PUT;
+      put.flags = TSHMEMI_PROXY_FLAG_INLINE;
+      put.pe = 1;
+      put.remote = epoch_word;
+      put.bytes = 8;
+      put.value = 0x5eed;
+      tshmemi_proxy_post(channel, &put);
+      tshmemi_proxy_request add = {};
+      add.op = TSHMEMI_PROXY_AMO;
+      add.amo = TSHMEMI_AMO_ADD;
+      add.width = 8;
+      add.pe = 1;
+      add.remote = epoch_word;
+      add.value = 3;
+      tshmemi_proxy_post(channel, &add);
+      tshmemi_proxy_request arrive = {};  // the shape of tshmem's own barrier arrival: taken
+      arrive.op = TSHMEMI_PROXY_SIGNAL;
+      arrive.amo = TSHMEMI_PROXY_SIGNAL_SET;
+      arrive.pe = 1;
+      arrive.remote = arrival_word;
+      arrive.value = 0;  // the value an arrival word holds before any barrier: nothing changes for later barriers
+      tshmemi_proxy_post(channel, &arrive);
+      tshmemi_proxy_request quiet = {};
+      quiet.op = TSHMEMI_PROXY_QUIET;
+      const uint64_t ticket = tshmemi_proxy_post(channel, &quiet);
+      const Clock::time_point start = Clock::now();
+      while (!tshmemi_proxy_done(channel, ticket) && ms_since(start) < 10000)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    tshmem_barrier_all();
+    if (me == 1) {
+      const volatile uint64_t *epoch =
+          reinterpret_cast<const volatile uint64_t *>(static_cast<const char *>(tshmemx_heap_base()) + epoch_word);
+      char text[512] = {};
+      const uint64_t refused = tshmemi_proxy_refused(text, sizeof text) - refused_before;
+      result(which, me, *epoch == 0 && refused == 2 && has(text, "reserved region at the start of the heap"),
+             "row epoch " + std::to_string(*epoch) + ", " + std::to_string(refused) + " refused: " + text);
+    }
+    tshmem_barrier_all();
+  }
+
+  tshmemx_clear_last_error();
+  tshmem_finalize();
+  std::printf("PE %d finalized (%s)\n", me, tshmemx_last_error());
+  std::fflush(stdout);
+  return 0;
+}

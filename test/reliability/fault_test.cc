@@ -1,0 +1,92 @@
+// When a PE dies or stops, every call ends within its bound on every live PE with the documented message, and
+// finalize never aborts the job (fault_helper.cc: one child job per case, every PE its own node, a small bound).
+// The case to run comes from the ctest entry (TSHMEM_FAULT_CASE), so that each is its own test and any dimension
+// (the transport, say) is added where the entries are made (tshmem_add_fault_test in CMakeLists.txt).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "child_job.h"
+
+namespace {
+
+constexpr int kBoundMs = 3000;
+
+// The heap's backend: the environment's (the GPU host runs the label with vmm too), else shm. The reserved-region
+// case posts to the device channel from the CPU, which only a host-memory heap (shm) lets a CPU producer do.
+std::string backend_of(const std::string &which) {
+  const char *text = std::getenv("TSHMEM_MEM_BACKEND");
+  return text != nullptr && *text != '\0' && which != "reserved-put" ? text : "shm";
+}
+
+// Runs the case on `np` PEs; every PE in `live` must print "RESULT <case> PE <n>: PASS" lines only, and finalize.
+std::string run_case(const std::string &which, int np, std::vector<int> live,
+                     std::vector<std::string> launcher_args = {}, bool exit_zero = true,
+                     const std::string &extra_env = "TSHMEM_PROXY_RING=1024") {
+  std::vector<std::string> env = {"TSHMEM_MEM_BACKEND=" + backend_of(which),
+                                  "TSHMEM_DEBUG_NODE_SIZE=1",
+                                  "TSHMEM_DISABLE_NVLS=1",
+                                  "TSHMEM_SYMMETRIC_SIZE=64M",
+                                  "TSHMEM_DEBUG=warn",
+                                  "TSHMEM_WAIT_WARN_MS=1000",
+                                  "TSHMEM_PROXY_TIMEOUT_MS=" + std::to_string(kBoundMs),
+                                  extra_env};  // last: it may override the ones above
+  std::vector<std::string> argv = {TSHMEM_MPI_TEST_LAUNCHER, std::to_string(np)};
+  argv.insert(argv.end(), launcher_args.begin(), launcher_args.end());
+  argv.push_back(TSHMEM_CHILD_HELPER);
+  argv.push_back(which);
+  const tshmem_test::ChildResult r = tshmem_test::run_child(argv, 90, env);
+  EXPECT_FALSE(r.timed_out) << "the job hung:\n" << r.output;
+  EXPECT_EQ(r.output.find(": FAIL"), std::string::npos) << r.output;
+  for (int pe : live) {
+    EXPECT_NE(r.output.find("RESULT " + which + " PE " + std::to_string(pe) + ": PASS"), std::string::npos)
+        << "PE " << pe << " checked nothing:\n"
+        << r.output;
+    EXPECT_NE(r.output.find("PE " + std::to_string(pe) + " finalized"), std::string::npos) << r.output;
+  }
+  if (exit_zero) {
+    EXPECT_EQ(r.status, 0) << r.output;
+  }
+  return r.output;
+}
+
+std::string fault_case() {
+  const char *text = std::getenv("TSHMEM_FAULT_CASE");
+  return text != nullptr ? text : "";
+}
+
+TEST(Fault, EndsWithinTheBoundOnEveryLivePe) {
+  const std::string which = fault_case();
+  if (which == "stop-barrier") {
+    const std::string out = run_case(which, 2, {0});
+    // The first word comes early (TSHMEM_WAIT_WARN_MS), saying what is awaited and when the wait gives up.
+    EXPECT_NE(out.find("tshmem_barrier_all: PE 0 has waited"), std::string::npos) << out;
+    EXPECT_NE(out.find("it gives up at 3000 ms"), std::string::npos) << out;
+  } else if (which == "stop-barrier-one-node") {
+    // The same on one node, where the rendezvous meets in shared memory (bootstrap/node_sync.h), not in MPI.
+    const std::string out = run_case(which, 2, {0}, {}, true, "TSHMEM_DEBUG_NODE_SIZE=0");
+    EXPECT_NE(out.find("waited 3000 ms for node-local PE 1 to join a barrier or allreduce (shared memory)"),
+              std::string::npos)
+        << out;
+  } else if (which == "stop-finalize") {
+    run_case(which, 2, {0});
+  } else if (which == "kill-barrier") {
+    // The launcher keeps the job when a process dies (Open MPI 4.1: orte_enable_recovery); its exit code then
+    // reports the death.
+    run_case(which, 3, {0, 1}, {"--mca", "orte_enable_recovery", "1"}, false);
+  } else if (which == "truncate-finalize") {
+    // Chunks of 256 bytes: the oversized message (2 KiB) is still an eager one. A truncated message past MPI's eager
+    // limit is copied whole by Open MPI 4.1's single-copy and tcp paths, over the end of the receive buffer.
+    const std::string out = run_case(which, 2, {}, {}, true, "TSHMEM_PROXY_CHUNK=256");
+    EXPECT_NE(out.find("PE 0 finalized"), std::string::npos) << out;
+    EXPECT_NE(out.find("PE 1 finalized"), std::string::npos) << out;
+    EXPECT_NE(out.find("MPI_ERR_TRUNCATE"), std::string::npos) << "PE 1 reports what MPI said:\n" << out;
+  } else if (which == "reserved-put") {
+    run_case(which, 2, {1});
+  } else {
+    FAIL() << "TSHMEM_FAULT_CASE='" << which << "' names no case";
+  }
+}
+
+}  // namespace
