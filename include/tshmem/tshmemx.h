@@ -352,6 +352,8 @@ int tshmemx_sync_all_on_stream(tshmemx_stream_t stream) __attribute__((visibilit
  */
 int tshmemi_host_reduce(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
                         tshmemx_redop_t op) __attribute__((visibility("default")));
+int tshmemi_host_reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
+                                tshmemx_redop_t op) __attribute__((visibility("default")));
 int tshmemi_host_fcollect(tshmem_team_t team, void *dst, const void *src, size_t nbytes)
     __attribute__((visibility("default")));
 int tshmemi_host_alltoall(tshmem_team_t team, void *dst, const void *src, size_t nbytes)

@@ -29,8 +29,9 @@ class NodeSync {
   static constexpr int kMaxPes = 64;
 
   /// `pages[i]`: where this PE sees the page of the node's i-th PE, `me` being this PE's index; the pages are
-  /// zero. Every PE of the job must be among them (a job on one node).
-  NodeSync(std::vector<void *> pages, int me);
+  /// zero. Every PE of the job must be among them (a job on one node). A group of PEs that meets in pages holding
+  /// older calls (a team's slots) starts at `first_call`, the same on every PE and above every call number there.
+  NodeSync(std::vector<void *> pages, int me, uint64_t first_call = 0);
 
   /// Collective over the node's PEs: `out[i]` = op over every PE's `in[i]`, the same on every PE; count may be 0
   /// (a barrier). Every PE must pass the same count and op; if not, every PE fails with the same message.

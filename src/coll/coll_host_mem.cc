@@ -1,0 +1,172 @@
+#include "coll/coll_host_mem.h"
+
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "bootstrap/agree.h"
+#include "bootstrap/node_sync.h"
+#include "coll/coll_checks.h"
+#include "coll/host_reduce.h"
+#include "tshmem/device/internal_regions.h"
+
+namespace tshmemi {
+
+static_assert(2 * 64 + sizeof(PeReport) <= TSHMEMI_HOST_COLL_SYNC_BYTES, "a team's slots and report fit its 2 KiB");
+
+/// A team's members, meeting through NodeSync slots in their heaps.
+class HostCollectives::TeamGroup : public CheckGroup {
+ public:
+  TeamGroup(const CollRuntime &rt, tshmem_team_t team, const TeamInfo &info, uint64_t first_call) : info_(info) {
+    std::vector<void *> pages;
+    for (int k = 0; k < info.size; ++k) {
+      const uint64_t base = rt.peer_bases[static_cast<size_t>(info.start + k * info.stride)];
+      pages.push_back(reinterpret_cast<void *>(base + TSHMEMI_HOST_COLL_SYNC_OFFSET(team)));
+    }
+    reports_ = pages;
+    for (void *&r : reports_) r = static_cast<char *>(r) + 128;
+    sync_ = std::make_unique<NodeSync>(std::move(pages), info.my_index, first_call);
+  }
+  int size() const override { return info_.size; }
+  int pe(int index) const override { return info_.start + index * info_.stride; }
+  Status allreduce_min(const int64_t *in, int64_t *out, int count) override {
+    return sync_->allreduce(in, out, count, ReduceOp::kMin);
+  }
+  Status gather(const PeReport &mine, std::vector<PeReport> *all) override {
+    // Written before the barrier, read after it; rewritten only after the next call's rendezvous, which every
+    // member enters after reading.
+    std::memcpy(reports_[static_cast<size_t>(info_.my_index)], &mine, sizeof mine);
+    TSHMEM_CHECK(barrier());
+    all->resize(reports_.size());
+    for (size_t k = 0; k < reports_.size(); ++k) std::memcpy(&(*all)[k], reports_[k], sizeof(PeReport));
+    return TSHMEM_SUCCESS;
+  }
+  uint64_t next_sequence() override { return ++sequence_; }
+  Status barrier() { return sync_->allreduce(nullptr, nullptr, 0, ReduceOp::kMin); }
+
+ private:
+  TeamInfo info_;
+  std::unique_ptr<NodeSync> sync_;
+  std::vector<void *> reports_;
+  uint64_t sequence_ = 0;
+};
+
+HostCollectives::HostCollectives() = default;
+HostCollectives::~HostCollectives() = default;
+
+void HostCollectives::on_split(tshmem_team_t team, uint64_t first_call) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  groups_[team].reset();
+  first_call_[team] = first_call;
+}
+
+CheckGroup &HostCollectives::group(const CollRuntime &rt, tshmem_team_t team, const TeamInfo &info) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (!groups_[team]) groups_[team] = std::make_unique<TeamGroup>(rt, team, info, first_call_[team]);
+  return *groups_[team];
+}
+
+namespace {
+
+/// Member k's view of `ptr` (an address in this PE's heap).
+template <class T>
+T *at(const CollRuntime &rt, const TeamInfo &info, T *ptr, int k) {
+  const uint64_t own = rt.peer_bases[static_cast<size_t>(rt.my_pe)];
+  const uint64_t base = rt.peer_bases[static_cast<size_t>(info.start + k * info.stride)];
+  return reinterpret_cast<T *>(base + (reinterpret_cast<uintptr_t>(ptr) - own));
+}
+
+/// On one node: read the members' heaps.
+Status run_local(const CollRuntime &rt, const TeamInfo &info, const HostMemCall &c,
+                 const std::function<Status()> &meet) {
+  const int n = info.size, me = info.my_index;
+  char *dst = static_cast<char *>(c.dst);
+  const char *src = static_cast<const char *>(c.src);
+  switch (c.kind) {
+    case CollKind::kAllreduce:
+    case CollKind::kReduceScatter: {
+      const size_t elem = dtype_size(c.dtype);
+      const size_t offset = c.kind == CollKind::kReduceScatter ? static_cast<size_t>(me) * c.count * elem : 0;
+      std::vector<const void *> srcs(static_cast<size_t>(n));
+      for (int k = 0; k < n; ++k) srcs[static_cast<size_t>(k)] = at(rt, info, src + offset, k);
+      if (c.dst != c.src) {
+        host_reduce(c.dtype, c.op, dst, srcs.data(), n, c.count);
+        return meet();
+      }
+      // In place: the other members still read this dst (their src) until all have met.
+      std::vector<char> staged(c.count * elem);
+      host_reduce(c.dtype, c.op, staged.data(), srcs.data(), n, c.count);
+      TSHMEM_CHECK(meet());
+      std::memcpy(dst, staged.data(), staged.size());
+      return TSHMEM_SUCCESS;
+    }
+    case CollKind::kFcollect:
+      for (int i = 0; i < n; ++i) {
+        const int k = (me + i) % n;  // start at this member: the members read different heaps at once
+        std::memcpy(dst + static_cast<size_t>(k) * c.count, at(rt, info, src, k), c.count);
+      }
+      return meet();
+    case CollKind::kAlltoall:
+      for (int i = 0; i < n; ++i) {
+        const int k = (me + i) % n;
+        std::memcpy(dst + static_cast<size_t>(k) * c.count, at(rt, info, src + static_cast<size_t>(me) * c.count, k),
+                    c.count);
+      }
+      return meet();
+    case CollKind::kBroadcast:
+      if (me != c.root)
+        std::memcpy(dst, at(rt, info, src, c.root), c.count);
+      else if (dst != src)
+        std::memcpy(dst, src, c.count);
+      return meet();
+    case CollKind::kBarrier: return TSHMEM_SUCCESS;
+  }
+  return TSHMEM_SUCCESS;
+}
+
+/// The world team across nodes: the data travels through the bootstrap's collectives (complete when they return).
+Status run_spanning(const CollRuntime &rt, const HostMemCall &c) {
+  const size_t n = static_cast<size_t>(rt.n_pes), me = static_cast<size_t>(rt.my_pe);
+  char *dst = static_cast<char *>(c.dst);
+  const char *src = static_cast<const char *>(c.src);
+  switch (c.kind) {
+    case CollKind::kAllreduce:
+    case CollKind::kReduceScatter: {
+      const size_t bytes = c.count * dtype_size(c.dtype);
+      const size_t each = c.kind == CollKind::kReduceScatter ? bytes * n : bytes;
+      std::vector<char> all(each * n);
+      TSHMEM_CHECK(rt.boot.allgather(src, all.data(), each));
+      const size_t offset = c.kind == CollKind::kReduceScatter ? me * bytes : 0;
+      std::vector<const void *> srcs(n);
+      for (size_t k = 0; k < n; ++k) srcs[k] = all.data() + k * each + offset;
+      host_reduce(c.dtype, c.op, dst, srcs.data(), static_cast<int>(n), c.count);
+      return TSHMEM_SUCCESS;
+    }
+    case CollKind::kFcollect: return rt.boot.allgather(src, dst, c.count);
+    case CollKind::kAlltoall: {
+      std::vector<char> all(c.count * n * n);
+      TSHMEM_CHECK(rt.boot.allgather(src, all.data(), c.count * n));
+      for (size_t k = 0; k < n; ++k) std::memcpy(dst + k * c.count, all.data() + (k * n + me) * c.count, c.count);
+      return TSHMEM_SUCCESS;
+    }
+    case CollKind::kBroadcast: {
+      std::vector<char> staged(c.count);
+      if (static_cast<int>(me) == c.root) std::memcpy(staged.data(), src, c.count);
+      TSHMEM_CHECK(rt.boot.broadcast(staged.data(), c.count, c.root));
+      std::memcpy(dst, staged.data(), c.count);
+      return TSHMEM_SUCCESS;
+    }
+    case CollKind::kBarrier: return TSHMEM_SUCCESS;
+  }
+  return TSHMEM_SUCCESS;
+}
+
+}  // namespace
+
+Status HostCollectives::run(const CollRuntime &rt, const TeamInfo &info, CheckGroup *group, const HostMemCall &c) {
+  if (!info.node_local) return run_spanning(rt, c);
+  TeamGroup *team = static_cast<TeamGroup *>(group);
+  return run_local(rt, info, c, [&]() -> Status { return team != nullptr ? team->barrier() : rt.boot.barrier(); });
+}
+
+}  // namespace tshmemi
