@@ -3,12 +3,15 @@
 //
 // Each PE's heap is a file that never has a name: open(O_TMPFILE | O_EXCL) in /dev/shm, or memfd_create
 // where /dev/shm cannot make one. Nobody can predict, squat, open or leave behind a nameless file: it
-// disappears with the last descriptor and mapping, even when every PE is killed. The whole heap is
-// reserved at init (posix_fallocate), so a heap larger than the filesystem's room is an error at init,
-// never a SIGBUS on first touch. Node-local peers receive the descriptor over the same private socket
-// exchange as the vmm backend (handle_exchange.h), and check its owner and size before mapping it.
-// Past the heap, at the next page, each file holds one more page: this PE's slots of the node's shared-memory
-// rendezvous (bootstrap/node_sync.h), through which a job on one node makes its barriers and symmetry checks.
+// disappears with the last descriptor and mapping, even when every PE is killed. The file is sized, not filled:
+// a page of the heap costs memory when it is first touched, so init takes the same time whatever
+// TSHMEM_SYMMETRIC_SIZE is (filling a tmpfs file zeroes every page: about 0.6 s per GiB). A heap larger than the
+// filesystem's free room is an error at init; room that other programs take after init is the site's to keep
+// (a page that cannot be had when first touched is a SIGBUS, as for any program on tmpfs). Node-local peers receive the
+// descriptor over the same private socket exchange as the vmm backend (handle_exchange.h), and check its owner and size
+// before mapping it. Past the heap, at the next page, each file holds one more page: this PE's slots of the node's
+// shared-memory rendezvous (bootstrap/node_sync.h), through which a job on one node makes its barriers and symmetry
+// checks.
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -110,10 +113,13 @@ HeapFile open_heap_file(uint64_t heap_size) {
   return file;
 }
 
+// Sizes the file to offset + bytes without touching a page, when the filesystem has room for them now.
 int reserve(int fd, uint64_t offset, uint64_t bytes) {
+  struct statvfs fs;
+  if (fstatvfs(fd, &fs) == 0 && static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize < bytes) return ENOSPC;
   int rc;
   do {
-    rc = posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes));
+    rc = ftruncate(fd, static_cast<off_t>(offset + bytes)) == 0 ? 0 : errno;
   } while (rc == EINTR);
   return rc;
 }
@@ -173,9 +179,10 @@ struct ShmHeapReservation::Made {
   void reserve_chunks(bool ahead) {
     while (failure.load(std::memory_order_relaxed) == 0 && !stop.load(std::memory_order_relaxed)) {
       if (ahead && !room_for_a_chunk()) return;
-      const uint64_t offset = next.fetch_add(kReserveChunk, std::memory_order_relaxed);
+      // One sizing of the whole file (nothing is touched: it takes microseconds whatever the size).
+      const uint64_t offset = next.exchange(file.bytes, std::memory_order_relaxed);
       if (offset >= file.bytes) return;
-      const int rc = reserve(file.fd.get(), offset, std::min(kReserveChunk, file.bytes - offset));
+      const int rc = reserve(file.fd.get(), 0, file.bytes);
       int none = 0;
       if (rc != 0) failure.compare_exchange_strong(none, rc);
     }
