@@ -374,6 +374,13 @@ NB_MODULE(_C, m) {
                                  static_cast<tshmemx_redop_t>(op));
     });
   });
+  m.def("host_reduce_scatter",
+        [](int team, uintptr_t dst, uintptr_t src, size_t count, int dtype, int op, Note d, Note e) {
+          noted(d, e, [&] {
+            return tshmemi_host_reduce_scatter(team, ptr<void>(dst), ptr<const void>(src), count,
+                                               static_cast<tshmemx_dtype_t>(dtype), static_cast<tshmemx_redop_t>(op));
+          });
+        });
   m.def("host_fcollect", [](int team, uintptr_t dst, uintptr_t src, size_t nbytes, Note d, Note e) {
     noted(d, e, [&] { return tshmemi_host_fcollect(team, ptr<void>(dst), ptr<const void>(src), nbytes); });
   });

@@ -328,7 +328,7 @@ def _collective(call, stream, blocking, check, run_on_stream, host, dummy):
     """check(on_stream) -> (args, desc); run_on_stream(args, stream); host(args, desc, err). A refused argument
     raises at once on a stream (as in the C API, the check is local) and joins the checked rendezvous of a
     host-blocking call, so that every PE raises alike. The library describes valid calls itself (a failure's
-    report has room for 236 characters): desc serves only the reduce-scatter's rendezvous."""
+    report carries whole messages): desc names the call in Python's terms on every PE."""
     _require(call)
     on_stream = _state.gpu and not blocking
     err, type_error = None, False
@@ -338,7 +338,8 @@ def _collective(call, stream, blocking, check, run_on_stream, host, dummy):
     except InvalidArgumentError as e:
         if on_stream:
             raise
-        args, desc, err, type_error = dummy, None, str(e), isinstance(e, TypeError)
+        # The refusal is this PE's verdict in the rendezvous; the call's own name heads every PE's message.
+        args, desc, err, type_error = dummy, call, str(e), isinstance(e, TypeError)
     if on_stream:
         run_on_stream(args, _stream(stream))
         return
@@ -370,7 +371,7 @@ def all_reduce(dst, src=None, op='sum', team=TEAM_WORLD, *, stream=None, blockin
         return (t, d.ptr, s.ptr, d.numel, d.dtype.reduce_code, code), desc
 
     _collective(call, stream, blocking, check, lambda a, s: _C.allreduce_on_stream(*a, s),
-                lambda a, d, e: _C.host_reduce(*a, None, e), (TEAM_INVALID, 0, 0, 0, 0, 0))
+                lambda a, d, e: _C.host_reduce(*a, d, e), (TEAM_INVALID, 0, 0, 0, 0, 0))
 
 
 def reduce_scatter(dst, src, op='sum', team=TEAM_WORLD, *, stream=None, blocking=False):
@@ -390,16 +391,8 @@ def reduce_scatter(dst, src, op='sum', team=TEAM_WORLD, *, stream=None, blocking
         desc = f'{call}(team={t}, count={d.numel}, dtype={d.dtype.name}, op={ReduceOp(code).name.lower()})'
         return (t, d.ptr, s.ptr, d.numel, d.dtype.reduce_code, code), desc
 
-    def host(a, desc, err):
-        # No host-blocking reduce-scatter in the C API: a checked rendezvous that names the call, then the stream
-        # form, waited for.
-        _C.barrier(TEAM_WORLD, desc, err)
-        _C.reduce_scatter_on_stream(*a, _stream(None) if _state.gpu else 0)
-        if _state.gpu:
-            torch.cuda.current_stream(_state.device).synchronize()
-
-    _collective(call, stream, blocking, check, lambda a, s: _C.reduce_scatter_on_stream(*a, s), host,
-                (TEAM_INVALID, 0, 0, 0, 0, 0))
+    _collective(call, stream, blocking, check, lambda a, s: _C.reduce_scatter_on_stream(*a, s),
+                lambda a, d, e: _C.host_reduce_scatter(*a, d, e), (TEAM_INVALID, 0, 0, 0, 0, 0))
 
 
 def all_gather(dst, src, team=TEAM_WORLD, *, stream=None, blocking=False):
@@ -418,7 +411,7 @@ def all_gather(dst, src, team=TEAM_WORLD, *, stream=None, blocking=False):
         return (t, d.ptr, s.ptr, s.nbytes), f'{call}(team={t}, nbytes={s.nbytes}, dtype={d.dtype.name})'
 
     _collective(call, stream, blocking, check, lambda a, s: _C.allgather_on_stream(*a, s),
-                lambda a, d, e: _C.host_fcollect(*a, None, e), (TEAM_INVALID, 0, 0, 0))
+                lambda a, d, e: _C.host_fcollect(*a, d, e), (TEAM_INVALID, 0, 0, 0))
 
 
 def all_to_all(dst, src, team=TEAM_WORLD, *, stream=None, blocking=False):
@@ -438,7 +431,7 @@ def all_to_all(dst, src, team=TEAM_WORLD, *, stream=None, blocking=False):
         return (t, d.ptr, s.ptr, per), f'{call}(team={t}, nbytes={per}, dtype={d.dtype.name})'
 
     _collective(call, stream, blocking, check, lambda a, s: _C.alltoall_on_stream(*a, s),
-                lambda a, d, e: _C.host_alltoall(*a, None, e), (TEAM_INVALID, 0, 0, 0))
+                lambda a, d, e: _C.host_alltoall(*a, d, e), (TEAM_INVALID, 0, 0, 0))
 
 
 def broadcast(dst, src=None, root=0, team=TEAM_WORLD, *, stream=None, blocking=False):
@@ -453,4 +446,4 @@ def broadcast(dst, src=None, root=0, team=TEAM_WORLD, *, stream=None, blocking=F
         return (t, d.ptr, s.ptr, d.nbytes, r), f'{call}(team={t}, nbytes={d.nbytes}, root={r})'
 
     _collective(call, stream, blocking, check, lambda a, s: _C.broadcast_on_stream(*a, s),
-                lambda a, d, e: _C.host_broadcast(*a, None, e), (TEAM_INVALID, 0, 0, 0, 0))
+                lambda a, d, e: _C.host_broadcast(*a, d, e), (TEAM_INVALID, 0, 0, 0, 0))

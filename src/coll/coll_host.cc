@@ -60,7 +60,7 @@ CollectiveRequest describe(const SymmetricHeap &heap, const HostCollective &c) {
   r.offset = c.dst != nullptr && heap.contains(c.dst, 1) ? static_cast<int64_t>(heap.offset_of(c.dst)) : -1;
   r.offset_is_argument = true;
   r.offset_label = "with dst at heap offset";
-  r.nothing_done = c.kind == HostKind::kTeamBarrier ? "no PE passed the barrier" : "no PE's dst was written";
+  r.nothing_done = c.kind == HostKind::kTeamBarrier ? "the barrier was not passed" : "no dst was written";
   return r;
 }
 
