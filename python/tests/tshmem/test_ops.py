@@ -1,5 +1,6 @@
 """put/get, put_signal and signal waits, ordering, teams and collectives; argument mistakes raise before anything
 is launched, naming the argument."""
+import numpy as np
 import pytest
 
 import tshmem
@@ -101,21 +102,66 @@ def test_teams(pe):
         tshmem.team_split_strided(tshmem.TEAM_WORLD, 0, 1.0, n)
 
 
-def test_collectives_on_host_memory_fail_alike_on_every_pe(pe):
-    """The collectives are GPU kernels; on the shm heap they fail the same way everywhere, never hang."""
+def _fold(values, op):
+    """The members' values folded in team-index order (the C API's order): float16 accumulates in float32 and
+    rounds once, as the GPU kernels do; every other dtype in its own type (integers wrap around)."""
+    wide = 'float32' if values[0].dtype == np.float16 else values[0].dtype
+    acc = values[0].astype(wide)
+    with np.errstate(over='ignore'):
+        for v in values[1:]:
+            acc = {'sum': np.add, 'prod': np.multiply, 'min': np.fmin, 'max': np.fmax, 'and': np.bitwise_and,
+                   'or': np.bitwise_or, 'xor': np.bitwise_xor}[op](acc, v.astype(wide))
+    return acc.astype(values[0].dtype)
+
+
+def _member_values(k, dtype, count):
+    e = np.arange(count)
+    if np.dtype(dtype).kind == 'f':
+        big = np.float32(1e4) if dtype == 'float16' else 1e8  # a large first value: the order of a sum matters
+        return (big + e if k == 0 else 0.3 * (k + 1) + 0.01 * e).astype(dtype)
+    return ((k + 3) * 2654435761 + e * 40503).astype(dtype)
+
+
+def test_collectives_on_host_memory_give_the_c_api_results_on_every_team(pe):
+    """On the shm heap the collectives run on the host: world, node and a strided split team, every dtype numpy
+    has and every operator, in and out of place; then the moves and the team barrier."""
     if GPU:
-        pytest.skip('the GPU heap runs them (test_torch.py)')
+        pytest.skip('the GPU heap runs them as kernels (test_torch.py)')
     me, n = pe
-    x = tshmem.zeros(8, 'float32')
-    y = tshmem.zeros(8 * n, 'float32')
-    calls = (lambda: tshmem.all_reduce(x), lambda: tshmem.all_gather(y, x), lambda: tshmem.reduce_scatter(x, y),
-             lambda: tshmem.all_to_all(y, y), lambda: tshmem.broadcast(x, root=0))
-    for call in calls:
-        with pytest.raises(tshmem.ConfigError, match='collectives run on the GPU') as info:
-            call()
-        assert same_everywhere(str(info.value))
-    tshmem.free(y)
-    tshmem.free(x)
+    count = 1001
+    evens = tshmem.team_split_strided(tshmem.TEAM_WORLD, 0, 2, (n + 1) // 2)
+    dst = tshmem.zeros(count, 'float64')
+    src = tshmem.zeros(count * n, 'float64')
+    for team in (tshmem.TEAM_WORLD, tshmem.TEAM_NODE, evens):
+        if team == tshmem.TEAM_INVALID:
+            continue  # not a member: the members' calls are theirs alone
+        size, rank = tshmem.team_n_pes(team), tshmem.team_my_pe(team)
+        for dtype in ('float32', 'float64', 'float16', 'int32', 'int64', 'uint32', 'uint64'):
+            d, s = dst.view(dtype)[:count], src.view(dtype)[:count]
+            ops = ('sum', 'min', 'max', 'prod') + (('and', 'or', 'xor') if dtype[0] in 'iu' else ())
+            for op in ops:
+                mine = _member_values(rank, dtype, count)
+                want = _fold([_member_values(k, dtype, count) for k in range(size)], op)
+                s[:] = mine
+                tshmem.all_reduce(d, s, op=op, team=team)
+                np.testing.assert_array_equal(d, want, err_msg=f'{dtype} {op} team {team}')
+                tshmem.all_reduce(s, op=op, team=team)  # in place
+                np.testing.assert_array_equal(s, want, err_msg=f'{dtype} {op} in place, team {team}')
+        ints, out = src.view('int32')[:4 * size], dst.view('int32')[:4 * size]
+        ints[:] = np.arange(4 * size) + 1000 * rank
+        tshmem.reduce_scatter(out[:4], ints, team=team)
+        np.testing.assert_array_equal(out[:4], sum(np.arange(4) + 4 * rank + 1000 * k for k in range(size)))
+        tshmem.all_gather(out, ints[:4], team=team)
+        np.testing.assert_array_equal(out, np.concatenate([np.arange(4) + 1000 * k for k in range(size)]))
+        tshmem.all_to_all(out, ints, team=team)
+        np.testing.assert_array_equal(out, np.concatenate([np.arange(4) + 4 * rank + 1000 * k for k in range(size)]))
+        tshmem.broadcast(out[:4], ints[:4], root=size - 1, team=team)
+        np.testing.assert_array_equal(out[:4], np.arange(4) + 1000 * (size - 1))
+        tshmem.barrier(team)
+    if evens != tshmem.TEAM_INVALID:
+        tshmem.team_destroy(evens)
+    tshmem.free(src)
+    tshmem.free(dst)
 
 
 def test_collective_type_mistakes_raise_before_launch_on_every_pe(pe):
