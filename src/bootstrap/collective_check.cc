@@ -87,8 +87,8 @@ CollectiveRequest &CollectiveRequest::arg(const char *name, int64_t value) {
 }
 
 std::string CollectiveRequest::describe() const {
-  if (!note.empty()) return note;
-  std::string text = call;
+  std::string text = note.empty() ? std::string() : note + ": ";
+  text += call;
   text += "(";
   for (int i = 0; i < n_args; ++i)
     text += format("%s%s=%lld", i > 0 ? ", " : "", args[i].name, static_cast<long long>(args[i].value));

@@ -58,8 +58,7 @@ struct CollectiveRequest {
   /// every message. Empty: none.
   std::string note;
 
-  /// "tshmem_malloc(size=4096) -> offset 65536"; with a note, the note alone (the caller's own words for the
-  /// call: its C arguments still take part in the comparison).
+  /// "tshmem_malloc(size=4096) -> offset 65536", after "<note>: " if any.
   std::string describe() const;
 };
 
