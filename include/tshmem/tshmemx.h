@@ -352,6 +352,9 @@ int tshmemx_sync_all_on_stream(tshmemx_stream_t stream) __attribute__((visibilit
  */
 int tshmemi_host_reduce(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
                         tshmemx_redop_t op) __attribute__((visibility("default")));
+/* A binding that raises an exception for every failure (tshmem's Python package) reports errors itself: with `on`,
+ * the library logs them at info level instead of printing each as a warning too. */
+void tshmemi_errors_reported_by_caller(int on) __attribute__((visibility("default")));
 int tshmemi_host_reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
                                 tshmemx_redop_t op) __attribute__((visibility("default")));
 int tshmemi_host_fcollect(tshmem_team_t team, void *dst, const void *src, size_t nbytes)

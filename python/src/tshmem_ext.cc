@@ -124,6 +124,9 @@ nb::object make_array(uintptr_t address, const std::vector<size_t> &shape, const
 
 NB_MODULE(_C, m) {
   m.def("_register", [](nb::tuple errors) { set_error_classes(errors); });
+  // Every failure becomes an exception that carries the library's message: that is the report (the library
+  // logs it at info level, TSHMEM_DEBUG=info, instead of printing a warning per PE beside it).
+  tshmemi_errors_reported_by_caller(1);
   define_fast_path(m);
   m.def("num_status", []() { return static_cast<int>(TSHMEM_NUM_STATUS); });
   m.def("strerror", [](int code) { return std::string(tshmemx_strerror(code)); });

@@ -13,7 +13,8 @@ import enum
 from . import _C
 from ._arrays import DTYPES, buf, invalid, numpy, torch
 from ._errors import ArgumentTypeError, InvalidArgumentError
-from ._runtime import _SLOW, TEAM_INVALID, TEAM_WORLD, _checked_collective, _int_arg, _require, _state
+from ._runtime import (_SLOW, TEAM_INVALID, TEAM_WORLD, _checked_collective, _int_arg, _live_block, _pe_arg,
+                       _require, _state)
 
 
 class SignalOp(enum.IntEnum):
@@ -115,6 +116,9 @@ def _heap_arg(obj, arg, call, on_stream=False, written=False):
     if b.nbytes and not (_state.base <= b.ptr and b.ptr + b.nbytes <= _state.base + _state.size):
         raise invalid(call, f'{arg} (data_ptr {b.ptr:#x}, {b.nbytes} bytes) is not on the symmetric heap: '
                             'allocate it with tshmem.empty or tshmem.zeros')
+    if b.nbytes and _live_block(b.ptr, b.nbytes) is None:
+        raise invalid(call, f'{arg} (data_ptr {b.ptr:#x}, {b.nbytes} bytes) is not inside a live allocation: it was '
+                            'freed (tshmem.free, or the tshmem.scope that allocated it closed)')
     return b
 
 
@@ -206,7 +210,7 @@ def put(dst, src, pe, *, stream=None, blocking=False):
     d = _heap_arg(dst, 'dst', call, mode == 'stream', written=True)
     s = _local_arg(src, 'src', call, mode == 'stream')
     _same(d, s, 'dst', 'src', call)
-    pe = _int_arg(pe, 'pe', call)
+    pe = _pe_arg(pe, call)
     if mode == 'stream':
         _C.putmem_on_stream(d.ptr, s.ptr, d.nbytes, pe, _stream(stream))
     else:
@@ -224,7 +228,7 @@ def get(dst, src, pe, *, stream=None, blocking=False):
     d = _local_arg(dst, 'dst', call, mode == 'stream', written=True)
     s = _heap_arg(src, 'src', call, mode == 'stream')
     _same(d, s, 'dst', 'src', call)
-    pe = _int_arg(pe, 'pe', call)
+    pe = _pe_arg(pe, call)
     if mode == 'stream':
         _C.getmem_on_stream(d.ptr, s.ptr, d.nbytes, pe, _stream(stream))
     else:
@@ -244,7 +248,7 @@ def put_signal(dst, src, signal_var, signal_val, signal_op, pe, *, stream=None, 
     sig = _signal_word(signal_var, call)
     value = _word_value(signal_val, 'signal_val', call)
     op = _signal_op(signal_op, call)
-    pe = _int_arg(pe, 'pe', call)
+    pe = _pe_arg(pe, call)
     if mode == 'stream':
         _C.putmem_signal_on_stream(d.ptr, s.ptr, d.nbytes, sig, value, op, pe, _stream(stream))
     else:

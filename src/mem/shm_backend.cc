@@ -235,6 +235,16 @@ ShmHeapReservation::Made &ShmHeapReservation::join() {
 
 namespace {
 
+// Lets go of a heap mapping but keeps its addresses readable and writable: anonymous zero pages take its place
+// (reserving nothing until touched). A program that still holds an array over the heap after finalize (Python
+// keeps them as long as it likes) then reads zeros and writes into memory of its own, instead of faulting; the
+// heap's file goes with its last real mapping as before.
+void retire(void *base, size_t bytes) {
+  if (mmap(base, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) ==
+      MAP_FAILED)
+    munmap(base, bytes);
+}
+
 class ShmBackend final : public MemBackend {
  public:
   ShmBackend(int64_t init_timeout_ms, std::unique_ptr<ShmHeapReservation> early)
@@ -281,7 +291,7 @@ class ShmBackend final : public MemBackend {
   Status destroy(Bootstrap &boot) override {
     // Unmap peers first, barrier, then the own heap: nobody touches memory that is being released.
     for (size_t pe = 0; pe < peer_bases_.size(); ++pe) {
-      if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) munmap(peer_bases_[pe], file_size_);
+      if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) retire(peer_bases_[pe], file_size_);
       peer_bases_[pe] = nullptr;
     }
     const Status status = boot.barrier();
@@ -349,9 +359,9 @@ class ShmBackend final : public MemBackend {
   void release_all() {
     early_.reset();
     for (size_t pe = 0; pe < peer_bases_.size(); ++pe)
-      if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) munmap(peer_bases_[pe], file_size_);
+      if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) retire(peer_bases_[pe], file_size_);
     peer_bases_.clear();
-    if (own_base_ != nullptr) munmap(own_base_, file_size_);
+    if (own_base_ != nullptr) retire(own_base_, file_size_);
     own_base_ = nullptr;
   }
 

@@ -39,6 +39,13 @@ def test_rma_argument_mistakes_name_the_argument(pe):
         tshmem.put(x, [0.0] * 16, 0, blocking=True)
     with pytest.raises(tshmem.InvalidPEError, match=f'PE {n} out of range'):
         tshmem.put(x, ok, n, blocking=True)
+    # PEs beyond any C int: the same kind of error, naming the call and `pe` (not a binding's conversion error).
+    for big in (2**31, 2**40, 2**64, -2**63):
+        for name, call in (('put', lambda: tshmem.put(x, ok, big, blocking=True)),
+                           ('get', lambda: tshmem.get(ok, x, big, blocking=True)),
+                           ('peer', lambda: tshmem.peer(x, big))):
+            with pytest.raises(tshmem.InvalidPEError, match=rf'tshmem\.{name}: pe = {big}: PE {big} out of range'):
+                call()
     if not GPU:
         with pytest.raises(tshmem.InvalidArgumentError, match='host memory: calls are host-blocking and take no'):
             tshmem.put(x, ok, 0, stream=0)
