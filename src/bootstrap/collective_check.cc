@@ -156,7 +156,6 @@ Status CollectiveCheck::agree_request(CheckGroup &group, const CollectiveRequest
   const bool no_local_failure = (reduced[2] & 1) == 0;  // equal words: the same verdict everywhere
   if (all_equal && no_local_failure) return TSHMEM_SUCCESS;
 #else
-  int64_t any_failed = 0;
   const int64_t not_failed = 1 - failed;
   int64_t none_failed = 0;
   TSHMEM_CHECK(group.allreduce_min(&not_failed, &none_failed, 1));
