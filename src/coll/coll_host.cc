@@ -132,19 +132,22 @@ Status host_collective(const CollRuntime &rt, CollectiveCheck &check_, Rendezvou
     request.local_status = local;
     request.local_error = last_error_message();
   }
+  HostMemCall call;
+  call.kind = kind_of(c.kind);
+  call.dst = c.dst;
+  call.src = c.src;
+  call.count = c.count;
+  call.dtype = c.dtype;
+  call.op = c.op;
+  call.root = c.root;
+  if (host_memory && local == TSHMEM_SUCCESS) host.stage(rt, c.team, info, call);
   // Every member the same verdict, disagreeing PEs named; this is also the rendezvous: every src is ready.
-  TSHMEM_CHECK(group != nullptr ? check_.agree_in(*group, request) : check_.agree(request));
-  if (host_memory) {
-    HostMemCall call;
-    call.kind = kind_of(c.kind);
-    call.dst = c.dst;
-    call.src = c.src;
-    call.count = c.count;
-    call.dtype = c.dtype;
-    call.op = c.op;
-    call.root = c.root;
-    return host.run(rt, info, group, call);
+  const Status agreed = group != nullptr ? check_.agree_in(*group, request) : check_.agree(request);
+  if (agreed != TSHMEM_SUCCESS) {
+    if (host_memory) host.stage(rt, TSHMEM_TEAM_INVALID, info, call);  // drops this call's staging
+    return agreed;
   }
+  if (host_memory) return host.run(rt, c.team, info, group, call);
   std::pair<const CollRuntime &, const HostCollective &> launch{rt, c};
   return coll_run_blocking(c.call, launch_on, &launch);
 }

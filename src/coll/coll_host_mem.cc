@@ -1,5 +1,6 @@
 #include "coll/coll_host_mem.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -76,12 +77,32 @@ T *at(const CollRuntime &rt, const TeamInfo &info, T *ptr, int k) {
   return reinterpret_cast<T *>(base + (reinterpret_cast<uintptr_t>(ptr) - own));
 }
 
-/// On one node: read the members' heaps.
-Status run_local(const CollRuntime &rt, const TeamInfo &info, const HostMemCall &c,
-                 const std::function<Status()> &meet) {
+/// The bytes of this PE's source that the other members read (0: none).
+size_t source_bytes(const HostMemCall &c, int n, int me) {
+  const size_t members = static_cast<size_t>(n);
+  switch (c.kind) {
+    case CollKind::kAllreduce: return c.count * dtype_size(c.dtype);
+    case CollKind::kReduceScatter: return c.count * dtype_size(c.dtype) * members;
+    case CollKind::kFcollect: return c.count;
+    case CollKind::kAlltoall: return c.count * members;
+    case CollKind::kBroadcast: return me == c.root ? c.count : 0;
+    case CollKind::kBarrier: break;
+  }
+  return 0;
+}
+
+/// WORLD's and NODE's staging slot; -1 for other teams.
+int stage_slot(tshmem_team_t team) { return team == TSHMEM_TEAM_WORLD ? 0 : team == TSHMEMX_TEAM_NODE ? 1 : -1; }
+
+/// On one node: read the members' heaps (their sources, or with `staged` their staged copies at `stage_offset`).
+Status run_local(const CollRuntime &rt, const TeamInfo &info, const HostMemCall &c, bool staged, size_t stage_offset,
+                 const std::function<Status()> &meet_closing) {
   const int n = info.size, me = info.my_index;
   char *dst = static_cast<char *>(c.dst);
-  const char *src = static_cast<const char *>(c.src);
+  // Staged: every member's source is its staging (a copy), and nobody reads a source after the call.
+  const char *src = staged ? reinterpret_cast<const char *>(rt.peer_bases[static_cast<size_t>(rt.my_pe)] + stage_offset)
+                           : static_cast<const char *>(c.src);
+  const auto meet = [&]() -> Status { return staged ? TSHMEM_SUCCESS : meet_closing(); };
   switch (c.kind) {
     case CollKind::kAllreduce:
     case CollKind::kReduceScatter: {
@@ -89,15 +110,15 @@ Status run_local(const CollRuntime &rt, const TeamInfo &info, const HostMemCall 
       const size_t offset = c.kind == CollKind::kReduceScatter ? static_cast<size_t>(me) * c.count * elem : 0;
       std::vector<const void *> srcs(static_cast<size_t>(n));
       for (int k = 0; k < n; ++k) srcs[static_cast<size_t>(k)] = at(rt, info, src + offset, k);
-      if (c.dst != c.src) {
+      if (c.dst != c.src || staged) {
         host_reduce(c.dtype, c.op, dst, srcs.data(), n, c.count);
         return meet();
       }
       // In place: the other members still read this dst (their src) until all have met.
-      std::vector<char> staged(c.count * elem);
-      host_reduce(c.dtype, c.op, staged.data(), srcs.data(), n, c.count);
+      std::vector<char> result(c.count * elem);
+      host_reduce(c.dtype, c.op, result.data(), srcs.data(), n, c.count);
       TSHMEM_CHECK(meet());
-      std::memcpy(dst, staged.data(), staged.size());
+      std::memcpy(dst, result.data(), result.size());
       return TSHMEM_SUCCESS;
     }
     case CollKind::kFcollect:
@@ -116,8 +137,8 @@ Status run_local(const CollRuntime &rt, const TeamInfo &info, const HostMemCall 
     case CollKind::kBroadcast:
       if (me != c.root)
         std::memcpy(dst, at(rt, info, src, c.root), c.count);
-      else if (dst != src)
-        std::memcpy(dst, src, c.count);
+      else if (c.dst != c.src)
+        std::memcpy(dst, c.src, c.count);
       return meet();
     case CollKind::kBarrier: return TSHMEM_SUCCESS;
   }
@@ -163,10 +184,35 @@ Status run_spanning(const CollRuntime &rt, const HostMemCall &c) {
 
 }  // namespace
 
-Status HostCollectives::run(const CollRuntime &rt, const TeamInfo &info, CheckGroup *group, const HostMemCall &c) {
+void HostCollectives::stage(const CollRuntime &rt, tshmem_team_t team, const TeamInfo &info, const HostMemCall &c) {
+  staged_ = false;
+  const int slot = stage_slot(team);
+  if (slot < 0 || !info.node_local) return;
+  // The largest source of any member decides (the same on every member), so that all stage or none does.
+  size_t largest = 0;
+  for (int k = 0; k < info.size; ++k) largest = std::max(largest, source_bytes(c, info.size, k));
+  if (largest > TSHMEMI_HOST_COLL_STAGE_BYTES) return;
+  const uint64_t parity = staged_calls_[slot] & 1;
+  char *mine = reinterpret_cast<char *>(rt.peer_bases[static_cast<size_t>(rt.my_pe)] +
+                                        TSHMEMI_HOST_COLL_STAGE_OFFSET(slot, parity));
+  // Safe to overwrite: the members read this parity's copies two staged calls ago, and every one of them has
+  // since arrived at the last staged call's rendezvous, which this PE has passed.
+  const size_t mine_bytes = source_bytes(c, info.size, info.my_index);
+  if (mine_bytes != 0) std::memcpy(mine, c.src, mine_bytes);
+  staged_ = true;
+}
+
+Status HostCollectives::run(const CollRuntime &rt, tshmem_team_t team, const TeamInfo &info, CheckGroup *group,
+                            const HostMemCall &c) {
   if (!info.node_local) return run_spanning(rt, c);
-  TeamGroup *team = static_cast<TeamGroup *>(group);
-  return run_local(rt, info, c, [&]() -> Status { return team != nullptr ? team->barrier() : rt.boot.barrier(); });
+  TeamGroup *members = static_cast<TeamGroup *>(group);
+  const int slot = stage_slot(team);
+  const bool staged = staged_ && slot >= 0;
+  staged_ = false;
+  const size_t offset = staged ? TSHMEMI_HOST_COLL_STAGE_OFFSET(slot, staged_calls_[slot] & 1) : 0;
+  if (staged) ++staged_calls_[slot];  // the rendezvous passed on every member: this parity is in use
+  return run_local(rt, info, c, staged, offset,
+                   [&]() -> Status { return members != nullptr ? members->barrier() : rt.boot.barrier(); });
 }
 
 }  // namespace tshmemi

@@ -46,15 +46,22 @@ class HostCollectives {
   /// lives as long as this one.
   CheckGroup &group(const CollRuntime &rt, tshmem_team_t team, const TeamInfo &info);
 
-  /// Runs `c` on `team` after its checked rendezvous (passed on every member), then the closing rendezvous:
-  /// `group` for a team without every PE, else the bootstrap's barrier.
-  Status run(const CollRuntime &rt, const TeamInfo &info, CheckGroup *group, const HostMemCall &c);
+  /// Before the checked rendezvous of a valid call (`c` passed this PE's checks): a small call on WORLD or NODE
+  /// copies its source into this PE's staging for the call's parity, so that run() reads the copies and needs no
+  /// closing rendezvous. The same decision on every member (it depends on the arguments only).
+  void stage(const CollRuntime &rt, tshmem_team_t team, const TeamInfo &info, const HostMemCall &c);
+
+  /// Runs `c` on `team` after its checked rendezvous (passed on every member), then, unless staged, the closing
+  /// rendezvous: `group` for a team without every PE, else the bootstrap's barrier.
+  Status run(const CollRuntime &rt, tshmem_team_t team, const TeamInfo &info, CheckGroup *group, const HostMemCall &c);
 
  private:
   class TeamGroup;
   std::mutex mutex_;
   std::unique_ptr<TeamGroup> groups_[TSHMEMI_TEAM_SLOTS];
   uint64_t first_call_[TSHMEMI_TEAM_SLOTS] = {};
+  uint64_t staged_calls_[2] = {};  ///< WORLD's and NODE's staged calls that completed: the next one's parity
+  bool staged_ = false;            ///< the call between stage() and run() was staged
 };
 
 }  // namespace tshmemi

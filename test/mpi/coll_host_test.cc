@@ -70,13 +70,14 @@ T fold(tshmemx_redop_t op, T acc, T x) {
 
 std::string last_error_text() { return tshmemx_last_error(); }
 
-constexpr size_t kCount = 3001;  // not a multiple of any block or vector width
+constexpr size_t kCount = 3001;   // not a multiple of any block or vector width; staged on WORLD and NODE
+constexpr size_t kLarge = 40001;  // past the staging (128 KiB) at 4 and 8 bytes: read in place, closing rendezvous
 
 template <class T>
-void check_reduce(tshmem_team_t team, tshmemx_dtype_t dtype, bool in_place, void *dst_v, void *src_v) {
+void check_reduce(tshmem_team_t team, tshmemx_dtype_t dtype, bool in_place, void *dst_v, void *src_v,
+                  size_t count = kCount) {
   if (team == TSHMEM_TEAM_INVALID) return;
   const int size = tshmem_team_n_pes(team), me = tshmem_team_my_pe(team);
-  const size_t count = kCount;
   T *dst = static_cast<T *>(dst_v), *src = static_cast<T *>(src_v);
   const bool integer = std::is_integral_v<T>;
   for (int o = 0; o < TSHMEMX_NUM_OPS; ++o) {
@@ -98,7 +99,7 @@ void check_reduce(tshmem_team_t team, tshmemx_dtype_t dtype, bool in_place, void
 }
 
 TEST_F(CollHost, ReduceEveryDtypeAndOperatorMatchesTheTeamOrderFold) {
-  void *dst = tshmem_malloc(kCount * 8), *src = tshmem_malloc(kCount * 8);
+  void *dst = tshmem_malloc(kLarge * 8), *src = tshmem_malloc(kLarge * 8);
   ASSERT_NE(dst, nullptr);
   ASSERT_NE(src, nullptr);
   for (tshmem_team_t team : teams()) {
@@ -109,6 +110,8 @@ TEST_F(CollHost, ReduceEveryDtypeAndOperatorMatchesTheTeamOrderFold) {
       check_reduce<int64_t>(team, TSHMEMX_DTYPE_INT64, in_place, dst, src);
       check_reduce<uint32_t>(team, TSHMEMX_DTYPE_UINT32, in_place, dst, src);
       check_reduce<uint64_t>(team, TSHMEMX_DTYPE_UINT64, in_place, dst, src);
+      check_reduce<float>(team, TSHMEMX_DTYPE_FLOAT, in_place, dst, src, kLarge);
+      check_reduce<int64_t>(team, TSHMEMX_DTYPE_INT64, in_place, dst, src, kLarge);
     }
   }
   tshmem_free(src);
