@@ -2,21 +2,25 @@
 # The host path side by side with Open MPI's OpenSHMEM: one OpenSHMEM program (perftest/host/host_shmem.cc) built
 # against tshmem, tshmem_nocheck and OSHMEM, run in alternating rounds at each PE count, then one table (size,
 # tshmem, OSHMEM, ratio of times) with each library's best round per row.
-#   scripts/oshmem-compare.sh [--np "2 4"] [--rounds 3] [--json FILE] [-- host_shmem options, e.g. -e 1M -n 200]
-# tshmem runs on the shm backend; both libraries get the same symmetric heap (TSHMEM_SYMMETRIC_SIZE, default
-# 256M, is also SHMEM_SYMMETRIC_SIZE). Without the twin (no oshcc/shmem.h when configured) it prints why and
-# exits 0 after the tshmem rows. Logs: <build>/oshmem-compare/.
+#   scripts/oshmem-compare.sh [--np "2 4"] [--rounds 3] [--heaps "default 1G 8G"] [--json FILE]
+#                             [-- host_shmem options, e.g. -e 1M -n 200]
+# tshmem runs on the shm backend; both libraries get the same symmetric heap for the full runs
+# (TSHMEM_SYMMETRIC_SIZE, default 256M, is also SHMEM_SYMMETRIC_SIZE). Then init alone, in the same alternating
+# rounds, at each heap of --heaps: "default" sets neither variable (each library's own default), a size sets both.
+# Without the twin (no oshcc/shmem.h when configured) it prints why and exits 0 after the tshmem rows. Logs:
+# <build>/oshmem-compare/.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TSHMEM_BUILD_DIR:-$root/build}
-nps="2 4" rounds=3 json=""
+nps="2 4" rounds=3 json="" heaps="default 1G 8G"
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) nps=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --heaps) heaps=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "oshmem-compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -42,10 +46,10 @@ jsonl="$logs/host_shmem.jsonl"
 heap=${TSHMEM_SYMMETRIC_SIZE:-256M}
 launch=(mpirun --bind-to none)
 [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
-env_tshmem=(-x TSHMEM_MEM_BACKEND=shm -x TSHMEM_SYMMETRIC_SIZE="$heap" -x TSHMEM_DISABLE_NVLS=1)
+env_tshmem=(-x TSHMEM_MEM_BACKEND=shm -x TSHMEM_SYMMETRIC_SIZE="$heap" -x TSHMEM_DISABLE_NVLS=1 -x TSHMEM_PERF_HEAP="$heap")
 # Open MPI 4.1's osc/rdma frees memory at MPI_Finalize through a hook into the OpenSHMEM layer that is already
 # unloaded (SIGSEGV at the end of every OSHMEM program here); one-sided MPI is no part of the twin, so it is off.
-env_oshmem=(-x SHMEM_SYMMETRIC_SIZE="$heap" -x OMPI_MCA_osc=^rdma)
+env_oshmem=(-x SHMEM_SYMMETRIC_SIZE="$heap" -x OMPI_MCA_osc=^rdma -x TSHMEM_PERF_HEAP="$heap")
 
 label() {  # tshmem_host_shmem -> tshmem, tshmem_host_shmem_nocheck -> tshmem[nocheck], oshmem_host_shmem -> oshmem
   case "$1" in
@@ -78,6 +82,35 @@ for round in $(seq 1 "$rounds"); do
       fi
     done
     echo "$line"
+  done
+done
+# Init alone at each heap size (host_shmem stops after its init row with TSHMEM_PERF_INIT_ONLY).
+for round in $(seq 1 "$rounds"); do
+  for size in $heaps; do
+    for np in $nps; do
+      extra=()
+      [ "$np" -gt "$(nproc)" ] && extra+=(--oversubscribe)
+      line="init round $round/$rounds, heap $size, $np PEs:"
+      for exe in tshmem_host_shmem oshmem_host_shmem; do
+        [ -x "$dir/$exe" ] || continue
+        envs=(-x TSHMEM_PERF_INIT_ONLY=1 -x TSHMEM_PERF_HEAP="$size")
+        if [ "$exe" = oshmem_host_shmem ]; then
+          envs+=(-x OMPI_MCA_osc=^rdma)
+          [ "$size" != default ] && envs+=(-x SHMEM_SYMMETRIC_SIZE="$size")
+        else
+          envs+=(-x TSHMEM_MEM_BACKEND=shm -x TSHMEM_DISABLE_NVLS=1)
+          [ "$size" != default ] && envs+=(-x TSHMEM_SYMMETRIC_SIZE="$size")
+        fi
+        log="$logs/$exe-init-$size-np$np-round$round.log"
+        if "${launch[@]}" "${extra[@]}" -np "$np" "${envs[@]}" "$dir/$exe" --json "$jsonl" > "$log" 2>&1; then
+          line+=" $(label "$exe") ok"
+        else
+          line+=" $(label "$exe") FAILED ($log)"
+          failed=1
+        fi
+      done
+      echo "$line"
+    done
   done
 done
 python3 "$root/perftest/common/oshmem_table.py" --jsonl "$jsonl" --out "$logs/summary.json" || failed=1

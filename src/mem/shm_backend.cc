@@ -307,7 +307,7 @@ class ShmBackend final : public MemBackend {
     peer_bases_.assign(static_cast<size_t>(boot.size()), nullptr);
     UniqueFd own;
     TSHMEM_CHECK(run_step(
-        boot, InitStep::kHeapOwn, [&] { return create_own(&own); }, "shm backend"));
+        boot, InitStep::kHeapOwn, [&] { return create_own(&own, boot.local_size()); }, "shm backend"));
     std::vector<PeerFd> received;
     TSHMEM_CHECK(exchange_fds_node_local(boot, own.get(), file_size_, init_timeout_ms_, &received));
     own.reset();  // the mapping keeps the memory; each peer holds its own descriptor
@@ -318,7 +318,7 @@ class ShmBackend final : public MemBackend {
     return TSHMEM_SUCCESS;
   }
 
-  Status create_own(UniqueFd *out) {
+  Status create_own(UniqueFd *out, int node_pes) {
     HeapFile file;
     if (early_ && early_->heap_size() == heap_size_)
       file = std::move(early_->join().file);  // made while MPI started
@@ -327,6 +327,17 @@ class ShmBackend final : public MemBackend {
     early_.reset();
     if (!file.note.empty()) TSHMEMI_LOG(kInfo, kLogMem, "%s", file.note.c_str());
     if (file.status != TSHMEM_SUCCESS) return set_error_message(file.status, file.error);
+    // The files take no room until their pages are touched: the room must hold every heap of the node.
+    struct statvfs fs;
+    const uint64_t needed = file.bytes * static_cast<uint64_t>(node_pes);
+    if (fstatvfs(file.fd.get(), &fs) == 0 && static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize < needed)
+      return set_error(TSHMEM_ERR_OUT_OF_MEMORY,
+                       "shm backend: reserving the %llu-byte (%s) heap in %s (%s free of %s) failed: this node's %d "
+                       "PEs need %s together (make %s larger or lower TSHMEM_SYMMETRIC_SIZE)",
+                       static_cast<unsigned long long>(heap_size_), human_bytes(heap_size_).c_str(),
+                       file.filesystem.c_str(), human_bytes(static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize).c_str(),
+                       human_bytes(static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize).c_str(), node_pes,
+                       human_bytes(needed).c_str(), file.filesystem.c_str());
     own_base_ = file.base;
     file.base = nullptr;
     *out = std::move(file.fd);
