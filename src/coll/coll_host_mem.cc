@@ -91,6 +91,10 @@ size_t source_bytes(const HostMemCall &c, int n, int me) {
   return 0;
 }
 
+/// From this many bytes an out-of-place all-reduce splits the elements among the members (each reduces its share
+/// and pushes it to every member); below, each member reduces every element into its own dst.
+constexpr size_t kSplitBytes = 64 * 1024;
+
 /// WORLD's and NODE's staging slot; -1 for other teams.
 int stage_slot(tshmem_team_t team) { return team == TSHMEM_TEAM_WORLD ? 0 : team == TSHMEMX_TEAM_NODE ? 1 : -1; }
 
@@ -110,9 +114,21 @@ Status run_local(const CollRuntime &rt, const TeamInfo &info, const HostMemCall 
       const size_t offset = c.kind == CollKind::kReduceScatter ? static_cast<size_t>(me) * c.count * elem : 0;
       std::vector<const void *> srcs(static_cast<size_t>(n));
       for (int k = 0; k < n; ++k) srcs[static_cast<size_t>(k)] = at(rt, info, src + offset, k);
-      if (c.dst != c.src || staged) {
+      if (staged || (c.dst != c.src && (c.kind == CollKind::kReduceScatter || c.count * elem < kSplitBytes))) {
         host_reduce(c.dtype, c.op, dst, srcs.data(), n, c.count);
         return meet();
+      }
+      if (c.dst != c.src) {
+        // Large, out of place: each member reduces its share of the elements (the same fold per element) and
+        // stores the result into every member's dst, so each element is reduced once, not on every member.
+        const size_t first = c.count * static_cast<size_t>(me) / static_cast<size_t>(n);
+        const size_t last = c.count * static_cast<size_t>(me + 1) / static_cast<size_t>(n);
+        for (int k = 0; k < n; ++k)
+          srcs[static_cast<size_t>(k)] = static_cast<const char *>(srcs[static_cast<size_t>(k)]) + first * elem;
+        char *mine = dst + first * elem;
+        host_reduce(c.dtype, c.op, mine, srcs.data(), n, last - first);
+        for (int i = 1; i < n; ++i) std::memcpy(at(rt, info, mine, (me + i) % n), mine, (last - first) * elem);
+        return meet();  // every dst complete, every source read
       }
       // In place: the other members still read this dst (their src) until all have met.
       std::vector<char> result(c.count * elem);

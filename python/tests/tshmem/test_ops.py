@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tshmem
-from conftest import GPU, arr, host, same_everywhere
+from conftest import GPU, arr, host, same_everywhere, torch
 
 
 def test_put_get_ring(pe):
@@ -129,41 +129,57 @@ def _member_values(k, dtype, count):
     return ((k + 3) * 2654435761 + e * 40503).astype(dtype)
 
 
-def test_collectives_on_host_memory_give_the_c_api_results_on_every_team(pe):
-    """On the shm heap the collectives run on the host: world, node and a strided split team, every dtype numpy
-    has and every operator, in and out of place; then the moves and the team barrier."""
-    if GPU:
-        pytest.skip('the GPU heap runs them as kernels (test_torch.py)')
+def test_collectives_give_the_team_order_fold_on_every_team(pe):
+    """The same values and reference on both heaps: on shm the host runs the collectives, on a GPU heap the kernels
+    (stream-ordered), so the two agree bit for bit with one fold. World, node and a strided split team, every dtype
+    both have and every operator, in and out of place; then the moves and the team barrier."""
     me, n = pe
     count = 1001
     evens = tshmem.team_split_strided(tshmem.TEAM_WORLD, 0, 2, (n + 1) // 2)
     dst = tshmem.zeros(count, 'float64')
     src = tshmem.zeros(count * n, 'float64')
+
+    def done():
+        if GPU:
+            torch.cuda.synchronize()
+
+    def load(into, values):
+        into[:] = torch.from_numpy(values).to(into.device) if GPU else values
+
+    int_types = ('int32', 'int64') if GPU else ('int32', 'int64', 'uint32', 'uint64')
     for team in (tshmem.TEAM_WORLD, tshmem.TEAM_NODE, evens):
         if team == tshmem.TEAM_INVALID:
             continue  # not a member: the members' calls are theirs alone
         size, rank = tshmem.team_n_pes(team), tshmem.team_my_pe(team)
-        for dtype in ('float32', 'float64', 'float16', 'int32', 'int64', 'uint32', 'uint64'):
-            d, s = dst.view(dtype)[:count], src.view(dtype)[:count]
+        for dtype in ('float32', 'float64', 'float16') + int_types:
+            view = (lambda a: a.view(getattr(torch, dtype))) if GPU else (lambda a: a.view(dtype))
+            d, s = view(dst)[:count], view(src)[:count]
             ops = ('sum', 'min', 'max', 'prod') + (('and', 'or', 'xor') if dtype[0] in 'iu' else ())
             for op in ops:
-                mine = _member_values(rank, dtype, count)
                 want = _fold([_member_values(k, dtype, count) for k in range(size)], op)
-                s[:] = mine
+                load(s, _member_values(rank, dtype, count))
                 tshmem.all_reduce(d, s, op=op, team=team)
-                np.testing.assert_array_equal(d, want, err_msg=f'{dtype} {op} team {team}')
+                done()
+                np.testing.assert_array_equal(host(d), want, err_msg=f'{dtype} {op} team {team}')
                 tshmem.all_reduce(s, op=op, team=team)  # in place
-                np.testing.assert_array_equal(s, want, err_msg=f'{dtype} {op} in place, team {team}')
-        ints, out = src.view('int32')[:4 * size], dst.view('int32')[:4 * size]
-        ints[:] = np.arange(4 * size) + 1000 * rank
+                done()
+                np.testing.assert_array_equal(host(s), want, err_msg=f'{dtype} {op} in place, team {team}')
+        ints, out = (src.view(torch.int32), dst.view(torch.int32)) if GPU else (src.view('int32'), dst.view('int32'))
+        ints, out = ints[:4 * size], out[:4 * size]
+        load(ints, (np.arange(4 * size) + 1000 * rank).astype('int32'))
         tshmem.reduce_scatter(out[:4], ints, team=team)
-        np.testing.assert_array_equal(out[:4], sum(np.arange(4) + 4 * rank + 1000 * k for k in range(size)))
+        done()
+        np.testing.assert_array_equal(host(out[:4]), sum(np.arange(4) + 4 * rank + 1000 * k for k in range(size)))
         tshmem.all_gather(out, ints[:4], team=team)
-        np.testing.assert_array_equal(out, np.concatenate([np.arange(4) + 1000 * k for k in range(size)]))
+        done()
+        np.testing.assert_array_equal(host(out), np.concatenate([np.arange(4) + 1000 * k for k in range(size)]))
         tshmem.all_to_all(out, ints, team=team)
-        np.testing.assert_array_equal(out, np.concatenate([np.arange(4) + 4 * rank + 1000 * k for k in range(size)]))
+        done()
+        np.testing.assert_array_equal(host(out),
+                                      np.concatenate([np.arange(4) + 4 * rank + 1000 * k for k in range(size)]))
         tshmem.broadcast(out[:4], ints[:4], root=size - 1, team=team)
-        np.testing.assert_array_equal(out[:4], np.arange(4) + 1000 * (size - 1))
+        done()
+        np.testing.assert_array_equal(host(out[:4]), np.arange(4) + 1000 * (size - 1))
         tshmem.barrier(team)
     if evens != tshmem.TEAM_INVALID:
         tshmem.team_destroy(evens)
