@@ -114,16 +114,17 @@ TSHMEM_API int tshmemi_host_reduce_scatter(tshmem_team_t team, void *dst, const 
   return entry({HostKind::kReduceScatter, reduce_scatter_call_name(dtype, op), team, dst, src, count, dtype, op});
 }
 
+// The moves are named after OpenSHMEM 1.5's byte forms (shmem_fcollectmem & co.): the count is in bytes.
 TSHMEM_API int tshmemi_host_fcollect(tshmem_team_t team, void *dst, const void *src, size_t nbytes) {
-  return entry({HostKind::kFcollect, "tshmem_<T>_fcollect", team, dst, src, nbytes});
+  return entry({HostKind::kFcollect, "tshmem_fcollectmem", team, dst, src, nbytes});
 }
 
 TSHMEM_API int tshmemi_host_alltoall(tshmem_team_t team, void *dst, const void *src, size_t nbytes) {
-  return entry({HostKind::kAlltoall, "tshmem_<T>_alltoall", team, dst, src, nbytes});
+  return entry({HostKind::kAlltoall, "tshmem_alltoallmem", team, dst, src, nbytes});
 }
 
 TSHMEM_API int tshmemi_host_broadcast(tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root) {
-  HostCollective c{HostKind::kBroadcast, "tshmem_<T>_broadcast", team, dst, src, nbytes};
+  HostCollective c{HostKind::kBroadcast, "tshmem_broadcastmem", team, dst, src, nbytes};
   c.root = root;
   return entry(c);
 }

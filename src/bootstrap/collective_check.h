@@ -31,7 +31,7 @@ struct CallArg {
 struct CollectiveRequest {
   static constexpr int kMaxArgs = 4;
 
-  /// `name` names the call in messages ("tshmem_malloc", "tshmem_<T>_broadcast") and, with its arguments'
+  /// `name` names the call in messages ("tshmem_malloc", "tshmem_broadcastmem") and, with its arguments'
   /// names, identifies it across PEs (every PE runs the same binary). A literal: the request keeps the pointer.
   explicit CollectiveRequest(const char *name) : call(name) {}
 

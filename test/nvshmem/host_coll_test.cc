@@ -112,10 +112,10 @@ TEST_F(HostColl, DivergentCallsAreNamedOnEveryPe) {
   named(tshmem_int_sum_reduce(TSHMEM_TEAM_WORLD, odd ? dst + 4 : dst, src, 4), "dst", "with dst at heap offset");
   named(
       odd ? tshmem_int_fcollect(TSHMEM_TEAM_WORLD, dst, src, 4) : tshmem_int_sum_reduce(TSHMEM_TEAM_WORLD, dst, src, 4),
-      "collective", "tshmem_<T>_fcollect(team=0, nbytes=16)");
+      "collective", "tshmem_fcollectmem(team=0, nbytes=16)");
   named(tshmem_int_broadcast(TSHMEM_TEAM_WORLD, dst, src, 4, odd ? 1 : 0), "root", "root=1");
   named(odd ? tshmem_int_alltoall(TSHMEM_TEAM_WORLD, dst, src, 1) : tshmem_barrier(TSHMEM_TEAM_WORLD),
-        "alltoall against barrier", "tshmem_<T>_alltoall(team=0, nbytes=4)");
+        "alltoall against barrier", "tshmem_alltoallmem(team=0, nbytes=4)");
   tshmem_free(src);
   tshmem_free(dst);
 }

@@ -1,5 +1,7 @@
 """put/get, put_signal and signal waits, ordering, teams and collectives; argument mistakes raise before anything
 is launched, naming the argument."""
+import re
+
 import numpy as np
 import pytest
 
@@ -208,3 +210,27 @@ def test_collective_type_mistakes_raise_before_launch_on_every_pe(pe):
             tshmem.all_reduce(b if me == n - 1 else f)
     tshmem.free(b)
     tshmem.free(f)
+
+
+def test_a_collective_refused_on_one_pe_is_named_in_pythons_terms_on_every_pe(pe):
+    """One PE passes a bad argument to a host-blocking collective: every PE raises; the message names the Python
+    call and the argument, whole, with no C placeholder or numeric dtype code."""
+    if GPU:
+        pytest.skip('host-blocking on the shm heap')
+    me, n = pe
+    if n < 2:
+        pytest.skip('needs a PE to differ')
+    x = tshmem.zeros(8, 'float32')
+    bad = me == n - 1
+    for call, arg in ((lambda: tshmem.all_reduce(x, op='avg' if bad else 'sum'), "op = 'avg'"),
+                      (lambda: tshmem.broadcast(x, root='0' if bad else 0), "root = '0'"),
+                      (lambda: tshmem.all_gather(x, arr([0.0] * 4) if bad else x[:8 // n]), 'src'),
+                      (lambda: tshmem.reduce_scatter(x[:8 // n], arr([0.0] * 8) if bad else x), 'src')):
+        with pytest.raises(tshmem.Error) as info:
+            call()
+        text = str(info.value)
+        assert 'tshmem.' in text and arg in text, text
+        assert '<T>' not in text and not re.search(r'dtype=\d', text) and 'count=0' not in text, text
+        assert 'nothing was allocated or freed' not in text, text
+        assert not text.rstrip().endswith(('-', ',')) and '...' not in text, text
+    tshmem.free(x)
