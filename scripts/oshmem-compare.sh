@@ -102,7 +102,9 @@ for round in $(seq 1 "$rounds"); do
           [ "$size" != default ] && envs+=(-x TSHMEM_SYMMETRIC_SIZE="$size")
         fi
         log="$logs/$exe-init-$size-np$np-round$round.log"
-        if "${launch[@]}" "${extra[@]}" -np "$np" "${envs[@]}" "$dir/$exe" --json "$jsonl" > "$log" 2>&1; then
+        # "default": neither library gets a heap size, not even one this shell holds.
+        if env -u TSHMEM_SYMMETRIC_SIZE -u SHMEM_SYMMETRIC_SIZE "${launch[@]}" "${extra[@]}" -np "$np" "${envs[@]}" \
+          "$dir/$exe" --json "$jsonl" > "$log" 2>&1; then
           line+=" $(label "$exe") ok"
         else
           line+=" $(label "$exe") FAILED ($log)"

@@ -88,33 +88,35 @@ int main(int argc, char **argv) {
   const double init_seconds = seconds_since(init_start);
   const int me = shm::my_pe(), n = shm::n_pes();
   auto *slots = static_cast<double *>(shm::malloc(static_cast<size_t>(n) * sizeof(double)));
-  char *target = static_cast<char *>(shm::malloc(config.max_size));
-  char *source = static_cast<char *>(shm::malloc(config.max_size));
-  if (slots == nullptr || target == nullptr || source == nullptr) {
-    std::fprintf(stderr, "host_shmem: allocating 2 x %zu bytes failed: %s (raise the symmetric heap size)\n",
-                 config.max_size, shm::last_error());
+  if (slots == nullptr) {
+    std::fprintf(stderr, "host_shmem: allocating %d doubles failed: %s\n", n, shm::last_error());
     return 1;
   }
-  std::memset(source, me + 1, config.max_size);
   Harness harness(slots);
   Reporter report(config, "host_shmem", me == 0);
   report.set_labels(shm::kLib, TSHMEM_PERF_BUILD);
   report.note(shm::describe() + ", " + std::to_string(n) + " PEs, build " + TSHMEM_PERF_BUILD);
   const std::string pes = std::to_string(n);
-  const int peer = n > 1 ? 1 : 0;  // PE 0 -> PE 1 (itself at 1 PE)
-
   // The heap each library ran with (scripts/oshmem-compare.sh --heaps): part of the init row's name.
   const char *heap = std::getenv("TSHMEM_PERF_HEAP");
   report.header("init", {"PEs", "op", "size(B)", "time (s)"});
   report.row({pes, std::string("init (heap ") + (heap != nullptr ? heap : "default") + ")", "-",
               fmt_double(harness.slowest(init_seconds), 4)});
   if (std::getenv("TSHMEM_PERF_INIT_ONLY") != nullptr) {  // the init rows at other heap sizes
-    shm::free(source);
-    shm::free(target);
     shm::free(slots);
     shm::finalize();
     return 0;
   }
+
+  char *target = static_cast<char *>(shm::malloc(config.max_size));
+  char *source = static_cast<char *>(shm::malloc(config.max_size));
+  if (target == nullptr || source == nullptr) {
+    std::fprintf(stderr, "host_shmem: allocating 2 x %zu bytes failed: %s (raise the symmetric heap size)\n",
+                 config.max_size, shm::last_error());
+    return 1;
+  }
+  std::memset(source, me + 1, config.max_size);
+  const int peer = n > 1 ? 1 : 0;  // PE 0 -> PE 1 (itself at 1 PE)
 
   report.header("latency", {"PEs", "op", "size(B)", "latency (us)"});
   for (bool put : {true, false})
