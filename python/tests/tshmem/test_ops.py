@@ -116,11 +116,11 @@ def _fold(values, op):
     rounds once, as the GPU kernels do; every other dtype in its own type (integers wrap around)."""
     wide = 'float32' if values[0].dtype == np.float16 else values[0].dtype
     acc = values[0].astype(wide)
-    with np.errstate(over='ignore'):
+    with np.errstate(over='ignore'):  # products overflow float16 to infinity, as on the GPU
         for v in values[1:]:
             acc = {'sum': np.add, 'prod': np.multiply, 'min': np.fmin, 'max': np.fmax, 'and': np.bitwise_and,
                    'or': np.bitwise_or, 'xor': np.bitwise_xor}[op](acc, v.astype(wide))
-    return acc.astype(values[0].dtype)
+        return acc.astype(values[0].dtype)
 
 
 def _member_values(k, dtype, count):
