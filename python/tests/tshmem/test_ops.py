@@ -116,7 +116,7 @@ def _fold(values, op):
     rounds once, as the GPU kernels do; every other dtype in its own type (integers wrap around)."""
     wide = 'float32' if values[0].dtype == np.float16 else values[0].dtype
     acc = values[0].astype(wide)
-    with np.errstate(over='ignore'):  # products overflow float16 to infinity, as on the GPU
+    with np.errstate(over='ignore'):  # a result past the dtype's range wraps or saturates, as in the kernels
         for v in values[1:]:
             acc = {'sum': np.add, 'prod': np.multiply, 'min': np.fmin, 'max': np.fmax, 'and': np.bitwise_and,
                    'or': np.bitwise_or, 'xor': np.bitwise_xor}[op](acc, v.astype(wide))
