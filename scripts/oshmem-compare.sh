@@ -2,10 +2,13 @@
 # The host path side by side with Open MPI's OpenSHMEM: one OpenSHMEM program (perftest/host/host_shmem.cc) built
 # against tshmem, tshmem_nocheck and OSHMEM, run in alternating rounds at each PE count, then one table (size,
 # tshmem, OSHMEM, ratio of times) with each library's best round per row.
-#   scripts/oshmem-compare.sh [--np "2 4"] [--rounds 3] [--json FILE] [-- host_shmem options, e.g. -e 1M -n 200]
-# tshmem runs on the shm backend; both libraries get the same symmetric heap (TSHMEM_SYMMETRIC_SIZE, default
-# 256M, is also SHMEM_SYMMETRIC_SIZE). Without the twin (no oshcc/shmem.h when configured) it prints why and
-# exits 0 after the tshmem rows. Logs: <build>/oshmem-compare/.
+#   scripts/oshmem-compare.sh [--np "2 4"] [--rounds 3] [--heaps "default 1G 8G"] [--json FILE]
+#                             [-- host_shmem options, e.g. -e 1M -n 200]
+# tshmem runs on the shm backend; both libraries get the same symmetric heap for the full runs
+# (TSHMEM_SYMMETRIC_SIZE, default 256M, is also SHMEM_SYMMETRIC_SIZE). Then init alone, in the same alternating
+# rounds, at each heap of --heaps: "default" sets neither variable (each library's own default), a size sets both.
+# Without the twin (no oshcc/shmem.h when configured) it prints why and exits 0 after the tshmem rows. Logs:
+# <build>/oshmem-compare/.
 # The table uses only the rounds (at a PE count) in which every library ran to the end, and says which. A round
 # of OSHMEM that does not finish is a finding about the peer, printed with its log's last lines; the exit status
 # is 1 only when a tshmem run or the table fails. Each run is bounded (OSHMEM_COMPARE_TIMEOUT_S, default 180 s),
@@ -13,14 +16,15 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TSHMEM_BUILD_DIR:-$root/build}
-nps="2 4" rounds=3 json=""
+nps="2 4" rounds=3 json="" heaps="default 1G 8G"
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) nps=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --heaps) heaps=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "oshmem-compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -46,10 +50,10 @@ jsonl="$logs/host_shmem.jsonl"
 heap=${TSHMEM_SYMMETRIC_SIZE:-256M}
 launch=(mpirun --bind-to none)
 [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
-env_tshmem=(-x TSHMEM_MEM_BACKEND=shm -x TSHMEM_SYMMETRIC_SIZE="$heap" -x TSHMEM_DISABLE_NVLS=1)
+env_tshmem=(-x TSHMEM_MEM_BACKEND=shm -x TSHMEM_SYMMETRIC_SIZE="$heap" -x TSHMEM_DISABLE_NVLS=1 -x TSHMEM_PERF_HEAP="$heap")
 # Open MPI 4.1's osc/rdma frees memory at MPI_Finalize through a hook into the OpenSHMEM layer that is already
 # unloaded (SIGSEGV at the end of every OSHMEM program here); one-sided MPI is no part of the twin, so it is off.
-env_oshmem=(-x SHMEM_SYMMETRIC_SIZE="$heap" -x OMPI_MCA_osc=^rdma)
+env_oshmem=(-x SHMEM_SYMMETRIC_SIZE="$heap" -x OMPI_MCA_osc=^rdma -x TSHMEM_PERF_HEAP="$heap")
 # The comparison is of the host path: UCX under OSHMEM gets the host transports only, unless the caller chose.
 # A UCX built with CUDA (cuda_copy, cuda_ipc, gdr_copy) would otherwise make a CUDA context in every PE at
 # ucp_init, on a GPU the PEs share, and register the heap with the GPU: neither is part of the twin.
@@ -136,6 +140,43 @@ for np in $nps; do
     echo "$np PEs: no round in which every library ran: tshmem's rows alone at $np PEs"
     for f in "${tshmem_ran[@]}"; do [[ $f == *-np$np-round* ]] && cat "$f" >> "$jsonl"; done
   fi
+done
+# Init alone at each heap size (host_shmem stops after its init row with TSHMEM_PERF_INIT_ONLY); an OSHMEM run
+# that does not finish is a finding, as above.
+for round in $(seq 1 "$rounds"); do
+  for size in $heaps; do
+    for np in $nps; do
+      extra=()
+      [ "$np" -gt "$(nproc)" ] && extra+=(--oversubscribe)
+      line="init round $round/$rounds, heap $size, $np PEs:"
+      for exe in tshmem_host_shmem oshmem_host_shmem; do
+        [ -x "$dir/$exe" ] || continue
+        envs=(-x TSHMEM_PERF_INIT_ONLY=1 -x TSHMEM_PERF_HEAP="$size")
+        if [ "$exe" = oshmem_host_shmem ]; then
+          envs+=(-x OMPI_MCA_osc=^rdma -x UCX_TLS="${UCX_TLS:-self,sm,tcp}")
+          [ "$size" != default ] && envs+=(-x SHMEM_SYMMETRIC_SIZE="$size")
+        else
+          envs+=(-x TSHMEM_MEM_BACKEND=shm -x TSHMEM_DISABLE_NVLS=1)
+          [ "$size" != default ] && envs+=(-x TSHMEM_SYMMETRIC_SIZE="$size")
+        fi
+        log="$logs/$exe-init-$size-np$np-round$round.log"
+        # "default": neither library gets a heap size, not even one this shell holds.
+        if timeout -k 10 "$timeout_s" env -u TSHMEM_SYMMETRIC_SIZE -u SHMEM_SYMMETRIC_SIZE "${launch[@]}" "${extra[@]}" \
+          -np "$np" "${envs[@]}" "$dir/$exe" --json "$jsonl" > "$log" 2>&1; then
+          line+=" $(label "$exe") ok"
+        elif [ "$exe" = tshmem_host_shmem ] && grep -q "PEs need .* together (make" "$log"; then
+          line+=" $(label "$exe") refused: the node's heaps do not fit $(df -Ph /dev/shm | awk 'NR == 2 { print $4 }') free in /dev/shm"
+        elif [ "$exe" = oshmem_host_shmem ]; then
+          line+=" $(label "$exe") did not finish"
+          findings+=("init round $round, heap $size, $np PEs: OSHMEM did not finish; the last lines of $log:"$'\n'"$(tail -n 15 "$log" | sed 's/^/    /')")
+        else
+          line+=" $(label "$exe") FAILED ($log)"
+          tshmem_failed=1
+        fi
+      done
+      echo "$line"
+    done
+  done
 done
 for f in "${findings[@]}"; do echo "finding about the peer library: $f"; done
 table_rc=0

@@ -8,6 +8,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/collective_check.h"
+#include "coll/coll_host_mem.h"
 #include "coll/rendezvous.h"
 #include "coll/team.h"
 #include "env.h"
@@ -28,7 +29,8 @@ struct Context {
   std::unique_ptr<SymmetricHeap> heap;
   std::unique_ptr<Rendezvous> rendezvous;  ///< barrier_all, the host team barrier, finalize
   PeerTable peers;
-  TeamTable teams;               ///< WORLD and NODE from init, split teams after
+  TeamTable teams;  ///< WORLD and NODE from init, split teams after
+  std::unique_ptr<HostCollectives> host_coll = std::make_unique<HostCollectives>();  ///< a heap in host memory
   std::unique_ptr<Proxy> proxy;  ///< the off-node proxy; null on one node or when MPI cannot carry it
   std::string offnode_reason;    ///< why proxy is null although the job spans nodes
   int cuda_device = -1;          ///< -1 on the shm backend

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tshmem/device/op_types.h"   /* TSHMEM_CMP_*, TSHMEM_SIGNAL_* (shared with the device API) */
 #include "tshmem/device/team_types.h" /* team handles (shared with the device API) */
 #include "tshmem/host_device_api.h"
 
@@ -164,7 +165,7 @@ int tshmemx_getmem_on_stream(void *dest, const void *src, size_t nbytes, int pe,
 /**
  * Put with signal, from the host: copies `nbytes` from local `src` to the symmetric `dest` on `pe`, then updates
  * the symmetric uint64_t `*sig_addr` on `pe` by `sig_op` with `signal` (TSHMEM_SIGNAL_SET = 0: the word becomes
- * `signal`; TSHMEM_SIGNAL_ADD = 1: `signal` is added atomically; tshmem/device/defines.cuh). A PE that sees the
+ * `signal`; TSHMEM_SIGNAL_ADD = 1: `signal` is added atomically; tshmem/device/op_types.h). A PE that sees the
  * signal's update sees the data. Blocking: returns when the data and the signal are written at the target.
  * Fails like tshmem_putmem, and with TSHMEM_ERR_INVALID_ARG for another sig_op or a sig_addr that is not an
  * 8-byte-aligned word of the heap (nothing written). A PE of another node: TSHMEM_ERR_UNREACHABLE_PE.
@@ -176,7 +177,7 @@ int tshmemx_putmem_signal_on_stream(void *dest, const void *src, size_t nbytes, 
                                     int sig_op, int pe, tshmemx_stream_t stream) __attribute__((visibility("default")));
 /**
  * Waits on the host until this PE's symmetric uint64_t `*sig_addr` compares to `value` by `cmp` (TSHMEM_CMP_EQ,
- * NE, GT, LE, LT, GE = 0..5; tshmem/device/defines.cuh), and stores the value that satisfied it in *found (may be
+ * NE, GT, LE, LT, GE = 0..5; tshmem/device/op_types.h), and stores the value that satisfied it in *found (may be
  * NULL). Bounded: after `timeout_ms` milliseconds (0: forever) it fails with TSHMEM_ERR_TIMEOUT naming the word,
  * the comparison and the last value seen. TSHMEM_ERR_INVALID_ARG for another cmp or a sig_addr that is not an
  * 8-byte-aligned word of the heap.
@@ -359,6 +360,11 @@ int tshmemx_sync_all_on_stream(tshmemx_stream_t stream) __attribute__((visibilit
  */
 int tshmemi_host_reduce(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
                         tshmemx_redop_t op) __attribute__((visibility("default")));
+/* A binding that raises an exception for every failure (tshmem's Python package) reports errors itself: with `on`,
+ * the library logs them at info level instead of printing each as a warning too. */
+void tshmemi_errors_reported_by_caller(int on) __attribute__((visibility("default")));
+int tshmemi_host_reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
+                                tshmemx_redop_t op) __attribute__((visibility("default")));
 int tshmemi_host_fcollect(tshmem_team_t team, void *dst, const void *src, size_t nbytes)
     __attribute__((visibility("default")));
 int tshmemi_host_alltoall(tshmem_team_t team, void *dst, const void *src, size_t nbytes)

@@ -4,6 +4,7 @@
 // (perftest/common/oshmem.cmake).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 
@@ -33,6 +34,52 @@ inline void putmem(void *dest, const void *src, size_t bytes, int pe) { shmem_pu
 inline void getmem(void *dest, const void *src, size_t bytes, int pe) { shmem_getmem(dest, src, bytes, pe); }
 inline void quiet() { shmem_quiet(); }
 inline void barrier_all() { shmem_barrier_all(); }
+/// The world's collectives. OSHMEM (OpenSHMEM 1.4) takes an active set and symmetric pSync / pWrk arrays: three
+/// pSync arrays in turn, so a call never reuses one that a PE may still be in (each of these collectives needs every
+/// PE's arrival, so a PE two calls ahead has seen every PE leave the call that used the array before).
+class Collectives {
+ public:
+  bool setup(size_t max_floats) {
+    for (long *&p : psync_) {
+      p = static_cast<long *>(shmem_malloc(kSync * sizeof(long)));
+      if (p == nullptr) return false;
+      for (size_t i = 0; i < kSync; ++i) p[i] = SHMEM_SYNC_VALUE;
+    }
+    pwrk_ = static_cast<float *>(
+        shmem_malloc(std::max<size_t>(max_floats / 2 + 1, SHMEM_REDUCE_MIN_WRKDATA_SIZE) * sizeof(float)));
+    shmem_barrier_all();
+    return pwrk_ != nullptr;
+  }
+  void teardown() {
+    shmem_free(pwrk_);
+    for (long *p : psync_) shmem_free(p);
+  }
+  void sum_reduce(float *dst, const float *src, size_t n) {
+    shmem_float_sum_to_all(dst, src, static_cast<int>(n), 0, 0, shmem_n_pes(), pwrk_, next());
+  }
+  void broadcast(void *dst, const void *src, size_t bytes, int root) {
+    shmem_broadcast64(dst, src, bytes / 8, root, 0, 0, shmem_n_pes(), next());
+  }
+  void fcollect(void *dst, const void *src, size_t bytes) {
+    shmem_fcollect64(dst, src, bytes / 8, 0, 0, shmem_n_pes(), next());
+  }
+  void alltoall(void *dst, const void *src, size_t bytes) {
+    shmem_alltoall64(dst, src, bytes / 8, 0, 0, shmem_n_pes(), next());
+  }
+
+ private:
+  static constexpr size_t kSync =
+      std::max({static_cast<size_t>(SHMEM_REDUCE_SYNC_SIZE), static_cast<size_t>(SHMEM_BCAST_SYNC_SIZE),
+                static_cast<size_t>(SHMEM_COLLECT_SYNC_SIZE), static_cast<size_t>(SHMEM_ALLTOALL_SYNC_SIZE)});
+  long *next() {
+    long *p = psync_[turn_];
+    turn_ = (turn_ + 1) % 3;
+    return p;
+  }
+  long *psync_[3] = {};
+  float *pwrk_ = nullptr;
+  int turn_ = 0;
+};
 inline std::string describe() {
   char name[SHMEM_MAX_NAME_LEN] = {};
   shmem_info_get_name(name);
@@ -53,6 +100,18 @@ inline void putmem(void *dest, const void *src, size_t bytes, int pe) { tshmem_p
 inline void getmem(void *dest, const void *src, size_t bytes, int pe) { tshmem_getmem(dest, src, bytes, pe); }
 inline void quiet() { tshmem_quiet(); }
 inline void barrier_all() { tshmem_barrier_all(); }
+/// The world's collectives: tshmem's OpenSHMEM 1.5 forms on TSHMEM_TEAM_WORLD (no pSync).
+class Collectives {
+ public:
+  bool setup(size_t) { return true; }
+  void teardown() {}
+  void sum_reduce(float *dst, const float *src, size_t n) { tshmem_float_sum_reduce(TSHMEM_TEAM_WORLD, dst, src, n); }
+  void broadcast(void *dst, const void *src, size_t bytes, int root) {
+    tshmemi_host_broadcast(TSHMEM_TEAM_WORLD, dst, src, bytes, root);
+  }
+  void fcollect(void *dst, const void *src, size_t bytes) { tshmemi_host_fcollect(TSHMEM_TEAM_WORLD, dst, src, bytes); }
+  void alltoall(void *dst, const void *src, size_t bytes) { tshmemi_host_alltoall(TSHMEM_TEAM_WORLD, dst, src, bytes); }
+};
 inline std::string describe() { return std::string("tshmem, backend ") + tshmemx_backend_name(); }
 #endif
 

@@ -10,8 +10,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <utility>
 
 #include "bench_config.h"
 #include "openshmem_api.h"
@@ -85,23 +88,35 @@ int main(int argc, char **argv) {
   const double init_seconds = seconds_since(init_start);
   const int me = shm::my_pe(), n = shm::n_pes();
   auto *slots = static_cast<double *>(shm::malloc(static_cast<size_t>(n) * sizeof(double)));
-  char *target = static_cast<char *>(shm::malloc(config.max_size));
-  char *source = static_cast<char *>(shm::malloc(config.max_size));
-  if (slots == nullptr || target == nullptr || source == nullptr) {
-    std::fprintf(stderr, "host_shmem: allocating 2 x %zu bytes failed: %s (raise the symmetric heap size)\n",
-                 config.max_size, shm::last_error());
+  if (slots == nullptr) {
+    std::fprintf(stderr, "host_shmem: allocating %d doubles failed: %s\n", n, shm::last_error());
     return 1;
   }
-  std::memset(source, me + 1, config.max_size);
   Harness harness(slots);
   Reporter report(config, "host_shmem", me == 0);
   report.set_labels(shm::kLib, TSHMEM_PERF_BUILD);
   report.note(shm::describe() + ", " + std::to_string(n) + " PEs, build " + TSHMEM_PERF_BUILD);
   const std::string pes = std::to_string(n);
-  const int peer = n > 1 ? 1 : 0;  // PE 0 -> PE 1 (itself at 1 PE)
-
+  // The heap each library ran with (scripts/oshmem-compare.sh --heaps): part of the init row's name.
+  const char *heap = std::getenv("TSHMEM_PERF_HEAP");
   report.header("init", {"PEs", "op", "size(B)", "time (s)"});
-  report.row({pes, "init", "-", fmt_double(harness.slowest(init_seconds), 4)});
+  report.row({pes, std::string("init (heap ") + (heap != nullptr ? heap : "default") + ")", "-",
+              fmt_double(harness.slowest(init_seconds), 4)});
+  if (std::getenv("TSHMEM_PERF_INIT_ONLY") != nullptr) {  // the init rows at other heap sizes
+    shm::free(slots);
+    shm::finalize();
+    return 0;
+  }
+
+  char *target = static_cast<char *>(shm::malloc(config.max_size));
+  char *source = static_cast<char *>(shm::malloc(config.max_size));
+  if (target == nullptr || source == nullptr) {
+    std::fprintf(stderr, "host_shmem: allocating 2 x %zu bytes failed: %s (raise the symmetric heap size)\n",
+                 config.max_size, shm::last_error());
+    return 1;
+  }
+  std::memset(source, me + 1, config.max_size);
+  const int peer = n > 1 ? 1 : 0;  // PE 0 -> PE 1 (itself at 1 PE)
 
   report.header("latency", {"PEs", "op", "size(B)", "latency (us)"});
   for (bool put : {true, false})
@@ -143,6 +158,34 @@ int main(int argc, char **argv) {
         harness.best_batch(kBatches, config.iters, config.warmup_iters, [&] { shm::free(shm::malloc(bytes)); });
     report.row({pes, "malloc+free", std::to_string(bytes), fmt_double(pair * 1e6, 3)});
   }
+
+  // The world's data collectives at 8 B and 1 MiB per PE (float sum; 64-bit moves): latency per call.
+  shm::Collectives coll;
+  const size_t per_pe_max = size_t{1} << 20;
+  char *coll_dst = static_cast<char *>(shm::malloc(per_pe_max * static_cast<size_t>(n)));
+  char *coll_src = static_cast<char *>(shm::malloc(per_pe_max * static_cast<size_t>(n)));
+  if (coll_dst != nullptr && coll_src != nullptr && coll.setup(per_pe_max / sizeof(float))) {
+    std::memset(coll_src, 0, per_pe_max * static_cast<size_t>(n));
+    for (size_t bytes : {size_t{8}, per_pe_max}) {
+      const int iters = bytes <= 4096 ? config.iters : std::max(4, config.iters / 100);
+      const int warmup = bytes <= 4096 ? config.warmup_iters : 2;
+      auto *f_dst = reinterpret_cast<float *>(coll_dst);
+      const auto *f_src = reinterpret_cast<const float *>(coll_src);
+      const std::pair<const char *, std::function<void()>> rows[] = {
+          {"sum_reduce(float)", [&] { coll.sum_reduce(f_dst, f_src, bytes / sizeof(float)); }},
+          {"broadcast", [&] { coll.broadcast(coll_dst, coll_src, bytes, 0); }},
+          {"fcollect", [&] { coll.fcollect(coll_dst, coll_src, bytes); }},
+          {"alltoall", [&] { coll.alltoall(coll_dst, coll_src, bytes); }},  // bytes to each PE
+      };
+      for (const auto &[name, body] : rows) {
+        const double seconds = harness.best_batch(kBatches, iters, warmup, body);
+        report.row({pes, name, std::to_string(bytes), fmt_double(seconds * 1e6, 3)});
+      }
+    }
+    coll.teardown();
+  }
+  if (coll_src != nullptr) shm::free(coll_src);
+  if (coll_dst != nullptr) shm::free(coll_dst);
 
   shm::free(source);
   shm::free(target);

@@ -36,6 +36,7 @@ struct FastState {
   nb::object blocks;            ///< dict: address -> _Block (the live allocations, in allocation order)
   nb::object scopes;            ///< list of the open tshmem.scope() blocks' lists
   nb::object block_class;       ///< _Block(ptr, nbytes, desc, where)
+  nb::object weak_ref;          ///< weakref.ref
   nb::object array_dtypes;      ///< dict: numpy or torch dtype object -> DType (filled by the Python layer)
   nb::object dtype_args;        ///< dict: dtype argument (str, torch.dtype, ...) -> DType (likewise)
   nb::object ndarray_type;      ///< numpy.ndarray, or None
@@ -152,10 +153,23 @@ bool read_array(PyObject *obj, Array *a, bool writable = false) {
 
 /// A contiguous, non-empty array where this PE's calls take it: on the heap's device (or host memory on shm),
 /// inside the heap when `on_heap`, writable when `written`.
+/// The live allocation that starts at `ptr` (borrowed), or null: a view inside one, or freed memory.
+PyObject *block_at(uintptr_t ptr) {
+  nb::object key = nb::int_(ptr);
+  PyObject *block = PyDict_GetItemWithError(g->blocks.ptr(), key.ptr());
+  if (block == nullptr) PyErr_Clear();
+  return block;
+}
+
 bool read_operand(PyObject *obj, bool on_heap, Array *a, bool written = false) {
   if (!read_array(obj, a, written) || !a->contiguous || a->nbytes == 0) return false;
   if (a->device != (g->gpu ? g->device : -1)) return false;
-  return !on_heap || (a->ptr >= g->base && a->ptr - g->base <= g->size && a->nbytes <= g->size - (a->ptr - g->base));
+  if (!on_heap) return true;
+  if (!(a->ptr >= g->base && a->ptr - g->base <= g->size && a->nbytes <= g->size - (a->ptr - g->base))) return false;
+  // The start of a live allocation, within it; anything else (a view inside one, freed memory) the Python layer
+  // checks and, where it must, refuses.
+  PyObject *block = block_at(a->ptr);
+  return block != nullptr && nb::cast<size_t>(nb::borrow(block).attr("nbytes")) >= a->nbytes;
 }
 
 /// An exact int (not bool) that fits an int.
@@ -451,6 +465,7 @@ PyObject *allocate(bool zero, PyObject *shape, PyObject *dtype_arg) {
   nb::object array = heap_view(address - g->base, dims, name, itemsize, g->gpu);
   nb::object key = nb::int_(address);
   nb::object block = g->block_class(key, nbytes, nb::str(desc.c_str()), caller_location());
+  block.attr("array") = g->weak_ref(array);  // free takes this array only (_runtime.py, _Block)
   PyDict_SetItem(g->blocks.ptr(), key.ptr(), block.ptr());
   const Py_ssize_t open_scopes = PyList_GET_SIZE(g->scopes.ptr());
   if (open_scopes > 0) PyList_Append(PyList_GET_ITEM(g->scopes.ptr(), open_scopes - 1), block.ptr());
@@ -466,6 +481,7 @@ PyObject *release(PyObject *t) {
     PyErr_Clear();
     return slow();  // not a live allocation: the Python layer makes every PE refuse it
   }
+  if (!nb::cast<bool>(nb::borrow(block).attr("is_array")(nb::handle(t)))) return slow();  // a view: likewise
   nb::object desc = nb::borrow(block).attr("desc");
   const std::string note = "tshmem.free(" + nb::cast<std::string>(desc) + ")";
   const int status = run_noted(note.c_str(), nullptr, [&] {
@@ -500,6 +516,7 @@ void define_fast_path(nb::module_ &m) {
     g->blocks = item(config, "blocks");
     g->scopes = item(config, "scopes");
     g->block_class = item(config, "block_class");
+    g->weak_ref = nb::module_::import_("weakref").attr("ref");
     g->array_dtypes = item(config, "array_dtypes");
     g->dtype_args = item(config, "dtype_args");
     g->ndarray_type = item(config, "ndarray_type");

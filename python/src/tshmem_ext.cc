@@ -124,6 +124,9 @@ nb::object make_array(uintptr_t address, const std::vector<size_t> &shape, const
 
 NB_MODULE(_C, m) {
   m.def("_register", [](nb::tuple errors) { set_error_classes(errors); });
+  // Every failure becomes an exception that carries the library's message: that is the report (the library
+  // logs it at info level, TSHMEM_DEBUG=info, instead of printing a warning per PE beside it).
+  tshmemi_errors_reported_by_caller(1);
   define_fast_path(m);
   m.def("num_status", []() { return static_cast<int>(TSHMEM_NUM_STATUS); });
   m.def("strerror", [](int code) { return std::string(tshmemx_strerror(code)); });
@@ -374,6 +377,13 @@ NB_MODULE(_C, m) {
                                  static_cast<tshmemx_redop_t>(op));
     });
   });
+  m.def("host_reduce_scatter",
+        [](int team, uintptr_t dst, uintptr_t src, size_t count, int dtype, int op, Note d, Note e) {
+          noted(d, e, [&] {
+            return tshmemi_host_reduce_scatter(team, ptr<void>(dst), ptr<const void>(src), count,
+                                               static_cast<tshmemx_dtype_t>(dtype), static_cast<tshmemx_redop_t>(op));
+          });
+        });
   m.def("host_fcollect", [](int team, uintptr_t dst, uintptr_t src, size_t nbytes, Note d, Note e) {
     noted(d, e, [&] { return tshmemi_host_fcollect(team, ptr<void>(dst), ptr<const void>(src), nbytes); });
   });

@@ -12,7 +12,8 @@ from . import _C
 from ._arrays import DTYPES, buf, invalid, numpy, torch
 from ._enums import Cmp, ReduceOp, SignalOp
 from ._errors import ArgumentTypeError, InvalidArgumentError
-from ._runtime import _SLOW, TEAM_INVALID, TEAM_WORLD, _checked_collective, _int_arg, _require, _state
+from ._runtime import (_SLOW, TEAM_INVALID, TEAM_WORLD, _checked_collective, _int_arg, _live_block, _pe_arg,
+                       _require, _state)
 
 
 _CMP_NAMES = {'eq': Cmp.EQ, '==': Cmp.EQ, 'ne': Cmp.NE, '!=': Cmp.NE, 'gt': Cmp.GT, '>': Cmp.GT, 'le': Cmp.LE,
@@ -87,6 +88,9 @@ def _heap_arg(obj, arg, call, on_stream=False, written=False):
     if b.nbytes and not (_state.base <= b.ptr and b.ptr + b.nbytes <= _state.base + _state.size):
         raise invalid(call, f'{arg} (data_ptr {b.ptr:#x}, {b.nbytes} bytes) is not on the symmetric heap: '
                             'allocate it with tshmem.empty or tshmem.zeros')
+    if b.nbytes and _live_block(b.ptr, b.nbytes) is None:
+        raise invalid(call, f'{arg} (data_ptr {b.ptr:#x}, {b.nbytes} bytes) is not inside a live allocation: it was '
+                            'freed (tshmem.free, or the tshmem.scope that allocated it closed)')
     return b
 
 
@@ -178,7 +182,7 @@ def put(dst, src, pe, *, stream=None, blocking=False):
     d = _heap_arg(dst, 'dst', call, mode == 'stream', written=True)
     s = _local_arg(src, 'src', call, mode == 'stream')
     _same(d, s, 'dst', 'src', call)
-    pe = _int_arg(pe, 'pe', call)
+    pe = _pe_arg(pe, call)
     if mode == 'stream':
         _C.putmem_on_stream(d.ptr, s.ptr, d.nbytes, pe, _stream(stream))
     else:
@@ -196,7 +200,7 @@ def get(dst, src, pe, *, stream=None, blocking=False):
     d = _local_arg(dst, 'dst', call, mode == 'stream', written=True)
     s = _heap_arg(src, 'src', call, mode == 'stream')
     _same(d, s, 'dst', 'src', call)
-    pe = _int_arg(pe, 'pe', call)
+    pe = _pe_arg(pe, call)
     if mode == 'stream':
         _C.getmem_on_stream(d.ptr, s.ptr, d.nbytes, pe, _stream(stream))
     else:
@@ -216,7 +220,7 @@ def put_signal(dst, src, signal_var, signal_val, signal_op, pe, *, stream=None, 
     sig = _signal_word(signal_var, call)
     value = _word_value(signal_val, 'signal_val', call)
     op = _signal_op(signal_op, call)
-    pe = _int_arg(pe, 'pe', call)
+    pe = _pe_arg(pe, call)
     if mode == 'stream':
         _C.putmem_signal_on_stream(d.ptr, s.ptr, d.nbytes, sig, value, op, pe, _stream(stream))
     else:
@@ -300,7 +304,7 @@ def _collective(call, stream, blocking, check, run_on_stream, host, dummy):
     """check(on_stream) -> (args, desc); run_on_stream(args, stream); host(args, desc, err). A refused argument
     raises at once on a stream (as in the C API, the check is local) and joins the checked rendezvous of a
     host-blocking call, so that every PE raises alike. The library describes valid calls itself (a failure's
-    report has room for 236 characters): desc serves only the reduce-scatter's rendezvous."""
+    report carries whole messages): desc names the call in Python's terms on every PE."""
     _require(call)
     on_stream = _state.gpu and not blocking
     err, type_error = None, False
@@ -310,7 +314,8 @@ def _collective(call, stream, blocking, check, run_on_stream, host, dummy):
     except InvalidArgumentError as e:
         if on_stream:
             raise
-        args, desc, err, type_error = dummy, None, str(e), isinstance(e, TypeError)
+        # The refusal is this PE's verdict in the rendezvous; the call's own name heads every PE's message.
+        args, desc, err, type_error = dummy, call, str(e), isinstance(e, TypeError)
     if on_stream:
         run_on_stream(args, _stream(stream))
         return
@@ -342,7 +347,7 @@ def all_reduce(dst, src=None, op='sum', team=TEAM_WORLD, *, stream=None, blockin
         return (t, d.ptr, s.ptr, d.numel, d.dtype.reduce_code, code), desc
 
     _collective(call, stream, blocking, check, lambda a, s: _C.allreduce_on_stream(*a, s),
-                lambda a, d, e: _C.host_reduce(*a, None, e), (TEAM_INVALID, 0, 0, 0, 0, 0))
+                lambda a, d, e: _C.host_reduce(*a, d, e), (TEAM_INVALID, 0, 0, 0, 0, 0))
 
 
 def reduce_scatter(dst, src, op='sum', team=TEAM_WORLD, *, stream=None, blocking=False):
@@ -362,16 +367,8 @@ def reduce_scatter(dst, src, op='sum', team=TEAM_WORLD, *, stream=None, blocking
         desc = f'{call}(team={t}, count={d.numel}, dtype={d.dtype.name}, op={ReduceOp(code).name.lower()})'
         return (t, d.ptr, s.ptr, d.numel, d.dtype.reduce_code, code), desc
 
-    def host(a, desc, err):
-        # No host-blocking reduce-scatter in the C API: a checked rendezvous that names the call, then the stream
-        # form, waited for.
-        _C.barrier(TEAM_WORLD, desc, err)
-        _C.reduce_scatter_on_stream(*a, _stream(None) if _state.gpu else 0)
-        if _state.gpu:
-            torch.cuda.current_stream(_state.device).synchronize()
-
-    _collective(call, stream, blocking, check, lambda a, s: _C.reduce_scatter_on_stream(*a, s), host,
-                (TEAM_INVALID, 0, 0, 0, 0, 0))
+    _collective(call, stream, blocking, check, lambda a, s: _C.reduce_scatter_on_stream(*a, s),
+                lambda a, d, e: _C.host_reduce_scatter(*a, d, e), (TEAM_INVALID, 0, 0, 0, 0, 0))
 
 
 def all_gather(dst, src, team=TEAM_WORLD, *, stream=None, blocking=False):
@@ -390,7 +387,7 @@ def all_gather(dst, src, team=TEAM_WORLD, *, stream=None, blocking=False):
         return (t, d.ptr, s.ptr, s.nbytes), f'{call}(team={t}, nbytes={s.nbytes}, dtype={d.dtype.name})'
 
     _collective(call, stream, blocking, check, lambda a, s: _C.allgather_on_stream(*a, s),
-                lambda a, d, e: _C.host_fcollect(*a, None, e), (TEAM_INVALID, 0, 0, 0))
+                lambda a, d, e: _C.host_fcollect(*a, d, e), (TEAM_INVALID, 0, 0, 0))
 
 
 def all_to_all(dst, src, team=TEAM_WORLD, *, stream=None, blocking=False):
@@ -410,7 +407,7 @@ def all_to_all(dst, src, team=TEAM_WORLD, *, stream=None, blocking=False):
         return (t, d.ptr, s.ptr, per), f'{call}(team={t}, nbytes={per}, dtype={d.dtype.name})'
 
     _collective(call, stream, blocking, check, lambda a, s: _C.alltoall_on_stream(*a, s),
-                lambda a, d, e: _C.host_alltoall(*a, None, e), (TEAM_INVALID, 0, 0, 0))
+                lambda a, d, e: _C.host_alltoall(*a, d, e), (TEAM_INVALID, 0, 0, 0))
 
 
 def broadcast(dst, src=None, root=0, team=TEAM_WORLD, *, stream=None, blocking=False):
@@ -425,4 +422,4 @@ def broadcast(dst, src=None, root=0, team=TEAM_WORLD, *, stream=None, blocking=F
         return (t, d.ptr, s.ptr, d.nbytes, r), f'{call}(team={t}, nbytes={d.nbytes}, root={r})'
 
     _collective(call, stream, blocking, check, lambda a, s: _C.broadcast_on_stream(*a, s),
-                lambda a, d, e: _C.host_broadcast(*a, None, e), (TEAM_INVALID, 0, 0, 0, 0))
+                lambda a, d, e: _C.host_broadcast(*a, d, e), (TEAM_INVALID, 0, 0, 0, 0))

@@ -6,13 +6,14 @@ import json as _json
 import os
 import sys
 import warnings
+import weakref
 
 from . import _C
 from ._arrays import (_ARRAY_DTYPES, _DTYPE_CACHE, DTYPES, ArgumentTypeError, _array_dtype, buf, dtype_of,
                       element_strides, extent, invalid, is_torch, numpy, shape_of, torch)
 from ._enums import ReduceOp
 from ._errors import (AsymmetricAllocationError, AsymmetricError, ConfigError, Error, InvalidArgumentError,
-                      NotInitializedError, UnfreedWarning)
+                      InvalidPEError, NotInitializedError, UnfreedWarning)
 
 TEAM_INVALID = -1
 TEAM_WORLD = 0
@@ -46,12 +47,16 @@ _before_finalize = []
 
 
 class _Block:
-    """One symmetric allocation: what finalize lists (where: "file:line", or the fast path's (code, byte offset))."""
+    """One symmetric allocation: what finalize lists (where: "file:line", or the fast path's (code, byte offset)).
+    `array` is a weak reference to the array empty/zeros returned: free takes that array only, never a view."""
 
-    __slots__ = ('ptr', 'nbytes', 'desc', 'where', '__weakref__')
+    __slots__ = ('ptr', 'nbytes', 'desc', 'where', 'array', '__weakref__')
 
     def __init__(self, ptr, nbytes, desc, where):
-        self.ptr, self.nbytes, self.desc, self.where = ptr, nbytes, desc, where
+        self.ptr, self.nbytes, self.desc, self.where, self.array = ptr, nbytes, desc, where, None
+
+    def is_array(self, t):
+        return self.array is not None and self.array() is t
 
     def __repr__(self):
         where = self.where
@@ -200,8 +205,9 @@ def _bind_fast_path():
 
 def finalize():
     """Ends tshmem: collective. Allocations never freed are listed in an UnfreedWarning (the same list on every
-    PE: allocation order, not garbage-collection order) and released with the heap. Arrays over the heap must
-    not be used afterwards. Does nothing when tshmem is not initialised."""
+    PE: allocation order, not garbage-collection order) and released with the heap. An array over the heap that
+    is still held afterwards reads zeros on the shm heap (its contents went with the heap; nothing faults); on a
+    GPU heap its memory is gone. Does nothing when tshmem is not initialised."""
     s = _state
     if not s.live:
         return
@@ -288,6 +294,27 @@ def _int_arg(value, arg, call):
     if isinstance(value, bool) or not hasattr(value, '__index__'):
         raise ArgumentTypeError(f'{call}: {arg} = {value!r} is not an int')
     return value.__index__()
+
+
+def _live_block(ptr, nbytes):
+    """The live allocation that holds [ptr, ptr + nbytes), or None (freed, or its scope closed)."""
+    block = _state.blocks.get(ptr)
+    if block is not None and nbytes <= block.nbytes:
+        return block
+    for block in _state.blocks.values():
+        if block.ptr <= ptr and ptr + nbytes <= block.ptr + block.nbytes:
+            return block
+    return None
+
+
+def _pe_arg(value, call):
+    """A PE number: an int in [0, n_pes), else InvalidPEError naming the call and `pe` (whatever its size: the
+    binding takes 32-bit PEs, and a larger int must not reach it as a conversion error)."""
+    pe = _int_arg(value, 'pe', call)
+    if not -2**31 <= pe < 2**31:  # within, the library checks and words it ("PE 5 out of range [0, 4)")
+        n = _C.n_pes()
+        raise InvalidPEError(f'{call}: pe = {pe}: PE {pe} out of range [0, {n})')
+    return pe
 
 
 def team_my_pe(team=TEAM_WORLD):
@@ -403,7 +430,9 @@ def _allocate(call, zero, shape, dtype, array_type, alignment, refused=None):
     _state.blocks[address] = block
     if _state.scopes:
         _state.scopes[-1].append(block)
-    return _C.heap_view(address - _state.base, list(dims), dt, as_torch)
+    array = _C.heap_view(address - _state.base, list(dims), dt, as_torch)
+    block.array = weakref.ref(array)
+    return array
 
 
 def empty(shape, dtype='float32', *, array_type=None, alignment=None):
@@ -477,6 +506,11 @@ def free(t):
         if block is None:
             err = (f'{call}: t (data_ptr {b.ptr:#x}) is not a live allocation of tshmem.empty or tshmem.zeros '
                    '(freed already, a view inside one, or not from tshmem)')
+        elif not block.is_array(t):
+            err = (f'{call}: t (data_ptr {b.ptr:#x}, shape {tuple(b.shape)}) is a view of the allocation '
+                   f'{block.desc}, not the array itself: free the array that call returned (a view of it would '
+                   'leave that array over freed memory)')
+            block = None
     try:
         _release(block, call, err)
     except InvalidArgumentError as e:
@@ -514,7 +548,7 @@ def peer(t, pe):
     call = 'tshmem.peer'
     _require(call)
     b = buf(t, 't', call)
-    pe = _int_arg(pe, 'pe', call)
+    pe = _pe_arg(pe, call)
     low, span = extent(t)
     try:
         address = _C.ptr_checked(low, max(span, 1), pe)  # checks the PE and that t lies on the heap

@@ -9,7 +9,7 @@
 namespace tshmemi {
 namespace {
 
-CollRuntime runtime_of(const Context &ctx) {
+CollRuntime runtime_of(Context &ctx) {
   return CollRuntime{*ctx.mem,
                      *ctx.heap,
                      ctx.teams,
@@ -17,7 +17,9 @@ CollRuntime runtime_of(const Context &ctx) {
                      ctx.boot->size(),
                      ctx.coll_early_launch,
                      ctx.proxy != nullptr,
-                     ctx.offnode_reason};
+                     ctx.offnode_reason,
+                     ctx.peers.bases(),
+                     *ctx.boot};
 }
 
 /// An on-stream form behind the exception fence: `body` runs with the live context's runtime.
@@ -35,7 +37,7 @@ int entry(const HostCollective &c) {
   return guarded_status(c.call, [&]() -> Status {
     ContextRef ctx = require_context(c.call);
     if (!ctx) return TSHMEM_ERR_NOT_INITIALIZED;
-    return host_collective(runtime_of(*ctx), *ctx->check, *ctx->rendezvous, c);
+    return host_collective(runtime_of(*ctx), *ctx->check, *ctx->rendezvous, *ctx->host_coll, c);
   });
 }
 
@@ -104,19 +106,25 @@ TSHMEM_API int tshmemx_sync_all_on_stream(tshmemx_stream_t stream) {
 
 TSHMEM_API int tshmemi_host_reduce(tshmem_team_t team, void *dst, const void *src, size_t count, tshmemx_dtype_t dtype,
                                    tshmemx_redop_t op) {
-  return entry({HostKind::kReduce, "tshmem_<T>_<op>_reduce", team, dst, src, count, dtype, op});
+  return entry({HostKind::kReduce, reduce_call_name(dtype, op), team, dst, src, count, dtype, op});
 }
 
+TSHMEM_API int tshmemi_host_reduce_scatter(tshmem_team_t team, void *dst, const void *src, size_t count,
+                                           tshmemx_dtype_t dtype, tshmemx_redop_t op) {
+  return entry({HostKind::kReduceScatter, reduce_scatter_call_name(dtype, op), team, dst, src, count, dtype, op});
+}
+
+// The moves are named after OpenSHMEM 1.5's byte forms (shmem_fcollectmem & co.): the count is in bytes.
 TSHMEM_API int tshmemi_host_fcollect(tshmem_team_t team, void *dst, const void *src, size_t nbytes) {
-  return entry({HostKind::kFcollect, "tshmem_<T>_fcollect", team, dst, src, nbytes});
+  return entry({HostKind::kFcollect, "tshmem_fcollectmem", team, dst, src, nbytes});
 }
 
 TSHMEM_API int tshmemi_host_alltoall(tshmem_team_t team, void *dst, const void *src, size_t nbytes) {
-  return entry({HostKind::kAlltoall, "tshmem_<T>_alltoall", team, dst, src, nbytes});
+  return entry({HostKind::kAlltoall, "tshmem_alltoallmem", team, dst, src, nbytes});
 }
 
 TSHMEM_API int tshmemi_host_broadcast(tshmem_team_t team, void *dst, const void *src, size_t nbytes, int root) {
-  HostCollective c{HostKind::kBroadcast, "tshmem_<T>_broadcast", team, dst, src, nbytes};
+  HostCollective c{HostKind::kBroadcast, "tshmem_broadcastmem", team, dst, src, nbytes};
   c.root = root;
   return entry(c);
 }

@@ -82,10 +82,13 @@ TSHMEM_API int tshmem_team_split_strided(tshmem_team_t parent, int start, int st
                                          tshmem_team_t *new_team) {
   ContextRef ctx = require_context("tshmem_team_split_strided");
   if (!ctx) return -1;
-  return team_split_strided(ctx->teams, *ctx->boot, *ctx->check, ctx->device_state.get(), parent, start, stride, size,
-                            new_team) == TSHMEM_SUCCESS
-             ? 0
-             : -1;
+  if (team_split_strided(ctx->teams, *ctx->boot, *ctx->check, ctx->device_state.get(), parent, start, stride, size,
+                         new_team) != TSHMEM_SUCCESS)
+    return -1;
+  // The host collectives' rendezvous of the new team continues above every call number of the handle's slots: the
+  // job's checked calls so far (the same on every PE), shifted past any team's count of calls.
+  if (*new_team != TSHMEM_TEAM_INVALID) ctx->host_coll->on_split(*new_team, ctx->check->sequence() << 32);
+  return 0;
 }
 
 TSHMEM_API void tshmem_team_destroy(tshmem_team_t team) {

@@ -10,7 +10,16 @@ PeReport make_report(Status status, const std::string &text, const int64_t *fiel
   std::memset(&report, 0, sizeof(report));
   report.status = static_cast<int32_t>(status);
   for (int i = 0; i < n_fields && i < PeReport::kMaxFields; ++i) report.fields[i] = fields[i];
-  std::strncpy(report.text, text.c_str(), sizeof(report.text) - 1);
+  if (text.size() < sizeof(report.text)) {
+    std::memcpy(report.text, text.c_str(), text.size());
+    return report;
+  }
+  // Too long: cut at the last space that leaves room for the mark, never inside a word.
+  const size_t room = sizeof(report.text) - 1 - 4;
+  size_t cut = text.rfind(' ', room);
+  if (cut == std::string::npos || cut == 0) cut = room;
+  std::memcpy(report.text, text.data(), cut);
+  std::memcpy(report.text + cut, " ...", 4);
   return report;
 }
 

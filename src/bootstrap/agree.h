@@ -15,11 +15,11 @@ struct PeReport {
   static constexpr int kMaxFields = 7;
   int64_t fields[kMaxFields];
   int32_t status;
-  char text[236];
+  char text[1020];  ///< room for a whole message: a binding's note, its C call and the refusal together
 };
-static_assert(sizeof(PeReport) == 296, "PeReport crosses processes: keep its size fixed");
+static_assert(sizeof(PeReport) == 1080, "PeReport crosses processes: keep its size fixed");
 
-/// Fills a report from a status and message (the message is truncated to fit).
+/// Fills a report from a status and message (a message longer than the report is cut at a word, marked "...").
 PeReport make_report(Status status, const std::string &text, const int64_t *fields = nullptr, int n_fields = 0);
 
 /// Gathers every PE's report (failure path only).

@@ -59,7 +59,27 @@ int64_t digest_of(const CollectiveRequest &r) {
 enum Field { kSeq, kDigest, kOffset, kNumFields };
 static_assert(kNumFields <= PeReport::kMaxFields, "a report carries every field");
 
+/// Every PE of the job, through the bootstrap.
+class JobGroup : public CheckGroup {
+ public:
+  JobGroup(Bootstrap &boot, uint64_t &sequence) : boot_(boot), sequence_(sequence) {}
+  int size() const override { return boot_.size(); }
+  int pe(int index) const override { return index; }
+  Status allreduce_min(const int64_t *in, int64_t *out, int count) override {
+    return boot_.allreduce(in, out, count, ReduceOp::kMin);
+  }
+  Status gather(const PeReport &mine, std::vector<PeReport> *all) override { return gather_reports(boot_, mine, all); }
+  uint64_t next_sequence() override { return ++sequence_; }
+
+ private:
+  Bootstrap &boot_;
+  uint64_t &sequence_;  // checked calls made by this PE
+};
+
 }  // namespace
+
+CollectiveCheck::CollectiveCheck(Bootstrap &boot) : boot_(boot), job_(std::make_unique<JobGroup>(boot, sequence_)) {}
+CollectiveCheck::~CollectiveCheck() = default;
 
 CollectiveRequest &CollectiveRequest::arg(const char *name, int64_t value) {
   if (n_args < kMaxArgs) args[n_args++] = {name, value};
@@ -88,18 +108,23 @@ void drop_collective_note() { t_note = CallNote{}; }
 Status CollectiveCheck::agree(const CollectiveRequest &request) {
   const CallScope scope(request.call);  // names the call in a wait's messages
   const std::lock_guard<std::mutex> lock(mutex_);
-  return agree_locked(request);
+  return agree_locked(*job_, request);
+}
+
+Status CollectiveCheck::agree_in(CheckGroup &group, const CollectiveRequest &request) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return agree_locked(group, request);
 }
 
 Status CollectiveCheck::agree_then_min(const CollectiveRequest &request, const int64_t *in, int64_t *out, int count) {
   const CallScope scope(request.call);
   const std::lock_guard<std::mutex> lock(mutex_);
-  TSHMEM_CHECK(agree_locked(request));
+  TSHMEM_CHECK(agree_locked(*job_, request));
   return boot_.allreduce(in, out, count, ReduceOp::kMin);
 }
 
-Status CollectiveCheck::agree_locked(const CollectiveRequest &request) {
-  if (!t_note.set) return agree_request(request);
+Status CollectiveCheck::agree_locked(CheckGroup &group, const CollectiveRequest &request) {
+  if (!t_note.set) return agree_request(group, request);
   // The caller's note joins the request; its error is this PE's verdict, so every PE fails the call alike.
   CollectiveRequest noted = request;
   noted.note = std::move(t_note.description);
@@ -108,11 +133,11 @@ Status CollectiveCheck::agree_locked(const CollectiveRequest &request) {
     noted.local_error = std::move(t_note.error);
   }
   drop_collective_note();
-  return agree_request(noted);
+  return agree_request(group, noted);
 }
 
-Status CollectiveCheck::agree_request(const CollectiveRequest &mine) {
-  ++sequence_;
+Status CollectiveCheck::agree_request(CheckGroup &group, const CollectiveRequest &mine) {
+  const uint64_t sequence = group.next_sequence();
   const int64_t failed = mine.local_status != TSHMEM_SUCCESS ? 1 : 0;
   const int64_t digest = digest_of(mine);
 #if TSHMEM_SYMMETRY_CHECK
@@ -120,33 +145,44 @@ Status CollectiveCheck::agree_request(const CollectiveRequest &mine) {
   // (NodeSync::kMaxWords): the digest, the offset, and the call's place in this PE's sequence with the local
   // verdict in its lowest bit. Equal minimum and maximum of every word: the same request everywhere.
   constexpr int kWords = 3;
-  const int64_t words[kWords] = {digest, mine.offset, static_cast<int64_t>(sequence_ << 1) | failed};
+  const int64_t words[kWords] = {digest, mine.offset, static_cast<int64_t>(sequence << 1) | failed};
   // min and max in one call: max(v) = ~min(~v).
   int64_t both[2 * kWords], reduced[2 * kWords];
   for (int i = 0; i < kWords; ++i) {
     both[i] = words[i];
     both[kWords + i] = ~words[i];
   }
-  TSHMEM_CHECK(boot_.allreduce(both, reduced, 2 * kWords, ReduceOp::kMin));
+  TSHMEM_CHECK(group.allreduce_min(both, reduced, 2 * kWords));
   bool all_equal = true;
   for (int i = 0; i < kWords; ++i) all_equal = all_equal && reduced[i] == ~reduced[kWords + i];
   const bool no_local_failure = (reduced[2] & 1) == 0;  // equal words: the same verdict everywhere
   if (all_equal && no_local_failure) return TSHMEM_SUCCESS;
 #else
-  int64_t any_failed = 0;
-  TSHMEM_CHECK(boot_.allreduce(&failed, &any_failed, 1, ReduceOp::kMax));
-  if (any_failed == 0) return TSHMEM_SUCCESS;
+  const int64_t not_failed = 1 - failed;
+  int64_t none_failed = 0;
+  TSHMEM_CHECK(group.allreduce_min(&not_failed, &none_failed, 1));
+  if (none_failed == 1) return TSHMEM_SUCCESS;
 #endif
-  return explain_failure(mine, digest);
+  return explain_failure(group, mine, digest, sequence);
 }
 
-Status CollectiveCheck::explain_failure(const CollectiveRequest &mine, int64_t digest) {
-  const int64_t fields[kNumFields] = {static_cast<int64_t>(sequence_), digest, mine.offset};
+Status CollectiveCheck::explain_failure(CheckGroup &group, const CollectiveRequest &mine, int64_t digest,
+                                        uint64_t sequence) {
+  const int64_t fields[kNumFields] = {static_cast<int64_t>(sequence), digest, mine.offset};
   std::string text = mine.describe();
-  if (mine.local_status != TSHMEM_SUCCESS) text += ": " + mine.local_error;
+  // A refusal that already names the call (a binding's own message, which begins with its note) stands alone.
+  if (mine.local_status != TSHMEM_SUCCESS)
+    text = !mine.note.empty() && mine.local_error.rfind(mine.note, 0) == 0 ? mine.local_error
+                                                                           : text + ": " + mine.local_error;
   std::vector<PeReport> reports;
-  TSHMEM_CHECK(gather_reports(boot_, make_report(mine.local_status, text, fields, kNumFields), &reports));
+  TSHMEM_CHECK(group.gather(make_report(mine.local_status, text, fields, kNumFields), &reports));
   const int n = static_cast<int>(reports.size());
+  // Members by index below; messages name them by PE.
+  auto pes = [&group](const std::vector<int> &indices) {
+    std::vector<int> out;
+    for (int i : indices) out.push_back(group.pe(i));
+    return pe_list(out);
+  };
 
   // The digest covers the call, its arguments, the note and an offset that names the call's object.
   auto same_request = [](const PeReport &a, const PeReport &b) {
@@ -162,7 +198,8 @@ Status CollectiveCheck::explain_failure(const CollectiveRequest &mine, int64_t d
     else
       it->push_back(pe);
   }
-  const std::string call = mine.call;
+  // The call as its caller knows it: a binding's note names it first ("tshmem.all_reduce(...)").
+  const std::string call = mine.note.empty() ? std::string(mine.call) : mine.note.substr(0, mine.note.find('('));
   if (groups.size() > 1) {
     // The reference is the largest group of PEs that succeeded locally (ties: the lowest PE), so a PE
     // that passed a bad argument is named as the divergent one.
@@ -180,13 +217,13 @@ Status CollectiveCheck::explain_failure(const CollectiveRequest &mine, int64_t d
     std::sort(divergent.begin(), divergent.end());
     std::string message = format("%s: collective calls differ across PEs (call #%lld on each PE); divergent PE%s %s.",
                                  call.c_str(), static_cast<long long>(reports[0].fields[kSeq]),
-                                 divergent.size() > 1 ? "s" : "", pe_list(divergent).c_str());
+                                 divergent.size() > 1 ? "s" : "", pes(divergent).c_str());
     for (size_t g = 0; g < groups.size(); ++g) {
-      const std::vector<int> &group = groups[g];
-      message += format(" PE%s %s called %s;", group.size() > 1 ? "s" : "", pe_list(group).c_str(),
-                        reports[group.front()].text);
+      const std::vector<int> &members = groups[g];
+      message += format(" PE%s %s called %s;", members.size() > 1 ? "s" : "", pes(members).c_str(),
+                        reports[members.front()].text);
     }
-    message += " Every PE must make the same collective calls in the same order; nothing was allocated or freed.";
+    message += format(" Every PE must make the same collective calls in the same order; %s.", mine.nothing_done);
     return set_error_message(TSHMEM_ERR_ASYMMETRIC, message);
   }
   // Same request everywhere: some PE failed locally, or the heaps have diverged.
@@ -195,13 +232,13 @@ Status CollectiveCheck::explain_failure(const CollectiveRequest &mine, int64_t d
     if (reports[pe].status != TSHMEM_SUCCESS) failing.push_back(pe);
   if (!failing.empty()) {
     std::string message =
-        format("%s failed on PE%s %s:", call.c_str(), failing.size() > 1 ? "s" : "", pe_list(failing).c_str());
-    for (int pe : failing) message += format(" PE %d: %s;", pe, reports[pe].text);
-    message += " nothing was allocated or freed on any PE.";
+        format("%s failed on PE%s %s:", call.c_str(), failing.size() > 1 ? "s" : "", pes(failing).c_str());
+    for (int i : failing) message += format(" PE %d: %s;", group.pe(i), reports[i].text);
+    message += format(" %s on any PE.", mine.nothing_done);
     return set_error_message(static_cast<Status>(reports[failing.front()].status), message);
   }
   std::string message = format("%s: the PEs' heaps have diverged (same request, different offsets):", call.c_str());
-  for (int pe = 0; pe < n; ++pe) message += format(" PE %d: %s;", pe, reports[pe].text);
+  for (int i = 0; i < n; ++i) message += format(" PE %d: %s;", group.pe(i), reports[i].text);
   return set_error_message(TSHMEM_ERR_ASYMMETRIC, message);
 }
 

@@ -12,8 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "bootstrap/bootstrap.h"
 
@@ -29,7 +31,7 @@ struct CallArg {
 struct CollectiveRequest {
   static constexpr int kMaxArgs = 4;
 
-  /// `name` names the call in messages ("tshmem_malloc", "tshmem_<T>_broadcast") and, with its arguments'
+  /// `name` names the call in messages ("tshmem_malloc", "tshmem_broadcastmem") and, with its arguments'
   /// names, identifies it across PEs (every PE runs the same binary). A literal: the request keeps the pointer.
   explicit CollectiveRequest(const char *name) : call(name) {}
 
@@ -47,6 +49,8 @@ struct CollectiveRequest {
   bool offset_is_argument = false;
   /// How messages introduce the offset: "-> offset 4096", "with dst at heap offset 4096".
   const char *offset_label = "-> offset";
+  /// What a refusal leaves undone, in the message: "nothing was allocated or freed" (on any PE).
+  const char *nothing_done = "nothing was allocated or freed";
   Status local_status = TSHMEM_SUCCESS;  ///< the PE's own verdict before agreeing (bad argument, exhausted)
   std::string local_error;               ///< its message when local_status != success
   /// The caller's own account of the call (tshmemx_note_next_collective), e.g. a binding's
@@ -64,9 +68,28 @@ void note_next_collective(std::string description, std::string error);
 /// Drops the calling thread's pending note, if any (a call that failed before its check).
 void drop_collective_note();
 
+struct PeReport;  // bootstrap/agree.h
+
+/// The PEs of a checked call that only some PEs make (a host-blocking collective on a team smaller than the job):
+/// how they agree and gather, and the job's PE number of each member for messages. Their calls form a sequence of
+/// their own.
+class CheckGroup {
+ public:
+  virtual ~CheckGroup() = default;
+  virtual int size() const = 0;
+  virtual int pe(int index) const = 0;
+  /// Element-wise minimum over the members (at most 6 words).
+  virtual Status allreduce_min(const int64_t *in, int64_t *out, int count) = 0;
+  /// Every member's report, by member index (failure path only).
+  virtual Status gather(const PeReport &mine, std::vector<PeReport> *all) = 0;
+  /// The number of this checked call in the group's sequence (1, 2, ...).
+  virtual uint64_t next_sequence() = 0;
+};
+
 class CollectiveCheck {
  public:
-  explicit CollectiveCheck(Bootstrap &boot) : boot_(boot) {}
+  explicit CollectiveCheck(Bootstrap &boot);
+  ~CollectiveCheck();
 
   /// Collective. Returns success when every PE made the same request (the same call, arguments, note and, where
   /// it is an argument, offset, as the same checked call of this PE's sequence), got the same offset and
@@ -77,6 +100,9 @@ class CollectiveCheck {
   /// A note the calling thread left (note_next_collective) joins this request and is taken. One checked call
   /// at a time per PE (TSHMEM_THREAD_MULTIPLE): the call counter and the allreduce are under a lock.
   Status agree(const CollectiveRequest &request);
+  /// agree() over `group`'s members only (the calling thread's note joins as in agree()); messages name the
+  /// members by their PE numbers.
+  Status agree_in(CheckGroup &group, const CollectiveRequest &request);
   /// agree(), then (only when it succeeded) an element-wise minimum of `in` over every PE into `out`, under the
   /// same lock, so no other checked call of this PE's threads comes between them.
   Status agree_then_min(const CollectiveRequest &request, const int64_t *in, int64_t *out, int count);
@@ -84,15 +110,18 @@ class CollectiveCheck {
   static constexpr bool enabled() { return TSHMEM_SYMMETRY_CHECK != 0; }
   /// The bounds of its waits (the bootstrap's).
   const WaitBounds &bounds() const { return boot_.bounds(); }
+  /// Checked calls this PE made over the whole job (the same on every PE after each of them).
+  uint64_t sequence() const { return sequence_; }
 
  private:
-  Status agree_locked(const CollectiveRequest &request);
-  Status agree_request(const CollectiveRequest &mine);
-  Status explain_failure(const CollectiveRequest &mine, int64_t digest);
+  Status agree_locked(CheckGroup &group, const CollectiveRequest &request);
+  static Status agree_request(CheckGroup &group, const CollectiveRequest &mine);
+  static Status explain_failure(CheckGroup &group, const CollectiveRequest &mine, int64_t digest, uint64_t sequence);
 
   std::mutex mutex_;  // one checked call at a time per PE
   Bootstrap &boot_;
-  uint64_t sequence_ = 0;  // checked calls made by this PE; part of every comparison
+  uint64_t sequence_ = 0;            // the job's checked calls; part of every comparison
+  std::unique_ptr<CheckGroup> job_;  // every PE, through the bootstrap, counting in sequence_
 };
 
 }  // namespace tshmemi

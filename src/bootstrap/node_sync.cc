@@ -31,8 +31,8 @@ const char *op_name(int32_t op) {
 
 }  // namespace
 
-NodeSync::NodeSync(std::vector<void *> pages, int me, const WaitBounds *bounds)
-    : pages_(std::move(pages)), me_(static_cast<size_t>(me)), bounds_(bounds) {
+NodeSync::NodeSync(std::vector<void *> pages, int me, const WaitBounds *bounds, uint64_t first_call)
+    : pages_(std::move(pages)), me_(static_cast<size_t>(me)), bounds_(bounds), calls_(first_call) {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   oversubscribed_ = cpus > 0 && static_cast<long>(pages_.size()) > cpus;
 }

@@ -31,8 +31,9 @@ class NodeSync {
   /// `pages[i]`: where this PE sees the page of the node's i-th PE, `me` being this PE's index; the pages are
   /// zero. Every PE of the job must be among them (a job on one node).
   /// Every wait for a peer's slot is bounded by `*bounds` (a PE stopped or gone: TSHMEM_ERR_TIMEOUT), read at each
-  /// wait (the bootstrap's, which outlive the sync; null: the defaults).
-  NodeSync(std::vector<void *> pages, int me, const WaitBounds *bounds = nullptr);
+  /// wait (the bootstrap's, which outlive the sync; null: the defaults). A group of PEs that meets in pages holding
+  /// older calls (a team's slots) starts at `first_call`, the same on every PE and above every call number there.
+  NodeSync(std::vector<void *> pages, int me, const WaitBounds *bounds = nullptr, uint64_t first_call = 0);
 
   /// Collective over the node's PEs: `out[i]` = op over every PE's `in[i]`, the same on every PE; count may be 0
   /// (a barrier). Every PE must pass the same count and op; if not, every PE fails with the same message.

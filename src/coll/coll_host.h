@@ -1,10 +1,12 @@
-// The host-blocking collectives (tshmemi_host_reduce/fcollect/alltoall/broadcast, tshmem_barrier on a team): the
-// on-stream collective's own checks, one checked rendezvous, then the on-stream kernel, waited for.
+// The host-blocking collectives (tshmemi_host_reduce/reduce_scatter/fcollect/alltoall/broadcast, tshmem_barrier on a
+// team): the collective's checks, one checked rendezvous, then the on-stream kernel, waited for (a GPU heap), or the
+// host's own copy and reduction (a heap in host memory: coll_host_mem.h).
 #pragma once
 
 #include <cstddef>
 
 #include "bootstrap/collective_check.h"
+#include "coll/coll_host_mem.h"
 #include "coll/coll_on_stream.h"
 #include "coll/rendezvous.h"
 #include "tshmem/tshmemx.h"
@@ -12,7 +14,7 @@
 namespace tshmemi {
 
 /// The host-blocking calls.
-enum class HostKind { kReduce, kFcollect, kAlltoall, kBroadcast, kTeamBarrier };
+enum class HostKind { kReduce, kReduceScatter, kFcollect, kAlltoall, kBroadcast, kTeamBarrier };
 
 /// One host-blocking call: kind, arguments, and the caller's name for messages.
 struct HostCollective {
@@ -27,9 +29,17 @@ struct HostCollective {
   int root = 0;
 };
 
-/// Collective over every PE (the team must hold every PE of the job): the call's checks on this PE, one checked
-/// rendezvous through `check` (PEs whose calls differ are named on every PE and nothing is launched anywhere), then
-/// the on-stream kernel on tshmem's internal stream, waited for. A team barrier is `rendezvous`'s barrier alone.
-Status host_collective(const CollRuntime &rt, CollectiveCheck &check, Rendezvous &rendezvous, const HostCollective &c);
+/// Collective over the team's members: the call's checks on this PE, one checked rendezvous through `check` (PEs
+/// whose calls differ are named on every PE and nothing moves anywhere), then the work. On a GPU heap the team must
+/// hold every PE of the job (the rendezvous is job-wide) and the work is the on-stream kernel on tshmem's internal
+/// stream, waited for; in host memory any node-local team (and the world team across nodes) runs on the host,
+/// through `host`. A team barrier is the rendezvous alone.
+Status host_collective(const CollRuntime &rt, CollectiveCheck &check, Rendezvous &rendezvous, HostCollectives &host,
+                       const HostCollective &c);
+
+/// "tshmem_float_sum_reduce": the host reduction's name in messages, from its dtype and operator.
+const char *reduce_call_name(tshmemx_dtype_t dtype, tshmemx_redop_t op);
+/// "tshmemx_float_sum_reduce_scatter", the same for the reduce-scatter.
+const char *reduce_scatter_call_name(tshmemx_dtype_t dtype, tshmemx_redop_t op);
 
 }  // namespace tshmemi

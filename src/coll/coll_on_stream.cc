@@ -9,8 +9,8 @@
 
 #include "coll/coll_on_stream.h"
 
+#include "coll/coll_checks.h"
 #include "coll/coll_launch.h"
-#include "coll/coll_spanning.h"
 #include "tshmem/device/internal_regions.h"  // TSHMEMI_COLL_MAX_ROWS, TSHMEMI_COLL_MAX_TEAM, the LL rows
 #include "tshmem/tshmem.h"
 
@@ -18,26 +18,6 @@ namespace tshmemi {
 namespace {
 
 constexpr int kThreads = 512;
-
-size_t dtype_size(tshmemx_dtype_t dtype) {
-  switch (dtype) {
-    case TSHMEMX_DTYPE_FLOAT: return 4;
-    case TSHMEMX_DTYPE_HALF: return 2;
-    case TSHMEMX_DTYPE_BFLOAT16: return 2;
-    case TSHMEMX_DTYPE_INT32: return 4;
-    case TSHMEMX_DTYPE_INT64: return 8;
-    case TSHMEMX_DTYPE_DOUBLE: return 8;
-    case TSHMEMX_DTYPE_UINT32: return 4;
-    case TSHMEMX_DTYPE_UINT64: return 8;
-    case TSHMEMX_NUM_DTYPES: break;
-  }
-  return 0;
-}
-
-bool overlap(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
-  const uintptr_t x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return x < y + b_bytes && y < x + a_bytes;
-}
 
 /// Blocks for a collective that moves `bytes_per_pe`: one per `per_block` bytes, 1 .. TSHMEMI_COLL_MAX_ROWS.
 /// Copies (stores, fire and forget) pay off another block every 64 KiB; the reducing kinds, whose remote
@@ -59,47 +39,13 @@ size_t ll_rows_wanted(size_t lines) {
   return std::min<size_t>((lines + threads - 1) / threads, TSHMEMI_COLL_LL_MAX_ROWS);
 }
 
-/// Checks common to every collective; fills the team.
-Status check_common(const CollRuntime &rt, const char *call, tshmem_team_t team, TeamInfo *info) {
+/// The on-stream forms are kernels: a heap in host memory (shm) has none to run.
+Status check_gpu_heap(const CollRuntime &rt, const char *call) {
   if (!rt.mem.device_memory())
-    return set_error(TSHMEM_ERR_CONFIG, "%s: collectives run on the GPU: the %s backend has no GPU heap", call,
-                     rt.mem.name());
-  TSHMEM_CHECK(rt.teams.lookup(team, call, info));
-  // Across nodes: the spanning path (the world team, through the off-node proxy; coll_spanning.h).
-  if (!info->node_local) TSHMEM_CHECK(check_spanning_team(rt, call, team));
-  if (info->size > TSHMEMI_COLL_MAX_TEAM)
-    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: team of %d PEs exceeds the %d the collectives support", call,
-                     info->size, TSHMEMI_COLL_MAX_TEAM);
-  return TSHMEM_SUCCESS;
-}
-
-Status check_buffer(const CollRuntime &rt, const char *call, const char *name, const void *ptr, size_t bytes,
-                    size_t alignment) {
-  if (ptr == nullptr) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: %s is NULL", call, name);
-  TSHMEM_CHECK(rt.heap.check_user_range(call, name, ptr, bytes));
-  if (reinterpret_cast<uintptr_t>(ptr) % alignment != 0)
-    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: %s = %p is not aligned to its element size (%zu bytes)", call, name,
-                     ptr, alignment);
-  return TSHMEM_SUCCESS;
-}
-
-Status check_reduction(const char *call, size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op) {
-  if (count == 0) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: count is 0", call);
-  if (static_cast<unsigned>(dtype) >= TSHMEMX_NUM_DTYPES)
-    return set_error(TSHMEM_ERR_INVALID_ARG,
-                     "%s: unsupported dtype %d (float, half, bfloat16, int32, int64, double, uint32, uint64)", call,
-                     static_cast<int>(dtype));
-  if (static_cast<unsigned>(op) >= TSHMEMX_NUM_OPS)
-    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: unsupported op %d (sum, min, max, prod, and, or, xor)", call,
-                     static_cast<int>(op));
-  const bool bitwise = op == TSHMEMX_OP_AND || op == TSHMEMX_OP_OR || op == TSHMEMX_OP_XOR;
-  const bool integer = dtype == TSHMEMX_DTYPE_INT32 || dtype == TSHMEMX_DTYPE_INT64 || dtype == TSHMEMX_DTYPE_UINT32 ||
-                       dtype == TSHMEMX_DTYPE_UINT64;
-  if (bitwise && !integer)
-    return set_error(TSHMEM_ERR_INVALID_ARG,
-                     "%s: op %d (and, or, xor) is bitwise: it needs an integer dtype (int32, int64, uint32, uint64), "
-                     "not dtype %d",
-                     call, static_cast<int>(op), static_cast<int>(dtype));
+    return set_error(TSHMEM_ERR_CONFIG,
+                     "%s: the on-stream collectives run on the GPU: the %s heap is host memory (use the host-blocking "
+                     "forms)",
+                     call, rt.mem.name());
   return TSHMEM_SUCCESS;
 }
 
@@ -123,18 +69,11 @@ CollLaunch reducing_launch(CollKind kind, tshmem_team_t team, const TeamInfo &te
 Status coll_allreduce(const CollRuntime &rt, const char *call, tshmem_team_t team, void *dst, const void *src,
                       size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream,
                       bool check_only) {
+  TSHMEM_CHECK(check_gpu_heap(rt, call));
   TeamInfo team_view;
-  TSHMEM_CHECK(check_common(rt, call, team, &team_view));
-  TSHMEM_CHECK(check_reduction(call, count, dtype, op));
+  TSHMEM_CHECK(check_allreduce_args(rt, call, team, dst, src, count, dtype, op, &team_view));
   const size_t elem = dtype_size(dtype);
-  if (count > rt.heap.size() / elem)
-    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: count %zu exceeds the heap", call, count);
   const size_t bytes = count * elem;
-  TSHMEM_CHECK(check_buffer(rt, call, "dst", dst, bytes, elem));
-  TSHMEM_CHECK(check_buffer(rt, call, "src", src, bytes, elem));
-  if (dst != src && overlap(dst, bytes, src, bytes))
-    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst and src overlap without being equal (in place needs dst == src)",
-                     call);
   if (check_only) return TSHMEM_SUCCESS;
   CollLaunch launch = reducing_launch(CollKind::kAllreduce, team, team_view, dst, src, count, dtype, op);
   // Across nodes the kernel takes the spanning path (impl/coll_spanning.cuh), which has no LL form: block rows
@@ -161,43 +100,26 @@ Status coll_allreduce(const CollRuntime &rt, const char *call, tshmem_team_t tea
 
 Status coll_reduce_scatter(const CollRuntime &rt, const char *call, tshmem_team_t team, void *dst, const void *src,
                            size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op, tshmemx_stream_t stream) {
+  TSHMEM_CHECK(check_gpu_heap(rt, call));
   TeamInfo team_view;
-  TSHMEM_CHECK(check_common(rt, call, team, &team_view));
-  TSHMEM_CHECK(check_reduction(call, count, dtype, op));
-  const size_t elem = dtype_size(dtype);
-  if (count > rt.heap.size() / elem / static_cast<size_t>(team_view.size))
-    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: count %zu x %d PEs exceeds the heap", call, count, team_view.size);
-  const size_t bytes = count * elem;
-  TSHMEM_CHECK(check_buffer(rt, call, "dst", dst, bytes, elem));
-  TSHMEM_CHECK(check_buffer(rt, call, "src", src, bytes * static_cast<size_t>(team_view.size), elem));
-  if (overlap(dst, bytes, src, bytes * static_cast<size_t>(team_view.size)))
-    return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst overlaps src", call);
+  TSHMEM_CHECK(check_reduce_scatter_args(rt, call, team, dst, src, count, dtype, op, &team_view));
+  const size_t bytes = count * dtype_size(dtype);
   CollLaunch launch = reducing_launch(CollKind::kReduceScatter, team, team_view, dst, src, count, dtype, op);
   return coll_launch(launch, blocks_for(bytes, 16 * 1024), kThreads, rt.early_launch, stream);
 }
 
 Status coll_move(const CollRuntime &rt, CollKind kind, const char *call, tshmem_team_t team, void *dst, const void *src,
                  size_t nbytes, int root, tshmemx_stream_t stream, bool check_only) {
+  TSHMEM_CHECK(check_gpu_heap(rt, call));
   TeamInfo team_view;
-  TSHMEM_CHECK(check_common(rt, call, team, &team_view));
+  TSHMEM_CHECK(check_move_args(rt, kind, call, team, dst, src, nbytes, root, &team_view));
+  if (check_only) return TSHMEM_SUCCESS;
   CollLaunch launch;
   launch.kind = kind;
   launch.team = team;
   launch.spanning = team_view.spans_nodes;  // the kernels of coll_spanning_kernels.cuh
   if (kind != CollKind::kBarrier) {
-    if (nbytes == 0) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: nbytes is 0", call);
     const size_t n = static_cast<size_t>(team_view.size);
-    if (nbytes > rt.heap.size() / n)
-      return set_error(TSHMEM_ERR_INVALID_ARG, "%s: nbytes %zu exceeds the heap", call, nbytes);
-    const size_t dst_bytes = kind == CollKind::kBroadcast ? nbytes : nbytes * n;
-    const size_t src_bytes = kind == CollKind::kAlltoall ? nbytes * n : nbytes;
-    TSHMEM_CHECK(check_buffer(rt, call, "dst", dst, dst_bytes, 1));
-    TSHMEM_CHECK(check_buffer(rt, call, "src", src, src_bytes, 1));
-    if (kind == CollKind::kBroadcast && (root < 0 || root >= team_view.size))
-      return set_error(TSHMEM_ERR_INVALID_ARG, "%s: root %d outside the team [0, %d)", call, root, team_view.size);
-    if (!(kind == CollKind::kBroadcast && dst == src) && overlap(dst, dst_bytes, src, src_bytes))
-      return set_error(TSHMEM_ERR_INVALID_ARG, "%s: dst overlaps src", call);
-    if (check_only) return TSHMEM_SUCCESS;
     launch.dst = dst;
     launch.src = src;
     launch.count = nbytes;
@@ -205,7 +127,6 @@ Status coll_move(const CollRuntime &rt, CollKind kind, const char *call, tshmem_
     return coll_launch(launch, blocks_for(kind == CollKind::kBroadcast ? nbytes : nbytes * n), kThreads,
                        rt.early_launch, stream);
   }
-  if (check_only) return TSHMEM_SUCCESS;
   return coll_launch(launch, 1, 32, rt.early_launch, stream);
 }
 

@@ -5,6 +5,9 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
 
 #include "coll/coll_launch.h"
 #include "coll/team.h"
@@ -22,9 +25,11 @@ struct CollRuntime {
   const TeamTable &teams;
   int my_pe;
   int n_pes;
-  bool early_launch;                  ///< programmatic dependent launches (coll_launch's `early_launch`)
-  bool offnode_reachable;             ///< the off-node proxy runs
-  const std::string &offnode_reason;  ///< why it does not, in a job that spans nodes
+  bool early_launch;                        ///< programmatic dependent launches (coll_launch's `early_launch`)
+  bool offnode_reachable;                   ///< the off-node proxy runs
+  const std::string &offnode_reason;        ///< why it does not, in a job that spans nodes
+  const std::vector<uint64_t> &peer_bases;  ///< where this PE sees each PE's heap; 0 for another node's
+  Bootstrap &boot;                          ///< the host collectives' data path across nodes (host memory)
 };
 
 /// The on-stream collectives' checks and launch, for the C entry points and the host-blocking forms

@@ -23,12 +23,14 @@ class Rendezvous {
   Status barrier_all();
   /// Collective: a barrier that `request` describes (tshmem_barrier(team)); its local status joins the quiet's.
   Status barrier(CollectiveRequest request);
+  /// Collective over `group`'s members only (tshmem_barrier on a team without every PE, host memory).
+  Status barrier_in(CheckGroup &group, CollectiveRequest request);
   /// Collective: tshmem_finalize's. It goes ahead when this PE's transfers cannot complete (the off-node path has
   /// stopped): refusing would keep every PE initialised with no way out; the teardown reports what was lost.
   Status finalize();
 
  private:
-  Status meet(CollectiveRequest request, bool quiet_may_fail);
+  Status meet(CollectiveRequest request, bool quiet_may_fail, CheckGroup *group = nullptr);
   /// Completes this PE's transfers: the backend's, and its puts to other nodes.
   Status quiet_all();
 

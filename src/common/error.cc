@@ -169,14 +169,24 @@ Status current_exception_status(const char *call) {
   }
 }
 
+namespace {
+// A binding that turns every failure into an exception of its own (tshmem's Python package) reports errors itself:
+// they are then logged at info level, not as warnings that repeat what the exception says.
+std::atomic<bool> g_caller_reports{false};
+}  // namespace
+
+void set_errors_reported_by_caller(bool on) { g_caller_reports.store(on, std::memory_order_relaxed); }
+
 Status set_error_message(Status status, const std::string &message) {
   LastError &error = last_error();
   const bool repeated = error.code == status && error.message == message;  // passed up unchanged: logged once
   error.code = status;
   error.message = message;
-  if (!repeated)
-    log_throttled(LogLevel::kWarn, kLogAll, error_key(status, message),
-                  message + " (" + tshmemx_strerror(status) + ")");
+  if (repeated) return status;
+  if (g_caller_reports.load(std::memory_order_relaxed))
+    TSHMEMI_LOG(kInfo, kLogAll, "%s (%s)", message.c_str(), tshmemx_strerror(status));
+  else
+    log_throttled(LogLevel::kWarn, kLogAll, error_key(status, message), message + " (" + tshmemx_strerror(status) + ")");
   return status;
 }
 
@@ -230,6 +240,8 @@ extern "C" {
 TSHMEM_API int tshmemx_last_error_code(void) { return tshmemi::last_error_code(); }
 TSHMEM_API const char *tshmemx_last_error(void) { return tshmemi::last_error_message().c_str(); }
 TSHMEM_API void tshmemx_clear_last_error(void) { tshmemi::clear_last_error(); }
+
+TSHMEM_API void tshmemi_errors_reported_by_caller(int on) { tshmemi::set_errors_reported_by_caller(on != 0); }
 
 TSHMEM_API const char *tshmemx_strerror(int status) {
   if (status < 0 || status >= TSHMEM_NUM_STATUS) return "not a tshmem status";

@@ -52,6 +52,10 @@ int guarded_status(const char *call, F &&body) {
 
 enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
 
+/// On: errors are logged at info level instead of as warnings, because the caller reports each one itself (a
+/// binding that raises an exception per failure: tshmemi_errors_reported_by_caller).
+void set_errors_reported_by_caller(bool on);
+
 /// Subsystems for TSHMEM_DEBUG_SUBSYS masks.
 enum LogSubsys : unsigned {
   kLogInit = 1u << 0,

@@ -91,10 +91,10 @@ class MemBackend {
 };
 
 /// The shm heap's file made ahead: tshmem_init starts it before MPI, whose start mostly waits for the launcher, so
-/// reserving the heap's memory (every page, posix_fallocate) overlaps it. An idle-priority helper thread reserves
-/// chunk after chunk; the heap-own step of the shm backend joins in for what is left and takes the file, with the
-/// verdict it would have reached itself. Dropped untaken (init failed before, or that step's fault injected), the
-/// file goes with it.
+/// sizing the heap's file overlaps it (the file is sized, not filled: microseconds whatever the heap). An
+/// idle-priority helper thread sizes it; the heap-own step of the shm backend joins in if it has not and takes the
+/// file, with the verdict it would have reached itself. Dropped untaken (init failed before, or that step's fault
+/// injected), the file goes with it.
 class ShmHeapReservation {
  public:
   /// Starts making the file; null when no thread can start (then the heap-own step makes it, as without).

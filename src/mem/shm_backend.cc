@@ -3,12 +3,15 @@
 //
 // Each PE's heap is a file that never has a name: open(O_TMPFILE | O_EXCL) in /dev/shm, or memfd_create
 // where /dev/shm cannot make one. Nobody can predict, squat, open or leave behind a nameless file: it
-// disappears with the last descriptor and mapping, even when every PE is killed. The whole heap is
-// reserved at init (posix_fallocate), so a heap larger than the filesystem's room is an error at init,
-// never a SIGBUS on first touch. Node-local peers receive the descriptor over the same private socket
-// exchange as the vmm backend (handle_exchange.h), and check its owner and size before mapping it.
-// Past the heap, at the next page, each file holds one more page: this PE's slots of the node's shared-memory
-// rendezvous (bootstrap/node_sync.h), through which a job on one node makes its barriers and symmetry checks.
+// disappears with the last descriptor and mapping, even when every PE is killed. The file is sized, not filled:
+// a page of the heap costs memory when it is first touched, so init takes the same time whatever
+// TSHMEM_SYMMETRIC_SIZE is (filling a tmpfs file zeroes every page: about 0.6 s per GiB). A heap larger than the
+// filesystem's free room is an error at init; room that other programs take after init is the site's to keep
+// (a page that cannot be had when first touched is a SIGBUS, as for any program on tmpfs). Node-local peers receive the
+// descriptor over the same private socket exchange as the vmm backend (handle_exchange.h), and check its owner and size
+// before mapping it. Past the heap, at the next page, each file holds one more page: this PE's slots of the node's
+// shared-memory rendezvous (bootstrap/node_sync.h), through which a job on one node makes its barriers and symmetry
+// checks.
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -110,10 +113,13 @@ HeapFile open_heap_file(uint64_t heap_size) {
   return file;
 }
 
+// Sizes the file to offset + bytes without touching a page, when the filesystem has room for them now.
 int reserve(int fd, uint64_t offset, uint64_t bytes) {
+  struct statvfs fs;
+  if (fstatvfs(fd, &fs) == 0 && static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize < bytes) return ENOSPC;
   int rc;
   do {
-    rc = posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes));
+    rc = ftruncate(fd, static_cast<off_t>(offset + bytes)) == 0 ? 0 : errno;
   } while (rc == EINTR);
   return rc;
 }
@@ -173,9 +179,10 @@ struct ShmHeapReservation::Made {
   void reserve_chunks(bool ahead) {
     while (failure.load(std::memory_order_relaxed) == 0 && !stop.load(std::memory_order_relaxed)) {
       if (ahead && !room_for_a_chunk()) return;
-      const uint64_t offset = next.fetch_add(kReserveChunk, std::memory_order_relaxed);
+      // One sizing of the whole file (nothing is touched: it takes microseconds whatever the size).
+      const uint64_t offset = next.exchange(file.bytes, std::memory_order_relaxed);
       if (offset >= file.bytes) return;
-      const int rc = reserve(file.fd.get(), offset, std::min(kReserveChunk, file.bytes - offset));
+      const int rc = reserve(file.fd.get(), 0, file.bytes);
       int none = 0;
       if (rc != 0) failure.compare_exchange_strong(none, rc);
     }
@@ -228,6 +235,16 @@ ShmHeapReservation::Made &ShmHeapReservation::join() {
 
 namespace {
 
+// Lets go of a heap mapping but keeps its addresses readable and writable: anonymous zero pages take its place
+// (reserving nothing until touched). A program that still holds an array over the heap after finalize (Python
+// keeps them as long as it likes) then reads zeros and writes into memory of its own, instead of faulting; the
+// heap's file goes with its last real mapping as before.
+void retire(void *base, size_t bytes) {
+  if (mmap(base, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) ==
+      MAP_FAILED)
+    munmap(base, bytes);
+}
+
 class ShmBackend final : public MemBackend {
  public:
   ShmBackend(int64_t init_timeout_ms, std::unique_ptr<ShmHeapReservation> early)
@@ -274,7 +291,7 @@ class ShmBackend final : public MemBackend {
   Status destroy(Bootstrap &boot) override {
     // Unmap peers first, barrier, then the own heap: nobody touches memory that is being released.
     for (size_t pe = 0; pe < peer_bases_.size(); ++pe) {
-      if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) munmap(peer_bases_[pe], file_size_);
+      if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) retire(peer_bases_[pe], file_size_);
       peer_bases_[pe] = nullptr;
     }
     const Status status = boot.barrier();
@@ -290,7 +307,7 @@ class ShmBackend final : public MemBackend {
     peer_bases_.assign(static_cast<size_t>(boot.size()), nullptr);
     UniqueFd own;
     TSHMEM_CHECK(run_step(
-        boot, InitStep::kHeapOwn, [&] { return create_own(&own); }, "shm backend"));
+        boot, InitStep::kHeapOwn, [&] { return create_own(&own, boot.local_size()); }, "shm backend"));
     std::vector<PeerFd> received;
     TSHMEM_CHECK(exchange_fds_node_local(boot, own.get(), file_size_, init_timeout_ms_, &received));
     own.reset();  // the mapping keeps the memory; each peer holds its own descriptor
@@ -301,7 +318,7 @@ class ShmBackend final : public MemBackend {
     return TSHMEM_SUCCESS;
   }
 
-  Status create_own(UniqueFd *out) {
+  Status create_own(UniqueFd *out, int node_pes) {
     HeapFile file;
     if (early_ && early_->heap_size() == heap_size_)
       file = std::move(early_->join().file);  // made while MPI started
@@ -310,6 +327,17 @@ class ShmBackend final : public MemBackend {
     early_.reset();
     if (!file.note.empty()) TSHMEMI_LOG(kInfo, kLogMem, "%s", file.note.c_str());
     if (file.status != TSHMEM_SUCCESS) return set_error_message(file.status, file.error);
+    // The files take no room until their pages are touched: the room must hold every heap of the node.
+    struct statvfs fs;
+    const uint64_t needed = file.bytes * static_cast<uint64_t>(node_pes);
+    if (fstatvfs(file.fd.get(), &fs) == 0 && static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize < needed)
+      return set_error(TSHMEM_ERR_OUT_OF_MEMORY,
+                       "shm backend: reserving the %llu-byte (%s) heap in %s (%s free of %s) failed: this node's %d "
+                       "PEs need %s together (make %s larger or lower TSHMEM_SYMMETRIC_SIZE)",
+                       static_cast<unsigned long long>(heap_size_), human_bytes(heap_size_).c_str(),
+                       file.filesystem.c_str(), human_bytes(static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize).c_str(),
+                       human_bytes(static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize).c_str(), node_pes,
+                       human_bytes(needed).c_str(), file.filesystem.c_str());
     own_base_ = file.base;
     file.base = nullptr;
     *out = std::move(file.fd);
@@ -342,9 +370,9 @@ class ShmBackend final : public MemBackend {
   void release_all() {
     early_.reset();
     for (size_t pe = 0; pe < peer_bases_.size(); ++pe)
-      if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) munmap(peer_bases_[pe], file_size_);
+      if (peer_bases_[pe] != nullptr && peer_bases_[pe] != own_base_) retire(peer_bases_[pe], file_size_);
     peer_bases_.clear();
-    if (own_base_ != nullptr) munmap(own_base_, file_size_);
+    if (own_base_ != nullptr) retire(own_base_, file_size_);
     own_base_ = nullptr;
   }
 

@@ -49,10 +49,19 @@ TEST(Errors, PeListsAreCompact) {
   EXPECT_EQ(pe_list({2, 4, 5, 6, 9, 10}), "2,4-6,9,10");
 }
 
-TEST(Errors, ReportsTruncateSafely) {
-  const PeReport report = make_report(TSHMEM_ERR_CUDA, std::string(1000, 'y'));
+TEST(Errors, ReportsCarryWholeMessagesAndCutLongerOnesAtAWord) {
+  const std::string whole(1000, 'y');  // a long binding message fits whole
+  PeReport report = make_report(TSHMEM_ERR_CUDA, whole);
   EXPECT_EQ(report.status, TSHMEM_ERR_CUDA);
-  EXPECT_EQ(std::string(report.text).size(), sizeof(report.text) - 1);
+  EXPECT_EQ(std::string(report.text), whole);
+  std::string words;
+  while (words.size() < 3000) words += "collective ";
+  report = make_report(TSHMEM_ERR_CUDA, words);
+  const std::string text = report.text;
+  EXPECT_LT(text.size(), sizeof(report.text));
+  ASSERT_GE(text.size(), 4u);
+  EXPECT_EQ(text.substr(text.size() - 4), " ...") << "marked as cut";
+  EXPECT_EQ(text.substr(text.size() - 14), "collective ...") << "cut after a whole word: " << text;
 }
 
 // A warning repeated in a loop is one line and a count: the first is printed, the repeats within a second are held,

@@ -23,21 +23,7 @@
 #define TSHMEM_DEVICE_PE_CHECK 1
 #endif
 
-/** Comparison operators of wait_until / signal_wait_until (OpenSHMEM SHMEM_CMP_*). */
-enum tshmem_cmp_op {
-  TSHMEM_CMP_EQ = 0, /**< ivar == value */
-  TSHMEM_CMP_NE = 1, /**< ivar != value */
-  TSHMEM_CMP_GT = 2, /**< ivar >  value */
-  TSHMEM_CMP_LE = 3, /**< ivar <= value */
-  TSHMEM_CMP_LT = 4, /**< ivar <  value */
-  TSHMEM_CMP_GE = 5, /**< ivar >= value */
-};
-
-/** Signal operators of put_signal (OpenSHMEM SHMEM_SIGNAL_*). */
-enum tshmem_signal_op {
-  TSHMEM_SIGNAL_SET = 0, /**< The signal word becomes the value. */
-  TSHMEM_SIGNAL_ADD = 1, /**< The value is added to the signal word (atomically). */
-};
+#include "tshmem/device/op_types.h"  // TSHMEM_CMP_*, TSHMEM_SIGNAL_* (shared with the C API)
 
 #ifdef TSHMEM_DEVICE_COMPILE
 /// Every device function of the API: inlined into the caller, so each unit carries its own copy.

@@ -21,6 +21,13 @@
  *                          tshmem_team_destroy, so a reused handle starts from zero)
  *   64 KiB + 3 MiB         end
  *
+ * A heap in host memory (shm) runs no kernel, so the LL area serves the host-blocking collectives instead: from
+ * TSHMEMI_HOST_COLL_SYNC_OFFSET(h), 2 KiB per team handle h: two 64-byte rendezvous slots (NodeSync's), then this
+ * PE's report for a failed call. Never zeroed after init: a split team's calls continue the numbers of the last
+ * team that held its handle (src/coll/coll_host_mem.h). After them, TSHMEMI_HOST_COLL_STAGE_BYTES for each of
+ * WORLD and NODE and each call parity: a small collective's source, copied there before the rendezvous, so the
+ * members read copies and the call needs no closing rendezvous.
+ *
  * At the end of every heap of a job that spans nodes: the spanning collectives' area, TSHMEMI_COLL_SPAN_BYTES from
  * TSHMEMI_COLL_SPAN_OFFSET(heap size), 4 KiB aligned; init zeroes its barrier words. Bounded per PE whatever the
  * job or message size: 64 KiB + 32 x 32 KiB = 1.0625 MiB.
@@ -65,6 +72,13 @@
 #define TSHMEMI_COLL_TEAM_SYNC_OFFSET(h)            \
   (TSHMEMI_COLL_LL_OFFSET + TSHMEMI_COLL_LL_BYTES + \
    (size_t)((h)-TSHMEMI_COLL_FIRST_SPLIT_TEAM) * TSHMEMI_COLL_TEAM_SYNC_BYTES)
+/** The host-blocking collectives' rendezvous of team handle h on a heap in host memory (see the top). */
+#define TSHMEMI_HOST_COLL_SYNC_BYTES 2048u
+#define TSHMEMI_HOST_COLL_SYNC_OFFSET(h) (TSHMEMI_COLL_LL_OFFSET + (size_t)(h)*TSHMEMI_HOST_COLL_SYNC_BYTES)
+#define TSHMEMI_HOST_COLL_STAGE_BYTES (128u * 1024u)
+/** Staging of team slot s (0: WORLD, 1: NODE) for calls of parity p. */
+#define TSHMEMI_HOST_COLL_STAGE_OFFSET(s, p) \
+  (TSHMEMI_HOST_COLL_SYNC_OFFSET(TSHMEMI_TEAM_SLOTS) + ((size_t)(s)*2u + (size_t)(p)) * TSHMEMI_HOST_COLL_STAGE_BYTES)
 /** Data bytes per 16-byte LL line for elements of `elem_size` bytes (impl/coll.cuh, ll_format, says why). */
 #define TSHMEMI_COLL_LL_LINE_BYTES(elem_size) ((elem_size) == 8 ? 8u : 12u)
 /** Lines one block row can take per LL call in a team of n: (n - 1) slots per parity. */
@@ -96,6 +110,8 @@
 static_assert(TSHMEMI_GRID_GENERATION_OFFSET + 4 <= TSHMEMI_SYNC_BYTES, "device sync words overflow their 16 KiB");
 static_assert(TSHMEMI_COLL_THREAD_EPOCH_OFFSET + 8 + 8 * TSHMEMI_COLL_MAX_TEAM <= TSHMEMI_COLL_LL_OFFSET,
               "collective barrier words overflow into the LL area");
+static_assert(TSHMEMI_HOST_COLL_STAGE_OFFSET(2, 0) <= TSHMEMI_COLL_LL_OFFSET + TSHMEMI_COLL_LL_BYTES,
+              "the host collectives' rendezvous slots and staging do not fit the LL area");
 static_assert(TSHMEMI_COLL_LL_PARITY_BYTES % 16 == 0 && TSHMEMI_COLL_LL_ROW_LINES(TSHMEMI_COLL_MAX_TEAM) >= 1,
               "an LL row must hold a line for every sender");
 static_assert(TSHMEMI_COLL_TEAM_SYNC_OFFSET(TSHMEMI_TEAM_SLOTS) <= TSHMEM_INTERNAL_HEAP_BYTES,

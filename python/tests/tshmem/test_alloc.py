@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tshmem
-from conftest import GPU, allgather, host, needs, same_everywhere
+from conftest import GPU, allgather, arr, host, needs, same_everywhere
 
 KIND = 'torch' if GPU else 'numpy'
 
@@ -127,6 +127,41 @@ def test_free_is_collective_and_checked(pe):
         assert len(tshmem.unfreed()) == 1
     tshmem.free(y)
     assert tshmem.unfreed() == []
+
+
+def test_a_view_at_offset_zero_is_not_the_allocation(pe):
+    """Views that start where the allocation starts (a[:2], a.T, a reshape, another dtype) are refused on every PE,
+    whatever path takes the call; the allocation itself is then freed."""
+    a = tshmem.zeros((4, 4), 'float32')
+    views = (lambda: a[:2], lambda: a.T, lambda: a.reshape(16), lambda: a.reshape(2, 8), lambda: a[...])
+    if not GPU:
+        views += (lambda: a.view(np.int32),)
+    for view in views:
+        with pytest.raises(tshmem.InvalidArgumentError, match='is a view of the allocation'):
+            tshmem.free(view())
+        assert len(tshmem.unfreed()) == 1  # nothing freed anywhere
+    tshmem.free(a)
+    assert tshmem.unfreed() == []
+
+
+def test_puts_into_freed_arrays_are_refused(pe):
+    me, n = pe
+    src = arr([1.0] * 8) if not GPU else None
+    if GPU:
+        pytest.skip('host arrays: the shm heap')
+    x = tshmem.zeros(8)
+    tshmem.free(x)
+    with pytest.raises(tshmem.InvalidArgumentError, match='not inside a live allocation'):
+        tshmem.put(x, src, (me + 1) % n)
+    with pytest.raises(tshmem.InvalidArgumentError, match='not inside a live allocation'):
+        tshmem.put(x[2:6], src[:4], me)  # a view of it: the slow path, the same refusal
+    with tshmem.scope():
+        y = tshmem.zeros(8)
+        tshmem.put(y, src, me)
+    with pytest.raises(tshmem.InvalidArgumentError, match='not inside a live allocation'):
+        tshmem.put(y, src, me)
+    with pytest.raises(tshmem.InvalidArgumentError, match='not inside a live allocation'):
+        tshmem.all_reduce(y)
 
 
 def test_scope_frees_what_it_allocated(pe):

@@ -1,9 +1,12 @@
 """put/get, put_signal and signal waits, ordering, teams and collectives; argument mistakes raise before anything
 is launched, naming the argument."""
+import re
+
+import numpy as np
 import pytest
 
 import tshmem
-from conftest import GPU, arr, host, same_everywhere
+from conftest import GPU, arr, host, same_everywhere, torch
 
 
 def test_put_get_ring(pe):
@@ -38,6 +41,13 @@ def test_rma_argument_mistakes_name_the_argument(pe):
         tshmem.put(x, [0.0] * 16, 0, blocking=True)
     with pytest.raises(tshmem.InvalidPEError, match=f'PE {n} out of range'):
         tshmem.put(x, ok, n, blocking=True)
+    # PEs beyond any C int: the same kind of error, naming the call and `pe` (not a binding's conversion error).
+    for big in (2**31, 2**40, 2**64, -2**63):
+        for name, call in (('put', lambda: tshmem.put(x, ok, big, blocking=True)),
+                           ('get', lambda: tshmem.get(ok, x, big, blocking=True)),
+                           ('peer', lambda: tshmem.peer(x, big))):
+            with pytest.raises(tshmem.InvalidPEError, match=rf'tshmem\.{name}: pe = {big}: PE {big} out of range'):
+                call()
     if not GPU:
         with pytest.raises(tshmem.InvalidArgumentError, match='host memory: calls are host-blocking and take no'):
             tshmem.put(x, ok, 0, stream=0)
@@ -101,21 +111,82 @@ def test_teams(pe):
         tshmem.team_split_strided(tshmem.TEAM_WORLD, 0, 1.0, n)
 
 
-def test_collectives_on_host_memory_fail_alike_on_every_pe(pe):
-    """The collectives are GPU kernels; on the shm heap they fail the same way everywhere, never hang."""
-    if GPU:
-        pytest.skip('the GPU heap runs them (test_torch.py)')
+def _fold(values, op):
+    """The members' values folded in team-index order (the C API's order): float16 accumulates in float32 and
+    rounds once, as the GPU kernels do; every other dtype in its own type (integers wrap around)."""
+    wide = 'float32' if values[0].dtype == np.float16 else values[0].dtype
+    acc = values[0].astype(wide)
+    with np.errstate(over='ignore'):  # a result past the dtype's range wraps or saturates, as in the kernels
+        for v in values[1:]:
+            acc = {'sum': np.add, 'prod': np.multiply, 'min': np.fmin, 'max': np.fmax, 'and': np.bitwise_and,
+                   'or': np.bitwise_or, 'xor': np.bitwise_xor}[op](acc, v.astype(wide))
+        return acc.astype(values[0].dtype)
+
+
+def _member_values(k, dtype, count):
+    e = np.arange(count)
+    if np.dtype(dtype).kind == 'f':
+        big = np.float32(1e4) if dtype == 'float16' else 1e8  # a large first value: the order of a sum matters
+        return (big + e if k == 0 else 0.3 * (k + 1) + 0.01 * e).astype(dtype)
+    return ((k + 3) * 2654435761 + e * 40503).astype(dtype)
+
+
+def test_collectives_give_the_team_order_fold_on_every_team(pe):
+    """The same values and reference on both heaps: on shm the host runs the collectives, on a GPU heap the kernels
+    (stream-ordered), so the two agree bit for bit with one fold. World, node and a strided split team, every dtype
+    both have and every operator, in and out of place; then the moves and the team barrier."""
     me, n = pe
-    x = tshmem.zeros(8, 'float32')
-    y = tshmem.zeros(8 * n, 'float32')
-    calls = (lambda: tshmem.all_reduce(x), lambda: tshmem.all_gather(y, x), lambda: tshmem.reduce_scatter(x, y),
-             lambda: tshmem.all_to_all(y, y), lambda: tshmem.broadcast(x, root=0))
-    for call in calls:
-        with pytest.raises(tshmem.ConfigError, match='collectives run on the GPU') as info:
-            call()
-        assert same_everywhere(str(info.value))
-    tshmem.free(y)
-    tshmem.free(x)
+    count = 1001
+    evens = tshmem.team_split_strided(tshmem.TEAM_WORLD, 0, 2, (n + 1) // 2)
+    dst = tshmem.zeros(count, 'float64')
+    src = tshmem.zeros(count * n, 'float64')
+
+    def done():
+        if GPU:
+            torch.cuda.synchronize()
+
+    def load(into, values):
+        into[:] = torch.from_numpy(values).to(into.device) if GPU else values
+
+    int_types = ('int32', 'int64') if GPU else ('int32', 'int64', 'uint32', 'uint64')
+    for team in (tshmem.TEAM_WORLD, tshmem.TEAM_NODE, evens):
+        if team == tshmem.TEAM_INVALID:
+            continue  # not a member: the members' calls are theirs alone
+        size, rank = tshmem.team_n_pes(team), tshmem.team_my_pe(team)
+        for dtype in ('float32', 'float64', 'float16') + int_types:
+            view = (lambda a: a.view(getattr(torch, dtype))) if GPU else (lambda a: a.view(dtype))
+            d, s = view(dst)[:count], view(src)[:count]
+            ops = ('sum', 'min', 'max', 'prod') + (('and', 'or', 'xor') if dtype[0] in 'iu' else ())
+            for op in ops:
+                want = _fold([_member_values(k, dtype, count) for k in range(size)], op)
+                load(s, _member_values(rank, dtype, count))
+                tshmem.all_reduce(d, s, op=op, team=team)
+                done()
+                np.testing.assert_array_equal(host(d), want, err_msg=f'{dtype} {op} team {team}')
+                tshmem.all_reduce(s, op=op, team=team)  # in place
+                done()
+                np.testing.assert_array_equal(host(s), want, err_msg=f'{dtype} {op} in place, team {team}')
+        ints, out = (src.view(torch.int32), dst.view(torch.int32)) if GPU else (src.view('int32'), dst.view('int32'))
+        ints, out = ints[:4 * size], out[:4 * size]
+        load(ints, (np.arange(4 * size) + 1000 * rank).astype('int32'))
+        tshmem.reduce_scatter(out[:4], ints, team=team)
+        done()
+        np.testing.assert_array_equal(host(out[:4]), sum(np.arange(4) + 4 * rank + 1000 * k for k in range(size)))
+        tshmem.all_gather(out, ints[:4], team=team)
+        done()
+        np.testing.assert_array_equal(host(out), np.concatenate([np.arange(4) + 1000 * k for k in range(size)]))
+        tshmem.all_to_all(out, ints, team=team)
+        done()
+        np.testing.assert_array_equal(host(out),
+                                      np.concatenate([np.arange(4) + 4 * rank + 1000 * k for k in range(size)]))
+        tshmem.broadcast(out[:4], ints[:4], root=size - 1, team=team)
+        done()
+        np.testing.assert_array_equal(host(out[:4]), np.arange(4) + 1000 * (size - 1))
+        tshmem.barrier(team)
+    if evens != tshmem.TEAM_INVALID:
+        tshmem.team_destroy(evens)
+    tshmem.free(src)
+    tshmem.free(dst)
 
 
 def test_collective_type_mistakes_raise_before_launch_on_every_pe(pe):
@@ -139,3 +210,27 @@ def test_collective_type_mistakes_raise_before_launch_on_every_pe(pe):
             tshmem.all_reduce(b if me == n - 1 else f)
     tshmem.free(b)
     tshmem.free(f)
+
+
+def test_a_collective_refused_on_one_pe_is_named_in_pythons_terms_on_every_pe(pe):
+    """One PE passes a bad argument to a host-blocking collective: every PE raises; the message names the Python
+    call and the argument, whole, with no C placeholder or numeric dtype code."""
+    if GPU:
+        pytest.skip('host-blocking on the shm heap')
+    me, n = pe
+    if n < 2:
+        pytest.skip('needs a PE to differ')
+    x = tshmem.zeros(8, 'float32')
+    bad = me == n - 1
+    for call, arg in ((lambda: tshmem.all_reduce(x, op='avg' if bad else 'sum'), "op = 'avg'"),
+                      (lambda: tshmem.broadcast(x, root='0' if bad else 0), "root = '0'"),
+                      (lambda: tshmem.all_gather(x, arr([0.0] * 4) if bad else x[:8 // n]), 'src'),
+                      (lambda: tshmem.reduce_scatter(x[:8 // n], arr([0.0] * 8) if bad else x), 'src')):
+        with pytest.raises(tshmem.Error) as info:
+            call()
+        text = str(info.value)
+        assert 'tshmem.' in text and arg in text, text
+        assert '<T>' not in text and not re.search(r'dtype=\d', text) and 'count=0' not in text, text
+        assert 'nothing was allocated or freed' not in text, text
+        assert not text.rstrip().endswith(('-', ',')) and '...' not in text, text
+    tshmem.free(x)
