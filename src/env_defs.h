@@ -19,9 +19,12 @@
   X(PROXY_RING, proxy_ring, Int, "1024", "proxy", "Requests in each off-node proxy channel (a power of two, 2 .. 16777216); producers wait while it is full.") \
   X(PROXY_CHUNK, proxy_chunk, Size, "512K", "proxy", "Most bytes the off-node proxy moves in one message (64 .. 256M); its staging memory is 16 such buffers. Must match on all PEs.") \
   X(PROXY_TIMEOUT_MS, proxy_timeout_ms, Int, "300000", "proxy", "Longest wait for the off-node proxy: a host call (putmem, getmem, quiet, barrier_all, finalize) then fails, a kernel's quiet, g, get, fetching atomic, full channel or barrier arrival traps, naming the call, the PEs and what it waited for. 1 to 86400000.") \
+  X(REMOTE_TRANSPORT, remote_transport, String, "auto", "proxy", "How PEs of other nodes are reached: auto (ucx where built and it starts, else mpi), ucx or mpi (the rows of the transport table; tshmem-info lists them). A transport named that cannot start fails init on every PE. Must match on all PEs.") \
+  X(UCX_GPU_DIRECT, ucx_gpu_direct, Choice, "auto", "proxy", "UCX and a GPU heap: on hands GPU memory to UCX directly (GPUDirect RDMA); off stages it through pinned host memory; auto: on where UCX has a transport that registers CUDA memory for RDMA.") \
   X(DEBUG, debug, Choice, "warn", "debug", "Log level: none, warn, info, trace.")                                      \
   X(DEBUG_SUBSYS, debug_subsys, String, "ALL", "debug", "Comma list of INIT,BOOT,HEAP,MEM,CUDA,TOPO,NVLS or ALL.") \
   X(DEBUG_NODE_SIZE, debug_node_size, Int, "0", "debug", "Testing: treat each N consecutive PEs of a node as a node of their own (off-node paths on one host); 0 = off. Must match on all PEs.") \
+  X(DEBUG_UCX_STAGED, debug_ucx_staged, Bool, "0", "debug", "Testing: UCX carries the staged protocol even where it could reach the heap directly (a host heap), as it does for a GPU heap without GPUDirect.") \
   X(DEBUG_FAIL, debug_fail, String, "", "debug", "Testing: make init step STEP fail on some PEs: STEP:PES[:pause], PES = all, 0,2-3 or all-but-0; :pause waits (to be killed) instead of failing. tshmem-info lists the steps.")
 // clang-format on
 
@@ -33,3 +36,4 @@
 #define TSHMEM_ENV_CHOICES_MEM_BACKEND "auto|vmm|ipc|shm"
 #define TSHMEM_ENV_CHOICES_BIND "auto|none"
 #define TSHMEM_ENV_CHOICES_DEBUG "none|warn|info|trace"
+#define TSHMEM_ENV_CHOICES_UCX_GPU_DIRECT "auto|on|off"
