@@ -19,6 +19,7 @@
 #include "state/registry.h"
 #include "tshmem/device/internal_regions.h"
 #include "tshmem/device/state_types.h"
+#include "transport/transport.h"
 
 namespace tshmemi {
 namespace {
@@ -81,11 +82,20 @@ Status choose_backend(const EnvOptions &env, std::string *backend) {
   return TSHMEM_SUCCESS;
 }
 
+// TSHMEM_REMOTE_TRANSPORT as a number every PE can compare: 0 for auto, else 1 + its row of the table.
+int64_t transport_index(const std::string &name) {
+  const auto &table = transport_table();
+  for (size_t i = 0; i < table.size(); ++i)
+    if (name == table[i]->name) return static_cast<int64_t>(i) + 1;
+  return 0;
+}
+
 Status validate_configuration(Context &ctx, const std::string &backend) {
   const std::vector<AgreedField> fields = {
       {"TSHMEM_SYMMETRIC_SIZE", static_cast<int64_t>(ctx.env.symmetric_size), std::to_string(ctx.env.symmetric_size)},
       {"TSHMEM_MEM_BACKEND (resolved)", backend_id(backend), backend},
       {"TSHMEM_DEBUG_NODE_SIZE", ctx.env.debug_node_size, std::to_string(ctx.env.debug_node_size)},
+      {"TSHMEM_REMOTE_TRANSPORT", transport_index(ctx.env.remote_transport), ctx.env.remote_transport},
       {"build option TSHMEM_SYMMETRY_CHECK", TSHMEM_SYMMETRY_CHECK, TSHMEM_SYMMETRY_CHECK ? "ON" : "OFF"},
       {"tshmem version", TSHMEM_VERSION_CODE, TSHMEM_VERSION_STRING},
       {"device state layout", TSHMEMI_DEVICE_STATE_VERSION, std::to_string(TSHMEMI_DEVICE_STATE_VERSION)},

@@ -15,6 +15,7 @@ else()
   endif()
 endif()
 if(TSHMEM_UCX_ABSENT_REASON STREQUAL "")
+  set(TSHMEM_UCX_BUILT ON CACHE INTERNAL "the ucx transport is built (tests read it)")
   message(STATUS "tshmem: the ucx transport is built against UCX ${UCX_VERSION} (${UCX_LIBDIR})")
   list(APPEND TSHMEM_HOST_SOURCES
     transport/ucx/ucx_entry.cc
@@ -23,6 +24,7 @@ if(TSHMEM_UCX_ABSENT_REASON STREQUAL "")
     transport/ucx/ucx_messenger.cc)
   list(APPEND TSHMEM_TRANSPORT_LIBS PkgConfig::UCX)
 else()
+  set(TSHMEM_UCX_BUILT OFF CACHE INTERNAL "the ucx transport is built (tests read it)")
   message(STATUS "tshmem: no ucx transport: ${TSHMEM_UCX_ABSENT_REASON}")
   list(APPEND TSHMEM_HOST_SOURCES transport/ucx/ucx_absent.cc)
   set_source_files_properties(transport/ucx/ucx_absent.cc PROPERTIES
