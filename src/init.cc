@@ -17,9 +17,9 @@
 #endif
 #include "init_steps.h"
 #include "state/registry.h"
+#include "transport/transport.h"
 #include "tshmem/device/internal_regions.h"
 #include "tshmem/device/state_types.h"
-#include "transport/transport.h"
 
 namespace tshmemi {
 namespace {

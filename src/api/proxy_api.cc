@@ -50,7 +50,8 @@ TSHMEM_API int tshmemx_peer_path(int pe, char *text, size_t text_bytes) {
     else if (ctx->proxy)
       path = ctx->proxy->path_of(pe);
     else
-      path = "unreachable: " + (ctx->offnode_reason.empty() ? std::string("no off-node transport") : ctx->offnode_reason);
+      path =
+          "unreachable: " + (ctx->offnode_reason.empty() ? std::string("no off-node transport") : ctx->offnode_reason);
     const size_t n = std::min(path.size(), text_bytes - 1);
     std::memcpy(text, path.data(), n);
     text[n] = '\0';
