@@ -4,7 +4,10 @@
 #      layouts, never the other way round: no cycle between the two public roots);
 #   2. no header of src/ includes context.h, and only the top layer's .cc files do (src/*.cc and src/api/);
 #   3. a header of src/ includes headers of its own row or of earlier rows only;
-#   4. src/moe/ includes tshmem/moe.h and its own files only, and no MPI.
+#   4. src/moe/ includes tshmem/moe.h and its own files only, and no MPI;
+#   5. each remote transport (TSHMEM_REMOTE_TRANSPORTS in src/CMakeLists.txt) is its folder src/transport/<name>/,
+#      with its transport.cmake and its table row (transport_entry_<name>), and nothing outside that folder includes
+#      a header of it: a new transport is one folder and one entry of that list.
 cmake_minimum_required(VERSION 3.25)
 set(bad "")
 
@@ -87,10 +90,45 @@ foreach(f IN LISTS src_files)
   endforeach()
 endforeach()
 
+# 5. the transports' folders.
+file(READ "${SOURCE_DIR}/src/CMakeLists.txt" src_cmake)
+if(NOT src_cmake MATCHES "set\\(TSHMEM_REMOTE_TRANSPORTS ([a-z0-9_ ]+)\\)")
+  list(APPEND bad "src/CMakeLists.txt has no set(TSHMEM_REMOTE_TRANSPORTS ...) list")
+endif()
+string(REPLACE " " ";" transports "${CMAKE_MATCH_1}")
+foreach(transport IN LISTS transports)
+  set(folder "transport/${transport}/")
+  if(NOT EXISTS "${SOURCE_DIR}/src/${folder}transport.cmake")
+    list(APPEND bad "src/${folder} has no transport.cmake (its sources, found or not)")
+  endif()
+  file(GLOB_RECURSE own RELATIVE "${SOURCE_DIR}/src" "${SOURCE_DIR}/src/${folder}*.cc")
+  set(entry FALSE)
+  foreach(f IN LISTS own)
+    file(STRINGS "${SOURCE_DIR}/src/${f}" defines REGEX "transport_entry_${transport}\\(\\)")
+    if(defines)
+      set(entry TRUE)
+    endif()
+  endforeach()
+  if(NOT entry)
+    list(APPEND bad "src/${folder} defines no transport_entry_${transport}() (its row of the table)")
+  endif()
+  foreach(f IN LISTS src_files)
+    if(f MATCHES "^${folder}")
+      continue()
+    endif()
+    includes("${SOURCE_DIR}/src/${f}" names)
+    foreach(name IN LISTS names)
+      if(name MATCHES "^${folder}")
+        list(APPEND bad "src/${f} includes ${name}: a transport's headers are its own folder's (src/${folder})")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+
 if(bad)
   list(JOIN bad "\n  " text)
   message(FATAL_ERROR "include rules broken (docs/architecture.md):\n  ${text}")
 endif()
 list(LENGTH device_files n_device)
 list(LENGTH src_files n_src)
-message(STATUS "include rules hold: ${n_device} device headers, ${n_src} files of src/")
+message(STATUS "include rules hold: ${n_device} device headers, ${n_src} files of src/, transports: ${transports}")
