@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The UCX transport on a GPU host, in one bounded command: builds build-gpu against the UCX of an unpacked
+# libucx wheel (UCX with its CUDA transports: `pip download libucx-cu13`, unzipped), then runs the off-node tests
+# and benchmarks on both transports. Logs go to $OUT/ucx-gpu-check (else ./ucx-gpu-check).
+#   scripts/ucx-gpu-check.sh WHEEL_DIR [--budget SECONDS] [--only STAGES]
+#   WHEEL_DIR       the unpacked wheel: WHEEL_DIR/libucx/{include,lib,bin} and WHEEL_DIR/libucx_cu13.libs
+#   --budget S      stop starting stages once S seconds have passed, and bound each by what is left (default 560);
+#                   stages done are recorded in build-gpu/ucx-gpu-check.done, so the same command run again goes on
+#                   where the budget stopped (delete that file to start over)
+#   --only STAGES   a comma list of: build, info, ucx-tcp, ucx-default, mpi, arrangements, perf
+# Stages, in order:
+#   build         configure build-gpu (preset gpu, -DTSHMEM_UCX=ON) against the wheel's UCX; build what the off-node
+#                 tests and benchmarks need
+#   info          ucx_info (version, transports), tshmem-info (which UCX the process loaded, from where)
+#   ucx-tcp       ctest -L offnode with TSHMEM_REMOTE_TRANSPORT=ucx, UCX_TLS=tcp,cuda_copy,self (a cluster without
+#                 GPUDirect: the GPU heap takes the staged mode)
+#   ucx-default   the same with UCX's own choice of transports
+#   mpi           ctest -L offnode -L gpu with TSHMEM_REMOTE_TRANSPORT=mpi (the fallback, unchanged)
+#   arrangements  the two-kernel program (CUDA started first, a third kernel's first launch while a kernel waits
+#                 across nodes) on both transports, lazy and eager module loading
+#   perf          scripts/offnode-perf.sh: vader (mpi) and ucx side by side, and Open MPI's OpenSHMEM where built
+# Which UCX loads: tshmem's libucp.so.0 (the wheel's, through LD_LIBRARY_PATH and the build's run path) is loaded
+# with the program, before MPI_Init opens Open MPI's UCX components; they link the system's libucp.so.0 (the same
+# soname), so the dynamic linker hands them the one already loaded: one UCX per process, the wheel's. tshmem-info
+# and the init log (TSHMEM_DEBUG=info) print the version and path loaded.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+wheel="" budget=560 only=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --budget) budget=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -*) echo "ucx-gpu-check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) [ -z "$wheel" ] || { echo "ucx-gpu-check.sh: one WHEEL_DIR, got '$1' too" >&2; exit 2; }; wheel=$1; shift ;;
+  esac
+done
+[ -n "$wheel" ] || { echo "ucx-gpu-check.sh: no WHEEL_DIR given (see --help)" >&2; exit 2; }
+wheel=$(cd "$wheel" 2>/dev/null && pwd) || { echo "ucx-gpu-check.sh: WHEEL_DIR does not exist" >&2; exit 2; }
+ucx=$wheel/libucx
+[ -f "$ucx/lib/pkgconfig/ucx.pc" ] || { echo "ucx-gpu-check.sh: $ucx/lib/pkgconfig/ucx.pc not found" >&2; exit 2; }
+case "$budget" in ''|*[!0-9]*) echo "ucx-gpu-check.sh: --budget takes seconds, got '$budget'" >&2; exit 2 ;; esac
+
+out=${OUT:+$OUT/ucx-gpu-check}
+out=${out:-$PWD/ucx-gpu-check}
+mkdir -p "$out"
+build=$root/build-gpu
+done_file=$build/ucx-gpu-check.done
+start=$SECONDS
+
+# The wheel's pkg-config files name the path it was built in as their prefix: copies that name where it is now.
+pc=$out/pkgconfig
+mkdir -p "$pc"
+for f in "$ucx"/lib/pkgconfig/*.pc; do
+  sed "s|^prefix *=.*|prefix = $ucx|" "$f" > "$pc/$(basename "$f")"
+done
+export PKG_CONFIG_PATH=$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+export LD_LIBRARY_PATH=$ucx/lib:$wheel/libucx_cu13.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export TSHMEM_DISABLE_NVLS=1 NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
+export PATH=/usr/local/cuda/bin:$PATH
+[ -x /opt/gcc/bin/g++ ] && export CUDAHOSTCXX=${CUDAHOSTCXX:-/opt/gcc/bin/g++}
+export TSHMEM_CUDA_ARCH=${TSHMEM_CUDA_ARCH:-90}
+
+left() { echo $((budget - (SECONDS - start))); }
+wanted() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+finished() { grep -qx "$1" "$done_file" 2>/dev/null; }
+status=0
+# stage <name> <command...>: runs it bounded by the budget left, logs to $out/<name>.log, records it when it passed.
+stage() {
+  local name=$1; shift
+  wanted "$name" || return 0
+  if finished "$name"; then echo "== $name: done in an earlier run ($done_file)"; return 0; fi
+  local limit
+  limit=$(left)
+  if [ "$limit" -lt 30 ]; then echo "== $name: NOT RUN, the budget is spent (run the same command again)"; return 0; fi
+  echo "== $name (at most ${limit} s; log $out/$name.log)"
+  local t0=$SECONDS
+  timeout -k 10 "$limit" bash -c "$*" > "$out/$name.log" 2>&1
+  local rc=$?
+  echo "   rc=$rc after $((SECONDS - t0)) s"
+  grep -E "tests passed|\*\*\*Failed|\*\*\*Timeout|Not Run|PASS:|FAIL:|SKIP:|error:" "$out/$name.log" | head -30 \
+    | sed 's/^/   /'
+  if [ "$rc" = 0 ]; then echo "$name" >> "$done_file"; else status=1; fi
+  [ "$rc" = 124 ] && echo "   (cut off by the budget: run the same command again to go on)"
+  return 0
+}
+
+build_step() {
+  cmake -S "$root" --preset gpu -DTSHMEM_UCX=ON -DTSHMEM_BUILD_MOE=OFF || return 1
+  grep -E "^TSHMEM_UCX_BUILT" "$build/CMakeCache.txt"
+  # The targets of every test labelled offnode (their commands name the binaries), the tools and the benchmarks.
+  local targets
+  targets=$(cd "$build" && ctest -N -V -L offnode 2>/dev/null | sed -n 's/.*Test command: //p' | tr ' ' '\n' \
+    | grep "^$build/" | xargs -r -n1 basename | sort -u | grep -v '\.sh$' | tr '\n' ' ')
+  targets="$targets tshmem tshmem-info tshmem_put_bw tshmem_get_bw tshmem_p_ping_pong_latency tshmem_put_latency
+           tshmem_get_latency tshmem_g_latency tshmem_proxy_rate tshmem_host_bw tshmem_host_latency tshmem_host_shmem
+           tshmem_staged_limits"
+  echo "targets: $targets"
+  # shellcheck disable=SC2086
+  cmake --build "$build" -j "$(nproc)" --target $targets
+}
+
+info_step() {
+  "$ucx/bin/ucx_info" -v
+  "$ucx/bin/ucx_info" -d | grep -E "Transport|Device" | sort -u
+  echo "--- system UCX (Open MPI's):"
+  ldconfig -p | grep -E "libucp\.so" || true
+  echo "--- tshmem-info (this environment):"
+  "$build/tools/tshmem-info" | sed -n '/Remote transports/,/^$/p'
+  echo "--- the libucp a tshmem job loads, and each peer's path (TSHMEM_DEBUG=info):"
+  TSHMEM_DEBUG=info TSHMEM_DEBUG_NODE_SIZE=1 TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_REMOTE_TRANSPORT=ucx \
+    UCX_TLS=tcp,cuda_copy,self "$root/scripts/tshmemrun" -np 2 -- "$build/perftest/host/tshmem_host_latency" \
+    -b 8 -e 8 -n 10 -w 2 2>&1 | grep -E "reached through|PE|latency" | head -20
+}
+
+offnode_tests() {  # offnode_tests <label args...>
+  cd "$build" && ctest "$@" --output-on-failure -j 2 --timeout 900
+}
+
+two_kernels() {
+  local rc=0
+  for transport in ucx mpi; do
+    for loading in "" EAGER; do
+      echo "--- TSHMEM_REMOTE_TRANSPORT=$transport CUDA_MODULE_LOADING=${loading:-(unset)}"
+      (cd "$build" && env TSHMEM_REMOTE_TRANSPORT=$transport UCX_TLS=tcp,cuda_copy,self \
+        ${loading:+CUDA_MODULE_LOADING=$loading} ctest -R "tshmem_offnode_two_kernels_program|arrangements_vmm_vader_np2" \
+        --output-on-failure) || rc=1
+    done
+  done
+  return $rc
+}
+
+export root build ucx out wheel
+export -f build_step info_step offnode_tests two_kernels
+echo "ucx-gpu-check.sh: wheel $wheel ($(cat "$ucx/UCX_WHEEL_VERSION.txt" 2>/dev/null || echo "?")), budget ${budget} s, logs $out"
+mkdir -p "$build"
+stage build build_step
+stage info info_step
+stage ucx-tcp TSHMEM_REMOTE_TRANSPORT=ucx UCX_TLS=tcp,cuda_copy,self offnode_tests -L offnode
+stage ucx-default TSHMEM_REMOTE_TRANSPORT=ucx offnode_tests -L offnode
+stage mpi TSHMEM_REMOTE_TRANSPORT=mpi offnode_tests -L offnode -L gpu
+stage arrangements two_kernels
+stage perf '"$root/scripts/offnode-perf.sh" --build "$build" --out "$out/offnode-perf"'
+echo "ucx-gpu-check.sh: $((SECONDS - start)) s; stages done: $(tr '\n' ' ' < "$done_file" 2>/dev/null)"
+exit $status
