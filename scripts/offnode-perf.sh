@@ -109,9 +109,11 @@ run() {
   local log="$out/$btl.$name.log" t0=$SECONDS yield=${OMPI_MCA_mpi_yield_when_idle:-0}
   local transport=mpi mca=$btl
   [ "$btl" = ucx ] && transport=ucx mca=vader
+  local limit=90
   case "$name" in host_proxy|host_latency|host_shmem) yield=$few_cores_yield ;; esac
+  [ "$name" = host_shmem ] && limit=300
   TSHMEM_REMOTE_TRANSPORT=$transport OMPI_MCA_mpi_yield_when_idle=$yield OMPI_MCA_btl=self,$mca \
-    timeout -k 5 90 "$root/scripts/tshmemrun" -np 2 -- "$(bin "$program")" "$@" < /dev/null > "$log" 2>&1
+    timeout -k 5 "$limit" "$root/scripts/tshmemrun" -np 2 -- "$(bin "$program")" "$@" < /dev/null > "$log" 2>&1
   local rc=$?
   printf '   %-6s %-26s rc=%s %4ss\n' "$btl" "$name" "$rc" "$((SECONDS - t0))"
   [ "$rc" = 0 ] || { tail -4 "$log" | sed 's/^/      /'; status=1; }
@@ -139,7 +141,7 @@ for btl in $btls; do
   run "$btl" host_bw tshmem_host_bw -b 1M -e 64M -f 4 -n 10 -w 2 --json "$json"
   run "$btl" host_latency tshmem_host_latency -b 8 -e 8 -n 500 -w 50 --json "$json"
   # The host rows of the side-by-side table (latency 8 B .. 4 KiB, bandwidth 4 KiB .. 64 MiB).
-  run "$btl" host_shmem tshmem_host_shmem -e 64M -n 200 -w 20 --json "$out/$btl.host_shmem.jsonl"
+  run "$btl" host_shmem tshmem_host_shmem -e 64M -n 50 -w 5 --json "$out/$btl.host_shmem.jsonl"
 done
 # The twin: the same program on Open MPI's OpenSHMEM (over UCX), 2 PEs on this host.
 twin="$build/perftest/host/oshmem_host_shmem"
@@ -149,9 +151,9 @@ if [ -x "$twin" ]; then
   launch=(mpirun -np 2 --bind-to none)
   [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
   # osc/rdma crashes OSHMEM's MPI_Finalize here and is no part of the twin (scripts/oshmem-compare.sh says why).
-  OMPI_MCA_mpi_yield_when_idle=$few_cores_yield timeout -k 5 120 "${launch[@]}" \
+  OMPI_MCA_mpi_yield_when_idle=$few_cores_yield timeout -k 5 300 "${launch[@]}" \
     -x SHMEM_SYMMETRIC_SIZE="${TSHMEM_SYMMETRIC_SIZE:-512M}" -x OMPI_MCA_osc=^rdma \
-    -x OMPI_MCA_mpi_yield_when_idle "$twin" -e 64M -n 200 -w 20 --json "$out/oshmem.host_shmem.jsonl" \
+    -x OMPI_MCA_mpi_yield_when_idle "$twin" -e 64M -n 50 -w 5 --json "$out/oshmem.host_shmem.jsonl" \
     < /dev/null > "$out/oshmem.host_shmem.log" 2>&1
   rc=$?
   printf '   %-6s %-26s rc=%s %4ss\n' oshmem host_shmem "$rc" "$((SECONDS - t0))"

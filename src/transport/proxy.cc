@@ -114,10 +114,10 @@ class ProxyEngine final : public Proxy, private TransportSink {
   }
 
   Status quiet() override {
-    if (host_ != nullptr) {
-      // The host's own operations complete on the worker; what the host channel still holds (nothing, unless a
-      // host call was posted there) completes through the proxy thread.
-      TSHMEM_CHECK(direct("tshmem_quiet", [&] { return host_->quiet("tshmem_quiet"); }));
+    if (host_ != nullptr && device_channel_issued()) {
+      // Host calls went out on their own threads and every request of the device channel posted so far has been
+      // issued: one flush on this thread completes them all, without the proxy thread's hop.
+      return direct("tshmem_quiet", [&] { return host_->quiet("tshmem_quiet"); });
     }
     return quiet_ring("tshmem_quiet", -1);
   }
@@ -194,6 +194,16 @@ class ProxyEngine final : public Proxy, private TransportSink {
   }
 
   tshmemi_proxy_channel *host_ring() { return reader_->channel(ChannelReader::kHost); }
+
+  // Whether every request posted to the device channel so far has been issued to the transport (taken and
+  // released). Knowable only where producers count tickets in host memory (no GPU: the tests' CPU producers);
+  // kernels count in device memory, and then the answer is no.
+  bool device_channel_issued() {
+    tshmemi_proxy_channel *ring = reader_->channel(ChannelReader::kDevice);
+    if (ring->head_ptr != &ring->head) return false;
+    const uint64_t posted = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) >= posted;
+  }
 
   Status quiet_ring(const char *call, int pe) {
     uint64_t ticket = 0;
