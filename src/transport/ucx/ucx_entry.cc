@@ -42,14 +42,15 @@ std::string transports_to(const Worker &worker, int pe) {
 
 /// Whether UCX reaches GPU memory for RDMA here: CUDA memory is known to it, and an endpoint runs over an RDMA
 /// transport (InfiniBand/RoCE rc, dc, ud, or gga). Where UCX cannot list an endpoint's transports: no.
-bool gpu_direct_here(const Worker &worker, std::string *why) {
+bool gpu_direct_here(const Worker &worker, const std::vector<int> &node_of_pe, int me, std::string *why) {
   if (!worker.cuda_memory()) {
     *why = "UCX in this process has no CUDA memory support";
     return false;
   }
 #if UCP_API_VERSION >= UCP_VERSION(1, 16)
   for (int pe = 0; pe < worker.n_pes(); ++pe) {
-    if (worker.ep(pe) == nullptr) continue;
+    if (worker.ep(pe) == nullptr || node_of_pe[static_cast<size_t>(pe)] == node_of_pe[static_cast<size_t>(me)])
+      continue;
     const std::string tls = transports_to(worker, pe);
     for (const char *rdma : {"rc", "dc", "ud", "gga"})
       if (tls.rfind(rdma, 0) == 0 || tls.find(std::string(", ") + rdma) != std::string::npos) {
@@ -62,6 +63,7 @@ bool gpu_direct_here(const Worker &worker, std::string *why) {
   *why = "no PE of another node";
   return false;
 #else
+  (void)node_of_pe, (void)me;
   *why = "this UCX cannot list an endpoint's transports (UCX >= 1.16 can)";
   return false;
 #endif
@@ -134,7 +136,7 @@ Status make(const TransportInputs &in, std::unique_ptr<Transport> *out, std::str
   } else if (in.env->ucx_gpu_direct == "on") {
     why = "TSHMEM_UCX_GPU_DIRECT=on";
   } else {
-    direct = gpu_direct_here(*worker, &why);
+    direct = gpu_direct_here(*worker, in.node_of_pe, boot.rank(), &why);
     why = "TSHMEM_UCX_GPU_DIRECT=auto: " + why;
   }
   const int64_t mine = direct ? 1 : 0;
@@ -149,9 +151,11 @@ Status make(const TransportInputs &in, std::unique_ptr<Transport> *out, std::str
     TSHMEM_CHECK(worker->map_heap(boot, in.heap, in.heap_bytes, in.heap_on_gpu, unavailable));
     if (!unavailable->empty()) return TSHMEM_SUCCESS;
     // The path names the transports once endpoints exist (every PE of another node has one).
-    std::string tls;
+    std::string tls;  // to a PE of another node (the endpoint to this PE itself is UCX's self transport)
+    const int me = boot.rank();
     for (int pe = 0; pe < worker->n_pes() && tls.empty(); ++pe)
-      if (worker->ep(pe) != nullptr) tls = transports_to(*worker, pe);
+      if (in.node_of_pe[static_cast<size_t>(pe)] != in.node_of_pe[static_cast<size_t>(me)])
+        tls = transports_to(*worker, pe);
     const std::string path = format("ucx direct (%s registered with UCX, %s; %s)", memory, why.c_str(), tls.c_str());
     return make_direct(std::move(worker), in, path, out);
   }
