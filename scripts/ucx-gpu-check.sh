@@ -90,8 +90,8 @@ build_step() {
   grep -E "^TSHMEM_UCX_BUILT" "$build/CMakeCache.txt"
   # The targets of every test labelled offnode (their commands name the binaries), the tools and the benchmarks.
   local targets
-  targets=$(cd "$build" && ctest -N -V -L offnode 2>/dev/null | sed -n 's/.*Test command: //p' | tr ' ' '\n' \
-    | grep "^$build/" | xargs -r -n1 basename | sort -u | grep -v '\.sh$' | tr '\n' ' ')
+  targets=$(cd "$build" && ctest -N -V -L offnode 2>/dev/null | sed -n 's/.*Test command: //p' | tr -d '"' \
+    | tr ' ' '\n' | grep "^$build/" | xargs -r -n1 basename | sort -u | grep -v '\.sh$' | tr '\n' ' ')
   targets="$targets tshmem tshmem-info tshmem_put_bw tshmem_get_bw tshmem_p_ping_pong_latency tshmem_put_latency
            tshmem_get_latency tshmem_g_latency tshmem_proxy_rate tshmem_host_bw tshmem_host_latency tshmem_host_shmem
            tshmem_staged_limits"
