@@ -1,6 +1,28 @@
 // The staged protocol's parts, shared by the files of this folder only: origin.cc (operations, the outbox),
 // target.cc (applying what arrives, answering), replies.cc (the table of replies this PE awaits, and the bounds on
 // it), flow_control.cc (credits, the stop notice), staged_transport.cc (making and tearing down, progress).
+// How the protocol works (a messenger carries it: MPI's or UCX's tag messages; "MPI" below is either).
+//
+// A message is a sequence of records (wire.h). Small records to one PE issued in one pass travel as one message
+// (a batch): a kernel's many `p`s cost one MPI message, not one each. A larger put is cut into chunks of at most
+// `chunk` bytes, one message each.
+// Origin: messages are assembled in send buffers and handed to MPI strictly in the order they were assembled (the
+// outbox), each once the copies into it (device->host on a GPU) have completed. Copies are asynchronous
+// (ProxyMemory lanes), so the copy of one chunk overlaps the transfer of the ones before it and the thread keeps
+// driving MPI. An operation's source is released once the message holding the last of its data has been handed to
+// MPI. A quiet sends a FLUSH record to every PE written since the last one and completes when every awaited reply
+// has come back.
+// Target: receives land in a FIFO of pre-posted buffers and are handled in the order MPI matched them, so the
+// messages of one origin apply in the order it sent them (MPI's non-overtaking rule), and the records of a
+// message in their order: puts in order, a signal after its data, a FLUSH acknowledged only after everything
+// before it is in the heap. A buffer goes back to MPI once the copies out of it have completed. Replies go through
+// a queue, so handling a message never waits for a send buffer (two proxies that both wait to send would
+// otherwise deadlock). Every reply is checked against the table of replies this PE awaits and takes its
+// destination from that table, never from the message.
+// Flow control: a PE may have at most kProxyCreditsPerPeer messages to one PE that the target has not handled yet
+// (credits). The target returns credits once it has handled messages, on a small control slot per PE that never
+// waits for credits itself, so what piles up unmatched in MPI at a target is bounded per origin even where eager
+// sends complete locally.
 #pragma once
 
 #include <atomic>
