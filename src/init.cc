@@ -122,6 +122,11 @@ void log_peer_paths(const Context &ctx) {
   if (me == 0 && !proxy.choice_note().empty())
     TSHMEMI_LOG(kWarn, kLogInit, "PEs of other nodes are reached through %s (TSHMEM_REMOTE_TRANSPORT=%s; %s)",
                 proxy.transport_name().c_str(), ctx.env.remote_transport.c_str(), proxy.choice_note().c_str());
+  if (me == 0) {
+    const TransportEntry *entry = find_transport(proxy.transport_name());
+    TSHMEMI_LOG(kInfo, kLogInit, "remote transport %s: %s", proxy.transport_name().c_str(),
+                entry != nullptr ? entry->about().c_str() : "?");
+  }
   const std::vector<int> &node = ctx.boot->node_of_pe();
   for (int pe = 0; pe < ctx.boot->size(); ++pe) {
     if (node[static_cast<size_t>(pe)] == node[static_cast<size_t>(me)]) continue;
