@@ -2,8 +2,10 @@
 # The UCX transport on a GPU host, in one bounded command: builds build-gpu against the UCX of an unpacked
 # libucx wheel (UCX with its CUDA transports: `pip download libucx-cu13`, unzipped), then runs the off-node tests
 # and benchmarks on both transports. Logs go to $OUT/ucx-gpu-check (else ./ucx-gpu-check).
-#   scripts/ucx-gpu-check.sh WHEEL_DIR [--budget SECONDS] [--only STAGES]
-#   WHEEL_DIR       the unpacked wheel: WHEEL_DIR/libucx/{include,lib,bin} and WHEEL_DIR/libucx_cu13.libs
+#   scripts/ucx-gpu-check.sh WHEEL [--budget SECONDS] [--only STAGES]
+#   WHEEL           the wheel file (libucx_cu13-*.whl, 42 MB), a folder holding it, or the unpacked wheel
+#                   (WHEEL/libucx/{include,lib,bin} and WHEEL/libucx_cu13.libs: 147 MB); a wheel file is unpacked
+#                   into build-gpu/ucx-wheel once
 #   --budget S      stop starting stages once S seconds have passed, and bound each by what is left (default 560);
 #                   stages done are recorded in build-gpu/ucx-gpu-check.done, so the same command run again goes on
 #                   where the budget stopped (delete that file to start over)
@@ -30,13 +32,29 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --budget) budget=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     -*) echo "ucx-gpu-check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) [ -z "$wheel" ] || { echo "ucx-gpu-check.sh: one WHEEL_DIR, got '$1' too" >&2; exit 2; }; wheel=$1; shift ;;
   esac
 done
-[ -n "$wheel" ] || { echo "ucx-gpu-check.sh: no WHEEL_DIR given (see --help)" >&2; exit 2; }
-wheel=$(cd "$wheel" 2>/dev/null && pwd) || { echo "ucx-gpu-check.sh: WHEEL_DIR does not exist" >&2; exit 2; }
+[ -n "$wheel" ] || { echo "ucx-gpu-check.sh: no WHEEL given (see --help)" >&2; exit 2; }
+build=$root/build-gpu
+if [ -d "$wheel" ] && [ ! -d "$wheel/libucx" ]; then  # a folder holding the wheel file
+  found=$(find "$wheel" -maxdepth 1 -name 'libucx*.whl' | head -1)
+  [ -n "$found" ] || { echo "ucx-gpu-check.sh: $wheel holds neither libucx/ nor a libucx*.whl" >&2; exit 2; }
+  wheel=$found
+fi
+if [ -f "$wheel" ]; then  # the wheel file: unpacked once (a wheel is a zip archive)
+  unpacked=$build/ucx-wheel
+  if [ ! -f "$unpacked/$(basename "$wheel").unpacked" ]; then
+    rm -rf "$unpacked" && mkdir -p "$unpacked"
+    python3 -m zipfile -e "$wheel" "$unpacked" || { echo "ucx-gpu-check.sh: cannot unpack $wheel" >&2; exit 2; }
+    chmod +x "$unpacked"/libucx/bin/* 2>/dev/null
+    touch "$unpacked/$(basename "$wheel").unpacked"
+  fi
+  wheel=$unpacked
+fi
+wheel=$(cd "$wheel" 2>/dev/null && pwd) || { echo "ucx-gpu-check.sh: WHEEL does not exist" >&2; exit 2; }
 ucx=$wheel/libucx
 [ -f "$ucx/lib/pkgconfig/ucx.pc" ] || { echo "ucx-gpu-check.sh: $ucx/lib/pkgconfig/ucx.pc not found" >&2; exit 2; }
 case "$budget" in ''|*[!0-9]*) echo "ucx-gpu-check.sh: --budget takes seconds, got '$budget'" >&2; exit 2 ;; esac
@@ -44,7 +62,6 @@ case "$budget" in ''|*[!0-9]*) echo "ucx-gpu-check.sh: --budget takes seconds, g
 out=${OUT:+$OUT/ucx-gpu-check}
 out=${out:-$PWD/ucx-gpu-check}
 mkdir -p "$out"
-build=$root/build-gpu
 done_file=$build/ucx-gpu-check.done
 start=$SECONDS
 
@@ -141,5 +158,5 @@ stage ucx-default TSHMEM_REMOTE_TRANSPORT=ucx offnode_tests -L offnode
 stage mpi TSHMEM_REMOTE_TRANSPORT=mpi offnode_tests -L offnode -L gpu
 stage arrangements two_kernels
 stage perf '"$root/scripts/offnode-perf.sh" --build "$build" --out "$out/offnode-perf"'
-echo "ucx-gpu-check.sh: $((SECONDS - start)) s; stages done: $(tr '\n' ' ' < "$done_file" 2>/dev/null)"
+echo "ucx-gpu-check.sh: $((SECONDS - start)) s; stages done: $(tr '\n' ' ' 2>/dev/null < "$done_file")"
 exit $status
