@@ -84,8 +84,13 @@ class Staged final : public Transport {
   Status fence() override { return staged_->fence(); }
   Status quiet(const Waiter &waiter, bool *complete) override { return staged_->quiet(waiter, complete); }
   Status progress(bool *worked) override {
-    if (ucp_worker_progress(worker_->worker()) != 0) *worked = true;
-    return staged_->progress(worked);
+    bool moved = ucp_worker_progress(worker_->worker()) != 0;
+    TSHMEM_CHECK(staged_->progress(&moved));
+    if (moved)
+      *worked = true;
+    else
+      std::this_thread::yield();  // as the direct mode does (ucx_direct.cc says why)
+    return TSHMEM_SUCCESS;
   }
   uint64_t issued() const override { return staged_->issued(); }
   uint64_t released() const override { return staged_->released(); }
