@@ -9,17 +9,21 @@
 #   --budget S      stop starting stages once S seconds have passed, and bound each by what is left (default 560);
 #                   stages done are recorded in build-gpu/ucx-gpu-check.done, so the same command run again goes on
 #                   where the budget stopped (delete that file to start over)
-#   --only STAGES   a comma list of: build, info, ucx-tcp, ucx-default, mpi, arrangements, perf
+#   --only STAGES   a comma list of: build, info, ucx-tcp, mpi, arrangements, ucx-default, cpu, perf
 # Stages, in order:
 #   build         configure build-gpu (preset gpu, -DTSHMEM_UCX=ON) against the wheel's UCX; build what the off-node
 #                 tests and benchmarks need
 #   info          ucx_info (version, transports), tshmem-info (which UCX the process loaded, from where)
-#   ucx-tcp       ctest -L offnode with TSHMEM_REMOTE_TRANSPORT=ucx, UCX_TLS=tcp,cuda_copy,self (a cluster without
-#                 GPUDirect: the GPU heap takes the staged mode)
-#   ucx-default   the same with UCX's own choice of transports
-#   mpi           ctest -L offnode -L gpu with TSHMEM_REMOTE_TRANSPORT=mpi (the fallback, unchanged)
+#   ucx-tcp       the device offnode suites (ctest -L offnode -L gpu: the suites, the kernel arrangements, the
+#                 bounds, the collectives across nodes) with TSHMEM_REMOTE_TRANSPORT=ucx, UCX_TLS=tcp,cuda_copy,self
+#                 (a cluster without GPUDirect: the GPU heap takes the staged mode)
+#   mpi           the same with TSHMEM_REMOTE_TRANSPORT=mpi (the fallback)
 #   arrangements  the two-kernel program (CUDA started first, a third kernel's first launch while a kernel waits
-#                 across nodes) on both transports, lazy and eager module loading
+#                 across nodes) and the arrangements test on both transports, lazy and eager module loading
+#   ucx-default   the device offnode suites with UCX's own choice of transports
+#   cpu           the CPU offnode suites (ctest -L offnode -LE gpu: each sets its transport) with the wheel's UCX
+# A ctest stage cut off by the budget keeps what passed (build-gpu/ucx-gpu-check.<stage>.passed): the next run of
+# the same command runs the rest.
 #   perf          scripts/offnode-perf.sh: vader (mpi) and ucx side by side, and Open MPI's OpenSHMEM where built
 # Which UCX loads: tshmem's libucp.so.0 (the wheel's, through LD_LIBRARY_PATH and the build's run path) is loaded
 # with the program, before MPI_Init opens Open MPI's UCX components; they link the system's libucp.so.0 (the same
@@ -32,7 +36,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --budget) budget=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     -*) echo "ucx-gpu-check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) [ -z "$wheel" ] || { echo "ucx-gpu-check.sh: one WHEEL_DIR, got '$1' too" >&2; exit 2; }; wheel=$1; shift ;;
   esac
@@ -94,6 +98,9 @@ stage() {
   local t0=$SECONDS
   timeout -k 10 "$limit" bash -c "$*" > "$out/$name.log" 2>&1
   local rc=$?
+  # What passed counts even when the budget cut the stage off: a later run leaves it out (offnode_tests).
+  grep -E "Test +#[0-9]+: .* Passed" "$out/$name.log" | sed -E 's/.*Test +#[0-9]+: ([^ ]+) .*/\1/' \
+    >> "$build/ucx-gpu-check.$name.passed"
   echo "   rc=$rc after $((SECONDS - t0)) s"
   grep -E "tests passed|\*\*\*Failed|\*\*\*Timeout|Not Run|PASS:|FAIL:|SKIP:|error:" "$out/$name.log" | head -30 \
     | sed 's/^/   /'
@@ -130,8 +137,13 @@ info_step() {
     -b 8 -e 8 -n 10 -w 2 2>&1 | grep -E "reached through|PE|latency" | head -20
 }
 
-offnode_tests() {  # offnode_tests <label args...>
-  cd "$build" && ctest "$@" --output-on-failure -j 2 --timeout 900
+# offnode_tests <stage> <ctest label arguments...>: the tests a cut-off run of this stage passed already are left out.
+offnode_tests() {
+  local stage=$1 passed=$build/ucx-gpu-check.$1.passed
+  shift
+  local skip=()
+  [ -s "$passed" ] && skip=(-E "^($(sort -u "$passed" | paste -sd'|'))\$")
+  cd "$build" && ctest "$@" "${skip[@]}" --output-on-failure -j 2 --timeout 900
 }
 
 two_kernels() {
@@ -153,10 +165,11 @@ echo "ucx-gpu-check.sh: wheel $wheel ($(cat "$ucx/UCX_WHEEL_VERSION.txt" 2>/dev/
 mkdir -p "$build"
 stage build build_step
 stage info info_step
-stage ucx-tcp TSHMEM_REMOTE_TRANSPORT=ucx UCX_TLS=tcp,cuda_copy,self offnode_tests -L offnode
-stage ucx-default TSHMEM_REMOTE_TRANSPORT=ucx offnode_tests -L offnode
-stage mpi TSHMEM_REMOTE_TRANSPORT=mpi offnode_tests -L offnode -L gpu
+stage ucx-tcp TSHMEM_REMOTE_TRANSPORT=ucx UCX_TLS=tcp,cuda_copy,self offnode_tests ucx-tcp -L offnode -L gpu
+stage mpi TSHMEM_REMOTE_TRANSPORT=mpi offnode_tests mpi -L offnode -L gpu
 stage arrangements two_kernels
+stage ucx-default TSHMEM_REMOTE_TRANSPORT=ucx offnode_tests ucx-default -L offnode -L gpu
+stage cpu offnode_tests cpu -L offnode -LE gpu
 stage perf '"$root/scripts/offnode-perf.sh" --build "$build" --out "$out/offnode-perf"'
 echo "ucx-gpu-check.sh: $((SECONDS - start)) s; stages done: $(tr '\n' ' ' 2>/dev/null < "$done_file")"
 exit $status
