@@ -92,6 +92,7 @@ class Direct final : public Transport, public HostRma {
       std::memcpy(&slots_[slot].operand, src, op.bytes - *done);
       src = &slots_[slot].operand;
     }
+    TSHMEM_CHECK(order());
     ucp_request_param_t param = {};
     const ucs_status_ptr_t r = ucp_put_nbx(worker_->ep(op.pe), src, op.bytes - *done,
                                            worker_->remote(op.pe, op.offset + *done), worker_->rkey(op.pe), &param);
@@ -102,6 +103,7 @@ class Direct final : public Transport, public HostRma {
 
   Status get(const GetOp &op, uint64_t *done) override {
     if (*done >= op.bytes) return TSHMEM_SUCCESS;
+    TSHMEM_CHECK(order());
     ucp_request_param_t param = {};
     const ucs_status_ptr_t r =
         ucp_get_nbx(worker_->ep(op.pe), reinterpret_cast<void *>(op.dst + *done), op.bytes - *done,
@@ -134,6 +136,7 @@ class Direct final : public Transport, public HostRma {
         break;
       default: return set_error(TSHMEM_ERR_INTERNAL, "ucx: atomic kind %u is not one the proxy issues", op.kind);
     }
+    TSHMEM_CHECK(order());
     const size_t slot = take_slot();
     Slot &s = slots_[slot];
     write_width(&s.operand, operand, op.width);
@@ -155,6 +158,7 @@ class Direct final : public Transport, public HostRma {
     *issued = false;
     if (free_slots_.empty()) return TSHMEM_SUCCESS;
     TSHMEM_CHECK(fence());
+    unordered_ = true;
     const size_t slot = take_slot();
     slots_[slot].operand = op.value;
     ucp_request_param_t param = {};
@@ -175,6 +179,7 @@ class Direct final : public Transport, public HostRma {
 
   Status fence() override {
     const ucs_status_t s = ucp_worker_fence(worker_->worker());
+    unordered_ = false;
     return s == UCS_OK ? TSHMEM_SUCCESS : ucx_error("ucp_worker_fence", s);
   }
 
@@ -285,7 +290,10 @@ class Direct final : public Transport, public HostRma {
 
   // --- host calls, on the calling thread ---
 
+  // Host calls: after a fence, so that they apply after what this process issued before them (transport.h).
   Status put(const char *call, int pe, uint64_t offset, const void *src, size_t bytes) override {
+    const ucs_status_t fenced = ucp_worker_fence(worker_->worker());
+    if (fenced != UCS_OK) return ucx_error("ucp_worker_fence", fenced);
     ucp_request_param_t param = {};
     return worker_->wait(
         ucp_put_nbx(worker_->ep(pe), src, bytes, worker_->remote(pe, offset), worker_->rkey(pe), &param), bound_, call,
@@ -293,6 +301,8 @@ class Direct final : public Transport, public HostRma {
   }
 
   Status get(const char *call, int pe, uint64_t offset, void *dst, size_t bytes) override {
+    const ucs_status_t fenced = ucp_worker_fence(worker_->worker());
+    if (fenced != UCS_OK) return ucx_error("ucp_worker_fence", fenced);
     ucp_request_param_t param = {};
     return worker_->wait(
         ucp_get_nbx(worker_->ep(pe), dst, bytes, worker_->remote(pe, offset), worker_->rkey(pe), &param), bound_, call,
@@ -301,6 +311,8 @@ class Direct final : public Transport, public HostRma {
 
   Status put_signal(const char *call, const PutOp &data, const SignalOp &signal) override {
     const int pe = data.pe;
+    const ucs_status_t before = ucp_worker_fence(worker_->worker());
+    if (before != UCS_OK) return ucx_error("ucp_worker_fence", before);
     ucp_request_param_t param = {};
     ucs_status_ptr_t put = nullptr;
     if (data.bytes > 0)
@@ -345,6 +357,15 @@ class Direct final : public Transport, public HostRma {
     } else {
       *at = value;
     }
+  }
+
+  // The transport's promise (transport.h): operations to one PE apply in the order issued. UCX orders one-sided
+  // operations only across a fence (two puts to one word over shared memory may take different lanes and land
+  // out of order), so one goes between every two operations of the proxy thread.
+  Status order() {
+    if (unordered_) TSHMEM_CHECK(fence());
+    unordered_ = true;
+    return TSHMEM_SUCCESS;
   }
 
   size_t take_slot() {
@@ -466,6 +487,7 @@ class Direct final : public Transport, public HostRma {
   std::chrono::milliseconds bound_;
   size_t capacity_;
   bool worked_ = false;
+  bool unordered_ = false;  ///< an operation was issued since the last fence
   std::vector<Slot> slots_;
   std::vector<size_t> free_slots_;
   std::vector<InFlight> in_flight_;
