@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# The across-node perftest rows in one run: PE 1 on another "node" (TSHMEM_DEBUG_NODE_SIZE=1, 2
-# PEs), over both of Open MPI's transports (OMPI_MCA_btl=self,vader and self,tcp), with the limits of the
-# staged path measured in the same run, and one table: every row, its target, and bandwidth as % of the
-# smallest limit at 16 MiB.
-#   scripts/offnode-perf.sh [--out DIR] [--btl "vader tcp"] [--build DIR] [--with-tests]
+# The across-node perftest rows in one run: PE 1 on another "node" (TSHMEM_DEBUG_NODE_SIZE=1, 2 PEs), over each
+# remote transport side by side: "vader" and "tcp" are the mpi transport over Open MPI's shared-memory and tcp
+# transports (OMPI_MCA_btl), "ucx" the ucx transport (UCX_TLS as set, else UCX's choice; where the build has it).
+# The limits of the staged path are measured in the same run; the host rows (put+quiet and get latency 8 B - 4 KiB,
+# put/get bandwidth 4 KiB - 64 MiB: perftest/host/host_shmem.cc) run on each transport and on Open MPI's OpenSHMEM
+# (its twin, over UCX, where oshcc was found). Two tables: every row with its target and bandwidth as % of the
+# smallest limit; then the host rows side by side with the ratios ucx / OpenSHMEM and ucx / mpi.
+#   scripts/offnode-perf.sh [--out DIR] [--btl "vader ucx"] [--build DIR] [--with-tests] [--ucx-prefix DIR]
+#   --btl         the transports compared (default: vader, and ucx where built)
+#   --ucx-prefix  configure the build against the UCX under DIR (DIR/lib/pkgconfig/ucx.pc: a libucx wheel)
 #   --with-tests  first build and run `ctest -L offnode` (the proxy's CPU tests, the device suites across
 #                 nodes) in the same build: correctness and speed of the off-node path in one call
 # On a GPU host (the heap is vmm; 2 PEs share one GPU where there is one, TSHMEM_ALLOW_SHARED_GPU=1):
@@ -18,7 +23,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:+$OUT/offnode-perf}
 out=${out:-$PWD/offnode-perf}
-btls="vader tcp"
+btls=""
+ucx_prefix=""
 build=${TSHMEM_OFFNODE_BUILD:-/tmp/tshmem-offnode-build}
 with_tests=0
 few_cores_yield=${OMPI_MCA_mpi_yield_when_idle:-0}
@@ -28,7 +34,8 @@ while [ $# -gt 0 ]; do
     --btl) btls=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --with-tests) with_tests=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --ucx-prefix) ucx_prefix=$2; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "offnode-perf.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -44,7 +51,7 @@ gpus=${gpus:-0}
 if [ "$gpus" -ge 1 ]; then
   export TSHMEM_SYMMETRIC_SIZE=${TSHMEM_SYMMETRIC_SIZE:-1G}
   targets="tshmem_staged_limits tshmem_put_bw tshmem_get_bw tshmem_p_ping_pong_latency tshmem_put_latency
-           tshmem_proxy_rate tshmem_host_bw tshmem_host_latency"
+           tshmem_proxy_rate tshmem_host_bw tshmem_host_latency tshmem_host_shmem tshmem_get_latency tshmem_g_latency"
   cuda=ON
 else
   export TSHMEM_MEM_BACKEND=shm TSHMEM_SYMMETRIC_SIZE=${TSHMEM_SYMMETRIC_SIZE:-512M}
@@ -52,9 +59,14 @@ else
   # them: for the latency and rate rows MPI yields when it has nothing to do, or a waiting PE takes a core
   # from the path measured (not for the bandwidth rows and limits: yielding slows MPI's own copies there).
   [ "$(nproc)" -lt 8 ] && few_cores_yield=${OMPI_MCA_mpi_yield_when_idle:-1}
-  targets="tshmem_host_bw tshmem_host_latency tshmem_host_proxy"
-  command -v nvcc > /dev/null && targets="$targets tshmem_staged_limits"
+  targets="tshmem_host_bw tshmem_host_latency tshmem_host_proxy tshmem_host_shmem"
   cuda=ON
+  # A build configured without CUDA (--build of a host-only tree) is used as it is: no staged limits then.
+  if grep -qs "TSHMEM_ENABLE_CUDA:BOOL=OFF" "$build/CMakeCache.txt"; then
+    cuda=OFF
+  elif command -v nvcc > /dev/null; then
+    targets="$targets tshmem_staged_limits"
+  fi
 fi
 
 tests=OFF
@@ -65,7 +77,9 @@ for t in $targets; do [ -x "$build/perftest/device/$t" ] || [ -x "$build/perftes
 [ "$with_tests" = 1 ] && missing=" (everything, tests on)"
 if [ -n "$missing" ]; then
   echo "== build$missing in $build"
-  cmake -S "$root" --preset gpu -B "$build" -DTSHMEM_ENABLE_CUDA=$cuda -DTSHMEM_BUILD_TESTS=$tests \
+  ucx_env=()
+  [ -n "$ucx_prefix" ] && ucx_env=(env PKG_CONFIG_PATH="$ucx_prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}")
+  "${ucx_env[@]}" cmake -S "$root" --preset gpu -B "$build" -DTSHMEM_ENABLE_CUDA=$cuda -DTSHMEM_BUILD_TESTS=$tests \
     -DTSHMEM_BUILD_MOE=OFF > "$out/configure.log" 2>&1 \
     || { tail -20 "$out/configure.log"; exit 1; }
   # With the tests: everything (every test labelled offnode needs its binary); else the benchmarks only.
@@ -76,6 +90,11 @@ if [ -n "$missing" ]; then
   echo "built in $((SECONDS - start)) s"
 fi
 bin() { if [ -x "$build/perftest/device/$1" ]; then echo "$build/perftest/device/$1"; else echo "$build/perftest/host/$1"; fi; }
+ucx_built=$(sed -n 's/^TSHMEM_UCX_BUILT:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
+if [ -z "$btls" ]; then
+  btls="vader"
+  [ "$ucx_built" = ON ] && btls="vader ucx"
+fi
 
 status=0
 if [ "$with_tests" = 1 ]; then
@@ -83,13 +102,18 @@ if [ "$with_tests" = 1 ]; then
   (cd "$build" && ctest -L offnode -j 4 --output-on-failure) > "$out/ctest-offnode.log" 2>&1 || status=1
   grep -E "tests passed|\*\*\*Failed|Timeout|Not Run" "$out/ctest-offnode.log" | sed 's/^/   /'
 fi
-# run <btl> <name> <binary> [args...]: 2 PEs, output kept; a hang is cut off after 90 s.
+# run <transport> <name> <binary> [args...]: 2 PEs, output kept; a hang is cut off after 90 s. "ucx" is the ucx
+# transport (MPI only starts the job), "vader" and "tcp" the mpi transport over that Open MPI transport.
 run() {
   local btl=$1 name=$2 program=$3; shift 3
   local log="$out/$btl.$name.log" t0=$SECONDS yield=${OMPI_MCA_mpi_yield_when_idle:-0}
-  case "$name" in host_proxy|host_latency) yield=$few_cores_yield ;; esac
-  OMPI_MCA_mpi_yield_when_idle=$yield OMPI_MCA_btl=self,$btl timeout -k 5 90 "$root/scripts/tshmemrun" -np 2 -- "$(bin "$program")" "$@" \
-    < /dev/null > "$log" 2>&1
+  local transport=mpi mca=$btl
+  [ "$btl" = ucx ] && transport=ucx mca=vader
+  local limit=90
+  case "$name" in host_proxy|host_latency|host_shmem) yield=$few_cores_yield ;; esac
+  [ "$name" = host_shmem ] && limit=300
+  TSHMEM_REMOTE_TRANSPORT=$transport OMPI_MCA_mpi_yield_when_idle=$yield OMPI_MCA_btl=self,$mca \
+    timeout -k 5 "$limit" "$root/scripts/tshmemrun" -np 2 -- "$(bin "$program")" "$@" < /dev/null > "$log" 2>&1
   local rc=$?
   printf '   %-6s %-26s rc=%s %4ss\n' "$btl" "$name" "$rc" "$((SECONDS - t0))"
   [ "$rc" = 0 ] || { tail -4 "$log" | sed 's/^/      /'; status=1; }
@@ -97,6 +121,8 @@ run() {
 
 for btl in $btls; do
   echo "== across nodes over $btl ($( [ "$gpus" -ge 1 ] && echo "vmm heap, $gpus GPU(s)" || echo "shm heap, no GPU"))"
+  [ "$btl" = ucx ] && TSHMEM_REMOTE_TRANSPORT=ucx "$build/tools/tshmem-info" 2>/dev/null | grep -E "^  ucx " | sed 's/^ */   /'
+
   json="$out/$btl.jsonl"
   [ -x "$(bin tshmem_staged_limits)" ] && run "$btl" staged_limits tshmem_staged_limits
   if [ "$gpus" -ge 1 ]; then
@@ -106,13 +132,35 @@ for btl in $btls; do
     run "$btl" get_bw tshmem_get_bw -b 1M -e 64M -f 4 -n 50 -w 5 -c 32 -t 1024 --json "$json"
     run "$btl" p_ping_pong tshmem_p_ping_pong_latency -n 200 -w 20 --json "$json"
     run "$btl" put_latency tshmem_put_latency -b 8 -e 8 -n 200 -w 20 -s thread --json "$json"
+    run "$btl" get_latency tshmem_get_latency -b 8 -e 8 -n 200 -w 20 -s thread --json "$json"
+    run "$btl" g_latency tshmem_g_latency -n 200 -w 20 --json "$json"
     run "$btl" proxy_rate tshmem_proxy_rate -c 16 -t 256 -n 32 -w 2 --json "$json"
   else
     run "$btl" host_proxy tshmem_host_proxy -n 50000 -w 2000 -t 2 --json "$json"
   fi
   run "$btl" host_bw tshmem_host_bw -b 1M -e 64M -f 4 -n 10 -w 2 --json "$json"
   run "$btl" host_latency tshmem_host_latency -b 8 -e 8 -n 500 -w 50 --json "$json"
+  # The host rows of the side-by-side table (latency 8 B .. 4 KiB, bandwidth 4 KiB .. 64 MiB).
+  run "$btl" host_shmem tshmem_host_shmem -e 64M -n 50 -w 5 --json "$out/$btl.host_shmem.jsonl"
 done
+# The twin: the same program on Open MPI's OpenSHMEM (over UCX), 2 PEs on this host.
+twin="$build/perftest/host/oshmem_host_shmem"
+if [ -x "$twin" ]; then
+  echo "== Open MPI's OpenSHMEM (the twin of host_shmem)"
+  t0=$SECONDS
+  launch=(mpirun -np 2 --bind-to none)
+  [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
+  # osc/rdma crashes OSHMEM's MPI_Finalize here and is no part of the twin (scripts/oshmem-compare.sh says why).
+  OMPI_MCA_mpi_yield_when_idle=$few_cores_yield timeout -k 5 300 "${launch[@]}" \
+    -x SHMEM_SYMMETRIC_SIZE="${TSHMEM_SYMMETRIC_SIZE:-512M}" -x OMPI_MCA_osc=^rdma \
+    -x OMPI_MCA_mpi_yield_when_idle "$twin" -e 64M -n 50 -w 5 --json "$out/oshmem.host_shmem.jsonl" \
+    < /dev/null > "$out/oshmem.host_shmem.log" 2>&1
+  rc=$?
+  printf '   %-6s %-26s rc=%s %4ss\n' oshmem host_shmem "$rc" "$((SECONDS - t0))"
+  [ "$rc" = 0 ] || tail -4 "$out/oshmem.host_shmem.log" | sed 's/^/      /'
+else
+  echo "== no OpenSHMEM twin: $(cat "$build/perftest/oshmem_twin.txt" 2>/dev/null || echo "not built")"
+fi
 
 echo "== across-node table (limits at 16 MiB from tshmem_staged_limits in the same run; % of the smallest)"
 python3 - "$out" "$btls" <<'PY'
@@ -169,6 +217,42 @@ for btl in btls:
             unit = metric
         print(f"{btl:6} {label:34} {size_text:>9} {value:10.3f} {unit:8} {pct:>8}  {target}")
 print(f"targets not met: {unmet}")
+PY
+echo "== host rows side by side (the slowest PE's best batch; latency in us, bandwidth in GB/s; ratios of times:"
+echo "   ucx/oshmem < 1 means ucx is faster, ucx/<mpi> likewise)"
+python3 - "$out" "$btls" <<'PY'
+import json, os, sys
+out, btls = sys.argv[1], sys.argv[2].split()
+cols = btls + (["oshmem"] if os.path.exists(os.path.join(out, "oshmem.host_shmem.jsonl")) else [])
+data, keys = {}, []
+for c in cols:
+    path = os.path.join(out, f"{c}.host_shmem.jsonl")
+    if not os.path.exists(path):
+        continue
+    for line in open(path):
+        r = json.loads(line)
+        if r.get("table") not in ("latency", "bandwidth"):
+            continue
+        key = (r["table"], r["op"], int(r["size(B)"]))
+        if key not in keys:
+            keys.append(key)
+        data[(c, key)] = float(r["value"])
+mpi = next((c for c in btls if c != "ucx"), None)
+ratios = [("ucx/oshmem", "ucx", "oshmem"), (f"ucx/{mpi}", "ucx", mpi)] if "ucx" in cols else []
+ratios = [r for r in ratios if r[2] in cols]
+print(f"{'row':10} {'size':>9} " + " ".join(f"{c:>9}" for c in cols) + " " + " ".join(f"{r[0]:>11}" for r in ratios))
+for key in keys:
+    table, op, size = key
+    size_text = f"{size >> 20} MiB" if size >= 1 << 20 else (f"{size >> 10} KiB" if size >= 1024 else f"{size} B")
+    vals = [data.get((c, key)) for c in cols]
+    line = f"{op:10} {size_text:>9} " + " ".join(f"{v:9.3f}" if v is not None else f"{'-':>9}" for v in vals)
+    for _, a, b in ratios:
+        va, vb = data.get((a, key)), data.get((b, key))
+        if va and vb:  # a ratio of times: latency as is, bandwidth inverted
+            line += f" {(va / vb if table == 'latency' else vb / va):11.2f}"
+        else:
+            line += f" {'-':>11}"
+    print(line)
 PY
 echo "offnode-perf.sh: $((SECONDS - start)) s, logs in $out"
 exit $status

@@ -24,6 +24,7 @@ namespace tshmemi {
 struct Context {
   EnvOptions env;
   std::unique_ptr<Bootstrap> boot;
+  bool spans_nodes = false;  ///< the job has PEs on more than one node: decided once, after the bootstrap
   std::unique_ptr<MemBackend> mem;
   std::unique_ptr<CollectiveCheck> check;  ///< every checked collective call of this PE, in one sequence
   std::unique_ptr<SymmetricHeap> heap;

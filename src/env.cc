@@ -19,6 +19,7 @@ const char *choices_of(const char *name) {
   if (std::strcmp(name, "TSHMEM_MEM_BACKEND") == 0) return TSHMEM_ENV_CHOICES_MEM_BACKEND;
   if (std::strcmp(name, "TSHMEM_BIND") == 0) return TSHMEM_ENV_CHOICES_BIND;
   if (std::strcmp(name, "TSHMEM_DEBUG") == 0) return TSHMEM_ENV_CHOICES_DEBUG;
+  if (std::strcmp(name, "TSHMEM_UCX_GPU_DIRECT") == 0) return TSHMEM_ENV_CHOICES_UCX_GPU_DIRECT;
   return "";
 }
 

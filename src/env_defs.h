@@ -20,9 +20,12 @@
   X(PROXY_CHUNK, proxy_chunk, Size, "512K", "proxy", "Most bytes the off-node proxy moves in one message (64 .. 256M); its staging memory is 16 such buffers. Must match on all PEs.") \
   X(PROXY_TIMEOUT_MS, proxy_timeout_ms, Int, "300000", "proxy", "Longest wait on other PEs: a host call waiting for the off-node proxy (putmem, getmem, quiet) or for other PEs in a collective tshmem runs over MPI (the agreement of every checked call, barrier_all, team barriers, finalize) then fails, leaving tshmem in a failed state; a kernel's quiet, g, get, fetching atomic, full channel or barrier arrival traps; each names the call, the PEs and what it waited for. 1 to 86400000.") \
   X(WAIT_WARN_MS, wait_warn_ms, Int, "10000", "proxy", "A host call that has waited this long for other PEs (a collective, the rendezvous of barrier_all, a team barrier or finalize, the off-node proxy) says once what it waits for and when it gives up (TSHMEM_PROXY_TIMEOUT_MS); 0 = no such warning. 0 to 86400000.") \
+  X(REMOTE_TRANSPORT, remote_transport, String, "auto", "proxy", "How PEs of other nodes are reached: auto (ucx where built and it starts, else mpi), ucx or mpi (the rows of the transport table; tshmem-info lists them). A transport named that cannot start fails init on every PE. Must match on all PEs.") \
+  X(UCX_GPU_DIRECT, ucx_gpu_direct, Choice, "auto", "proxy", "UCX and a GPU heap: on hands GPU memory to UCX directly (GPUDirect RDMA); off stages it through pinned host memory; auto: on where UCX has a transport that registers CUDA memory for RDMA.") \
   X(DEBUG, debug, Choice, "warn", "debug", "Log level: none, warn, info, trace.")                                      \
   X(DEBUG_SUBSYS, debug_subsys, String, "ALL", "debug", "Comma list of INIT,BOOT,HEAP,MEM,CUDA,TOPO,NVLS or ALL.") \
   X(DEBUG_NODE_SIZE, debug_node_size, Int, "0", "debug", "Testing: treat each N consecutive PEs of a node as a node of their own (off-node paths on one host); 0 = off. Must match on all PEs.") \
+  X(DEBUG_UCX_STAGED, debug_ucx_staged, Bool, "0", "debug", "Testing: UCX carries the staged protocol even where it could reach the heap directly (a host heap), as it does for a GPU heap without GPUDirect.") \
   X(DEBUG_FAIL, debug_fail, String, "", "debug", "Testing: make init step STEP fail on some PEs: STEP:PES[:pause], PES = all, 0,2-3 or all-but-0; :pause waits (to be killed) instead of failing. tshmem-info lists the steps.")
 // clang-format on
 
@@ -34,3 +37,4 @@
 #define TSHMEM_ENV_CHOICES_MEM_BACKEND "auto|vmm|ipc|shm"
 #define TSHMEM_ENV_CHOICES_BIND "auto|none"
 #define TSHMEM_ENV_CHOICES_DEBUG "none|warn|info|trace"
+#define TSHMEM_ENV_CHOICES_UCX_GPU_DIRECT "auto|on|off"

@@ -16,8 +16,9 @@
 #include "env.h"
 #include "init_steps.h"
 #include "mem/handle_exchange.h"
-#include "transport/mpi_transport.h"
 #include "transport/proxy.h"
+#include "transport/staged/staged_transport.h"  // the staged protocol's sizes
+#include "transport/transport.h"
 #include "tshmem/device/internal_regions.h"
 #include "tshmem/device/state_types.h"
 #include "tshmem/tshmem.h"
@@ -204,6 +205,13 @@ std::string info_text(bool json) {
         "\"collectives_heap_bytes_per_pe\": %u, \"credits_per_peer\": %d},\n",
         env_ok ? std::to_string(proxy_staging).c_str() : "null", proxy_replies, TSHMEMI_COLL_SPAN_BYTES,
         kProxyCreditsPerPeer);
+    add(out, " \"remote_transports\": [");
+    for (size_t i = 0; i < transport_table().size(); ++i) {
+      const TransportEntry *t = transport_table()[i];
+      add(out, "%s{\"name\": %s, \"built\": %s, \"about\": %s}", i ? ", " : "", json_string(t->name).c_str(),
+          t->not_built().empty() ? "true" : "false", json_string(t->about()).c_str());
+    }
+    add(out, "], \"remote_transport\": %s,\n", json_string(env_ok ? env.remote_transport : "").c_str());
     add(out, " \"waits\": {\"device\": %s, \"offnode_proxy\": %s}}\n", json_string(device_waits).c_str(),
         json_string(proxy_waits).c_str());
     return out;
@@ -223,6 +231,13 @@ std::string info_text(bool json) {
     const auto step = static_cast<InitStep>(i);
     add(out, "  %-16s %s\n", init_step_name(step), init_step_what(step));
   }
+  add(out,
+      "\nRemote transports (PEs of other nodes), in the order TSHMEM_REMOTE_TRANSPORT=auto tries them "
+      "(current: %s)\n",
+      env_ok ? env.remote_transport.c_str() : "n/a");
+  for (const TransportEntry *t : transport_table())
+    add(out, "  %-19s %s%s\n", t->name, t->not_built().empty() ? "" : "NOT BUILT: ", t->about().c_str());
+  add(out, "  (each PE's choice and every peer's path are in the init log: TSHMEM_DEBUG=info)\n");
   add(out, "\nOff-node proxy (PEs of other nodes, every backend)\n");
   if (env_ok)
     add(out,

@@ -17,6 +17,7 @@
 #endif
 #include "init_steps.h"
 #include "state/registry.h"
+#include "transport/transport.h"
 #include "tshmem/device/internal_regions.h"
 #include "tshmem/device/state_types.h"
 
@@ -81,11 +82,20 @@ Status choose_backend(const EnvOptions &env, std::string *backend) {
   return TSHMEM_SUCCESS;
 }
 
+// TSHMEM_REMOTE_TRANSPORT as a number every PE can compare: 0 for auto, else 1 + its row of the table.
+int64_t transport_index(const std::string &name) {
+  const auto &table = transport_table();
+  for (size_t i = 0; i < table.size(); ++i)
+    if (name == table[i]->name) return static_cast<int64_t>(i) + 1;
+  return 0;
+}
+
 Status validate_configuration(Context &ctx, const std::string &backend) {
   const std::vector<AgreedField> fields = {
       {"TSHMEM_SYMMETRIC_SIZE", static_cast<int64_t>(ctx.env.symmetric_size), std::to_string(ctx.env.symmetric_size)},
       {"TSHMEM_MEM_BACKEND (resolved)", backend_id(backend), backend},
       {"TSHMEM_DEBUG_NODE_SIZE", ctx.env.debug_node_size, std::to_string(ctx.env.debug_node_size)},
+      {"TSHMEM_REMOTE_TRANSPORT", transport_index(ctx.env.remote_transport), ctx.env.remote_transport},
       {"build option TSHMEM_SYMMETRY_CHECK", TSHMEM_SYMMETRY_CHECK, TSHMEM_SYMMETRY_CHECK ? "ON" : "OFF"},
       {"tshmem version", TSHMEM_VERSION_CODE, TSHMEM_VERSION_STRING},
       {"device state layout", TSHMEMI_DEVICE_STATE_VERSION, std::to_string(TSHMEMI_DEVICE_STATE_VERSION)},
@@ -103,11 +113,32 @@ Status create_backend(Context &ctx, const std::string &backend, std::unique_ptr<
                    backend.c_str());
 }
 
+// How each PE is reached, decided once at init: itself, a peer of this node (its heap mapped: loads and stores),
+// or a PE of another node (the off-node transport). Logged at info, with the transport's choice at warn level on
+// PE 0 when auto passed over a transport (so a job that expected UCX sees why it runs over MPI).
+void log_peer_paths(const Context &ctx) {
+  const Proxy &proxy = *ctx.proxy;
+  const int me = ctx.boot->rank();
+  if (me == 0 && !proxy.choice_note().empty())
+    TSHMEMI_LOG(kWarn, kLogInit, "PEs of other nodes are reached through %s (TSHMEM_REMOTE_TRANSPORT=%s; %s)",
+                proxy.transport_name().c_str(), ctx.env.remote_transport.c_str(), proxy.choice_note().c_str());
+  if (me == 0) {
+    const TransportEntry *entry = find_transport(proxy.transport_name());
+    TSHMEMI_LOG(kInfo, kLogInit, "remote transport %s: %s", proxy.transport_name().c_str(),
+                entry != nullptr ? entry->about().c_str() : "?");
+  }
+  const std::vector<int> &node = ctx.boot->node_of_pe();
+  for (int pe = 0; pe < ctx.boot->size(); ++pe) {
+    if (node[static_cast<size_t>(pe)] == node[static_cast<size_t>(me)]) continue;
+    TSHMEMI_LOG(kInfo, kLogInit, "PE %d (node %d) is reached through %s (TSHMEM_REMOTE_TRANSPORT=%s)", pe,
+                node[static_cast<size_t>(pe)], proxy.path_of(pe).c_str(), ctx.env.remote_transport.c_str());
+  }
+}
+
 // PEs of other nodes have no load/store path: every backend reaches them through the off-node proxy
 // (design.md, "Beyond one node"). Every PE takes the same decision from agreed facts.
 Status create_proxy(Context &ctx) {
-  const bool one_node = ctx.boot->local_size() == ctx.boot->size();  // the same answer on every PE
-  if (one_node) return TSHMEM_SUCCESS;
+  if (!ctx.spans_nodes) return TSHMEM_SUCCESS;
   if (ctx.boot->native_comm() == nullptr) {  // the proxy talks MPI: a bootstrap over callbacks has none
     ctx.offnode_reason =
         "tshmem was initialised over the application's collectives (tshmemx_init_callbacks, tshmem.init(group=...)), "
@@ -122,12 +153,14 @@ Status create_proxy(Context &ctx) {
   config.timeout_ms = ctx.env.proxy_timeout_ms;
   config.warn_ms = ctx.env.wait_warn_ms;
   config.device_wait_timeout_ms = ctx.env.wait_timeout_ms;
+  config.env = &ctx.env;
   TSHMEM_CHECK(make_proxy(*ctx.boot, *ctx.mem, ctx.env.symmetric_size, config,
                           ctx.mem->device_memory() ? ctx.cuda_device : -1, &ctx.proxy, &ctx.offnode_reason));
   if (ctx.proxy) {
     Proxy *proxy = ctx.proxy.get();
     ctx.heap->set_offnode_quiet([proxy] { return proxy->quiet(); });
     ctx.rendezvous->attach_proxy(proxy);
+    log_peer_paths(ctx);
   } else if (ctx.boot->rank() == 0) {
     TSHMEMI_LOG(kWarn, kLogInit, "PEs of other nodes are unreachable: %s", ctx.offnode_reason.c_str());
   }
@@ -139,7 +172,7 @@ Status create_proxy(Context &ctx) {
 // decision from agreed facts (one node, the agreed backend, every peer heap mapped in the agreed step before).
 void attach_node_sync(Context &ctx) {
   Bootstrap &boot = *ctx.boot;
-  if (boot.local_size() != boot.size() || boot.size() > NodeSync::kMaxPes) return;  // several nodes, or many PEs
+  if (ctx.spans_nodes || boot.size() > NodeSync::kMaxPes) return;  // several nodes, or many PEs
   std::vector<void *> pages;
   for (int pe : boot.local_pes()) {
     void *page = ctx.mem->node_sync_page(pe);
@@ -220,10 +253,11 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
   ctx.boot->set_bounds(bounds);
   Bootstrap &boot = *ctx.boot;
   log_set_pe(boot.rank(), boot.size());
+  ctx.spans_nodes = boot.local_size() != boot.size();  // the same answer on every PE
 #if TSHMEM_HAVE_CUDA
   // Before this process's first CUDA call of init (the backend's choice asks for devices): a job over several
   // nodes loads every module when CUDA starts (cuda/module_loading.h says why).
-  if (boot.local_size() != boot.size()) prefer_eager_module_loading();
+  if (ctx.spans_nodes) prefer_eager_module_loading();
 #endif
   if (env_status != TSHMEM_SUCCESS) {
     set_error_message(env_status, env_error);
@@ -231,6 +265,8 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
     FaultSpec fault;  // parse_env has checked the text already
     env_status = parse_fault_spec("TSHMEM_DEBUG_FAIL", ctx.env.debug_fail, &fault);
     if (env_status == TSHMEM_SUCCESS) env_status = arm_faults(fault, boot.rank(), boot.size());
+    // A value that names no transport is refused on one node too: the same job fails the same way on several.
+    if (env_status == TSHMEM_SUCCESS) env_status = check_remote_transport(ctx.env.remote_transport);
   }
   // The arguments of tshmem_init_thread are checked here too, after the bootstrap, so that a bad argument on
   // one PE fails init on all of them.
@@ -268,7 +304,7 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
   // (internal_regions.h; the same offset on every PE, as the heap size is).
   static_assert(TSHMEM_INTERNAL_HEAP_BYTES + TSHMEMI_COLL_SPAN_BYTES + 4096 < 2 * TSHMEM_INTERNAL_HEAP_BYTES,
                 "the smallest heap (TSHMEM_SYMMETRIC_SIZE) leaves no room for user blocks");
-  const bool spans_nodes = boot.local_size() != boot.size();
+  const bool spans_nodes = ctx.spans_nodes;
   const uint64_t reserved_end =
       spans_nodes ? TSHMEMI_COLL_SPAN_OFFSET(ctx.env.symmetric_size) : uint64_t{ctx.env.symmetric_size};
   ctx.check = std::make_unique<CollectiveCheck>(boot);

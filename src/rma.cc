@@ -1,8 +1,9 @@
 // Host-initiated remote memory access: ptr, accessibility queries, putmem, getmem, put with signal, signal
 // waits, their stream-ordered forms, quiet, barrier.
 // The remote address is computed here and only here on the host (peer_address: peer_base[pe] + heap
-// offset, for tshmem_ptr and the transfers); a PE of another node (peer_base 0) is reached at the same heap
-// offset through the off-node proxy (ctx.proxy).
+// offset, for tshmem_ptr and the transfers); a PE of another node (peer_base 0, decided once at init) is reached at
+// the same heap offset through the off-node transport chosen at init (ctx.proxy: the transport's own host calls,
+// or the proxy's host channel).
 #include <chrono>
 #include <thread>
 
@@ -137,11 +138,23 @@ int put_signal(const char *call, void *dest, const void *src, size_t bytes, uint
   Target target;
   TSHMEM_CHECK(resolve(*ctx, call, dest, src, bytes, pe, &target));
   void *const remote_sig = peer_address(*ctx, pe, ctx->heap->offset_of(sig_addr));
-  if (remote_sig == nullptr)
-    return set_error(TSHMEM_ERR_UNREACHABLE_PE,
-                     "%s: PE %d is on another node: put with signal from the host reaches the PEs of this node only "
-                     "(kernels' put_signal reach other nodes)",
-                     call, pe);
+  if (remote_sig == nullptr) {
+    // A PE of another node: the data and then the signal through the off-node transport (the signal word is in
+    // the heap; a registered buffer is reachable from its own node only).
+    if (!ctx->heap->contains(sig_addr, sizeof(uint64_t)))
+      return set_error(TSHMEM_ERR_UNREACHABLE_PE,
+                       "%s: PE %d is on another node: sig_addr %p is in a registered buffer, reachable from its own "
+                       "node only; the off-node transport serves the heap",
+                       call, pe, static_cast<void *>(sig_addr));
+    if (ctx->proxy == nullptr)
+      return set_error(TSHMEM_ERR_UNREACHABLE_PE, "%s: PE %d is on another node and unreachable from PE %d: %s", call,
+                       pe, ctx->peers.my_pe(),
+                       ctx->offnode_reason.empty() ? "no off-node transport" : ctx->offnode_reason.c_str());
+    if (on_stream) TSHMEM_CHECK(ctx->mem->quiet());  // after the work queued before it (see off_node_put)
+    const unsigned op = sig_op == TSHMEM_SIGNAL_SET ? TSHMEMI_PROXY_SIGNAL_SET : TSHMEMI_PROXY_SIGNAL_ADD;
+    return ctx->proxy->put_signal(call, ctx->heap->offset_of(dest), src, bytes, ctx->heap->offset_of(sig_addr), signal,
+                                  op, pe);
+  }
   if (!ctx->mem->device_memory()) {
     if (bytes > 0) TSHMEM_CHECK(ctx->mem->copy(target.remote, src, bytes));
     auto *word = static_cast<uint64_t *>(remote_sig);

@@ -133,6 +133,15 @@ void *tshmemx_peer_base(int pe) __attribute__((visibility("default")));
 int tshmemx_ptr_checked(const void *dest, size_t bytes, int pe, void **out) __attribute__((visibility("default")));
 
 /**
+ * How this PE reaches `pe`, decided once at init, as text in `text` (at most `text_bytes` bytes with the NUL):
+ * "self", "node (loads and stores)", the off-node transport's path ("ucx direct (host heap registered with UCX,
+ * ...)", "mpi staged (...)": TSHMEM_REMOTE_TRANSPORT), or "unreachable: <why>". Returns 0, or
+ * TSHMEM_ERR_NOT_INITIALIZED / TSHMEM_ERR_INVALID_PE / TSHMEM_ERR_INVALID_ARG (text NULL or text_bytes 0) with the
+ * message. Not collective.
+ */
+int tshmemx_peer_path(int pe, char *text, size_t text_bytes) __attribute__((visibility("default")));
+
+/**
  * What the tshmem-info tool prints (build options, every variable, init steps, off-node proxy figures, backends,
  * topology, GPU peer access, multicast policy), as text or (json != 0) one JSON object. Writes at most `capacity`
  * bytes including the terminating NUL into `buffer` (NULL with capacity 0: measure) and returns the length of the

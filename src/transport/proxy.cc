@@ -1,6 +1,8 @@
-// The off-node proxy: one thread per PE that drains this PE's channels (requests from kernels and from host calls,
-// channel_reader.h), checks each request (wire.h) and hands it to the transport as its operations (transport.h;
-// mpi_transport.cc carries them to other PEs' proxies and applies what they send to this PE's heap).
+// The off-node proxy engine: one thread per PE that drains this PE's channels (requests from kernels and from host
+// calls, channel_reader.h), checks each request (wire.h) and hands it to the transport as its operations
+// (transport.h). It owns no wire format: the transport chosen at init (TSHMEM_REMOTE_TRANSPORT, the table of
+// transport.h) moves the operations, and the proxy thread drives its progress. Host calls are served on the
+// calling thread where the transport can (HostRma), else posted to the host channel.
 // Bounds and failure: the proxy keeps the bound of every wait on it (TSHMEM_PROXY_TIMEOUT_MS, or the smaller
 // TSHMEM_WAIT_TIMEOUT_MS): a reply awaited, or credits from a PE, for longer stops the off-node path (the transport
 // says what it has awaited too long), and so does a transport error or a host call that waited longer; a watchdog
@@ -20,10 +22,10 @@
 #include <vector>
 
 #include "bootstrap/agree.h"
-#include "bootstrap/messenger.h"
 #include "transport/channel_reader.h"
-#include "transport/mpi_transport.h"
 #include "transport/proxy_memory.h"
+#include "transport/staged/staged_transport.h"
+#include "transport/transport.h"
 #include "transport/wire.h"
 
 namespace tshmemi {
@@ -48,17 +50,25 @@ class ProxyEngine final : public Proxy, private TransportSink {
     reader_.reset();
   }
 
-  Status create(std::unique_ptr<Messenger> messenger, std::unique_ptr<ProxyMemory> memory) {
-    memory_ = std::move(memory);
-    reader_ = std::make_unique<ChannelReader>(*memory_);
-    TSHMEM_CHECK(reader_->create(config_.ring_entries, my_pe_));
-    MpiTransportConfig transport;
-    transport.heap = heap_;
-    transport.heap_bytes = heap_bytes_;
-    transport.chunk_bytes = config_.chunk_bytes;
-    transport.my_pe = my_pe_;
-    transport.n_pes = n_pes_;
-    TSHMEM_CHECK(make_mpi_transport(std::move(messenger), *memory_, transport, *this, &transport_));
+  /// Collective: makes the transport `entry` over this PE's channels and memory; *unavailable when it cannot
+  /// start here (the same on every PE), the thread started otherwise.
+  Status create(const TransportEntry &entry, TransportInputs in, std::unique_ptr<ProxyMemory> *memory,
+                std::string *unavailable) {
+    if (!memory_) {
+      memory_ = std::move(*memory);
+      reader_ = std::make_unique<ChannelReader>(*memory_);
+      TSHMEM_CHECK(reader_->create(config_.ring_entries, my_pe_));
+    }
+    in.heap = heap_;
+    in.heap_bytes = heap_bytes_;
+    in.chunk_bytes = config_.chunk_bytes;
+    in.timeout_ms = bound_of(config_).count();
+    in.memory = memory_.get();
+    in.sink = this;
+    TSHMEM_CHECK(entry.make(in, &transport_, unavailable));
+    if (!transport_) return TSHMEM_SUCCESS;
+    name_ = entry.name;
+    host_ = transport_->host_rma();
     // The job's collectives failing (a PE stopped or gone, bootstrap.h) stops the off-node path too: one failed state.
     boot_.on_failure([this](Status code, const std::string &message) { record_failure(code, message); });
     thread_ = std::thread([this] { run(); });
@@ -66,9 +76,17 @@ class ProxyEngine final : public Proxy, private TransportSink {
     return TSHMEM_SUCCESS;
   }
 
+  bool started() const { return transport_ != nullptr; }
+  void set_choice_note(const std::string &note) { choice_note_ = note; }
+  const std::string &choice_note() const override { return choice_note_; }
+  const std::string &transport_name() const override { return name_; }
+  std::string path_of(int pe) const override { return transport_ ? transport_->path_of(pe) : std::string(); }
+
   // --- host calls (any application thread) ---
 
   Status put(uint64_t heap_offset, const void *src, size_t bytes, int pe) override {
+    if (host_ != nullptr)
+      return direct("tshmem_putmem", [&] { return host_->put("tshmem_putmem", pe, heap_offset, src, bytes); });
     uint64_t ticket = 0;
     TSHMEM_CHECK(post_host("tshmem_putmem", transfer(TSHMEMI_PROXY_PUT, heap_offset, src, bytes, pe), &ticket));
     return wait_for("tshmem_putmem", "its off-node proxy to take the put", pe,
@@ -76,12 +94,36 @@ class ProxyEngine final : public Proxy, private TransportSink {
   }
 
   Status get(void *dst, uint64_t heap_offset, size_t bytes, int pe) override {
+    if (host_ != nullptr)
+      return direct("tshmem_getmem", [&] { return host_->get("tshmem_getmem", pe, heap_offset, dst, bytes); });
     uint64_t ticket = 0;
     TSHMEM_CHECK(post_host("tshmem_getmem", transfer(TSHMEMI_PROXY_GET, heap_offset, dst, bytes, pe), &ticket));
     return quiet_ring("tshmem_getmem", pe);
   }
 
-  Status quiet() override { return quiet_ring("tshmem_quiet", -1); }
+  Status put_signal(const char *call, uint64_t heap_offset, const void *src, size_t bytes, uint64_t signal_offset,
+                    uint64_t value, unsigned signal_op, int pe) override {
+    tshmemi_proxy_request request = transfer(TSHMEMI_PROXY_PUT_SIGNAL, heap_offset, src, bytes, pe);
+    request.amo = static_cast<uint8_t>(signal_op);
+    request.value = value;
+    request.signal = signal_offset;
+    if (host_ != nullptr)
+      return direct(call, [&] { return host_->put_signal(call, wire::put_of(request), wire::signal_of(request)); });
+    // Through the host channel: the data is read before the proxy takes the request, and the call returns once
+    // the signal is complete at the target (a blocking put with signal delivers both).
+    uint64_t ticket = 0;
+    TSHMEM_CHECK(post_host(call, request, &ticket));
+    return quiet_ring(call, pe);
+  }
+
+  Status quiet() override {
+    if (host_ != nullptr && device_channel_issued()) {
+      // Host calls went out on their own threads and every request of the device channel posted so far has been
+      // issued: one flush on this thread completes them all, without the proxy thread's hop.
+      return direct("tshmem_quiet", [&] { return host_->quiet("tshmem_quiet"); });
+    }
+    return quiet_ring("tshmem_quiet", -1);
+  }
   Status sync() override { return TSHMEM_SUCCESS; }  // the target's proxy applied and settled before acking
 
   Status destroy() override {
@@ -156,6 +198,16 @@ class ProxyEngine final : public Proxy, private TransportSink {
 
   tshmemi_proxy_channel *host_ring() { return reader_->channel(ChannelReader::kHost); }
 
+  // Whether every request posted to the device channel so far has been issued to the transport (taken and
+  // released). Knowable only where producers count tickets in host memory (no GPU: the tests' CPU producers);
+  // kernels count in device memory, and then the answer is no.
+  bool device_channel_issued() {
+    tshmemi_proxy_channel *ring = reader_->channel(ChannelReader::kDevice);
+    if (ring->head_ptr != &ring->head) return false;
+    const uint64_t posted = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) >= posted;
+  }
+
   Status quiet_ring(const char *call, int pe) {
     uint64_t ticket = 0;
     TSHMEM_CHECK(post_host(call, quiet_request(), &ticket));
@@ -214,6 +266,18 @@ class ProxyEngine final : public Proxy, private TransportSink {
       }
     }
     return TSHMEM_SUCCESS;
+  }
+
+  // A host call served on the calling thread: refused at once on a stopped path; a wait that passed its bound (or
+  // a transport error) stops the path, as a wait on the proxy does.
+  template <class Call>
+  Status direct(const char *call, Call issue) {
+    if (failed_.load(std::memory_order_acquire)) return stopped_error(call);
+    const Status status = issue();
+    if (status == TSHMEM_SUCCESS || status == TSHMEM_ERR_INVALID_ARG) return status;
+    const std::string message = last_error_message();
+    record_failure(status, message + "; the off-node path is stopped");
+    return set_error(status, "%s", message.c_str());
   }
 
   Status stopped_error(const char *call) {
@@ -434,6 +498,9 @@ class ProxyEngine final : public Proxy, private TransportSink {
   std::unique_ptr<ProxyMemory> memory_;
   std::unique_ptr<ChannelReader> reader_;
   std::unique_ptr<Transport> transport_;
+  HostRma *host_ = nullptr;             ///< the transport's host calls on the calling thread, or nullptr
+  std::string name_;                    ///< the transport's name (its table row)
+  std::string choice_note_;             ///< why auto passed over the transports before it
   bool peer_gone_ = false;              ///< stopped because another PE's proxy did (no notice of our own)
   Clock::time_point last_check_;        ///< of check_waits
   std::atomic<uint64_t> heartbeat_{0};  ///< the proxy thread's passes, for the watchdog
@@ -463,10 +530,16 @@ class ProxyEngine final : public Proxy, private TransportSink {
 }  // namespace
 
 uint64_t proxy_staging_bytes(const ProxyConfig &config) {
-  return mpi_transport_staging_bytes(config.chunk_bytes) + ChannelReader::staging_bytes(config.ring_entries);
+  return staged_transport_staging_bytes(config.chunk_bytes) + ChannelReader::staging_bytes(config.ring_entries);
 }
 
-uint64_t proxy_reply_queue_bytes(int n_pes) { return mpi_transport_reply_queue_bytes(n_pes); }
+uint64_t proxy_reply_queue_bytes(int n_pes) { return staged_transport_reply_queue_bytes(n_pes); }
+
+Status check_remote_transport(const std::string &value) {
+  if (value == "auto" || find_transport(value) != nullptr) return TSHMEM_SUCCESS;
+  return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_REMOTE_TRANSPORT='%s': expected one of %s", value.c_str(),
+                   transport_choices().c_str());
+}
 
 Status make_proxy(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const ProxyConfig &config, int cuda_device,
                   std::unique_ptr<Proxy> *out, std::string *unavailable) {
@@ -479,22 +552,43 @@ Status make_proxy(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const P
   if (lowest != highest)
     return set_error(TSHMEM_ERR_CONFIG, "tshmem_init: TSHMEM_PROXY_CHUNK differs between PEs (%lld and %lld bytes)",
                      static_cast<long long>(lowest), static_cast<long long>(highest));
-  std::unique_ptr<Messenger> messenger;
-  TSHMEM_CHECK(make_mpi_messenger(boot, &messenger, unavailable));
-  if (!messenger) return TSHMEM_SUCCESS;
+  const std::string &wanted = config.env->remote_transport;
+  TSHMEM_CHECK(agree_on_status(boot, check_remote_transport(wanted), "tshmem_init"));
   std::unique_ptr<ProxyMemory> memory;
   Status local = TSHMEM_SUCCESS;
 #if TSHMEM_HAVE_CUDA
   if (cuda_device >= 0) local = make_gpu_proxy_memory(cuda_device, &memory);
-#else
-  (void)cuda_device;
 #endif
   if (local == TSHMEM_SUCCESS && !memory) local = make_host_proxy_memory(&memory);
+  TSHMEM_CHECK(agree_on_status(boot, local, "tshmem_init: the off-node proxy's memory"));
   auto proxy = std::make_unique<ProxyEngine>(boot, mem, heap_bytes, config);
-  if (local == TSHMEM_SUCCESS) local = proxy->create(std::move(messenger), std::move(memory));
-  const Status agreed = agree_on_status(boot, local, "tshmem_init: starting the off-node proxy");
-  if (agreed != TSHMEM_SUCCESS) return agreed;  // nothing was posted: each proxy stops on its own
-  *out = std::move(proxy);
+  TransportInputs in;
+  in.boot = &boot;
+  in.env = config.env;
+  in.heap_on_gpu = mem.device_memory();
+  in.cuda_device = cuda_device;
+  in.node_of_pe = boot.node_of_pe();
+  // TSHMEM_REMOTE_TRANSPORT: the one named, or the first of the table that is built and starts here (auto).
+  std::string why_not;
+  for (const TransportEntry *entry : transport_table()) {
+    if (wanted != "auto" && wanted != entry->name) continue;
+    std::string reason = entry->not_built();
+    if (reason.empty()) {
+      local = proxy->create(*entry, in, &memory, &reason);
+      TSHMEM_CHECK(
+          agree_on_status(boot, local, format("tshmem_init: starting the off-node transport %s", entry->name).c_str()));
+      if (proxy->started()) {
+        if (!why_not.empty()) proxy->set_choice_note(why_not);
+        *out = std::move(proxy);
+        return TSHMEM_SUCCESS;
+      }
+    }
+    if (wanted != "auto")
+      return set_error(TSHMEM_ERR_CONFIG, "tshmem_init: TSHMEM_REMOTE_TRANSPORT=%s cannot reach other nodes: %s",
+                       entry->name, reason.c_str());
+    why_not += format("%s%s: %s", why_not.empty() ? "" : "; ", entry->name, reason.c_str());
+  }
+  *unavailable = why_not;
   return TSHMEM_SUCCESS;
 }
 

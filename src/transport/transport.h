@@ -1,7 +1,10 @@
-// What the off-node proxy asks of a transport: the one-sided operations on the heap of a PE of another node, and
-// their progress. The proxy (proxy.cc) takes requests from its channels and calls these; the transport moves
-// them (mpi_transport.cc: two-sided MPI, staged through host memory). A CUDA-aware MPI or UCX transport
-// (GPU memory handed to the network directly, ucp_put_nbx into a registered heap) implements the same.
+// The transport seam: what reaching a PE of another node asks of a transport, and the table of transports.
+// The proxy engine (proxy.cc) takes requests from its channels and calls a Transport's operations; it owns no wire
+// format. Each transport is one folder under src/transport/ (mpi/: two-sided MPI, staged through host memory;
+// ucx/: UCX's one-sided ucp calls on the registered heap, or the staged protocol over UCX's messages where the
+// heap is GPU memory the network cannot reach) that defines its TransportEntry, transport_entry_<name>(); the
+// one list of them is TSHMEM_REMOTE_TRANSPORTS in src/CMakeLists.txt, in the order TSHMEM_REMOTE_TRANSPORT=auto
+// tries them. Nothing outside a transport's folder includes its headers (the include-rules test checks it).
 //
 // Called from the proxy thread only, except waiting_on() and send_raw(). Every operation is non-blocking: one
 // that lacks a resource now (a send buffer, a reply entry) does what it can and says how far it got; the proxy
@@ -14,9 +17,15 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "bootstrap/bootstrap.h"
 #include "common/error.h"
+#include "env.h"
+#include "mem/backend.h"
+#include "transport/proxy_memory.h"
 
 namespace tshmemi {
 
@@ -76,9 +85,33 @@ class TransportSink {
   virtual void peer_stopped(int pe) = 0;
 };
 
+/// Host calls served on the calling thread, without the proxy thread's hop, by a transport that can (any
+/// application thread may call them at once). Every wait inside keeps the proxy's bound; a wait past it fails
+/// with TSHMEM_ERR_TIMEOUT and a message naming the call, the PE and what it waited for (the engine then stops the
+/// off-node path).
+class HostRma {
+ public:
+  virtual ~HostRma() = default;
+  /// `bytes` from `src` to heap offset `offset` of `pe`; `src` may be reused on return.
+  virtual Status put(const char *call, int pe, uint64_t offset, const void *src, size_t bytes) = 0;
+  /// `bytes` at heap offset `offset` of `pe` into `dst`; complete on return.
+  virtual Status get(const char *call, int pe, uint64_t offset, void *dst, size_t bytes) = 0;
+  /// The data, then the signal word at heap offset `signal.offset` (SET: a store, ADD: an atomic), ordered after it.
+  virtual Status put_signal(const char *call, const PutOp &data, const SignalOp &signal) = 0;
+  /// Everything this process issued to other nodes is complete at its target.
+  virtual Status quiet(const char *call) = 0;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
+
+  // --- how peers are reached ---
+  /// How this transport reaches `pe` (a PE of another node), for the init log and tshmem-info: "ucx direct
+  /// (host memory, sm/posix)", "mpi staged (host memory)".
+  virtual std::string path_of(int pe) const = 0;
+  /// Host calls on the calling thread, or nullptr: they are posted to the proxy's host channel.
+  virtual HostRma *host_rma() { return nullptr; }
 
   // --- operations ---
   /// Issues bytes [*done, op.bytes) as far as it can and advances *done. `src` is read until released() passes
@@ -119,5 +152,39 @@ class Transport {
   /// could; returns once the network has taken it.
   virtual Status send_raw(int pe, const void *message, size_t bytes) = 0;
 };
+
+/// What a transport is made from, at init (collective over all PEs of `boot`).
+struct TransportInputs {
+  Bootstrap *boot = nullptr;
+  const EnvOptions *env = nullptr;  ///< the one environment table: each transport reads its own rows there
+  char *heap = nullptr;             ///< this PE's heap (local address; GPU memory when heap_on_gpu)
+  uint64_t heap_bytes = 0;
+  bool heap_on_gpu = false;
+  int cuda_device = -1;
+  uint64_t chunk_bytes = 0;       ///< TSHMEM_PROXY_CHUNK, the same on every PE
+  int64_t timeout_ms = 0;         ///< the bound of every wait for a peer
+  std::vector<int> node_of_pe;    ///< node of each PE: the transport serves the PEs of other nodes than this one's
+  ProxyMemory *memory = nullptr;  ///< staging memory and copies (outlives the transport)
+  TransportSink *sink = nullptr;  ///< what the transport tells the engine
+};
+
+/// One row of the transport table: a transport's name and how to make it.
+struct TransportEntry {
+  const char *name;
+  /// Empty when this build has the transport; else why not ("built without UCX: pkg-config found no ucx >= 1.13").
+  std::string (*not_built)();
+  /// What the transport is built against and would use here (versions, libraries), for tshmem-info and the log.
+  std::string (*about)();
+  /// Collective over all PEs: makes the transport into *out, or leaves it empty with the reason in *unavailable
+  /// (the same verdict on every PE); an error return fails init on every PE.
+  Status (*make)(const TransportInputs &in, std::unique_ptr<Transport> *out, std::string *unavailable);
+};
+
+/// The transports of this build, in the order TSHMEM_REMOTE_TRANSPORT=auto tries them (table.cc).
+const std::vector<const TransportEntry *> &transport_table();
+/// The row named `name`, or nullptr.
+const TransportEntry *find_transport(const std::string &name);
+/// "auto|ucx|mpi": the values TSHMEM_REMOTE_TRANSPORT takes.
+std::string transport_choices();
 
 }  // namespace tshmemi

@@ -28,6 +28,14 @@ const char *op_name(unsigned op) {
   return "unknown";
 }
 
+// The target's rules, applied where a request is read: the heap's bounds and tshmem's reserved region (the same
+// rule the target applies to a staged message, and the host to its own puts), so a transport that writes the
+// target's memory directly (UCX's direct mode) keeps it too.
+static const char *checked(const Record &r, uint64_t heap_bytes) {
+  const char *rule = check_access(r, heap_bytes);
+  return rule != nullptr ? rule : check_reserved(r, heap_bytes);
+}
+
 const char *check_request(const tshmemi_proxy_request &r, int n_pes, uint64_t heap_bytes) {
   if (r.op < TSHMEMI_PROXY_PUT || r.op > TSHMEMI_PROXY_QUIET) return "unknown op";
   if (r.op == TSHMEMI_PROXY_FENCE || r.op == TSHMEMI_PROXY_QUIET) return nullptr;
@@ -35,22 +43,22 @@ const char *check_request(const tshmemi_proxy_request &r, int n_pes, uint64_t he
   const char *rule = nullptr;
   switch (r.op) {
     case TSHMEMI_PROXY_PUT_SIGNAL:
-      if ((rule = check_access(signal(r.signal, amo_kind::of_signal(r.amo), r.value), heap_bytes)) != nullptr)
+      if ((rule = checked(signal(r.signal, amo_kind::of_signal(r.amo), r.value), heap_bytes)) != nullptr)
         return rule;
       [[fallthrough]];
     case TSHMEMI_PROXY_PUT:
     case TSHMEMI_PROXY_GET:
       // The whole range: each piece of it then lies within the heap.
-      if ((rule = check_access(r.op == TSHMEMI_PROXY_GET ? get(r.remote, r.bytes, 0) : put(r.remote, r.bytes),
+      if ((rule = checked(r.op == TSHMEMI_PROXY_GET ? get(r.remote, r.bytes, 0) : put(r.remote, r.bytes),
                                heap_bytes)) != nullptr)
         return rule;
       if ((r.flags & (TSHMEMI_PROXY_FLAG_INLINE | TSHMEMI_PROXY_FLAG_RESULT_SLOT)) && r.bytes > 8)
         return "inline or result-slot transfer of more than 8 bytes";
       if (r.bytes > 0 && r.local == 0 && !(r.flags & TSHMEMI_PROXY_FLAG_INLINE)) return "local address is NULL";
       return nullptr;
-    case TSHMEMI_PROXY_SIGNAL: return check_access(signal(r.remote, amo_kind::of_signal(r.amo), r.value), heap_bytes);
+    case TSHMEMI_PROXY_SIGNAL: return checked(signal(r.remote, amo_kind::of_signal(r.amo), r.value), heap_bytes);
     case TSHMEMI_PROXY_AMO:
-      if ((rule = check_access(amo(r.remote, r.amo, r.width, r.value, r.compare, 0), heap_bytes)) != nullptr)
+      if ((rule = checked(amo(r.remote, r.amo, r.width, r.value, r.compare, 0), heap_bytes)) != nullptr)
         return rule;
       if (amo_kind::fetches(r.amo) && r.local == 0) return "fetching atomic without a result address";
       return nullptr;

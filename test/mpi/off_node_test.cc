@@ -5,11 +5,13 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "mpi_test_env.h"
+#include "tshmem/device/defines.cuh"  // TSHMEM_SIGNAL_*, TSHMEM_CMP_*
 #include "tshmem/device/internal_regions.h"
 #include "tshmem/device/state_types.h"
 #include "tshmem/tshmem.h"
@@ -138,6 +140,64 @@ TEST_F(OffNode, QuietCompletesPutsBeforeAFlagIsRaised) {
   tshmem_free(block);
 }
 
+// The transport each PE of another node gets: the one TSHMEM_REMOTE_TRANSPORT names, else (auto) ucx where this build
+// has it, else mpi; node peers are reached by loads and stores.
+TEST_F(OffNode, EveryPeerSaysHowItIsReached) {
+  const char *named = std::getenv("TSHMEM_REMOTE_TRANSPORT");
+  const std::string expected = named != nullptr && std::string(named) != "auto" ? named
+                               : TSHMEM_TEST_UCX_BUILT                          ? "ucx"
+                                                                                : "mpi";
+  char text[512];
+  for (int pe = 0; pe < n_; ++pe) {
+    ASSERT_EQ(tshmemx_peer_path(pe, text, sizeof(text)), 0) << tshmemx_last_error();
+    const std::string path = text;
+    if (pe == me_)
+      EXPECT_EQ(path, "self");
+    else if (same_node(pe))
+      EXPECT_EQ(path, "node (loads and stores)");
+    else
+      EXPECT_EQ(path.rfind(expected + " ", 0), 0u) << "PE " << pe << ": " << path;
+  }
+  EXPECT_EQ(tshmemx_peer_path(n_, text, sizeof(text)), TSHMEM_ERR_INVALID_PE);
+  EXPECT_EQ(tshmemx_peer_path(0, nullptr, 8), TSHMEM_ERR_INVALID_ARG);
+  EXPECT_EQ(tshmemx_peer_path(0, text, 0), TSHMEM_ERR_INVALID_ARG);
+}
+
+// Host put with signal reaches a PE of another node: the data, then the signal word (SET and ADD), which the target
+// waits for; once it holds the value, the data is whole.
+TEST_F(OffNode, PutSignalReachesOtherNodes) {
+  const int target = (me_ + node_size_) % n_;
+  const int source = (me_ - node_size_ + n_) % n_;
+  const size_t bytes = 100 * 1024 + 3;
+  auto *block = static_cast<unsigned char *>(tshmem_calloc(bytes, 1));
+  auto *sig = static_cast<uint64_t *>(tshmem_calloc(2, sizeof(uint64_t)));
+  ASSERT_NE(block, nullptr);
+  ASSERT_NE(sig, nullptr);
+  tshmem_barrier_all();
+  std::vector<unsigned char> data(bytes, static_cast<unsigned char>(0x21 + me_));
+  ASSERT_EQ(tshmemx_putmem_signal(block, data.data(), bytes, &sig[0], 7 + static_cast<uint64_t>(me_), TSHMEM_SIGNAL_SET,
+                                  target),
+            0)
+      << tshmemx_last_error();
+  for (int i = 0; i < 3; ++i)  // ADD, data-less
+    ASSERT_EQ(tshmemx_putmem_signal(block, data.data(), 0, &sig[1], 5, TSHMEM_SIGNAL_ADD, target), 0)
+        << tshmemx_last_error();
+  uint64_t found = 0;
+  ASSERT_EQ(tshmemx_signal_wait_until(&sig[0], TSHMEM_CMP_EQ, 7 + static_cast<uint64_t>(source), 30000, &found), 0)
+      << tshmemx_last_error();
+  size_t bad = bytes;
+  for (size_t i = 0; i < bytes && bad == bytes; ++i)
+    if (block[i] != static_cast<unsigned char>(0x21 + source)) bad = i;
+  EXPECT_EQ(bad, bytes) << "signal from PE " << source << " seen but the data is not whole: first wrong byte at "
+                        << bad;
+  ASSERT_EQ(tshmemx_signal_wait_until(&sig[1], TSHMEM_CMP_EQ, 15, 30000, &found), 0) << tshmemx_last_error();
+  EXPECT_EQ(tshmemx_putmem_signal(block, data.data(), 8, &sig[0], 1, 2, target), TSHMEM_ERR_INVALID_ARG)
+      << "sig_op 2 is no signal operator";
+  tshmem_barrier_all();
+  tshmem_free(sig);
+  tshmem_free(block);
+}
+
 TEST_F(OffNode, BadCallsToOtherNodesAreStillRefused) {
   auto *p = static_cast<char *>(tshmem_malloc(64));
   ASSERT_NE(p, nullptr);
@@ -223,6 +283,59 @@ TEST(OffNodeConfig, OnAnApplicationCommunicator) {
   run_job_on(half);
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Comm_free(&half);
+}
+
+// TSHMEM_REMOTE_TRANSPORT names a row of the transport table or auto: anything else fails init on every PE, naming
+// the value and the choices, on one node as on several.
+TEST(OffNodeConfig, RemoteTransportNamingNoTransportFailsInitEverywhere) {
+  ScopedEnv backend("TSHMEM_MEM_BACKEND", "shm");
+  ScopedEnv heap("TSHMEM_SYMMETRIC_SIZE", "8M");
+  for (const char *nodes : {"0", "1"}) {
+    ScopedEnv node_size("TSHMEM_DEBUG_NODE_SIZE", nodes);
+    for (const char *bad : {"tcp", "UCX", ""}) {
+      ScopedEnv transport("TSHMEM_REMOTE_TRANSPORT", bad);
+      EXPECT_EQ(tshmem_init(), TSHMEM_ERR_CONFIG) << "'" << bad << "'";
+      const std::string message = tshmemx_last_error();
+      EXPECT_NE(message.find(std::string("TSHMEM_REMOTE_TRANSPORT='") + bad + "'"), std::string::npos) << message;
+      EXPECT_NE(message.find("auto|ucx|mpi"), std::string::npos) << message;
+      EXPECT_EQ(tshmem_my_pe(), -1) << "nothing stays initialised";
+    }
+  }
+}
+
+TEST(OffNodeConfig, DifferentRemoteTransportOnOnePeFailsInitEverywhere) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 PEs to differ";
+  ScopedEnv backend("TSHMEM_MEM_BACKEND", "shm");
+  ScopedEnv heap("TSHMEM_SYMMETRIC_SIZE", "8M");
+  ScopedEnv nodes("TSHMEM_DEBUG_NODE_SIZE", "1");
+  ScopedEnv transport("TSHMEM_REMOTE_TRANSPORT", world_rank() == 1 ? "mpi" : "auto");
+  EXPECT_EQ(tshmem_init(), TSHMEM_ERR_CONFIG);
+  const std::string message = tshmemx_last_error();
+  EXPECT_NE(message.find("TSHMEM_REMOTE_TRANSPORT"), std::string::npos) << message;
+  EXPECT_EQ(tshmem_my_pe(), -1) << "nothing stays initialised";
+}
+
+// TSHMEM_REMOTE_TRANSPORT=ucx: where this build has no UCX, init fails on every PE saying so; where it has, the PEs
+// of other nodes are reached through it.
+TEST(OffNodeConfig, UcxNamedIsUcxOrFailsInitSayingWhy) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 PEs to make 2 nodes";
+  ScopedEnv backend("TSHMEM_MEM_BACKEND", "shm");
+  ScopedEnv heap("TSHMEM_SYMMETRIC_SIZE", "8M");
+  ScopedEnv nodes("TSHMEM_DEBUG_NODE_SIZE", "1");
+  ScopedEnv transport("TSHMEM_REMOTE_TRANSPORT", "ucx");
+  const int rc = tshmem_init();
+  if (!TSHMEM_TEST_UCX_BUILT) {
+    EXPECT_EQ(rc, TSHMEM_ERR_CONFIG);
+    const std::string message = tshmemx_last_error();
+    EXPECT_NE(message.find("TSHMEM_REMOTE_TRANSPORT=ucx cannot reach other nodes"), std::string::npos) << message;
+    EXPECT_NE(message.find("UCX"), std::string::npos) << message;
+    return;
+  }
+  ASSERT_EQ(rc, 0) << tshmemx_last_error();
+  char text[512];
+  ASSERT_EQ(tshmemx_peer_path((tshmem_my_pe() + 1) % tshmem_n_pes(), text, sizeof(text)), 0);
+  EXPECT_EQ(std::string(text).rfind("ucx ", 0), 0u) << text;
+  tshmem_finalize();
 }
 
 TEST(OffNodeConfig, DifferentNodeSizeOnOnePeFailsInitEverywhere) {

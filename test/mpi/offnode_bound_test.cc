@@ -4,6 +4,7 @@
 // (offnode_bound_helper.cc), each under the shm backend with two "nodes" of one PE.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "child_job.h"
@@ -27,7 +28,17 @@ std::string expect_case(const std::string &which, const std::vector<std::string>
   return r.output;
 }
 
-TEST(OffNodeBound, PutmemToAStoppedPeEndsWhenCreditsAndTheRingRunOut) { expect_case("putmem"); }
+// Over UCX a put completes at its origin without its target (UCX takes the data): nothing waits for the stopped PE
+// until a quiet, whose bound the quiet case checks.
+bool puts_complete_locally() {
+  const char *transport = std::getenv("TSHMEM_REMOTE_TRANSPORT");
+  return transport != nullptr && std::string(transport) == "ucx";
+}
+
+TEST(OffNodeBound, PutmemToAStoppedPeEndsWhenCreditsAndTheRingRunOut) {
+  if (puts_complete_locally()) GTEST_SKIP() << "ucx: a put needs nothing of its target";
+  expect_case("putmem");
+}
 TEST(OffNodeBound, GetmemFromAStoppedPeEnds) { expect_case("getmem"); }
 TEST(OffNodeBound, QuietWithAStoppedPeEnds) { expect_case("quiet"); }
 TEST(OffNodeBound, BarrierAllWithAStoppedPeEnds) { expect_case("barrier"); }
@@ -38,6 +49,9 @@ TEST(OffNodeBound, AfterAWaitGaveUpEveryCallFailsAtOnceOnEveryPe) {
   const std::string output = expect_case("dead-proxy");
   EXPECT_NE(output.find("PE 1 told: yes"), std::string::npos) << output;
 }
-TEST(OffNodeBound, APutmemWithTheSmallestRingEndsToo) { expect_case("putmem", {"TSHMEM_PROXY_RING=2"}); }
+TEST(OffNodeBound, APutmemWithTheSmallestRingEndsToo) {
+  if (puts_complete_locally()) GTEST_SKIP() << "ucx: a put needs nothing of its target";
+  expect_case("putmem", {"TSHMEM_PROXY_RING=2"});
+}
 
 }  // namespace

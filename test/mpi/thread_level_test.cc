@@ -1,5 +1,7 @@
-// The application initialised MPI without MPI_THREAD_MULTIPLE: tshmem_init still succeeds for a job that
-// spans nodes (TSHMEM_DEBUG_NODE_SIZE=1), PEs of the same node stay reachable, and every call to a PE of
+// The application initialised MPI without MPI_THREAD_MULTIPLE, which the mpi transport needs (its proxy thread calls
+// MPI). TSHMEM_REMOTE_TRANSPORT=mpi then fails init on every PE naming the thread level. With auto, a build with UCX
+// reaches other nodes through it (UCX needs no MPI thread level); without UCX, tshmem_init still succeeds for a job
+// that spans nodes (TSHMEM_DEBUG_NODE_SIZE=1), PEs of the same node stay reachable, and every call to a PE of
 // another node fails with TSHMEM_ERR_UNREACHABLE_PE naming the thread level as the reason.
 #include <mpi.h>
 
@@ -22,11 +24,30 @@ TEST(ThreadLevel, WithoutThreadMultipleOtherNodesAreUnreachableWithTheReason) {
   setenv("TSHMEM_MEM_BACKEND", "shm", 1);
   setenv("TSHMEM_SYMMETRIC_SIZE", "8M", 1);
   setenv("TSHMEM_DEBUG_NODE_SIZE", "1", 1);
+  const char *named = std::getenv("TSHMEM_REMOTE_TRANSPORT");
+  if (named != nullptr && std::string(named) == "mpi") {
+    EXPECT_EQ(tshmem_init(), TSHMEM_ERR_CONFIG) << "the transport named cannot start";
+    const std::string message = tshmemx_last_error();
+    EXPECT_NE(message.find("TSHMEM_REMOTE_TRANSPORT=mpi cannot reach other nodes"), std::string::npos) << message;
+    EXPECT_NE(message.find("needs MPI_THREAD_MULTIPLE"), std::string::npos) << message;
+    EXPECT_EQ(tshmem_my_pe(), -1);
+    return;
+  }
   ASSERT_EQ(tshmem_init(), 0) << "a job that never talks across nodes must start: " << tshmemx_last_error();
-  EXPECT_EQ(tshmemi_proxy_device_channel(), nullptr) << "no proxy without MPI_THREAD_MULTIPLE";
   auto *p = static_cast<long long *>(tshmem_calloc(1, sizeof(long long)));
   ASSERT_NE(p, nullptr);
   const int other = (me + 1) % n;
+  if (TSHMEM_TEST_UCX_BUILT) {  // auto: UCX carries the off-node path, whatever MPI's thread level
+    const long long value = 9;
+    EXPECT_EQ(tshmem_putmem(p, &value, sizeof(value), other), 0) << tshmemx_last_error();
+    tshmem_barrier_all();
+    EXPECT_EQ(*p, 9);
+    tshmem_barrier_all();
+    tshmem_free(p);
+    tshmem_finalize();
+    return;
+  }
+  EXPECT_EQ(tshmemi_proxy_device_channel(), nullptr) << "no proxy without MPI_THREAD_MULTIPLE";
   EXPECT_EQ(tshmem_pe_accessible(me), 1);
   EXPECT_EQ(tshmem_pe_accessible(other), 0);
   const long long value = 5;
@@ -56,6 +77,9 @@ TEST(ThreadLevel, WithoutThreadMultipleCollectivesAcrossNodesNameTheReason) {
   setenv("TSHMEM_SYMMETRIC_SIZE", "64M", 1);
   setenv("TSHMEM_DEBUG_NODE_SIZE", "1", 1);
   setenv("TSHMEM_ALLOW_SHARED_GPU", "1", 1);
+  const char *named = std::getenv("TSHMEM_REMOTE_TRANSPORT");
+  if (TSHMEM_TEST_UCX_BUILT || (named != nullptr && std::string(named) == "mpi"))
+    GTEST_SKIP() << "other nodes are reached through UCX here, or init refuses mpi (the case above)";
   if (tshmem_init() != 0) GTEST_SKIP() << "no GPU heap here: " << tshmemx_last_error();
   void *buf = tshmem_malloc(4096);
   ASSERT_NE(buf, nullptr);

@@ -10,6 +10,9 @@
 #      names no internal tshmemi identifier;
 #   6. the public headers (include/ and device/) include one another without a loop;
 #   7. src/sublib/ (what tshmem_moe and tshmem_ep share, "sublib_error.h") includes standard headers only.
+#   8. each remote transport (TSHMEM_REMOTE_TRANSPORTS in src/CMakeLists.txt) is its folder src/transport/<name>/,
+#      with its transport.cmake and its table row (transport_entry_<name>), and nothing outside that folder includes
+#      a header of it: a new transport is one folder and one entry of that list.
 cmake_minimum_required(VERSION 3.25)
 set(bad "")
 
@@ -177,6 +180,41 @@ foreach(h IN LISTS left)
   list(APPEND bad "${h} is on an include loop of the public headers or leads to one (it includes ${on})")
 endforeach()
 
+# 8. the transports' folders.
+file(READ "${SOURCE_DIR}/src/CMakeLists.txt" src_cmake)
+if(NOT src_cmake MATCHES "set\\(TSHMEM_REMOTE_TRANSPORTS ([a-z0-9_ ]+)\\)")
+  list(APPEND bad "src/CMakeLists.txt has no set(TSHMEM_REMOTE_TRANSPORTS ...) list")
+endif()
+string(REPLACE " " ";" transports "${CMAKE_MATCH_1}")
+foreach(transport IN LISTS transports)
+  set(folder "transport/${transport}/")
+  if(NOT EXISTS "${SOURCE_DIR}/src/${folder}transport.cmake")
+    list(APPEND bad "src/${folder} has no transport.cmake (its sources, found or not)")
+  endif()
+  file(GLOB_RECURSE own RELATIVE "${SOURCE_DIR}/src" "${SOURCE_DIR}/src/${folder}*.cc")
+  set(entry FALSE)
+  foreach(f IN LISTS own)
+    file(STRINGS "${SOURCE_DIR}/src/${f}" defines REGEX "transport_entry_${transport}\\(\\)")
+    if(defines)
+      set(entry TRUE)
+    endif()
+  endforeach()
+  if(NOT entry)
+    list(APPEND bad "src/${folder} defines no transport_entry_${transport}() (its row of the table)")
+  endif()
+  foreach(f IN LISTS src_files)
+    if(f MATCHES "^${folder}")
+      continue()
+    endif()
+    includes("${SOURCE_DIR}/src/${f}" names)
+    foreach(name IN LISTS names)
+      if(name MATCHES "^${folder}")
+        list(APPEND bad "src/${f} includes ${name}: a transport's headers are its own folder's (src/${folder})")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+
 if(bad)
   list(JOIN bad "\n  " text)
   message(FATAL_ERROR "include rules broken (docs/architecture.md):\n  ${text}")
@@ -185,4 +223,4 @@ list(LENGTH device_files n_device)
 list(LENGTH src_files n_src)
 list(LENGTH public_headers n_public)
 message(STATUS "include rules hold: ${n_device} device headers, ${n_src} files of src/, ${n_public} public headers "
-               "without a loop")
+               "without a loop, transports: ${transports}")

@@ -83,14 +83,14 @@ TEST_F(Env, SizesWithWhitespaceOrSignsAreRefusedByRule) {
 
 TEST_F(Env, MalformedValuesOfEveryKindFailInit) {
   const std::pair<const char *, const char *> cases[] = {
-      {"TSHMEM_SYMMETRIC_SIZE", "lots"},     {"TSHMEM_SYMMETRIC_SIZE", "1K"},  // below the minimum
-      {"TSHMEM_SYMMETRIC_SIZE", "256T"},                                       // at the 2^48 limit
-      {"TSHMEM_MEM_BACKEND", "nvme"},        {"TSHMEM_DEVICE", "first"},        {"TSHMEM_DEVICE", "1.0"},
-      {"TSHMEM_ALLOW_SHARED_GPU", "maybe"},  {"TSHMEM_BIND", "cores"},          {"TSHMEM_DISABLE_NVLS", "2"},
-      {"TSHMEM_WAIT_TIMEOUT_MS", "10s"},     {"TSHMEM_DEBUG", "verbose"},       {"TSHMEM_DEBUG_SUBSYS", "HEAP,DISK"},
-      {"TSHMEM_DEBUG_NODE_SIZE", "-1"},      {"TSHMEM_DEBUG_NODE_SIZE", "two"}, {"TSHMEM_DEBUG_NODE_SIZE", "100000"},
-      {"TSHMEM_COLL_PDL", "sometimes"},      {"TSHMEM_INIT_TIMEOUT_MS", "0"},   {"TSHMEM_INIT_TIMEOUT_MS", "-5"},
-      {"TSHMEM_INIT_TIMEOUT_MS", "86400001"}};
+      {"TSHMEM_SYMMETRIC_SIZE", "lots"},      {"TSHMEM_SYMMETRIC_SIZE", "1K"},  // below the minimum
+      {"TSHMEM_SYMMETRIC_SIZE", "256T"},                                        // at the 2^48 limit
+      {"TSHMEM_MEM_BACKEND", "nvme"},         {"TSHMEM_DEVICE", "first"},         {"TSHMEM_DEVICE", "1.0"},
+      {"TSHMEM_ALLOW_SHARED_GPU", "maybe"},   {"TSHMEM_BIND", "cores"},           {"TSHMEM_DISABLE_NVLS", "2"},
+      {"TSHMEM_WAIT_TIMEOUT_MS", "10s"},      {"TSHMEM_DEBUG", "verbose"},        {"TSHMEM_DEBUG_SUBSYS", "HEAP,DISK"},
+      {"TSHMEM_DEBUG_NODE_SIZE", "-1"},       {"TSHMEM_DEBUG_NODE_SIZE", "two"},  {"TSHMEM_DEBUG_NODE_SIZE", "100000"},
+      {"TSHMEM_COLL_PDL", "sometimes"},       {"TSHMEM_INIT_TIMEOUT_MS", "0"},    {"TSHMEM_INIT_TIMEOUT_MS", "-5"},
+      {"TSHMEM_INIT_TIMEOUT_MS", "86400001"}, {"TSHMEM_UCX_GPU_DIRECT", "maybe"}, {"TSHMEM_DEBUG_UCX_STAGED", "2"}};
   for (const auto &c : cases) {
     fake_env().clear();
     fake_env()[c.first] = c.second;
@@ -153,7 +153,7 @@ TEST_F(Env, TableListsEveryVariableOnceWithADescription) {
       EXPECT_NE(std::string(row.choices), "") << row.name;
     }
   }
-  EXPECT_EQ(seen.size(), 17u);
+  EXPECT_EQ(seen.size(), 20u);
 }
 
 // The proxy's sizes and the bounds are checked when the environment is parsed: a value that would fail only once

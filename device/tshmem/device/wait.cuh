@@ -26,6 +26,10 @@ template <class T>
 TSHMEMI_DEVICE bool test(const T *ivar, int cmp, nondeduced_t<T> value,
                          const tshmemi_device_state &st = tshmemi::state());
 
+/// The bound of every device wait, TSHMEM_WAIT_TIMEOUT_MS, in nanoseconds (0: waits are unbounded): for a kernel that
+/// waits in a loop of its own, with its own action past the bound, and keeps the job's bound.
+TSHMEMI_DEVICE uint64_t wait_timeout_ns(const tshmemi_device_state &st = tshmemi::state());
+
 }  // namespace tshmem
 #endif  // TSHMEM_DEVICE_COMPILE
 

@@ -52,7 +52,7 @@ __device__ uint64_t wait_signal(const uint64_t *sig, int pe, int *mask, uint64_t
                                 int my_pe, unsigned long long *cycles) {
   const long long c0 = clock64();
   const uint64_t t0 = now_ns();
-  const uint64_t bound_ns = timeout_ms ? timeout_ms * 1000000ull : tshmemi::state().wait_timeout_ns;
+  const uint64_t bound_ns = timeout_ms ? timeout_ms * 1000000ull : tshmem::wait_timeout_ns();
   uint64_t v = 0;
   for (;;) {
     v = ld_acquire_u64(sig);

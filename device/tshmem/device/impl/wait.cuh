@@ -50,6 +50,8 @@ TSHMEMI_DEVICE T spin_until(const T *addr, int cmp, T value, const char *call, c
 
 namespace tshmem {
 
+TSHMEMI_DEVICE uint64_t wait_timeout_ns(const tshmemi_device_state &st) { return st.wait_timeout_ns; }
+
 template <class T>
 TSHMEMI_DEVICE T wait_until(const T *ivar, int cmp, nondeduced_t<T> value, const tshmemi_device_state &st) {
   return tshmemi::spin_until(ivar, cmp, value, "tshmem_wait_until", st);

@@ -1,6 +1,8 @@
-// The off-node proxy's transport over two-sided MPI, staged through host memory (MPI need not be CUDA-aware):
-// records (wire.h) batched into messages, copies between the heap and staging on ProxyMemory's lanes, flow control
-// by credits, and a table of the replies this PE awaits.
+// The staged protocol: the off-node operations carried as two-sided messages between the proxies, staged through
+// host memory (a transport whose network cannot reach the heap directly: MPI on hosts whose MPI is not CUDA-aware,
+// UCX into GPU memory without GPUDirect). Records (wire.h) batched into messages, copies between the heap and
+// staging on ProxyMemory's lanes, flow control by credits, and a table of the replies this PE awaits.
+// Not a transport of its own: a transport (a folder beside this one) hands it a Messenger.
 #pragma once
 
 #include <cstdint>
@@ -20,14 +22,14 @@ constexpr int kProxyCreditsPerPeer = 8;
 /// Most replies (get chunks, fetched values, flush acknowledgements) one PE awaits at once.
 constexpr int kProxyMaxPending = 64;
 
-/// Bytes of staging memory the transport holds: its send and receive buffers of a header and a chunk each, and
+/// Bytes of staging memory the protocol holds: its send and receive buffers of a header and a chunk each, and
 /// the fetched-value slots. Independent of the number of PEs.
-uint64_t mpi_transport_staging_bytes(uint64_t chunk_bytes);
+uint64_t staged_transport_staging_bytes(uint64_t chunk_bytes);
 /// Bytes of reply bookkeeping it may hold at worst: bounded by kProxyMaxPending per origin PE.
-uint64_t mpi_transport_reply_queue_bytes(int n_pes);
+uint64_t staged_transport_reply_queue_bytes(int n_pes);
 
-/// Where the transport applies what arrives, and how large its messages are.
-struct MpiTransportConfig {
+/// Where the protocol applies what arrives, and how large its messages are.
+struct StagedConfig {
   char *heap = nullptr;  ///< this PE's heap (local address)
   uint64_t heap_bytes = 0;
   uint64_t chunk_bytes = 0;  ///< most payload bytes in one message: the same on every PE
@@ -35,7 +37,7 @@ struct MpiTransportConfig {
 };
 
 /// Allocates the staging buffers (from `memory`, which must outlive the transport) and posts the receives.
-Status make_mpi_transport(std::unique_ptr<Messenger> messenger, ProxyMemory &memory, const MpiTransportConfig &config,
-                          TransportSink &sink, std::unique_ptr<Transport> *out);
+Status make_staged_transport(std::unique_ptr<Messenger> messenger, ProxyMemory &memory, const StagedConfig &config,
+                             TransportSink &sink, std::unique_ptr<Transport> *out);
 
 }  // namespace tshmemi

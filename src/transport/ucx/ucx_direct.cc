@@ -1,0 +1,511 @@
+// The UCX transport's direct mode: every PE's heap is registered (ucp_mem_map) and its remote key known, so an
+// operation on a PE of another node is one ucp call on the calling thread: ucp_put_nbx, ucp_get_nbx,
+// ucp_atomic_op_nbx; a signal is its data, ucp_worker_fence, then the word (SET: a put, ADD: an atomic); quiet is
+// ucp_worker_flush_nbx. The proxy thread issues the device channel's requests and progresses the worker (UCX's
+// emulated one-sided operations, over transports without RDMA, need the target's worker progressed: its proxy thread
+// does that); host calls issue on their own thread and wait there (HostRma).
+// Control messages (the stop notice, and what a broken peer might send) travel as tagged messages.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <thread>
+#include <vector>
+
+#include "transport/ucx/ucx_parts.h"
+#include "transport/wire.h"
+
+namespace tshmemi {
+namespace ucx {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Operations of the proxy thread in flight at once (each holds a slot for its operand and fetched value).
+constexpr size_t kSlots = 1024;
+/// Receives posted for control messages.
+constexpr int kControlReceives = 2;
+
+/// An operation of the proxy thread that UCX has not completed yet.
+struct InFlight {
+  ucs_status_ptr_t request = nullptr;
+  uint64_t seq = 0;  ///< the point of issued() it belongs to
+  int pe = -1;
+  const char *what = "";  ///< for a timeout's message
+  uint64_t dst = 0;       ///< a get's or fetched value's destination, delivered on completion (0: none)
+  Waiter waiter;
+  size_t slot = SIZE_MAX;  ///< its operand / fetched-value slot
+  unsigned width = 0;      ///< a fetched value's bytes
+  Clock::time_point since;
+};
+
+/// An atomic's operand and fetched value (UCX reads and writes them until the operation completes).
+struct Slot {
+  alignas(8) uint64_t operand = 0;
+  alignas(8) uint64_t reply = 0;
+};
+
+class Direct final : public Transport, public HostRma {
+ public:
+  Direct(std::unique_ptr<Worker> worker, const TransportInputs &in, std::string path)
+      : worker_(std::move(worker)),
+        messenger_(make_messenger(*worker_)),
+        memory_(*in.memory),
+        sink_(*in.sink),
+        path_(std::move(path)),
+        bound_(in.timeout_ms),
+        capacity_(wire::message_capacity(in.chunk_bytes)),
+        slots_(kSlots),
+        awaiting_(static_cast<size_t>(worker_->n_pes())),
+        notices_(static_cast<size_t>(worker_->n_pes())) {
+    for (size_t i = kSlots; i > 0; --i) free_slots_.push_back(i - 1);
+  }
+
+  ~Direct() override {
+    for (InFlight &f : in_flight_)
+      if (UCS_PTR_IS_PTR(f.request)) ucp_request_free(f.request);
+    if (UCS_PTR_IS_PTR(flush_)) ucp_request_free(flush_);
+    close();
+    for (Control &n : notices_) messenger_->release(&n.request);
+    messenger_.reset();  // before the worker it runs on
+  }
+
+  Status create() {
+    control_.assign(kControlReceives, std::vector<char>(capacity_));
+    control_requests_.resize(kControlReceives);
+    for (int i = 0; i < kControlReceives; ++i) TSHMEM_CHECK(post_control(i));
+    return TSHMEM_SUCCESS;
+  }
+
+  std::string path_of(int) const override { return path_; }
+  HostRma *host_rma() override { return this; }
+
+  // --- the proxy thread's operations ---
+
+  Status put(const PutOp &op, uint64_t *done) override {
+    if (*done >= op.bytes) return TSHMEM_SUCCESS;
+    const void *src = static_cast<const char *>(op.src) + *done;
+    size_t slot = SIZE_MAX;
+    if (op.immediate) {  // the request's inline value: copied, as the request's slot is reused once taken
+      if (free_slots_.empty()) return TSHMEM_SUCCESS;
+      slot = take_slot();
+      std::memcpy(&slots_[slot].operand, src, op.bytes - *done);
+      src = &slots_[slot].operand;
+    }
+    TSHMEM_CHECK(order());
+    ucp_request_param_t param = {};
+    const ucs_status_ptr_t r = ucp_put_nbx(worker_->ep(op.pe), src, op.bytes - *done,
+                                           worker_->remote(op.pe, op.offset + *done), worker_->rkey(op.pe), &param);
+    TSHMEM_CHECK(track(r, op.pe, "a put", 0, Waiter(), slot, 0));
+    *done = op.bytes;
+    return TSHMEM_SUCCESS;
+  }
+
+  Status get(const GetOp &op, uint64_t *done) override {
+    if (*done >= op.bytes) return TSHMEM_SUCCESS;
+    TSHMEM_CHECK(order());
+    ucp_request_param_t param = {};
+    const ucs_status_ptr_t r =
+        ucp_get_nbx(worker_->ep(op.pe), reinterpret_cast<void *>(op.dst + *done), op.bytes - *done,
+                    worker_->remote(op.pe, op.offset + *done), worker_->rkey(op.pe), &param);
+    TSHMEM_CHECK(
+        track(r, op.pe, op.waiter.tag != 0 ? "the value of a g" : "the data of a get", op.dst, op.waiter, SIZE_MAX, 0));
+    *done = op.bytes;
+    return TSHMEM_SUCCESS;
+  }
+
+  Status amo(const AmoOp &op, bool *issued) override {
+    *issued = false;
+    if (free_slots_.empty()) return TSHMEM_SUCCESS;
+    const bool fetching = amo_kind::fetches(op.kind);
+    ucp_atomic_op_t code = UCP_ATOMIC_OP_ADD;
+    uint64_t operand = op.value, reply = 0;
+    switch (amo_kind::op(op.kind)) {
+      case 0: operand = 0; break;  // FETCH: an add of 0 that returns the word
+      case amo_kind::kAdd: break;
+      case amo_kind::kInc: operand = 1; break;
+      case amo_kind::kAnd: code = UCP_ATOMIC_OP_AND; break;
+      case amo_kind::kOr: code = UCP_ATOMIC_OP_OR; break;
+      case amo_kind::kXor: code = UCP_ATOMIC_OP_XOR; break;
+      case amo_kind::kSet:
+      case amo_kind::kSwap: code = UCP_ATOMIC_OP_SWAP; break;
+      case amo_kind::kCswap:  // UCX compares the operand and swaps in the reply buffer's value
+        code = UCP_ATOMIC_OP_CSWAP;
+        operand = op.compare;
+        reply = op.value;
+        break;
+      default: return set_error(TSHMEM_ERR_INTERNAL, "ucx: atomic kind %u is not one the proxy issues", op.kind);
+    }
+    TSHMEM_CHECK(order());
+    const size_t slot = take_slot();
+    Slot &s = slots_[slot];
+    write_width(&s.operand, operand, op.width);
+    write_width(&s.reply, reply, op.width);
+    ucp_request_param_t param = {};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    param.datatype = ucp_dt_make_contig(op.width);
+    param.reply_buffer = &s.reply;  // SWAP and CSWAP need one whether or not the value is wanted
+    const ucs_status_ptr_t r = ucp_atomic_op_nbx(worker_->ep(op.pe), code, &s.operand, 1,
+                                                 worker_->remote(op.pe, op.offset), worker_->rkey(op.pe), &param);
+    TSHMEM_CHECK(track(r, op.pe, fetching ? "the old value of a fetching atomic" : "an atomic", fetching ? op.dst : 0,
+                       op.waiter, slot, op.width));
+    *issued = true;
+    return TSHMEM_SUCCESS;
+  }
+
+  // After the data (a fence), the word: SET a put of the value, ADD an atomic add.
+  Status signal(const SignalOp &op, bool *issued) override {
+    *issued = false;
+    if (free_slots_.empty()) return TSHMEM_SUCCESS;
+    TSHMEM_CHECK(fence());
+    unordered_ = true;
+    const size_t slot = take_slot();
+    slots_[slot].operand = op.value;
+    ucp_request_param_t param = {};
+    ucs_status_ptr_t r;
+    if (op.kind == TSHMEMI_AMO_SET) {
+      r = ucp_put_nbx(worker_->ep(op.pe), &slots_[slot].operand, sizeof(uint64_t), worker_->remote(op.pe, op.offset),
+                      worker_->rkey(op.pe), &param);
+    } else {
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+      param.datatype = ucp_dt_make_contig(sizeof(uint64_t));
+      r = ucp_atomic_op_nbx(worker_->ep(op.pe), UCP_ATOMIC_OP_ADD, &slots_[slot].operand, 1,
+                            worker_->remote(op.pe, op.offset), worker_->rkey(op.pe), &param);
+    }
+    TSHMEM_CHECK(track(r, op.pe, "a signal", 0, Waiter(), slot, 0));
+    *issued = true;
+    return TSHMEM_SUCCESS;
+  }
+
+  Status fence() override {
+    const ucs_status_t s = ucp_worker_fence(worker_->worker());
+    unordered_ = false;
+    return s == UCS_OK ? TSHMEM_SUCCESS : ucx_error("ucp_worker_fence", s);
+  }
+
+  Status quiet(const Waiter &, bool *complete) override {
+    *complete = false;
+    if (!flushing_) {
+      ucp_request_param_t param = {};
+      flush_ = ucp_worker_flush_nbx(worker_->worker(), &param);
+      if (UCS_PTR_IS_ERR(flush_)) return ucx_error("ucp_worker_flush_nbx", UCS_PTR_STATUS(flush_));
+      flushing_ = true;
+      flush_since_ = Clock::now();
+      worked_ = true;
+    }
+    if (UCS_PTR_IS_PTR(flush_)) {
+      const ucs_status_t s = ucp_request_check_status(flush_);
+      if (s == UCS_INPROGRESS) return TSHMEM_SUCCESS;
+      ucp_request_free(flush_);
+      flush_ = nullptr;
+      if (s != UCS_OK) return ucx_error("a flush (quiet)", s);
+    }
+    TSHMEM_CHECK(reap());  // gets and fetches complete with the flush: delivered now
+    if (!in_flight_.empty()) return TSHMEM_SUCCESS;
+    flushing_ = false;
+    *complete = true;
+    return TSHMEM_SUCCESS;
+  }
+
+  Status progress(bool *worked) override {
+    const unsigned events = ucp_worker_progress(worker_->worker());
+    TSHMEM_CHECK(reap());
+    TSHMEM_CHECK(poll_control());
+    // A pass that moved nothing gives the core away: where threads outnumber cores (the application's thread
+    // polling a flag, the proxy threads of other PEs), the proxy spinning in UCX would hold the core the thread it
+    // waits for needs (MPI's yield_when_idle, which the MPI transport gets through MPI). Measured on 2 cores:
+    // device-channel p ping-pong 903 -> 59 us.
+    if (worked_ || events != 0)
+      *worked = true;
+    else
+      std::this_thread::yield();
+    worked_ = false;
+    return TSHMEM_SUCCESS;
+  }
+
+  uint64_t issued() const override { return issued_; }
+  uint64_t released() const override { return in_flight_.empty() ? issued_ : oldest_seq() - 1; }
+
+  // --- bounds and failure ---
+
+  std::string overdue(std::chrono::milliseconds bound) override {
+    const Clock::time_point now = Clock::now();
+    const InFlight *oldest = nullptr;
+    for (const InFlight &f : in_flight_)
+      if (oldest == nullptr || f.since < oldest->since) oldest = &f;
+    if (oldest != nullptr && now - oldest->since > bound)
+      return format(
+          "%s%s to PE %d has not completed in ucx for %lld ms (TSHMEM_PROXY_TIMEOUT_MS); the off-node path of PE %d "
+          "is stopped",
+          oldest->waiter.kernel ? "for a kernel, " : "", oldest->what, oldest->pe,
+          static_cast<long long>(bound.count()), worker_->my_pe());
+    if (flushing_ && now - flush_since_ > bound)
+      return format(
+          "a quiet (ucp_worker_flush) has not completed for %lld ms (TSHMEM_PROXY_TIMEOUT_MS); the off-node path of "
+          "PE %d is stopped",
+          static_cast<long long>(bound.count()), worker_->my_pe());
+    return std::string();
+  }
+
+  std::string waiting_on() const override {
+    std::string pes;
+    int listed = 0;
+    for (int pe = 0; pe < worker_->n_pes() && listed < 8; ++pe)
+      if (awaiting_[static_cast<size_t>(pe)].load(std::memory_order_relaxed) > 0) {
+        pes += format("%s%d", pes.empty() ? "" : ", ", pe);
+        ++listed;
+      }
+    return pes.empty() ? std::string() : "; ucx operations in flight to PE(s) " + pes;
+  }
+
+  // Best effort: a PE whose notice cannot be sent learns of the failure by its own bound.
+  void tell_stopped() override {
+    notice_ = wire::gone();
+    for (int pe = 0; pe < worker_->n_pes(); ++pe)
+      if (worker_->ep(pe) != nullptr)
+        (void)messenger_->isend(&notice_, wire::kHeader, pe, &notices_[static_cast<size_t>(pe)].request);
+    const auto until = Clock::now() + std::chrono::milliseconds(200);  // a moment to hand the notices to the wire
+    while (Clock::now() < until && ucp_worker_progress(worker_->worker()) != 0) {
+    }
+  }
+
+  void close() override {
+    for (Messenger::Request &r : control_requests_) messenger_->cancel(&r);
+  }
+
+  Status send_raw(int pe, const void *message, size_t bytes) override {
+    Messenger::Request request;
+    TSHMEM_CHECK(messenger_->isend(message, bytes, pe, &request));
+    const auto until = Clock::now() + bound_;
+    for (bool done = false; !done;) {
+      ucp_worker_progress(worker_->worker());
+      TSHMEM_CHECK(messenger_->test(&request, &done));
+      if (!done && Clock::now() > until) {
+        messenger_->release(&request);
+        return set_error(TSHMEM_ERR_TIMEOUT, "ucx: a raw message to PE %d was not sent within the bound", pe);
+      }
+    }
+    return TSHMEM_SUCCESS;
+  }
+
+  // --- host calls, on the calling thread ---
+
+  // Host calls order as OpenSHMEM's do: a fence or quiet orders them (a put with signal fences between its data
+  // and its word). A fence before every call would cost a round trip each (measured: put + quiet 3.4 -> 45 us).
+  Status put(const char *call, int pe, uint64_t offset, const void *src, size_t bytes) override {
+    ucp_request_param_t param = {};
+    return worker_->wait(
+        ucp_put_nbx(worker_->ep(pe), src, bytes, worker_->remote(pe, offset), worker_->rkey(pe), &param), bound_, call,
+        "the put's source to be sent", pe);
+  }
+
+  Status get(const char *call, int pe, uint64_t offset, void *dst, size_t bytes) override {
+    ucp_request_param_t param = {};
+    return worker_->wait(
+        ucp_get_nbx(worker_->ep(pe), dst, bytes, worker_->remote(pe, offset), worker_->rkey(pe), &param), bound_, call,
+        "the data of a get", pe);
+  }
+
+  Status put_signal(const char *call, const PutOp &data, const SignalOp &signal) override {
+    const int pe = data.pe;
+    ucp_request_param_t param = {};
+    ucs_status_ptr_t put = nullptr;
+    if (data.bytes > 0)
+      put = ucp_put_nbx(worker_->ep(pe), data.src, data.bytes, worker_->remote(pe, data.offset), worker_->rkey(pe),
+                        &param);
+    if (UCS_PTR_IS_ERR(put)) return worker_->wait(put, bound_, call, "the data of a put with signal", pe);
+    const ucs_status_t fenced = ucp_worker_fence(worker_->worker());
+    uint64_t value = signal.value;
+    ucs_status_ptr_t word = nullptr;
+    if (fenced == UCS_OK && signal.kind == TSHMEMI_AMO_SET) {
+      word = ucp_put_nbx(worker_->ep(pe), &value, sizeof(value), worker_->remote(pe, signal.offset), worker_->rkey(pe),
+                         &param);
+    } else if (fenced == UCS_OK) {
+      ucp_request_param_t atomic = {};
+      atomic.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+      atomic.datatype = ucp_dt_make_contig(sizeof(uint64_t));
+      word = ucp_atomic_op_nbx(worker_->ep(pe), UCP_ATOMIC_OP_ADD, &value, 1, worker_->remote(pe, signal.offset),
+                               worker_->rkey(pe), &atomic);
+    }
+    // Both are waited for (the value lives on this stack), the data's source first.
+    const Status sent = worker_->wait(put, bound_, call, "the data of a put with signal", pe);
+    if (fenced != UCS_OK) {
+      TSHMEM_CHECK(sent);
+      return ucx_error("ucp_worker_fence", fenced);
+    }
+    const Status signalled = worker_->wait(word, bound_, call, "the signal of a put with signal", pe);
+    TSHMEM_CHECK(sent);
+    return signalled;
+  }
+
+  Status quiet(const char *call) override { return worker_->flush(bound_, call); }
+
+ private:
+  struct Control {
+    Messenger::Request request;
+  };
+
+  static void write_width(uint64_t *at, uint64_t value, unsigned width) {
+    if (width == sizeof(uint32_t)) {
+      const uint32_t narrow = static_cast<uint32_t>(value);
+      std::memcpy(at, &narrow, sizeof(narrow));
+    } else {
+      *at = value;
+    }
+  }
+
+  // The transport's promise (transport.h): operations to one PE apply in the order issued. UCX orders one-sided
+  // operations only across a fence (two puts to one word over shared memory may take different lanes and land
+  // out of order), so one goes between every two operations of the proxy thread.
+  Status order() {
+    if (unordered_) TSHMEM_CHECK(fence());
+    unordered_ = true;
+    return TSHMEM_SUCCESS;
+  }
+
+  size_t take_slot() {
+    const size_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
+
+  uint64_t oldest_seq() const {
+    uint64_t oldest = UINT64_MAX;
+    for (const InFlight &f : in_flight_) oldest = std::min(oldest, f.seq);
+    return oldest;
+  }
+
+  // An operation issued: done at once (nullptr), failed, or in flight until reap() sees it complete.
+  Status track(ucs_status_ptr_t r, int pe, const char *what, uint64_t dst, const Waiter &waiter, size_t slot,
+               unsigned width) {
+    worked_ = true;
+    if (UCS_PTR_IS_ERR(r)) {
+      if (slot != SIZE_MAX) free_slots_.push_back(slot);
+      return set_error(TSHMEM_ERR_SYSTEM, "ucx: %s to PE %d could not be issued: %s", what, pe,
+                       ucs_status_string(UCS_PTR_STATUS(r)));
+    }
+    InFlight f;
+    f.request = r;
+    f.seq = ++issued_;
+    f.pe = pe;
+    f.what = what;
+    f.dst = dst;
+    f.waiter = waiter;
+    f.slot = slot;
+    f.width = width;
+    if (r == nullptr) return complete(f);
+    f.since = Clock::now();
+    awaiting_[static_cast<size_t>(pe)].fetch_add(1, std::memory_order_relaxed);
+    in_flight_.push_back(f);
+    return TSHMEM_SUCCESS;
+  }
+
+  // A completed operation: a fetched value goes to its destination, a waiter learns of it, its slot is free.
+  Status complete(const InFlight &f) {
+    if (f.dst != 0 && f.slot != SIZE_MAX) {
+      bool queued = false;
+      void *dst = reinterpret_cast<void *>(f.dst);
+      TSHMEM_CHECK(memory_.copy(kOriginLane, dst, &slots_[f.slot].reply, f.width, &queued));
+      if (queued) {  // a destination in device memory (the GPUDirect mode): a few bytes, waited for here
+        uint64_t point = 0;
+        TSHMEM_CHECK(memory_.mark(kOriginLane, &point));
+        for (bool done = false; !done;) TSHMEM_CHECK(memory_.passed(kOriginLane, point, &done));
+      }
+    }
+    if (f.dst != 0) sink_.delivered(f.dst, f.waiter);
+    if (f.slot != SIZE_MAX) free_slots_.push_back(f.slot);
+    return TSHMEM_SUCCESS;
+  }
+
+  Status reap() {
+    for (size_t i = 0; i < in_flight_.size();) {
+      InFlight &f = in_flight_[i];
+      const ucs_status_t s = ucp_request_check_status(f.request);
+      if (s == UCS_INPROGRESS) {
+        ++i;
+        continue;
+      }
+      ucp_request_free(f.request);
+      awaiting_[static_cast<size_t>(f.pe)].fetch_sub(1, std::memory_order_relaxed);
+      const InFlight done = f;
+      in_flight_[i] = in_flight_.back();
+      in_flight_.pop_back();
+      worked_ = true;
+      if (s != UCS_OK)
+        return set_error(TSHMEM_ERR_SYSTEM, "ucx: %s to PE %d failed: %s", done.what, done.pe, ucs_status_string(s));
+      TSHMEM_CHECK(complete(done));
+    }
+    return TSHMEM_SUCCESS;
+  }
+
+  Status post_control(int i) {
+    return messenger_->irecv(control_[static_cast<size_t>(i)].data(), capacity_,
+                             &control_requests_[static_cast<size_t>(i)]);
+  }
+
+  // What a peer sends: its stop notice; anything else is refused (the direct mode has no replies or records).
+  Status poll_control() {
+    for (int i = 0; i < kControlReceives; ++i) {
+      bool done = false;
+      int source = -1;
+      size_t bytes = 0;
+      TSHMEM_CHECK(messenger_->test(&control_requests_[static_cast<size_t>(i)], &done, &source, &bytes));
+      if (!done) continue;
+      const char *message = control_[static_cast<size_t>(i)].data();
+      wire::Record record;
+      if (wire::is_control(message, bytes, &record) && record.kind == wire::kGone && source >= 0 &&
+          source < worker_->n_pes() && source != worker_->my_pe()) {
+        sink_.peer_stopped(source);
+      } else {
+        wire::Reader reader(message, bytes);
+        const char *at = nullptr, *rule = nullptr;
+        if (!reader.next(&record, &at, &rule)) record = wire::Record();
+        const bool reply =
+            record.kind == wire::kGetReply || record.kind == wire::kAmoReply || record.kind == wire::kFlushAck;
+        if (rule == nullptr)
+          rule = reply ? "a reply that matches no request in flight (the ucx direct mode awaits none: its operations "
+                         "are one-sided)"
+                       : "a message the ucx direct mode does not take (its operations are one-sided: no records)";
+        sink_.message_refused(wire::record_refusal(worker_->my_pe(), source, rule, record));
+      }
+      TSHMEM_CHECK(post_control(i));
+      worked_ = true;
+    }
+    return TSHMEM_SUCCESS;
+  }
+
+  std::unique_ptr<Worker> worker_;
+  std::unique_ptr<Messenger> messenger_;
+  ProxyMemory &memory_;
+  TransportSink &sink_;
+  std::string path_;
+  std::chrono::milliseconds bound_;
+  size_t capacity_;
+  bool worked_ = false;
+  bool unordered_ = false;  ///< an operation was issued since the last fence
+  std::vector<Slot> slots_;
+  std::vector<size_t> free_slots_;
+  std::vector<InFlight> in_flight_;
+  uint64_t issued_ = 0;
+  ucs_status_ptr_t flush_ = nullptr;
+  bool flushing_ = false;
+  Clock::time_point flush_since_;
+  std::vector<std::atomic<uint32_t>> awaiting_;  ///< for waiting_on(), read by any thread
+  std::vector<std::vector<char>> control_;
+  std::vector<Messenger::Request> control_requests_;
+  wire::Record notice_;
+  std::vector<Control> notices_;
+};
+
+}  // namespace
+
+Status make_direct(std::unique_ptr<Worker> worker, const TransportInputs &in, const std::string &path,
+                   std::unique_ptr<Transport> *out) {
+  auto direct = std::make_unique<Direct>(std::move(worker), in, path);
+  TSHMEM_CHECK(direct->create());
+  *out = std::move(direct);
+  return TSHMEM_SUCCESS;
+}
+
+}  // namespace ucx
+}  // namespace tshmemi

@@ -1,0 +1,98 @@
+// Two-sided messages over UCX's tag API: the tag is the sender's PE, receives match any tag, in the order they were
+// posted (UCX keeps MPI's matching order, which the staged protocol relies on).
+#include <cstring>
+#include <thread>
+
+#include "transport/ucx/ucx_parts.h"
+
+namespace tshmemi {
+namespace ucx {
+namespace {
+
+ucs_status_ptr_t &handle_of(Messenger::Request *request) {
+  static_assert(sizeof(ucs_status_ptr_t) <= sizeof(request->handle), "room for UCX's request");
+  return *reinterpret_cast<ucs_status_ptr_t *>(request->handle);
+}
+
+class UcxMessenger final : public Messenger {
+ public:
+  explicit UcxMessenger(Worker &worker) : worker_(worker) {}
+
+  Status isend(const void *data, size_t bytes, int pe, Request *request) override {
+    ucp_request_param_t param = {};
+    const ucs_status_ptr_t r =
+        ucp_tag_send_nbx(worker_.ep(pe), data, bytes, static_cast<ucp_tag_t>(worker_.my_pe()), &param);
+    if (UCS_PTR_IS_ERR(r))
+      return set_error(TSHMEM_ERR_SYSTEM, "ucx: sending %zu bytes to PE %d failed: %s", bytes, pe,
+                       ucs_status_string(UCS_PTR_STATUS(r)));
+    handle_of(request) = r;  // nullptr: complete already
+    request->active = true;
+    return TSHMEM_SUCCESS;
+  }
+
+  Status irecv(void *data, size_t capacity, Request *request) override {
+    ucp_request_param_t param = {};
+    param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;  // always a request: test() reads the sender from it
+    const ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_.worker(), data, capacity, 0, 0, &param);
+    if (UCS_PTR_IS_ERR(r))
+      return set_error(TSHMEM_ERR_SYSTEM, "ucx: posting a receive failed: %s", ucs_status_string(UCS_PTR_STATUS(r)));
+    handle_of(request) = r;
+    request->active = true;
+    return TSHMEM_SUCCESS;
+  }
+
+  Status test(Request *request, bool *done, int *source, size_t *bytes) override {
+    *done = false;
+    if (!request->active) {
+      *done = true;
+      return TSHMEM_SUCCESS;
+    }
+    ucs_status_ptr_t r = handle_of(request);
+    ucs_status_t s = UCS_OK;
+    if (r != nullptr) {
+      if (source != nullptr || bytes != nullptr) {
+        ucp_tag_recv_info_t info = {};
+        s = ucp_tag_recv_request_test(r, &info);
+        if (s == UCS_INPROGRESS) return TSHMEM_SUCCESS;
+        if (source != nullptr) *source = static_cast<int>(info.sender_tag);
+        if (bytes != nullptr) *bytes = info.length;
+      } else {
+        s = ucp_request_check_status(r);
+        if (s == UCS_INPROGRESS) return TSHMEM_SUCCESS;
+      }
+      ucp_request_free(r);
+    }
+    request->active = false;
+    *done = true;
+    if (s != UCS_OK) return set_error(TSHMEM_ERR_SYSTEM, "ucx: a message failed: %s", ucs_status_string(s));
+    return TSHMEM_SUCCESS;
+  }
+
+  void cancel(Request *request) override {
+    if (!request->active) return;
+    ucs_status_ptr_t r = handle_of(request);
+    request->active = false;
+    if (r == nullptr) return;
+    ucp_request_cancel(worker_.worker(), r);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (ucp_request_check_status(r) == UCS_INPROGRESS && std::chrono::steady_clock::now() < until)
+      ucp_worker_progress(worker_.worker());
+    ucp_request_free(r);
+  }
+
+  void release(Request *request) override {
+    if (!request->active) return;
+    request->active = false;
+    if (handle_of(request) != nullptr) ucp_request_free(handle_of(request));
+  }
+
+ private:
+  Worker &worker_;
+};
+
+}  // namespace
+
+std::unique_ptr<Messenger> make_messenger(Worker &worker) { return std::make_unique<UcxMessenger>(worker); }
+
+}  // namespace ucx
+}  // namespace tshmemi

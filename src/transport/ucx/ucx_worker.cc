@@ -1,0 +1,216 @@
+// The UCX context, worker, endpoints and remote keys (ucx_worker.h).
+#include "transport/ucx/ucx_worker.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "bootstrap/agree.h"
+
+namespace tshmemi {
+namespace ucx {
+
+std::string loaded_version() { return ucp_get_version_string(); }
+
+std::string loaded_library() {
+  Dl_info info = {};
+  if (dladdr(reinterpret_cast<void *>(&ucp_get_version_string), &info) == 0 || info.dli_fname == nullptr) return "?";
+  return info.dli_fname;
+}
+
+Status ucx_error(const char *call, ucs_status_t status) {
+  return set_error(TSHMEM_ERR_SYSTEM, "ucx: %s failed: %s", call, ucs_status_string(status));
+}
+
+Worker::~Worker() {
+  // Endpoints close without waiting for peers (ucp_ep_close_nbx, force: a peer may be gone); then the rest.
+  for (ucp_rkey_h &rkey : rkeys_)
+    if (rkey != nullptr) ucp_rkey_destroy(rkey);
+  for (ucp_ep_h &ep : eps_) {
+    if (ep == nullptr) continue;
+    ucp_request_param_t param = {};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(request)) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (ucp_request_check_status(request) == UCS_INPROGRESS && std::chrono::steady_clock::now() < until)
+        ucp_worker_progress(worker_);
+      ucp_request_free(request);
+    }
+  }
+  if (memh_ != nullptr) ucp_mem_unmap(context_, memh_);
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  if (context_ != nullptr) ucp_cleanup(context_);
+}
+
+Status Worker::create(Bootstrap &boot, const std::vector<int> &node_of_pe, std::string *unavailable) {
+  // Every step's verdict is agreed before the next collective one (start), so a PE whose UCX fails does not leave
+  // the others waiting in an exchange, and every PE reaches the same verdict.
+  if (start(boot, node_of_pe) != TSHMEM_SUCCESS) *unavailable = last_error_message();
+  return TSHMEM_SUCCESS;
+}
+
+Status Worker::exchange(Bootstrap &boot, const void *mine, size_t bytes, std::vector<char> *all, size_t *stride) {
+  const int64_t size = static_cast<int64_t>(bytes);
+  int64_t largest = 0;
+  TSHMEM_CHECK(boot.allreduce(&size, &largest, 1, ReduceOp::kMax));
+  *stride = sizeof(uint64_t) + static_cast<size_t>(largest);
+  std::vector<char> padded(*stride, 0);
+  const uint64_t length = bytes;
+  std::memcpy(padded.data(), &length, sizeof(length));
+  if (bytes > 0) std::memcpy(padded.data() + sizeof(length), mine, bytes);
+  all->assign(*stride * static_cast<size_t>(n_pes_), 0);
+  return boot.allgather(padded.data(), all->data(), *stride);
+}
+
+// Collective steps are run on every PE whatever happened locally before them (a local failure is carried to the
+// end and agreed there), so no PE waits in an exchange another has left.
+Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe) {
+  Status local = TSHMEM_SUCCESS;
+  ucp_config_t *config = nullptr;
+  my_pe_ = boot.rank();
+  n_pes_ = boot.size();
+  ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+  if (s != UCS_OK) local = ucx_error("ucp_config_read", s);
+  if (local == TSHMEM_SUCCESS) {
+    ucp_params_t params = {};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_TAG;
+    params.mt_workers_shared = 1;
+    s = ucp_init(&params, config, &context_);
+    ucp_config_release(config);
+    if (s != UCS_OK) local = ucx_error("ucp_init", s);
+  }
+  if (local == TSHMEM_SUCCESS) {
+    ucp_context_attr_t attr = {};
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    if (ucp_context_query(context_, &attr) == UCS_OK)
+      cuda_memory_ = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+    ucp_worker_params_t wp = {};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_MULTI;
+    s = ucp_worker_create(context_, &wp, &worker_);
+    if (s != UCS_OK) local = ucx_error("ucp_worker_create", s);
+  }
+  if (local == TSHMEM_SUCCESS) {
+    ucp_worker_attr_t attr = {};
+    attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+    s = ucp_worker_query(worker_, &attr);
+    if (s != UCS_OK)
+      local = ucx_error("ucp_worker_query", s);
+    else if (attr.thread_mode != UCS_THREAD_MODE_MULTI)
+      local = set_error(TSHMEM_ERR_CONFIG,
+                        "ucx: the worker does not serve several threads (UCS_THREAD_MODE_MULTI refused; a UCX built "
+                        "without thread support?): host calls and the proxy thread share it");
+  }
+  TSHMEM_CHECK(agree_on_status(boot, local, "ucx: starting the context"));
+  return endpoints(boot, node_of_pe);
+}
+
+Status Worker::map_heap(Bootstrap &boot, void *heap, uint64_t heap_bytes, bool gpu, std::string *unavailable) {
+  if (map(boot, heap, heap_bytes, gpu) != TSHMEM_SUCCESS) *unavailable = last_error_message();
+  return TSHMEM_SUCCESS;
+}
+
+Status Worker::map(Bootstrap &boot, void *heap, uint64_t heap_bytes, bool gpu) {
+  Status local = TSHMEM_SUCCESS;
+  ucs_status_t s = UCS_OK;
+  {
+    ucp_mem_map_params_t mp = {};
+    mp.field_mask =
+        UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+    mp.address = heap;
+    mp.length = heap_bytes;
+    mp.memory_type = gpu ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+    s = ucp_mem_map(context_, &mp, &memh_);
+    if (s != UCS_OK) local = ucx_error("ucp_mem_map of the heap", s);
+  }
+  TSHMEM_CHECK(agree_on_status(boot, local, "ucx: registering the heap"));
+  // Every PE's heap base and remote key.
+  void *packed = nullptr;
+  size_t packed_bytes = 0;
+  s = ucp_rkey_pack(context_, memh_, &packed, &packed_bytes);
+  if (s != UCS_OK) local = ucx_error("ucp_rkey_pack", s);
+  std::vector<char> keys;
+  size_t stride = 0;
+  const Status keyed = exchange(boot, packed, local == TSHMEM_SUCCESS ? packed_bytes : 0, &keys, &stride);
+  if (packed != nullptr) ucp_rkey_buffer_release(packed);
+  TSHMEM_CHECK(keyed);
+  const uint64_t base = reinterpret_cast<uint64_t>(heap);
+  bases_.assign(static_cast<size_t>(n_pes_), 0);
+  TSHMEM_CHECK(boot.allgather(&base, bases_.data(), sizeof(base)));
+  rkeys_.assign(static_cast<size_t>(n_pes_), nullptr);
+  for (int pe = 0; pe < n_pes_ && local == TSHMEM_SUCCESS; ++pe) {
+    ucp_ep_h ep = eps_[static_cast<size_t>(pe)];
+    if (ep == nullptr) continue;
+    s = ucp_ep_rkey_unpack(ep, keys.data() + static_cast<size_t>(pe) * stride + sizeof(uint64_t),
+                           &rkeys_[static_cast<size_t>(pe)]);
+    if (s != UCS_OK)
+      local = set_error(TSHMEM_ERR_SYSTEM, "ucx: ucp_ep_rkey_unpack of PE %d's heap key failed: %s", pe,
+                        ucs_status_string(s));
+  }
+  return agree_on_status(boot, local, "ucx: the heap's remote keys");
+}
+
+// Worker addresses, then an endpoint to every PE: the proxy serves a request to any PE (its own and its node's too:
+// tests drive the off-node path that way), and UCX picks the transport (self, shared memory, the network).
+Status Worker::endpoints(Bootstrap &boot, const std::vector<int> &node_of_pe) {
+  Status local = TSHMEM_SUCCESS;
+  ucp_address_t *address = nullptr;
+  size_t address_bytes = 0;
+  ucs_status_t s = ucp_worker_get_address(worker_, &address, &address_bytes);
+  if (s != UCS_OK) local = ucx_error("ucp_worker_get_address", s);
+  std::vector<char> addresses;
+  size_t stride = 0;
+  const Status exchanged = exchange(boot, address, local == TSHMEM_SUCCESS ? address_bytes : 0, &addresses, &stride);
+  if (address != nullptr) ucp_worker_release_address(worker_, address);
+  TSHMEM_CHECK(exchanged);
+  eps_.assign(static_cast<size_t>(n_pes_), nullptr);
+  for (int pe = 0; pe < n_pes_ && local == TSHMEM_SUCCESS; ++pe) {
+    ucp_ep_params_t ep = {};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    ep.address =
+        reinterpret_cast<const ucp_address_t *>(addresses.data() + static_cast<size_t>(pe) * stride + sizeof(uint64_t));
+    s = ucp_ep_create(worker_, &ep, &eps_[static_cast<size_t>(pe)]);
+    if (s != UCS_OK)
+      local = set_error(TSHMEM_ERR_SYSTEM, "ucx: ucp_ep_create to PE %d failed: %s", pe, ucs_status_string(s));
+  }
+  (void)node_of_pe;
+  return agree_on_status(boot, local, "ucx: endpoints");
+}
+
+Status Worker::wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, const char *call, const char *what,
+                    int pe) {
+  if (request == nullptr) return TSHMEM_SUCCESS;
+  if (UCS_PTR_IS_ERR(request))
+    return set_error(TSHMEM_ERR_SYSTEM, "%s: ucx could not issue %s to PE %d: %s", call, what, pe,
+                     ucs_status_string(UCS_PTR_STATUS(request)));
+  const auto start = std::chrono::steady_clock::now();
+  ucs_status_t s = UCS_INPROGRESS;
+  for (unsigned spins = 0; (s = ucp_request_check_status(request)) == UCS_INPROGRESS; ++spins) {
+    if (ucp_worker_progress(worker_) == 0 && spins > 1024) std::this_thread::yield();
+    if ((spins & 1023u) == 1023u && std::chrono::steady_clock::now() - start > bound) {
+      // The request stays with UCX: it completes (or fails) whenever it does, and is freed then.
+      ucp_request_free(request);
+      return set_error(TSHMEM_ERR_TIMEOUT, "%s: PE %d waited %lld ms for %s%s and gives up (TSHMEM_PROXY_TIMEOUT_MS)",
+                       call, my_pe_, static_cast<long long>(bound.count()), what,
+                       pe >= 0 ? format(" (to PE %d, through ucx)", pe).c_str() : " (through ucx)");
+    }
+  }
+  ucp_request_free(request);
+  if (s != UCS_OK)
+    return set_error(TSHMEM_ERR_SYSTEM, "%s: %s to PE %d failed in ucx: %s", call, what, pe, ucs_status_string(s));
+  return TSHMEM_SUCCESS;
+}
+
+Status Worker::flush(std::chrono::milliseconds bound, const char *call) {
+  ucp_request_param_t param = {};
+  return wait(ucp_worker_flush_nbx(worker_, &param), bound, call,
+              "every operation issued before to complete at its target", -1);
+}
+
+}  // namespace ucx
+}  // namespace tshmemi
