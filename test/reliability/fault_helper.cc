@@ -199,8 +199,8 @@ int main(int argc, char **argv) {
     struct {
       long count;
       int pe;
-    } mine = {static_cast<long>(refused), me}, most = {0, 0};
-    MPI_Allreduce(&mine, &most, 1, MPI_LONG_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+    } refused_here = {static_cast<long>(refused), me}, most = {0, 0};
+    MPI_Allreduce(&refused_here, &most, 1, MPI_LONG_INT, MPI_MAXLOC, MPI_COMM_WORLD);
     uint64_t total = 0;
     MPI_Allreduce(&refused, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     MPI_Bcast(text, sizeof text, MPI_CHAR, most.pe, MPI_COMM_WORLD);
