@@ -186,7 +186,8 @@ Status set_error_message(Status status, const std::string &message) {
   if (g_caller_reports.load(std::memory_order_relaxed))
     TSHMEMI_LOG(kInfo, kLogAll, "%s (%s)", message.c_str(), tshmemx_strerror(status));
   else
-    log_throttled(LogLevel::kWarn, kLogAll, error_key(status, message), message + " (" + tshmemx_strerror(status) + ")");
+    log_throttled(LogLevel::kWarn, kLogAll, error_key(status, message),
+                  message + " (" + tshmemx_strerror(status) + ")");
   return status;
 }
 

@@ -43,14 +43,13 @@ const char *check_request(const tshmemi_proxy_request &r, int n_pes, uint64_t he
   const char *rule = nullptr;
   switch (r.op) {
     case TSHMEMI_PROXY_PUT_SIGNAL:
-      if ((rule = checked(signal(r.signal, amo_kind::of_signal(r.amo), r.value), heap_bytes)) != nullptr)
-        return rule;
+      if ((rule = checked(signal(r.signal, amo_kind::of_signal(r.amo), r.value), heap_bytes)) != nullptr) return rule;
       [[fallthrough]];
     case TSHMEMI_PROXY_PUT:
     case TSHMEMI_PROXY_GET:
       // The whole range: each piece of it then lies within the heap.
       if ((rule = checked(r.op == TSHMEMI_PROXY_GET ? get(r.remote, r.bytes, 0) : put(r.remote, r.bytes),
-                               heap_bytes)) != nullptr)
+                          heap_bytes)) != nullptr)
         return rule;
       if ((r.flags & (TSHMEMI_PROXY_FLAG_INLINE | TSHMEMI_PROXY_FLAG_RESULT_SLOT)) && r.bytes > 8)
         return "inline or result-slot transfer of more than 8 bytes";
@@ -58,8 +57,7 @@ const char *check_request(const tshmemi_proxy_request &r, int n_pes, uint64_t he
       return nullptr;
     case TSHMEMI_PROXY_SIGNAL: return checked(signal(r.remote, amo_kind::of_signal(r.amo), r.value), heap_bytes);
     case TSHMEMI_PROXY_AMO:
-      if ((rule = checked(amo(r.remote, r.amo, r.width, r.value, r.compare, 0), heap_bytes)) != nullptr)
-        return rule;
+      if ((rule = checked(amo(r.remote, r.amo, r.width, r.value, r.compare, 0), heap_bytes)) != nullptr) return rule;
       if (amo_kind::fetches(r.amo) && r.local == 0) return "fetching atomic without a result address";
       return nullptr;
   }
