@@ -51,16 +51,7 @@ class MpiBootstrap final : public Bootstrap {
     }
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!initialised_by_tshmem_ || finalized) return;
-    // MPI_Finalize waits for every process of the job (the launcher's fence), a stopped one too: after a failure
-    // that would hold this PE past every bound, so MPI is left as it is and the process exits without it.
-    if (failed())
-      TSHMEMI_LOG(
-          kWarn, kLogBoot,
-          "tshmem_finalize: MPI, which tshmem_init started, is not finalized: tshmem is in a failed state (a PE "
-          "stopped or gone), and MPI_Finalize would wait for every process of the job");
-    else
-      MPI_Finalize();
+    if (initialised_by_tshmem_ && !finalized) MPI_Finalize();
   }
 
   Status init(const void *user_comm, int node_size) {

@@ -65,8 +65,7 @@ int barrier_all_status() {
 
 int main(int argc, char **argv) {
   const std::string which = argc > 1 ? argv[1] : "";
-  // stop-finalize-tshmem-mpi: the same as stop-finalize, but tshmem_init starts MPI (as most programs let it).
-  const bool application_mpi = which.rfind("stop-", 0) == 0 && which != "stop-finalize-tshmem-mpi";
+  const bool application_mpi = which.rfind("stop-", 0) == 0;
   if (application_mpi) {
     int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -83,8 +82,7 @@ int main(int argc, char **argv) {
   tshmem_barrier_all();
 
   const bool stop_barrier = which == "stop-barrier" || which == "stop-barrier-one-node";
-  const bool stop_finalize = which == "stop-finalize" || which == "stop-finalize-tshmem-mpi";
-  if (stop_barrier || stop_finalize) {
+  if (stop_barrier || which == "stop-finalize") {
     MPI_Barrier(MPI_COMM_WORLD);
     if (me == 1) {
       raise(SIGSTOP);        // continued by PE 0 once it has checked everything
@@ -125,7 +123,7 @@ int main(int argc, char **argv) {
     if (me == 1) tshmem_finalize();
     std::printf("PE %d finalized\n", me);
     std::fflush(stdout);
-    if (application_mpi) MPI_Finalize();  // else tshmem's to finalize, which it leaves in the failed state
+    MPI_Finalize();
     return 0;
   }
 
