@@ -23,9 +23,11 @@ if [ ! -x "$build/perftest/host/tshmem_host_bw" ] || [ ! -x "$build/perftest/hos
   echo "== building (first run)"
   cmake -S "$root" --preset default -B "$build" >/dev/null || exit 1  # CMakePresets.json
   # Each benchmark folder's own target (Ninja's <folder>/all); the whole tree where the generator has none.
-  targets=()
+  # (The list is read whole before it is searched: grep -q on a pipe would stop ninja early with SIGPIPE, which
+  # pipefail reports as a failure, and the folder would be left out.)
+  targets=() all_targets=$(ninja -C "$build" -t targets all 2>/dev/null)
   for dir in perftest src/moe/perftest src/ep/perftest; do
-    ninja -C "$build" -t targets all 2>/dev/null | grep -q "^$dir/all:" && targets+=(--target "$dir/all")
+    grep -q "^$dir/all:" <<<"$all_targets" && targets+=(--target "$dir/all")
   done
   cmake --build "$build" -j "$(nproc)" "${targets[@]}" || exit 1
 fi
