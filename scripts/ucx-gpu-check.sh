@@ -124,7 +124,7 @@ build_step() {
   known=$(ninja -C "$build" -t targets all 2>/dev/null | sed 's/:.*//')
   # The child-job tests name their binaries through variables, not on the command line: add each listed
   # test's helper and the off-node bound tests by name.
-  targets="$targets $(grep -E '^tshmem_(offnode_bound|fault|kill)[a-z_]*$|_helper$' <<<"$known" | tr '\n' ' ')"
+  targets="$targets $(grep -E '^tshmem_((offnode_bound|fault|kill)[a-z_]*|[a-z_]*_helper)$' <<<"$known" | tr '\n' ' ')"
   # shellcheck disable=SC2086
   targets=$(printf '%s\n' $targets | sort -u | grep -Fx -f <(printf '%s\n' "$known") | tr '\n' ' ')
   echo "targets: $targets"
