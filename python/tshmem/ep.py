@@ -919,7 +919,8 @@ class Buffer:
         for name in ('use_logfmt', 'zero_copy', 'async_finish', 'return_recv_hook'):
             _flag(call, name, locals()[name])
         if use_logfmt:
-            raise UnsupportedError(f'{call}: use_logfmt = True; tshmem.ep combines bf16 rows only')
+            raise UnsupportedError(f'{call}: use_logfmt = True; tshmem.ep sends combine rows as bf16 (no LogFMT '
+                                   'encoding; docs/ep-python.md says why): pass use_logfmt=False')
         n = self.group_size
         L = num_experts // n
         topk_idx = _tensor(call, 'topk_idx', topk_idx, self._device, (torch.int64,), 2, '[num_tokens, num_topk]')
