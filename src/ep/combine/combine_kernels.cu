@@ -48,31 +48,23 @@ __global__ void __launch_bounds__(kDataThreads) combine_send_kernel(const __grid
     // home PE's rows in one request (below) rather than one per row through the proxy.
     write_row(p.staging + j * static_cast<int64_t>(p.row.stride), p, j, lane);
   }
-  // The last block to finish: one put per PE of another node (every block's staged rows are visible: each block
-  // fences before it counts in), then tshmem::quiet and the signals.
-  __syncthreads();
-  if (threadIdx.x != 0) return;
-  __threadfence_system();
-  if (atomicAdd(p.counter, 1u) != gridDim.x - 1) return;
-  *p.counter = 0;
-  __threadfence_system();
-  const int32_t *recv_offset = p.info + p.il.recv_offset;
-  for (int s = 0; s < p.n_pes && p.staging; ++s) {
-    const int64_t j0 = recv_offset[s];
-    int64_t j1 = recv_offset[s + 1];
-    if (j1 > num_recv) j1 = num_recv;
-    if (j1 > p.staging_rows) j1 = p.staging_rows;  // rows beyond were recorded as overflows above
-    if (j1 <= j0) continue;
-    const int64_t row0 = p.info[p.il.comb_dst_offset + s];
-    if (row0 + (j1 - j0) > p.area_rows) j1 = j0 + (p.area_rows > row0 ? p.area_rows - row0 : 0);
-    if (j1 <= j0) continue;
-    char *dst = p.area + row0 * static_cast<int64_t>(p.row.stride);
-    if (tshmem::ptr(dst, s)) continue;  // this node: written through the peer pointer above
-    tshmem::putmem_nbi(dst, p.staging + j0 * static_cast<int64_t>(p.row.stride),
-                       static_cast<size_t>(j1 - j0) * p.row.stride, s);
-  }
-  tshmem::quiet();
-  for (int q = 0; q < p.n_pes; ++q) tshmem::signal_op(p.sig + p.my_pe, 1, TSHMEM_SIGNAL_SET, q);
+  // The last block to finish puts each home PE's rows of another node in one request.
+  finish_and_signal(p.counter, p.sig, p.my_pe, p.n_pes, [&] {
+    const int32_t *recv_offset = p.info + p.il.recv_offset;
+    for (int s = 0; s < p.n_pes && p.staging; ++s) {
+      const int64_t j0 = recv_offset[s];
+      int64_t j1 = recv_offset[s + 1];
+      if (j1 > num_recv) j1 = num_recv;
+      if (j1 > p.staging_rows) j1 = p.staging_rows;  // rows beyond were recorded as overflows above
+      const int64_t row0 = p.info[p.il.comb_dst_offset + s];
+      if (row0 + (j1 - j0) > p.area_rows) j1 = j0 + (p.area_rows > row0 ? p.area_rows - row0 : 0);
+      if (j1 <= j0) continue;
+      char *dst = p.area + row0 * static_cast<int64_t>(p.row.stride);
+      if (tshmem::ptr(dst, s)) continue;  // this node: written through the peer pointer above
+      tshmem::putmem_nbi(dst, p.staging + j0 * static_cast<int64_t>(p.row.stride),
+                         static_cast<size_t>(j1 - j0) * p.row.stride, s);
+    }
+  });
 }
 
 __device__ __forceinline__ float bf16_bits_to_float(uint32_t bits16) { return __uint_as_float(bits16 << 16); }
