@@ -184,7 +184,8 @@ __device__ void dispatch_send(const LlDispatchParams &p) {
       const int sk = __shfl_sync(0xffffffffu, slot, k);
       if (ek < 0) continue;
       const int dst = static_cast<int>(ek / L);
-      if (ld_volatile_int(p.mask + dst)) continue;
+      // One read for the warp (its put is warp-wide): the receive phase of another block may mask a PE meanwhile.
+      if (__shfl_sync(0xffffffffu, ld_volatile_int(p.mask + dst), 0)) continue;
       const int le = static_cast<int>(ek % L);
       char *dst_addr = p.recv + ((static_cast<size_t>(le) * N + p.my_pe) * M + sk) * p.msg_bytes;
       char *peer = static_cast<char *>(tshmem::ptr(dst_addr, dst));
@@ -303,7 +304,9 @@ __device__ void combine_send(const LlCombineParams &p) {
   __syncthreads();
   for (int q = blockIdx.x; q < L * N; q += gridDim.x) {
     const int le = q / N, dst = q % N;
-    if (ld_volatile_int(p.mask + dst)) continue;  // the same value for every thread of the block: no divergence
+    // One answer for the block (it meets at a barrier below): the receive phase of another block may mask a PE
+    // meanwhile.
+    if (__syncthreads_or(ld_volatile_int(p.mask + dst))) continue;
     const int64_t range = p.layout_range[static_cast<size_t>(le) * N + dst];
     const int count = static_cast<int>(range & 0xffffffffll), begin = static_cast<int>(range >> 32);
     const int ex = p.my_pe * L + le;

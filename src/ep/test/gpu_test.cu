@@ -391,8 +391,8 @@ TEST_F(EpGpuJob, TooSmallBufferFailsEveryPe) {
 /// Across nodes the rows for PEs of other nodes are put in one request per PE when they fit the staging area side
 /// by side, else row by row. A buffer whose num_rdma_bytes is the least the calls accept (the most tokens of any PE
 /// in dispatch rows, the most received rows in combine rows) takes both: at np 2 with nodes of 1 PE the rows for
-/// the one other node fit; at np 4 with nodes of 1 or 2 PEs those for two or three other PEs do not. Either way
-/// every output equals the reference bit for bit.
+/// the one other node fit; at np 4 with nodes of 1 or 2 PEs those of the PE with the most tokens, for two or three
+/// other PEs, do not. Either way every output equals the reference bit for bit.
 TEST_F(EpGpuJob, OffNodeRowsWithTheLeastStagingArea) {
   const Shape shape{8, 64, 256, 1, false, 0};
   const auto counts = token_counts(n, 24);
