@@ -3,8 +3,8 @@ here: per local expert, rows by source PE, then token, then top-k position; fp8 
 arithmetic (amax at least 1e-4, scale amax / 448, or its power of 2 at or above with round_scale, UE8M0 as the
 exponent byte) in DeepEP's column-major scale layouts; combine as the fp32 sum over top-k of weight times row, one
 rounding. Compared bit for bit, with and without the receive hook, with zero copy, captured in a CUDA graph, with a
-masked PE; argument mistakes raise naming the call. The GPU tests need a GPU heap and CUDA torch; every PE builds
-every PE's inputs from seeds."""
+masked PE; argument mistakes raise naming the call; the kernels found by name as DeepEP's bench_kineto finds them.
+The GPU tests need a GPU heap and CUDA torch; every PE builds every PE's inputs from seeds."""
 import pytest
 
 torch = pytest.importorskip('torch')
