@@ -807,8 +807,9 @@ class Buffer:
         return size
 
     def clean_low_latency_buffer(self, num_max_dispatch_tokens_per_rank, hidden, num_experts):
-        """Collective: zeroes the low-latency signals of both slots between two barriers (after normal-mode calls,
-        or to change the low-latency shapes), on the current stream."""
+        """Collective among the PEs this PE does not mask: zeroes the low-latency signals of both slots between two
+        barriers (after normal-mode calls, or to change the low-latency shapes), on the current stream. A masked PE
+        is not waited for; one not masked that does not come is masked at the buffer's timeout."""
         call = 'tshmem.ep.Buffer.clean_low_latency_buffer'
         args = [_int(call, n, v) for n, v in (('num_max_dispatch_tokens_per_rank', num_max_dispatch_tokens_per_rank),
                                                ('hidden', hidden), ('num_experts', num_experts))]
@@ -918,7 +919,8 @@ class Buffer:
         for name in ('use_logfmt', 'zero_copy', 'async_finish', 'return_recv_hook'):
             _flag(call, name, locals()[name])
         if use_logfmt:
-            raise UnsupportedError(f'{call}: use_logfmt = True; tshmem.ep combines bf16 rows only')
+            raise UnsupportedError(f'{call}: use_logfmt = True; tshmem.ep sends combine rows as bf16 (no LogFMT '
+                                   'encoding; docs/ep-python.md says why): pass use_logfmt=False')
         n = self.group_size
         L = num_experts // n
         topk_idx = _tensor(call, 'topk_idx', topk_idx, self._device, (torch.int64,), 2, '[num_tokens, num_topk]')

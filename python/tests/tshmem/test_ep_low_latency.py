@@ -3,8 +3,8 @@ here: per local expert, rows by source PE, then token, then top-k position; fp8 
 arithmetic (amax at least 1e-4, scale amax / 448, or its power of 2 at or above with round_scale, UE8M0 as the
 exponent byte) in DeepEP's column-major scale layouts; combine as the fp32 sum over top-k of weight times row, one
 rounding. Compared bit for bit, with and without the receive hook, with zero copy, captured in a CUDA graph, with a
-masked PE; argument mistakes raise naming the call. The GPU tests need a GPU heap and CUDA torch; every PE builds
-every PE's inputs from seeds."""
+masked PE; argument mistakes raise naming the call; the kernels found by name as DeepEP's bench_kineto finds them.
+The GPU tests need a GPU heap and CUDA torch; every PE builds every PE's inputs from seeds."""
 import pytest
 
 torch = pytest.importorskip('torch')
@@ -319,3 +319,41 @@ def test_low_latency_mistakes_name_the_call(buf):
         buf.low_latency_combine(x, idx, idx.float(), None)
     # Nothing was launched by the refusals: a correct pair runs on every PE.
     run_ll(buf, 9, 8 * n, 8, 256, tokens=4)
+
+
+@needs_gpu
+@pytest.mark.parametrize('hook', [False, True], ids=['one-launch', 'hook'])
+def test_low_latency_kernels_as_bench_kineto_finds_them(buf, hook, tmp_path):
+    """DeepEP's tests/test_low_latency.py profiles with its bench_kineto(kernel_names=('dispatch', 'combine')): in
+    the profiler's table at most one row may contain each name, and in the trace the events whose name contains
+    '::dispatch' (or '::combine') come num_kernels_per_period (1, or 2 with the hook) per call."""
+    import json
+    n = tshmem.n_pes()
+    E, K, H, M, calls = 8 * n, 8, 256, MAX_TOKENS, 4
+    idx, w, x = (t.to(dev()) for t in make_inputs(10, tshmem.my_pe(), n, 16, E, K, H))
+    y = torch.zeros((E // n, n * M, H), dtype=BF16, device=dev())
+    buf.clean_low_latency_buffer(M, H, E)
+
+    def call():
+        _, _, handle, _, dispatch_hook = buf.low_latency_dispatch(x, idx, M, E, use_fp8=True, return_recv_hook=hook)
+        if dispatch_hook:
+            dispatch_hook()
+        _, _, combine_hook = buf.low_latency_combine(y, idx, w, handle, return_recv_hook=hook)
+        if combine_hook:
+            combine_hook()
+
+    call()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            call()
+        torch.cuda.synchronize()
+    lines = prof.key_averages().table(sort_by='cuda_time_total', max_name_column_width=100).split('\n')
+    trace = tmp_path / 'trace.json'
+    prof.export_chrome_trace(str(trace))
+    names = [e.get('name', '') for e in json.loads(trace.read_text())['traceEvents']]
+    for name in ('dispatch', 'combine'):
+        rows = [line for line in lines if name in line]
+        assert len(rows) <= 1, rows
+        launches = [k for k in names if f'::{name}' in k]
+        assert len(launches) == calls * (2 if hook else 1), (name, launches)

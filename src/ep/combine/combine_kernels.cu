@@ -1,6 +1,7 @@
 // The data kernels of combine (combine/combine.h). Send mirrors dispatch's: received row j came from PE s as its
 // (j - recv_offset[s])-th row for this PE, so it returns to s's receive area at comb_dst_offset[s] + that index,
-// through the peer pointer on this node or staged and put through the off-node proxy. Reduce: one warp per home
+// through the peer pointer on this node, or staged at j and, once every block is done, put with the other rows
+// for s in one request through the off-node proxy. Reduce: one warp per home
 // token, each lane 8 channels at a time: the rows from PEs 0, 1, ..., n-1 that hold the token (send map) are
 // added in that order in fp32, then the biases, then one round-to-nearest-even to bf16: the CPU reference's
 // operations in the reference's order, so the results are equal bit for bit and do not depend on timing.
@@ -43,13 +44,27 @@ __global__ void __launch_bounds__(kDataThreads) combine_send_kernel(const __grid
       if (lane == 0) record_error(p.err, kCombineOverflow, j + 1, p.staging_rows);
       continue;
     }
-    char *stage = p.staging + j * static_cast<int64_t>(p.row.stride);
-    write_row(stage, p, j, lane);
-    __threadfence_system();  // the proxy reads the staged row with a copy engine
-    __syncwarp();
-    tshmem::putmem_nbi<tshmem::warp_scope>(dst, stage, p.row.stride, s);
+    // Staged at j: the rows for one home PE are contiguous here and at the home PE, so the last block puts each
+    // home PE's rows in one request (below) rather than one per row through the proxy.
+    write_row(p.staging + j * static_cast<int64_t>(p.row.stride), p, j, lane);
   }
-  finish_and_signal(p.counter, p.sig, p.my_pe, p.n_pes);
+  // The last block to finish puts each home PE's rows of another node in one request.
+  finish_and_signal(p.counter, p.sig, p.my_pe, p.n_pes, [&] {
+    const int32_t *recv_offset = p.info + p.il.recv_offset;
+    for (int s = 0; s < p.n_pes && p.staging; ++s) {
+      const int64_t j0 = recv_offset[s];
+      int64_t j1 = recv_offset[s + 1];
+      if (j1 > num_recv) j1 = num_recv;
+      if (j1 > p.staging_rows) j1 = p.staging_rows;  // rows beyond were recorded as overflows above
+      const int64_t row0 = p.info[p.il.comb_dst_offset + s];
+      if (row0 + (j1 - j0) > p.area_rows) j1 = j0 + (p.area_rows > row0 ? p.area_rows - row0 : 0);
+      if (j1 <= j0) continue;
+      char *dst = p.area + row0 * static_cast<int64_t>(p.row.stride);
+      if (tshmem::ptr(dst, s)) continue;  // this node: written through the peer pointer above
+      tshmem::putmem_nbi(dst, p.staging + j0 * static_cast<int64_t>(p.row.stride),
+                         static_cast<size_t>(j1 - j0) * p.row.stride, s);
+    }
+  });
 }
 
 __device__ __forceinline__ float bf16_bits_to_float(uint32_t bits16) { return __uint_as_float(bits16 << 16); }

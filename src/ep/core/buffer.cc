@@ -37,7 +37,7 @@ Status load_kernels() {
 
 size_t control_bytes(int n_pes) {
   const size_t row = static_cast<size_t>(publish_words(n_pes, TSHMEM_EP_MAX_EXPERTS)) * sizeof(int32_t);
-  return pad256(2 * static_cast<size_t>(n_pes) * sizeof(uint64_t)) + pad256(row) +
+  return pad256(4 * static_cast<size_t>(n_pes) * sizeof(uint64_t)) + pad256(row) +
          pad256(row * static_cast<size_t>(n_pes));
 }
 
@@ -102,8 +102,10 @@ Status take_device_error(tshmem_ep_buffer *b, cudaStream_t stream, bool clear, i
       return fail(TSHMEM_EP_ERR_TSHMEM,
                   "%s on PE %d waited for PE %lld past the buffer's timeout (it stopped, or did not make the same "
                   "call); PE %lld is masked now (tshmem_ep_low_latency_query_mask)",
-                  e.pos == 0 ? "tshmem_ep_low_latency_dispatch" : "tshmem_ep_low_latency_combine", b->geo.my_pe,
-                  e.value, e.value);
+                  e.pos == 0   ? "tshmem_ep_low_latency_dispatch"
+                  : e.pos == 1 ? "tshmem_ep_low_latency_combine"
+                               : "tshmem_ep_low_latency_clean",
+                  b->geo.my_pe, e.value, e.value);
     case kNoError: break;
   }
   return fail(TSHMEM_EP_ERR_INTERNAL, "unknown device error kind %d", e.kind);
@@ -172,7 +174,9 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_buffer_create(size_t num_nvl_bytes, s
     char *p = b->sym;
     b->dispatch_sig = reinterpret_cast<uint64_t *>(p);
     b->combine_sig = b->dispatch_sig + n;
-    p += pad256(2 * static_cast<size_t>(n) * sizeof(uint64_t));
+    b->ll_arrive = b->combine_sig + n;
+    b->ll_count = b->ll_arrive + n;
+    p += pad256(4 * static_cast<size_t>(n) * sizeof(uint64_t));
     b->publish_row = reinterpret_cast<int32_t *>(p);
     p += pad256(row);
     b->matrix = reinterpret_cast<int32_t *>(p);

@@ -1,6 +1,7 @@
 // The buffer and the handle as the host keeps them. The buffer owns one symmetric allocation (tshmem_malloc),
 // laid out as
-//   [dispatch signals: n_pes x u64][combine signals: n_pes x u64]   (pad to 256)
+//   [dispatch signals: n_pes x u64][combine signals: n_pes x u64]
+//   [low-latency barrier arrivals: n_pes x u64][its counts: n_pes x u64] (pad to 256)
 //   [publish row: publish_words(n_pes, TSHMEM_EP_MAX_EXPERTS) x i32] (pad to 256)
 //   [published matrix: n_pes rows of the same]                        (pad to 256)
 //   [receive area: num_nvl_bytes][staging area: num_rdma_bytes] (also the low-latency mode's two slots)
@@ -36,6 +37,10 @@ struct tshmem_ep_buffer {
   int ll_slot = 0;                 // the slot the next low-latency call with a send phase uses
   int *ll_mask = nullptr;          // device [n_pes]: 1 = masked (neither sent to nor waited for)
   unsigned *ll_counter = nullptr;  // device: the dispatch send kernel's block completion counter
+  // The barrier of tshmem_ep_low_latency_clean, which skips masked PEs (symmetric, in the control part):
+  // ll_arrive[q] is the latest barrier count PE q sent here; ll_count[q] the barriers this PE has passed with q.
+  uint64_t *ll_arrive = nullptr;
+  uint64_t *ll_count = nullptr;
 };
 
 struct tshmem_ep_handle {

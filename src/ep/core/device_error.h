@@ -11,7 +11,8 @@ enum DeviceErrorKind : int {
   kBadExpert = 1,
   kRecvOverflow = 2,
   kCombineOverflow = 3,
-  kPeerTimeout = 4  // a low-latency wait passed its bound: value = the PE waited for, pos = 0 dispatch, 1 combine
+  kPeerTimeout = 4  // a low-latency wait passed its bound: value = the PE waited for; pos = 0 dispatch, 1 combine,
+                    // 2 clean
 };
 
 struct DeviceError {

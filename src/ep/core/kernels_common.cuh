@@ -42,10 +42,12 @@ __device__ __forceinline__ void warp_copy4(void *dst, const void *src, size_t wo
 }
 
 /// Called by every thread of every block of a send kernel after its transfers. Each block's thread 0 makes the
-/// block's stores visible system-wide (fence after the block barrier) and counts the block in; the last block
-/// completes everything this PE posted (tshmem::quiet: the fence, and across nodes the proxy's completion of every
-/// request, any block's) and sets `sig[my_pe] = 1` on every PE. The counter is reset for the next launch.
-__device__ __forceinline__ void finish_and_signal(unsigned *counter, uint64_t *sig, int my_pe, int n_pes) {
+/// block's stores visible system-wide (fence after the block barrier) and counts the block in; the last block runs
+/// `puts()` (its thread 0: one put per PE of another node of the rows every block staged), completes everything
+/// this PE posted (tshmem::quiet: the fence, and across nodes the proxy's completion of every request, any
+/// block's) and sets `sig[my_pe] = 1` on every PE. The counter is reset for the next launch.
+template <class Puts>
+__device__ __forceinline__ void finish_and_signal(unsigned *counter, uint64_t *sig, int my_pe, int n_pes, Puts puts) {
   __syncthreads();
   if (threadIdx.x != 0) return;
   __threadfence_system();
@@ -53,6 +55,7 @@ __device__ __forceinline__ void finish_and_signal(unsigned *counter, uint64_t *s
   if (prev != gridDim.x - 1) return;
   *counter = 0;
   __threadfence_system();
+  puts();
   tshmem::quiet();
   for (int q = 0; q < n_pes; ++q) tshmem::signal_op(sig + my_pe, 1, TSHMEM_SIGNAL_SET, q);
 }

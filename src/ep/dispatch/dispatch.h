@@ -34,8 +34,9 @@ struct DispatchParams {
   int my_pe;
   int64_t local_experts;
   DispatchRow row;
-  const int32_t *send_index;  // [num_tokens, n_pes]
-  const int32_t *info;        // InfoLayout words
+  const int32_t *send_index;   // [num_tokens, n_pes]
+  const int32_t *send_counts;  // [n_pes]: this PE's rows for each PE (its row of the published matrix)
+  const int32_t *info;         // InfoLayout words
   InfoLayout il;
   char *recv_area;       // symmetric (this PE's address)
   int64_t area_rows;     // rows of row.stride that fit the receive area

@@ -150,6 +150,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_dispatch(tshmem_ep_buffer_t buffer, t
     p.local_experts = handle->local_experts;
     p.row = row;
     p.send_index = handle->d_send_index;
+    p.send_counts = handle->d_matrix + static_cast<int64_t>(g.my_pe) * publish_words(g.n_pes, handle->num_experts);
     p.info = handle->d_info;
     p.il = info_layout(g.n_pes, handle->local_experts);
     p.recv_area = buffer->recv_area;

@@ -1,7 +1,8 @@
 // The data kernels of dispatch (dispatch/dispatch.h). Send: each warp takes tokens t = warp, warp + warps, ...
 // and writes the token's row into every destination PE's receive area at the row the notify assigned it
 // (dst_offset[p] + send_index[t][p]): through the peer pointer for a PE of this node (16-byte stores over
-// NVLink), else packed once into this PE's staging area and put with tshmem::putmem_nbi (the off-node proxy).
+// NVLink), else packed into this PE's staging area and put with tshmem::putmem_nbi (the off-node proxy): one put
+// per PE of another node when the rows for all of them fit the staging area side by side, else one per row.
 // Wait: one block waits for every PE's signal. Receive: warps copy the rows out into the caller's tensors.
 #include <cstdio>
 
@@ -29,6 +30,21 @@ __device__ __forceinline__ void write_row(char *out, const DispatchParams &p, in
 }
 
 __global__ void __launch_bounds__(kDataThreads) dispatch_send_kernel(const __grid_constant__ DispatchParams p) {
+  // Rows for PEs of other nodes are staged by destination when they all fit: PE q's at stage_base[q] + send
+  // index, in the order they take at q, so the last block puts each PE's rows in one request. Otherwise each
+  // token is staged once at its index and put row by row.
+  __shared__ int64_t stage_base[TSHMEM_EP_MAX_PES];
+  __shared__ bool by_destination;
+  if (threadIdx.x == 0) {
+    int64_t total = 0;
+    for (int q = 0; q < p.n_pes && p.staging; ++q)
+      if (!tshmem::ptr(p.recv_area, q)) {
+        stage_base[q] = total;
+        total += p.send_counts[q];
+      }
+    by_destination = p.staging && total <= p.staging_rows;
+  }
+  __syncthreads();
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5); t < p.num_tokens;
@@ -49,6 +65,10 @@ __global__ void __launch_bounds__(kDataThreads) dispatch_send_kernel(const __gri
         write_row(peer, p, t, lane);
         continue;
       }
+      if (by_destination) {
+        write_row(p.staging + (stage_base[q] + si) * static_cast<int64_t>(p.row.stride), p, t, lane);
+        continue;
+      }
       if (!stage) {  // another node, and no staging room for this token (the host checks make this unreachable)
         if (lane == 0) record_error(p.err, kRecvOverflow, t + 1, 0);
         continue;
@@ -62,7 +82,20 @@ __global__ void __launch_bounds__(kDataThreads) dispatch_send_kernel(const __gri
       tshmem::putmem_nbi<tshmem::warp_scope>(dst, stage, p.row.stride, q);
     }
   }
-  finish_and_signal(p.counter, p.sig, p.my_pe, p.n_pes);
+  // Staged by destination: the last block to finish puts each PE's rows of another node in one request.
+  finish_and_signal(p.counter, p.sig, p.my_pe, p.n_pes, [&] {
+    if (!by_destination) return;
+    for (int q = 0; q < p.n_pes; ++q) {
+      char *dst = p.recv_area + static_cast<int64_t>(p.info[p.il.dst_offset + q]) * p.row.stride;
+      if (tshmem::ptr(dst, q)) continue;
+      const int64_t row0 = p.info[p.il.dst_offset + q];
+      int64_t rows = p.send_counts[q];
+      if (row0 + rows > p.area_rows) rows = p.area_rows > row0 ? p.area_rows - row0 : 0;  // recorded above
+      if (rows <= 0) continue;
+      tshmem::putmem_nbi(dst, p.staging + stage_base[q] * static_cast<int64_t>(p.row.stride),
+                         static_cast<size_t>(rows) * p.row.stride, q);
+    }
+  });
 }
 
 __device__ __forceinline__ uint64_t global_ns() {

@@ -92,10 +92,25 @@ struct LlCombineParams {
   int64_t *wait_stats;
 };
 
-cudaError_t launch_ll_dispatch_send(const LlDispatchParams &p, int blocks, cudaStream_t stream);
-cudaError_t launch_ll_dispatch_recv(const LlDispatchParams &p, int blocks, cudaStream_t stream);
-cudaError_t launch_ll_combine_send(const LlCombineParams &p, int blocks, cudaStream_t stream);
-cudaError_t launch_ll_combine_recv(const LlCombineParams &p, int blocks, cudaStream_t stream);
+/// What the clean kernel needs: the signal words of both slots to zero, and the barrier that skips masked PEs.
+struct LlCleanParams {
+  uint64_t *zero[2];  // each slot's signals (mine)
+  size_t zero_words;
+  uint64_t *arrive;  // [N] symmetric: the latest barrier count each PE sent here
+  uint64_t *count;   // [N] mine: the barriers passed with each PE
+  int *mask;
+  DeviceError *err;
+  uint64_t timeout_ms;
+  int n_pes, my_pe;
+};
+
+/// The phases (TSHMEM_EP_LL_SEND, _RECV or both) of one call as one launch of the kernel named `dispatch` or
+/// `combine`, as DeepEP's are (profilers match kernels by these names): both phases in one launch take at most
+/// `resident` blocks, so that every block that waits shares the GPU with the blocks that send.
+cudaError_t launch_ll_dispatch(const LlDispatchParams &p, int phases, int blocks, int resident, cudaStream_t stream);
+cudaError_t launch_ll_combine(const LlCombineParams &p, int phases, int blocks, int resident, cudaStream_t stream);
+/// A barrier with every PE this PE does not mask, the signals zeroed, the same barrier again.
+cudaError_t launch_ll_clean(const LlCleanParams &p, cudaStream_t stream);
 cudaError_t launch_ll_update_mask(int *mask, int pe, int value, int n_pes, cudaStream_t stream);
 
 }  // namespace tshmem_ep

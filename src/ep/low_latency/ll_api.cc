@@ -4,7 +4,6 @@
 
 #include "core/buffer.h"
 #include "low_latency/ll.h"
-#include "tshmem/tshmemx.h"
 
 using namespace tshmem_ep;
 
@@ -94,8 +93,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_dispatch(tshmem_ep_buffer
     p.cum_stats = a->cumulative_local_expert_recv_stats;
     p.wait_stats = a->dispatch_wait_recv_cost_stats;
     const int blocks = ll_blocks(*buffer);
-    if (phases & TSHMEM_EP_LL_SEND) EP_CUDA(launch_ll_dispatch_send(p, blocks, stream));
-    if (phases & TSHMEM_EP_LL_RECV) EP_CUDA(launch_ll_dispatch_recv(p, blocks, stream));
+    EP_CUDA(launch_ll_dispatch(p, phases, blocks, buffer->sm_count, stream));
     // Across nodes the call returns when its kernels are done (outside graph capture), as normal mode's do: a later
     // CUDA call that waits while holding the driver's lock would hold the off-node proxy's copies (docs/ep.md).
     return finish_off_node(buffer, stream);
@@ -140,8 +138,7 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_combine(tshmem_ep_buffer_
     p.combined_x = static_cast<uint16_t *>(a->combined_x);
     p.wait_stats = a->combine_wait_recv_cost_stats;
     const int blocks = ll_blocks(*buffer);
-    if (phases & TSHMEM_EP_LL_SEND) EP_CUDA(launch_ll_combine_send(p, blocks, stream));
-    if (phases & TSHMEM_EP_LL_RECV) EP_CUDA(launch_ll_combine_recv(p, blocks, stream));
+    EP_CUDA(launch_ll_combine(p, phases, blocks, buffer->sm_count, stream));
     return finish_off_node(buffer, stream);
   });
 }
@@ -170,14 +167,25 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_clean(tshmem_ep_buffer_t 
     const LlLayout l = ll_layout(buffer->geo.n_pes, num_max_dispatch_tokens_per_rank, hidden, num_experts);
     EP_TRY(check_ll_fits(buffer->geo, l));
     DeviceGuard guard(buffer->device);
-    auto ts = reinterpret_cast<tshmemx_stream_t>(stream);
-    // Every PE is done with what came before (normal-mode rows in the same bytes, or low-latency calls) ...
-    int rc = tshmemx_barrier_all_on_stream(ts);
-    if (rc != 0) return tshmem_fail(rc, "tshmemx_barrier_all_on_stream");
-    for (int s = 0; s < 2; ++s) EP_CUDA(cudaMemsetAsync(slot_of(buffer, l, s).base, 0, l.signal_bytes, stream));
-    // ... and every PE's signals are zero before anyone sends again.
-    rc = tshmemx_barrier_all_on_stream(ts);
-    if (rc != 0) return tshmem_fail(rc, "tshmemx_barrier_all_on_stream");
+    // One kernel: a barrier with every PE this PE does not mask (every PE is done with what came before: normal-mode
+    // rows in the same bytes, or low-latency calls), both slots' signals zeroed, the barrier again (every PE's
+    // signals are zero before anyone sends). A masked PE is neither signalled nor waited for, as in DeepEP; one not
+    // masked that does not come is masked at the buffer's bound.
+    LlCleanParams p{};
+    p.zero[0] = reinterpret_cast<uint64_t *>(slot_of(buffer, l, 0).base);
+    p.zero[1] = reinterpret_cast<uint64_t *>(slot_of(buffer, l, 1).base);
+    p.zero_words = l.signal_bytes / sizeof(uint64_t);
+    p.arrive = buffer->ll_arrive;
+    p.count = buffer->ll_count;
+    p.mask = buffer->ll_mask;
+    p.err = buffer->err;
+    p.timeout_ms = buffer->timeout_ms;
+    p.n_pes = buffer->geo.n_pes;
+    p.my_pe = buffer->geo.my_pe;
+    EP_CUDA(launch_ll_clean(p, stream));
+    // Every PE that cleaned starts again from slot 0 (one that had made a send-only or receive-only call alone is
+    // in step again).
+    buffer->ll_slot = 0;
     // Across nodes the barriers wait on the off-node proxy: the call returns when they are done, as dispatch and
     // combine do, so the caller's next CUDA call (a pageable copy, a cudaFree) cannot hold the proxy meanwhile.
     return finish_off_node(buffer, stream);

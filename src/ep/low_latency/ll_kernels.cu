@@ -11,6 +11,10 @@
 //     [global expert][token] of its token's PE, then sets that expert's flag there.
 //   combine receive: every block waits for the flags of every expert of an unmasked PE; a warp per token sums
 //     its top-k rows times their weights in fp32, in top-k order, and rounds once.
+// Each call is one kernel, `dispatch` or `combine`, launched once with both phases or, with the receive hook, once
+// per phase, as DeepEP's are (a profiler that matches kernels by name counts one per phase).
+//   clean: a barrier with every PE not masked, the signals zeroed, the barrier again (DeepEP's
+//     clean_low_latency_buffer): a masked PE is neither signalled nor waited for.
 // A wait that passes the buffer's bound prints which PE it waited for, masks that PE and records the error: the
 // call completes without it (DeepEP's behaviour with a mask buffer).
 #include <cuda_bf16.h>
@@ -45,26 +49,33 @@ __device__ __forceinline__ uint64_t now_ns() {
 
 __device__ __forceinline__ float bf16_bits_to_float(uint32_t bits16) { return __uint_as_float(bits16 << 16); }
 
-/// Waits until *sig != 0 (returns it), or until `pe` is masked (returns 0), or past the bound: then prints, masks
-/// `pe`, records the error and returns 0. The bound is the buffer's timeout, or with 0 tshmem's
-/// (TSHMEM_WAIT_TIMEOUT_MS; 0 there too: none). *cycles: GPU clock cycles waited.
-__device__ uint64_t wait_signal(const uint64_t *sig, int pe, int *mask, uint64_t timeout_ms, DeviceError *err, int step,
-                                int my_pe, unsigned long long *cycles) {
+/// The call a wait belongs to (the `step` of DeviceError's kPeerTimeout).
+__device__ const char *step_name(int step) {
+  return step == 0   ? "tshmem_ep_low_latency_dispatch"
+         : step == 1 ? "tshmem_ep_low_latency_combine"
+                     : "tshmem_ep_low_latency_clean";
+}
+
+/// Waits until *sig >= target (returns it), or until `pe` is masked (returns 0), or past the bound: then prints,
+/// masks `pe`, records the error and returns 0. The bound is the buffer's timeout, or with 0 tshmem's
+/// (TSHMEM_WAIT_TIMEOUT_MS; 0 there too: none). `step` names the call (step_name). *cycles: GPU clock cycles waited.
+__device__ uint64_t wait_at_least(const uint64_t *sig, uint64_t target, int pe, int *mask, uint64_t timeout_ms,
+                                  DeviceError *err, int step, int my_pe, unsigned long long *cycles) {
   const long long c0 = clock64();
   const uint64_t t0 = now_ns();
   const uint64_t bound_ns = timeout_ms ? timeout_ms * 1000000ull : tshmem::wait_timeout_ns();
   uint64_t v = 0;
   for (;;) {
     v = ld_acquire_u64(sig);
-    if (v != 0) break;
+    if (v >= target) break;
+    v = 0;
     if (ld_volatile_int(mask + pe)) break;
     if (bound_ns && now_ns() - t0 > bound_ns) {
       if (atomicExch(mask + pe, 1) == 0)
         printf(
             "tshmem_ep: %s on PE %d: no signal from PE %d after %llu ms (it stopped, or did not make the same "
             "call); PE %d is masked now\n",
-            step == 0 ? "tshmem_ep_low_latency_dispatch" : "tshmem_ep_low_latency_combine", my_pe, pe,
-            static_cast<unsigned long long>(bound_ns / 1000000ull), pe);
+            step_name(step), my_pe, pe, static_cast<unsigned long long>(bound_ns / 1000000ull), pe);
       record_error(err, kPeerTimeout, pe, step);
       break;
     }
@@ -72,6 +83,12 @@ __device__ uint64_t wait_signal(const uint64_t *sig, int pe, int *mask, uint64_t
   }
   *cycles = static_cast<unsigned long long>(clock64() - c0);
   return v;
+}
+
+/// A signal word of dispatch or combine: set (non-zero) by its sender.
+__device__ uint64_t wait_signal(const uint64_t *sig, int pe, int *mask, uint64_t timeout_ms, DeviceError *err, int step,
+                                int my_pe, unsigned long long *cycles) {
+  return wait_at_least(sig, 1, pe, mask, timeout_ms, err, step, my_pe, cycles);
 }
 
 /// One warp quantises a row of `hidden` bf16 (hidden % 128 == 0) to fp8 e4m3 at `out` and its per-128-channel
@@ -119,7 +136,7 @@ __device__ void quantize_row(uint8_t *out, float *scales, const uint16_t *x, int
   }
 }
 
-__global__ void __launch_bounds__(kDataThreads) ll_dispatch_send_kernel(const __grid_constant__ LlDispatchParams p) {
+__device__ void dispatch_send(const LlDispatchParams &p) {
   __shared__ int expert_count[TSHMEM_EP_MAX_EXPERTS];
   __shared__ bool last_block;
   const int lane = threadIdx.x & 31;
@@ -167,7 +184,8 @@ __global__ void __launch_bounds__(kDataThreads) ll_dispatch_send_kernel(const __
       const int sk = __shfl_sync(0xffffffffu, slot, k);
       if (ek < 0) continue;
       const int dst = static_cast<int>(ek / L);
-      if (ld_volatile_int(p.mask + dst)) continue;
+      // One read for the warp (its put is warp-wide): the receive phase of another block may mask a PE meanwhile.
+      if (__shfl_sync(0xffffffffu, ld_volatile_int(p.mask + dst), 0)) continue;
       const int le = static_cast<int>(ek % L);
       char *dst_addr = p.recv + ((static_cast<size_t>(le) * N + p.my_pe) * M + sk) * p.msg_bytes;
       char *peer = static_cast<char *>(tshmem::ptr(dst_addr, dst));
@@ -215,7 +233,7 @@ __global__ void __launch_bounds__(kDataThreads) ll_dispatch_send_kernel(const __
   }
 }
 
-__global__ void __launch_bounds__(kDataThreads) ll_dispatch_recv_kernel(const __grid_constant__ LlDispatchParams p) {
+__device__ void dispatch_recv(const LlDispatchParams &p) {
   __shared__ int s_begin, s_count;
   const int lane = threadIdx.x & 31;
   const int L = p.local_experts, N = p.n_pes, M = p.max_tokens;
@@ -275,7 +293,7 @@ __global__ void __launch_bounds__(kDataThreads) ll_dispatch_recv_kernel(const __
   }
 }
 
-__global__ void __launch_bounds__(kDataThreads) ll_combine_send_kernel(const __grid_constant__ LlCombineParams p) {
+__device__ void combine_send(const LlCombineParams &p) {
   const int lane = threadIdx.x & 31;
   const int L = p.local_experts, N = p.n_pes, M = p.max_tokens;
   const size_t row_bytes = static_cast<size_t>(p.hidden) * 2;
@@ -286,7 +304,9 @@ __global__ void __launch_bounds__(kDataThreads) ll_combine_send_kernel(const __g
   __syncthreads();
   for (int q = blockIdx.x; q < L * N; q += gridDim.x) {
     const int le = q / N, dst = q % N;
-    if (ld_volatile_int(p.mask + dst)) continue;  // the same value for every thread of the block: no divergence
+    // One answer for the block (it meets at a barrier below): the receive phase of another block may mask a PE
+    // meanwhile.
+    if (__syncthreads_or(ld_volatile_int(p.mask + dst))) continue;
     const int64_t range = p.layout_range[static_cast<size_t>(le) * N + dst];
     const int count = static_cast<int>(range & 0xffffffffll), begin = static_cast<int>(range >> 32);
     const int ex = p.my_pe * L + le;
@@ -319,7 +339,7 @@ __global__ void __launch_bounds__(kDataThreads) ll_combine_send_kernel(const __g
   }
 }
 
-__global__ void __launch_bounds__(kDataThreads) ll_combine_recv_kernel(const __grid_constant__ LlCombineParams p) {
+__device__ void combine_recv(const LlCombineParams &p) {
   const int lane = threadIdx.x & 31;
   const int L = p.local_experts, M = p.max_tokens, K = p.num_topk;
   for (int ex = threadIdx.x; ex < p.num_experts; ex += blockDim.x) {
@@ -371,6 +391,26 @@ __global__ void __launch_bounds__(kDataThreads) ll_combine_recv_kernel(const __g
   }
 }
 
+/// One barrier of the clean kernel (one block): every earlier transfer of this PE complete, then for each PE q not
+/// masked, this PE's count with q goes up by one, is sent to q, and q's is awaited. A PE masked on both sides is
+/// skipped by both, so the counts of every pair stay equal and a later barrier with it (unmasked again) matches.
+__device__ void barrier_unmasked(const LlCleanParams &p) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    tshmem::quiet();
+  }
+  __syncthreads();
+  for (int q = threadIdx.x; q < p.n_pes; q += blockDim.x) {
+    if (q == p.my_pe || ld_volatile_int(p.mask + q)) continue;
+    const uint64_t k = ++p.count[q];
+    tshmem::signal_op(p.arrive + p.my_pe, k, TSHMEM_SIGNAL_SET, q);
+    unsigned long long cycles = 0;
+    wait_at_least(p.arrive + q, k, q, p.mask, p.timeout_ms, p.err, 2, p.my_pe, &cycles);
+  }
+  __syncthreads();
+}
+
 __global__ void ll_update_mask_kernel(int *mask, int pe, int value) { atomicExch(mask + pe, value); }
 
 unsigned blocks_for(int64_t items, int per_block, int cap) {
@@ -380,25 +420,59 @@ unsigned blocks_for(int64_t items, int per_block, int cap) {
 
 }  // namespace
 
-cudaError_t launch_ll_dispatch_send(const LlDispatchParams &p, int blocks, cudaStream_t stream) {
-  ll_dispatch_send_kernel<<<blocks_for(p.num_tokens, kWarpsPerBlock, blocks), kDataThreads, 0, stream>>>(p);
+// The kernels under the names a profiler shows (tshmem_ep::low_latency::dispatch, ...combine, ...clean).
+namespace low_latency {
+
+__global__ void __launch_bounds__(kDataThreads) dispatch(const __grid_constant__ LlDispatchParams p, int phases) {
+  if (phases & TSHMEM_EP_LL_SEND) dispatch_send(p);
+  __syncthreads();
+  if (phases & TSHMEM_EP_LL_RECV) dispatch_recv(p);
+}
+
+__global__ void __launch_bounds__(kDataThreads) combine(const __grid_constant__ LlCombineParams p, int phases) {
+  if (phases & TSHMEM_EP_LL_SEND) combine_send(p);
+  __syncthreads();
+  if (phases & TSHMEM_EP_LL_RECV) combine_recv(p);
+}
+
+__global__ void __launch_bounds__(kDataThreads) clean(const __grid_constant__ LlCleanParams p) {
+  barrier_unmasked(p);
+  for (int s = 0; s < 2; ++s)
+    for (size_t i = threadIdx.x; i < p.zero_words; i += blockDim.x) p.zero[s][i] = 0;
+  barrier_unmasked(p);  // begins with a system fence: the zeros are visible before any PE sends again
+}
+
+}  // namespace low_latency
+
+namespace {
+
+/// The grid of one launch: each phase's own, or with both the larger, capped at `resident` (the receiving blocks
+/// wait for signals this PE's own sending blocks send).
+unsigned grid_of(int phases, unsigned send_grid, unsigned recv_grid, int resident) {
+  if (phases == TSHMEM_EP_LL_SEND) return send_grid;
+  if (phases == TSHMEM_EP_LL_RECV) return recv_grid;
+  const unsigned both = send_grid > recv_grid ? send_grid : recv_grid;
+  return resident > 0 && both > static_cast<unsigned>(resident) ? static_cast<unsigned>(resident) : both;
+}
+
+}  // namespace
+
+cudaError_t launch_ll_dispatch(const LlDispatchParams &p, int phases, int blocks, int resident, cudaStream_t stream) {
+  const unsigned grid = grid_of(phases, blocks_for(p.num_tokens, kWarpsPerBlock, blocks),
+                                blocks_for(static_cast<int64_t>(p.local_experts) * p.n_pes, 1, blocks), resident);
+  low_latency::dispatch<<<grid, kDataThreads, 0, stream>>>(p, phases);
   return cudaGetLastError();
 }
 
-cudaError_t launch_ll_dispatch_recv(const LlDispatchParams &p, int blocks, cudaStream_t stream) {
-  ll_dispatch_recv_kernel<<<blocks_for(static_cast<int64_t>(p.local_experts) * p.n_pes, 1, blocks), kDataThreads, 0,
-                            stream>>>(p);
+cudaError_t launch_ll_combine(const LlCombineParams &p, int phases, int blocks, int resident, cudaStream_t stream) {
+  const unsigned grid = grid_of(phases, blocks_for(static_cast<int64_t>(p.local_experts) * p.n_pes, 1, blocks),
+                                blocks_for(p.num_tokens, kWarpsPerBlock, blocks), resident);
+  low_latency::combine<<<grid, kDataThreads, 0, stream>>>(p, phases);
   return cudaGetLastError();
 }
 
-cudaError_t launch_ll_combine_send(const LlCombineParams &p, int blocks, cudaStream_t stream) {
-  ll_combine_send_kernel<<<blocks_for(static_cast<int64_t>(p.local_experts) * p.n_pes, 1, blocks), kDataThreads, 0,
-                           stream>>>(p);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_ll_combine_recv(const LlCombineParams &p, int blocks, cudaStream_t stream) {
-  ll_combine_recv_kernel<<<blocks_for(p.num_tokens, kWarpsPerBlock, blocks), kDataThreads, 0, stream>>>(p);
+cudaError_t launch_ll_clean(const LlCleanParams &p, cudaStream_t stream) {
+  low_latency::clean<<<1, kDataThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }
 
@@ -410,10 +484,9 @@ cudaError_t launch_ll_update_mask(int *mask, int pe, int value, int n_pes, cudaS
 
 KernelSet low_latency_kernels() {
   static const KernelRef kKernels[] = {
-      {reinterpret_cast<const void *>(&ll_dispatch_send_kernel), "ll_dispatch_send_kernel"},
-      {reinterpret_cast<const void *>(&ll_dispatch_recv_kernel), "ll_dispatch_recv_kernel"},
-      {reinterpret_cast<const void *>(&ll_combine_send_kernel), "ll_combine_send_kernel"},
-      {reinterpret_cast<const void *>(&ll_combine_recv_kernel), "ll_combine_recv_kernel"},
+      {reinterpret_cast<const void *>(&low_latency::dispatch), "tshmem_ep::low_latency::dispatch"},
+      {reinterpret_cast<const void *>(&low_latency::combine), "tshmem_ep::low_latency::combine"},
+      {reinterpret_cast<const void *>(&low_latency::clean), "tshmem_ep::low_latency::clean"},
       {reinterpret_cast<const void *>(&ll_update_mask_kernel), "ll_update_mask_kernel"},
   };
   return {kKernels, sizeof kKernels / sizeof kKernels[0]};

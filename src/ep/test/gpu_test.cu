@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "combine/combine_reference.h"
+#include "core/rows.h"
 #include "dispatch/dispatch_reference.h"
 #include "layout/layout.h"
 #include "test/world.h"
@@ -384,6 +386,63 @@ TEST_F(EpGpuJob, TooSmallBufferFailsEveryPe) {
   EP_OK(tshmem_ep_handle_destroy(h));
   h = nullptr;
   EP_OK(tshmem_ep_buffer_destroy(small));
+}
+
+/// Across nodes the rows for PEs of other nodes are put in one request per PE when they fit the staging area side
+/// by side, else row by row. A buffer whose num_rdma_bytes is the least the calls accept (the most tokens of any PE
+/// in dispatch rows, the most received rows in combine rows) takes both: at np 2 with nodes of 1 PE the rows for
+/// the one other node fit; at np 4 with nodes of 1 or 2 PEs those of the PE with the most tokens, for two or three
+/// other PEs, do not. Either way every output equals the reference bit for bit.
+TEST_F(EpGpuJob, OffNodeRowsWithTheLeastStagingArea) {
+  const Shape shape{8, 64, 256, 1, false, 0};
+  const auto counts = token_counts(n, 24);
+  const auto all = make_world(counts, shape.hidden, false, shape.k, shape.experts, shape.route, 33);
+  std::vector<PeReceived> rref;
+  ASSERT_EQ(reference_dispatch(all, shape.hidden, 2, false, shape.k, shape.experts, 1, &rref), kSuccess);
+  int64_t max_tokens = 0, max_recv = 0;
+  for (int p = 0; p < n; ++p) {
+    max_tokens = std::max(max_tokens, counts[static_cast<size_t>(p)]);
+    max_recv = std::max(max_recv, rref[static_cast<size_t>(p)].num_recv);
+  }
+  const size_t rdma = std::max(static_cast<size_t>(max_tokens) * dispatch_row(shape.hidden, 2, false, shape.k).stride,
+                               static_cast<size_t>(max_recv) * combine_row(shape.hidden, shape.k).stride);
+  size_t nvl = 0, unused = 0;
+  ASSERT_EQ(tshmem_ep_buffer_size_hint(n, 64, shape.hidden, TSHMEM_EP_BFLOAT16, shape.k, &nvl, &unused), 0);
+  tshmem_ep_buffer_t least = nullptr;
+  EP_OK(tshmem_ep_buffer_create(nvl, rdma, &least));
+  EP_OK(tshmem_ep_buffer_set_timeout_ms(least, 0));
+  route(shape, 24, 33, least);
+  const PeReceived &want = rref[static_cast<size_t>(me)];
+  const auto cin = combine_inputs(rref, s.hidden, T, me, false);
+  std::vector<PeCombined> cref;
+  ASSERT_EQ(reference_combine(tokens, rref, cin, s.hidden, s.k, &cref), kSuccess);
+  int64_t R = 0;
+  EP_OK(notify(&R));
+  ASSERT_EQ(R, want.num_recv);
+  const size_t row = static_cast<size_t>(s.hidden) * 2, K = static_cast<size_t>(s.k);
+  Dev<uint8_t> x(mine().x), rx(static_cast<size_t>(R) * row);
+  Dev<float> w(mine().topk_weights), rw(static_cast<size_t>(R) * K);
+  Dev<int64_t> ridx(static_cast<size_t>(R) * K);
+  Dev<int32_t> rsrc(static_cast<size_t>(R));
+  EP_OK(tshmem_ep_dispatch(least, h, x.p, TSHMEM_EP_BFLOAT16, nullptr, T, s.hidden, idx->p, w.p, s.k, rx.p, nullptr,
+                           ridx.p, rw.p, rsrc.p, R, nullptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(rx.host(static_cast<size_t>(R) * row), want.x);
+  EXPECT_EQ(ridx.host(static_cast<size_t>(R) * K), want.topk_idx);
+  EXPECT_EQ(rw.host(static_cast<size_t>(R) * K), want.topk_weights);
+  EXPECT_EQ(rsrc.host(static_cast<size_t>(R)), want.src_idx);
+  const PeCombineIn &cm = cin[static_cast<size_t>(me)];
+  Dev<uint16_t> cx(cm.x), out(static_cast<size_t>(T * s.hidden));
+  Dev<float> cw(cm.topk_weights), outw(static_cast<size_t>(T) * K);
+  EP_OK(tshmem_ep_combine(least, h, cx.p, TSHMEM_EP_BFLOAT16, R, s.hidden, cw.p, s.k, nullptr, nullptr, out.p, outw.p,
+                          nullptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(out.host(static_cast<size_t>(T * s.hidden)), cref[static_cast<size_t>(me)].x);
+  EXPECT_EQ(outw.host(static_cast<size_t>(T) * K), cref[static_cast<size_t>(me)].topk_weights);
+  EP_OK(tshmem_ep_check_device_errors(least, nullptr));
+  EP_OK(tshmem_ep_handle_destroy(h));
+  h = nullptr;
+  EP_OK(tshmem_ep_buffer_destroy(least));
 }
 
 }  // namespace

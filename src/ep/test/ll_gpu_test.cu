@@ -2,8 +2,9 @@
 // low_latency_combine equals the CPU reference bit for bit (bf16; fp8 with fp32 scales, rounded scales and UE8M0
 // scales), over top-k 1, 8 and 9, 8 to 288 experts, -1 entries, 0, 1 and the maximum tokens per PE, with and
 // without the receive hook, with zero copy; a dispatch and combine captured in a CUDA graph and replayed; 100
-// rounds alternating with normal mode (clean_low_latency_buffer between); masked PEs; the argument rules; and,
-// last, a PE that stops in the middle of a dispatch: every other PE's wait ends within the bound, naming it.
+// rounds alternating with normal mode (clean_low_latency_buffer between); masked PEs; the argument rules; a PE that
+// stops in the middle of a dispatch: every other PE's wait ends within the bound, naming it; and clean with a masked
+// PE that never calls it.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -568,6 +569,103 @@ TEST(EpLowLatencyZz, StoppedPeEndsOtherWaitsNamingIt) {
   EP_OK(tshmem_ep_buffer_set_timeout_ms(b, 10000));
   EP_OK(tshmem_ep_low_latency_clean_mask(b, nullptr));
   CUDA_OK(cudaDeviceSynchronize());
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/// clean_low_latency_buffer skips a masked PE, as DeepEP's does: PE n-1 is masked by every other PE and never calls
+/// clean (it stands for a PE that died). The others' clean returns within a fraction of the bound, records no
+/// timeout, leaves the mask as it was, and leaves the signals zero: a dispatch and combine among them then equal the
+/// reference with PE n-1 absent. Afterwards every PE unmasks and cleans together, and a full round runs again.
+TEST(EpLowLatencyZzMaskedClean, CleanSkipsAMaskedPeThatNeverCalls) {
+  REQUIRE_GPU();
+  const int n = tshmem_n_pes(), me = tshmem_my_pe();
+  if (n < 2) GTEST_SKIP() << "masking needs 2 PEs or more";
+  tshmem_ep_buffer_t b = buffer();
+  ASSERT_NE(b, nullptr);
+  const int dead = n - 1;
+  const Case c{16, 256, 16 * n, 8, false, false, false, 1, false, false, false};
+  auto world = make_inputs(c, n, 71);
+  for (int p = 0; p < n; ++p)
+    for (int q = 0; q < n; ++q)
+      if (p == dead || q == dead) world[static_cast<size_t>(p)].masked[static_cast<size_t>(q)] = 1;
+  const LlShape shape{n, static_cast<int>(c.experts), 16, 256, 8, false, false, false};
+  const auto dref = ll_dispatch_reference(shape, world);
+  std::vector<std::vector<uint16_t>> ys;
+  for (int p = 0; p < n; ++p) ys.push_back(expert_outputs(c, n, p));
+  const auto cref = ll_combine_reference(shape, world, dref, ys);
+  const LlPeInput &mine = world[static_cast<size_t>(me)];
+  const size_t T = static_cast<size_t>(mine.num_tokens), H = 256;
+  EP_OK(tshmem_ep_low_latency_clean(b, c.max_tokens, c.hidden, c.experts, nullptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me != dead) {
+    // A bound long enough that a clean which waited for the masked PE would be seen waiting.
+    EP_OK(tshmem_ep_buffer_set_timeout_ms(b, 20000));
+    EP_OK(tshmem_ep_low_latency_update_mask(b, dead, 1, nullptr));
+    Dev<uint16_t> x(mine.x), y(ys[static_cast<size_t>(me)]), out(T * H);
+    Dev<int64_t> idx(mine.topk_idx);
+    Dev<float> w(mine.topk_weights);
+    DispatchOut o(c, n);
+    const auto da = dispatch_args(c, mine, x.p, idx.p, o);
+    tshmem_ep_ll_combine_args_t ca{};
+    ca.x = y.p;
+    ca.topk_idx = idx.p;
+    ca.topk_weights = w.p;
+    ca.src_info = o.src_info.p;
+    ca.layout_range = o.range.p;
+    ca.num_tokens = mine.num_tokens;
+    ca.hidden = c.hidden;
+    ca.num_topk = c.topk;
+    ca.num_max_dispatch_tokens_per_rank = c.max_tokens;
+    ca.num_experts = c.experts;
+    ca.combined_x = out.p;
+    for (int r = 0; r < 2; ++r) {
+      // Round 0 leaves signals set in both slots; the clean that follows must zero them without the masked PE.
+      const double t0 = MPI_Wtime();
+      EP_OK(tshmem_ep_low_latency_clean(b, c.max_tokens, c.hidden, c.experts, nullptr));
+      CUDA_OK(cudaDeviceSynchronize());
+      const double waited = MPI_Wtime() - t0;
+      EXPECT_LT(waited, 10.0) << "round " << r << ": the clean waited for the masked PE " << dead;
+      EXPECT_EQ(tshmem_ep_check_device_errors(b, nullptr), TSHMEM_EP_SUCCESS) << tshmem_ep_last_error();
+      Dev<int32_t> status(static_cast<size_t>(n));
+      EP_OK(tshmem_ep_low_latency_query_mask(b, status.p, nullptr));
+      const auto st = status.host(static_cast<size_t>(n));
+      for (int q = 0; q < n; ++q) EXPECT_EQ(st[static_cast<size_t>(q)], q == dead ? 1 : 0) << "mask of PE " << q;
+      EP_OK(tshmem_ep_low_latency_dispatch(b, &da, TSHMEM_EP_LL_BOTH, nullptr, nullptr));
+      CUDA_OK(cudaDeviceSynchronize());
+      expect_dispatch(c, n, dref[static_cast<size_t>(me)], o, ("after clean " + std::to_string(r)).c_str());
+      EP_OK(tshmem_ep_low_latency_combine(b, &ca, TSHMEM_EP_LL_BOTH, nullptr, nullptr));
+      CUDA_OK(cudaDeviceSynchronize());
+      EXPECT_EQ(tshmem_ep_check_device_errors(b, nullptr), TSHMEM_EP_SUCCESS) << tshmem_ep_last_error();
+      EXPECT_EQ(out.host(T * H), cref[static_cast<size_t>(me)]) << "after clean " << r << ": combined_x";
+    }
+    EP_OK(tshmem_ep_low_latency_clean_mask(b, nullptr));
+    EP_OK(tshmem_ep_buffer_set_timeout_ms(b, 10000));
+    CUDA_OK(cudaDeviceSynchronize());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // The masked PE rejoins: the clean at the start of run_case is a barrier of every PE again.
+  run_case({16, 256, 16 * n, 8, true, false, false, 0, true, false, false}, 72, 1);
+  // Last of the binary (a PE masked at a timeout stays out of later barriers): PE n-1, not masked, does not come to
+  // a clean. The others' clean ends at the bound (3 s here), masks it and reports the clean's wait naming it.
+  if (me != dead) {
+    EP_OK(tshmem_ep_buffer_set_timeout_ms(b, 3000));
+    const double t0 = MPI_Wtime();
+    EP_OK(tshmem_ep_low_latency_clean(b, c.max_tokens, c.hidden, c.experts, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    EXPECT_LT(MPI_Wtime() - t0, 20.0) << "the clean's wait did not end within its bound";
+    EXPECT_EQ(tshmem_ep_check_device_errors(b, nullptr), TSHMEM_EP_ERR_TSHMEM);
+    const std::string msg = tshmem_ep_last_error();
+    EXPECT_NE(
+        msg.find("tshmem_ep_low_latency_clean on PE " + std::to_string(me) + " waited for PE " + std::to_string(dead)),
+        std::string::npos)
+        << msg;
+    Dev<int32_t> status(static_cast<size_t>(n));
+    EP_OK(tshmem_ep_low_latency_query_mask(b, status.p, nullptr));
+    const auto st = status.host(static_cast<size_t>(n));
+    for (int q = 0; q < n; ++q) EXPECT_EQ(st[static_cast<size_t>(q)], q == dead ? 1 : 0) << "mask of PE " << q;
+    EP_OK(tshmem_ep_buffer_set_timeout_ms(b, 10000));
+  }
   MPI_Barrier(MPI_COMM_WORLD);
 }
 

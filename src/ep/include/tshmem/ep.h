@@ -336,8 +336,12 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_next_combine_buffer(tshme
                                                                            int64_t num_max_dispatch_tokens_per_rank,
                                                                            int64_t hidden, int64_t num_experts,
                                                                            void **ptr);
-/** Collective on `stream`: a barrier, zeroes both slots' signals, a barrier (after normal-mode calls, before
- *  low-latency ones; DeepEP's clean_low_latency_buffer). */
+/** Collective among the PEs not masked, on `stream`: a barrier, zeroes both slots' signals, a barrier (after
+ *  normal-mode calls, before low-latency ones; DeepEP's clean_low_latency_buffer). A masked PE is neither signalled
+ *  nor waited for; one not masked that does not come within the buffer's timeout is masked and the error recorded,
+ *  as dispatch does. The next low-latency call uses slot 0. Each pair of PEs counts the barriers it passed
+ *  together: a PE that was masked (and masked the others) while they cleaned rejoins once every side unmasks; a PE
+ *  masked at a timeout is out of step with the others' counts and stays out, as a masked rank does in DeepEP. */
 TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_clean(tshmem_ep_buffer_t buffer,
                                                              int64_t num_max_dispatch_tokens_per_rank, int64_t hidden,
                                                              int64_t num_experts, cudaStream_t stream);
