@@ -2,12 +2,13 @@
 # The host path side by side with Open MPI's OpenSHMEM: one OpenSHMEM program (perftest/host/host_shmem.cc) built
 # against tshmem, tshmem_nocheck and OSHMEM, run in alternating rounds at each PE count, then one table (size,
 # tshmem, OSHMEM, ratio of times) with each library's best round per row.
-#   scripts/oshmem-compare.sh [--np "2 4"] [--rounds 3] [--heaps "default 1G 8G"] [--backend shm] [--json FILE]
-#                             [-- host_shmem options, e.g. -e 1M -n 200]
+#   scripts/oshmem-compare.sh [--np "2 4"] [--rounds 3] [--heaps "default 1G 8G"] [--backend shm] [--init-only]
+#                             [--json FILE] [-- host_shmem options, e.g. -e 1M -n 200]
 # tshmem runs on the shm backend unless --backend names another (vmm, ipc: a GPU heap; TSHMEM_ALLOW_SHARED_GPU is
 # passed on, for several PEs on one GPU); both libraries get the same symmetric heap for the full runs
 # (TSHMEM_SYMMETRIC_SIZE, default 256M, is also SHMEM_SYMMETRIC_SIZE). Then init alone, in the same alternating
-# rounds, at each heap of --heaps: "default" sets neither variable (each library's own default), a size sets both.
+# rounds, at each heap of --heaps (--init-only: init alone, no full runs): "default" sets neither variable (each
+# library's own default), a size sets both.
 # Without the twin (no oshcc/shmem.h when configured) it prints why and exits 0 after the tshmem rows. Logs:
 # <build>/oshmem-compare/.
 # The table uses only the rounds (at a PE count) in which every library ran to the end, and says which. A round
@@ -17,7 +18,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TSHMEM_BUILD_DIR:-$root/build}
-nps="2 4" rounds=3 json="" heaps="default 1G 8G" backend=shm
+nps="2 4" rounds=3 json="" heaps="default 1G 8G" backend=shm init_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) nps=$2; shift 2 ;;
@@ -25,8 +26,9 @@ while [ $# -gt 0 ]; do
     --heaps) heaps=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --backend) backend=$2; shift 2 ;;
+    --init-only) init_only=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "oshmem-compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -91,7 +93,9 @@ label() {  # tshmem_host_shmem -> tshmem, tshmem_host_shmem_nocheck -> tshmem[no
 }
 
 tshmem_failed=0 findings=() complete=() tshmem_ran=()
-for round in $(seq 1 "$rounds"); do
+full_rounds=$rounds
+[ "$init_only" = 1 ] && full_rounds=0
+for round in $(seq 1 "$full_rounds"); do
   order=("${variants[@]}")
   if [ $((round % 2)) = 0 ]; then  # every other round backwards: a slow moment does not land on one side only
     order=()
@@ -133,7 +137,7 @@ for round in $(seq 1 "$rounds"); do
     [ $all_ran = 1 ] && complete+=("$round:$np") && cat "$logs"/*-np"$np"-round"$round".jsonl >> "$jsonl"
   done
 done
-for np in $nps; do
+[ "$init_only" = 1 ] || for np in $nps; do
   used=()
   for c in "${complete[@]}"; do [ "${c#*:}" = "$np" ] && used+=("${c%%:*}"); done
   if [ ${#used[@]} = "$rounds" ]; then
@@ -185,7 +189,7 @@ done
 for f in "${findings[@]}"; do echo "finding about the peer library: $f"; done
 table_rc=0
 if [ -s "$jsonl" ]; then
-  python3 "$root/perftest/common/oshmem_table.py" --jsonl "$jsonl" --out "$logs/summary.json" || table_rc=1
+  python3 "$root/perftest/common/oshmem_table.py" --backend "$backend" --jsonl "$jsonl" --out "$logs/summary.json" || table_rc=1
 elif [ ${#findings[@]} = 0 ]; then
   table_rc=1
   echo "oshmem-compare.sh: no rows: no run of tshmem finished" >&2
