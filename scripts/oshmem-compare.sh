@@ -2,11 +2,13 @@
 # The host path side by side with Open MPI's OpenSHMEM: one OpenSHMEM program (perftest/host/host_shmem.cc) built
 # against tshmem, tshmem_nocheck and OSHMEM, run in alternating rounds at each PE count, then one table (size,
 # tshmem, OSHMEM, ratio of times) with each library's best round per row.
-#   scripts/oshmem-compare.sh [--np "2 4"] [--rounds 3] [--heaps "default 1G 8G"] [--json FILE]
-#                             [-- host_shmem options, e.g. -e 1M -n 200]
-# tshmem runs on the shm backend; both libraries get the same symmetric heap for the full runs
+#   scripts/oshmem-compare.sh [--np "2 4"] [--rounds 3] [--heaps "default 1G 8G"] [--backend shm] [--init-only]
+#                             [--json FILE] [-- host_shmem options, e.g. -e 1M -n 200]
+# tshmem runs on the shm backend unless --backend names another (vmm, ipc: a GPU heap; TSHMEM_ALLOW_SHARED_GPU is
+# passed on, for several PEs on one GPU); both libraries get the same symmetric heap for the full runs
 # (TSHMEM_SYMMETRIC_SIZE, default 256M, is also SHMEM_SYMMETRIC_SIZE). Then init alone, in the same alternating
-# rounds, at each heap of --heaps: "default" sets neither variable (each library's own default), a size sets both.
+# rounds, at each heap of --heaps (--init-only: init alone, no full runs): "default" sets neither variable (each
+# library's own default), a size sets both.
 # Without the twin (no oshcc/shmem.h when configured) it prints why and exits 0 after the tshmem rows. Logs:
 # <build>/oshmem-compare/.
 # The table uses only the rounds (at a PE count) in which every library ran to the end, and says which. A round
@@ -16,15 +18,17 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TSHMEM_BUILD_DIR:-$root/build}
-nps="2 4" rounds=3 json="" heaps="default 1G 8G"
+nps="2 4" rounds=3 json="" heaps="default 1G 8G" backend=shm init_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) nps=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --heaps) heaps=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
+    --backend) backend=$2; shift 2 ;;
+    --init-only) init_only=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "oshmem-compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -50,7 +54,9 @@ jsonl="$logs/host_shmem.jsonl"
 heap=${TSHMEM_SYMMETRIC_SIZE:-256M}
 launch=(mpirun --bind-to none)
 [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
-env_tshmem=(-x TSHMEM_MEM_BACKEND=shm -x TSHMEM_SYMMETRIC_SIZE="$heap" -x TSHMEM_DISABLE_NVLS=1 -x TSHMEM_PERF_HEAP="$heap")
+backend_env=(-x TSHMEM_MEM_BACKEND="$backend")
+[ "$backend" != shm ] && backend_env+=(-x TSHMEM_ALLOW_SHARED_GPU="${TSHMEM_ALLOW_SHARED_GPU:-0}")
+env_tshmem=("${backend_env[@]}" -x TSHMEM_SYMMETRIC_SIZE="$heap" -x TSHMEM_DISABLE_NVLS=1 -x TSHMEM_PERF_HEAP="$heap")
 # Open MPI 4.1's osc/rdma frees memory at MPI_Finalize through a hook into the OpenSHMEM layer that is already
 # unloaded (SIGSEGV at the end of every OSHMEM program here); one-sided MPI is no part of the twin, so it is off.
 env_oshmem=(-x SHMEM_SYMMETRIC_SIZE="$heap" -x OMPI_MCA_osc=^rdma -x TSHMEM_PERF_HEAP="$heap")
@@ -87,7 +93,9 @@ label() {  # tshmem_host_shmem -> tshmem, tshmem_host_shmem_nocheck -> tshmem[no
 }
 
 tshmem_failed=0 findings=() complete=() tshmem_ran=()
-for round in $(seq 1 "$rounds"); do
+full_rounds=$rounds
+[ "$init_only" = 1 ] && full_rounds=0
+for round in $(seq 1 "$full_rounds"); do
   order=("${variants[@]}")
   if [ $((round % 2)) = 0 ]; then  # every other round backwards: a slow moment does not land on one side only
     order=()
@@ -129,7 +137,7 @@ for round in $(seq 1 "$rounds"); do
     [ $all_ran = 1 ] && complete+=("$round:$np") && cat "$logs"/*-np"$np"-round"$round".jsonl >> "$jsonl"
   done
 done
-for np in $nps; do
+[ "$init_only" = 1 ] || for np in $nps; do
   used=()
   for c in "${complete[@]}"; do [ "${c#*:}" = "$np" ] && used+=("${c%%:*}"); done
   if [ ${#used[@]} = "$rounds" ]; then
@@ -156,7 +164,7 @@ for round in $(seq 1 "$rounds"); do
           envs+=(-x OMPI_MCA_osc=^rdma -x UCX_TLS="${UCX_TLS:-self,sm,tcp}")
           [ "$size" != default ] && envs+=(-x SHMEM_SYMMETRIC_SIZE="$size")
         else
-          envs+=(-x TSHMEM_MEM_BACKEND=shm -x TSHMEM_DISABLE_NVLS=1)
+          envs+=("${backend_env[@]}" -x TSHMEM_DISABLE_NVLS=1)
           [ "$size" != default ] && envs+=(-x TSHMEM_SYMMETRIC_SIZE="$size")
         fi
         log="$logs/$exe-init-$size-np$np-round$round.log"
@@ -181,7 +189,7 @@ done
 for f in "${findings[@]}"; do echo "finding about the peer library: $f"; done
 table_rc=0
 if [ -s "$jsonl" ]; then
-  python3 "$root/perftest/common/oshmem_table.py" --jsonl "$jsonl" --out "$logs/summary.json" || table_rc=1
+  python3 "$root/perftest/common/oshmem_table.py" --backend "$backend" --jsonl "$jsonl" --out "$logs/summary.json" || table_rc=1
 elif [ ${#findings[@]} = 0 ]; then
   table_rc=1
   echo "oshmem-compare.sh: no rows: no run of tshmem finished" >&2

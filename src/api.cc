@@ -183,6 +183,10 @@ TSHMEM_API size_t tshmemx_heap_size(void) {
   ContextRef ctx = context();
   return ctx ? ctx->heap->size() : 0;
 }
+TSHMEM_API size_t tshmemx_heap_backed_bytes(void) {
+  ContextRef ctx = context();
+  return ctx ? ctx->mem->backed_bytes(ctx->heap->size()) : 0;
+}
 TSHMEM_API int tshmemx_local_pe(void) {
   ContextRef ctx = context();
   return ctx ? ctx->boot->local_rank() : -1;

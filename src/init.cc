@@ -212,6 +212,13 @@ NvlsPolicyInput nvls_input(const Context &ctx) {
   input.local_n_pes = ctx.boot->local_size();
   input.heap_base = reinterpret_cast<uintptr_t>(ctx.mem->local_base());
   input.heap_size = ctx.heap->size();
+  // The multicast object binds the whole heap: a heap backed as it is used is backed whole first (collective).
+  MemBackend *mem = ctx.mem.get();
+  Bootstrap *boot = ctx.boot.get();
+  const uint64_t heap_size = ctx.heap->size();
+  input.back_whole_heap = [mem, boot, heap_size] {
+    return mem->back(*boot, 0, heap_size, "tshmem_init (multicast: the heap it binds)");
+  };
   return input;
 }
 
@@ -311,6 +318,11 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
   ctx.heap = std::make_unique<SymmetricHeap>(*ctx.check, *ctx.mem, ctx.env.symmetric_size, TSHMEM_INTERNAL_HEAP_BYTES,
                                              reserved_end);
   ctx.rendezvous = std::make_unique<Rendezvous>(*ctx.mem, *ctx.check);
+  // A heap backed as it is used (vmm) backs that end area now, apart from the first chunk (collective; the same
+  // decision on every PE).
+  if (spans_nodes)
+    TSHMEM_CHECK(
+        ctx.mem->back(boot, reserved_end, ctx.env.symmetric_size, "tshmem_init (the spanning collectives' area)"));
   // tshmem's own regions (device barrier counters) start zeroed on every PE.
   TSHMEM_CHECK(run_step(boot, InitStep::kReservedRegion, [&] {
     if (ctx.mem->created_zeroed()) return Status(TSHMEM_SUCCESS);

@@ -116,6 +116,13 @@ const char *tshmemx_backend_name(void) __attribute__((visibility("default")));
 /** Base address and size of this PE's symmetric heap (NULL/0 before init). */
 void *tshmemx_heap_base(void) __attribute__((visibility("default")));
 size_t tshmemx_heap_size(void) __attribute__((visibility("default")));
+/**
+ * Bytes of this PE's symmetric heap backed by memory now (0 before init). On `vmm` the heap's addresses are reserved
+ * whole at init and device memory is created as tshmem_malloc/calloc/align reach it, so this starts small (tshmem's
+ * own region and a first part) and grows with the allocations, the same on every PE; `ipc` and `shm` answer the
+ * heap's size (`shm`: its file is sized whole, its pages cost when touched).
+ */
+size_t tshmemx_heap_backed_bytes(void) __attribute__((visibility("default")));
 
 /**
  * The address at which this PE sees `pe`'s heap (the peer table slot), or NULL if `pe` is not reachable by

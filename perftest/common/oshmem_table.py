@@ -56,14 +56,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jsonl", required=True, help="JSON lines appended by host_shmem (--json)")
     ap.add_argument("--out", help="summary JSON to write")
+    ap.add_argument("--backend", default="shm", help="tshmem's memory backend in these runs (for the title)")
     args = ap.parse_args()
     best = best_rows(load_rows(args.jsonl) if os.path.exists(args.jsonl) else [])
     if not best:
         print("oshmem_table: no host_shmem rows in %s" % args.jsonl)
         return 1
     has_oshmem = any("oshmem" in e["values"] for e in best.values())
-    print("\n## host path: tshmem (shm backend) against Open MPI's OpenSHMEM; ratio = tshmem's time / OSHMEM's "
-          "(below 1.0: tshmem faster)")
+    print(f"\n## host path: tshmem ({args.backend} backend) against Open MPI's OpenSHMEM; "
+          "ratio = tshmem's time / OSHMEM's (below 1.0: tshmem faster)")
     header = ("PEs", "op", "size(B)", "unit", "tshmem", "OSHMEM", "ratio")
     print("%-4s %-22s %-10s %-5s %10s %10s %7s" % header)
     summary, worst = [], None

@@ -108,6 +108,8 @@ class CollectiveCheck {
   Status agree_then_min(const CollectiveRequest &request, const int64_t *in, int64_t *out, int count);
 
   static constexpr bool enabled() { return TSHMEM_SYMMETRY_CHECK != 0; }
+  /// The bootstrap it agrees over (for the collective work a checked call does once agreed, as backing the heap).
+  Bootstrap &bootstrap() const { return boot_; }
   /// The bounds of its waits (the bootstrap's).
   const WaitBounds &bounds() const { return boot_.bounds(); }
   /// Checked calls this PE made over the whole job (the same on every PE after each of them).

@@ -1,5 +1,6 @@
 #include "heap/heap.h"
 
+#include "bootstrap/agree.h"
 #include "heap/reserved_rule.h"
 
 namespace tshmemi {
@@ -82,7 +83,42 @@ Status SymmetricHeap::check_user_range(const char *call, const char *what, const
                      call, what, ptr, static_cast<unsigned long long>(bytes),
                      reinterpret_cast<void *>(base_ + reserved_end_),
                      static_cast<unsigned long long>(size_ - reserved_end_));
+  if (!backend_.backed(offset_of(ptr), bytes))
+    return set_error(TSHMEM_ERR_INVALID_ARG,
+                     "%s: %s [%p, +%llu bytes) lies past the part of the heap backed by memory (%llu of %llu bytes: "
+                     "the %s heap is backed as tshmem_malloc/calloc/align reach it): only memory from "
+                     "tshmem_malloc/calloc/align may be accessed",
+                     call, what, ptr, static_cast<unsigned long long>(bytes),
+                     static_cast<unsigned long long>(backend_.backed_bytes(size_)),
+                     static_cast<unsigned long long>(size_), backend_.name());
   return TSHMEM_SUCCESS;
+}
+
+Status SymmetricHeap::back_block(HeapCall call, uint64_t offset, uint64_t size, uint64_t alignment) {
+  std::string what = call_name(call);
+  what += call == HeapCall::kAlign
+              ? format("(alignment = %llu, size = %llu)", static_cast<unsigned long long>(alignment),
+                       static_cast<unsigned long long>(size))
+              : format("(size = %llu)", static_cast<unsigned long long>(size));
+  Bootstrap &boot = check_.bootstrap();
+  Status status = backend_.back(boot, 0, offset + size, call_name(call));
+  if (status == TSHMEM_SUCCESS && call == HeapCall::kCalloc) {
+    // Every PE's block is zero before any PE returns and may write into a peer's.
+    const Status zeroed = backend_.zero(reinterpret_cast<void *>(base_ + offset), size);
+    status = agree_on_status(boot, zeroed, what.c_str());
+  }
+  if (status == TSHMEM_SUCCESS) return TSHMEM_SUCCESS;
+  // The same message on every PE: the agreed one, and the rule.
+  const std::string cause = last_error_message();
+  return set_error_message(
+      status == TSHMEM_ERR_CUDA ? TSHMEM_ERR_OUT_OF_MEMORY : status,
+      format("%s: the block [%llu, %llu) of the %llu-byte heap cannot be backed by device memory (%llu bytes are): %s. "
+             "TSHMEM_SYMMETRIC_SIZE reserves the heap's addresses; its memory is created as allocations reach it, so "
+             "a heap can run out of device memory before its size: free device memory or symmetric blocks, or "
+             "allocate less. Nothing was allocated",
+             what.c_str(), static_cast<unsigned long long>(offset), static_cast<unsigned long long>(offset + size),
+             static_cast<unsigned long long>(size_), static_cast<unsigned long long>(backend_.backed_bytes(size_)),
+             cause.c_str()));
 }
 
 Status SymmetricHeap::allocate(HeapCall call, uint64_t size, uint64_t alignment, void **out) {
@@ -113,7 +149,7 @@ Status SymmetricHeap::allocate(HeapCall call, uint64_t size, uint64_t alignment,
           static_cast<unsigned long long>(allocator_.largest_free()), static_cast<unsigned long long>(size_));
     } else {
       request.offset = static_cast<int64_t>(*offset);
-      if (call == HeapCall::kCalloc) {
+      if (call == HeapCall::kCalloc && backend_.backed(*offset, size)) {  // else zeroed once backed
         const Status zeroed = backend_.zero(reinterpret_cast<void *>(base_ + *offset), size);
         if (zeroed != TSHMEM_SUCCESS) {
           request.local_status = zeroed;
@@ -126,6 +162,14 @@ Status SymmetricHeap::allocate(HeapCall call, uint64_t size, uint64_t alignment,
   if (agreed != TSHMEM_SUCCESS) {
     if (request.offset >= 0) allocator_.release(static_cast<uint64_t>(request.offset));  // roll back
     return agreed;
+  }
+  // Past the backed part (the same on every PE: the same offset, the same backed part), the heap grows first.
+  if (request.offset >= 0 && !backend_.backed(static_cast<uint64_t>(request.offset), size)) {
+    const Status backed = back_block(call, static_cast<uint64_t>(request.offset), size, alignment);
+    if (backed != TSHMEM_SUCCESS) {
+      allocator_.release(static_cast<uint64_t>(request.offset));  // roll back, on every PE
+      return backed;
+    }
   }
   if (request.offset >= 0) *out = reinterpret_cast<void *>(base_ + static_cast<uint64_t>(request.offset));
   TSHMEMI_LOG(kInfo, kLogHeap, "%s", request.describe().c_str());

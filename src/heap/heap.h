@@ -58,6 +58,10 @@ class SymmetricHeap {
   static constexpr uint64_t kMinAlignment = 256;  // cudaMalloc's guarantee; vector loads of any width
 
  private:
+  /// Collective, after every PE agreed on the block at `offset`: backs the heap through its end (and zeroes it for
+  /// calloc before any PE returns). On failure every PE returns the same message, naming the call, its size and the
+  /// rule; the caller rolls the block back.
+  Status back_block(HeapCall call, uint64_t offset, uint64_t size, uint64_t alignment);
   /// Completes this PE's transfers: the backend's, and its puts to other nodes.
   Status quiet_all();
 

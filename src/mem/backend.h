@@ -50,6 +50,26 @@ class MemBackend {
   /// Completes every transfer this PE has issued (host copies, and the device for GPU backends).
   virtual Status quiet() = 0;
 
+  // ---- Memory behind the heap -----------------------------------------------------------------------------------
+  // A backend may reserve the heap's addresses whole at create and back them with memory as allocations reach them
+  // (vmm: docs/design.md, "A GPU heap backed as it is used"). The others back the whole heap at create and keep the
+  // defaults below. Every PE's answers are the same: every PE backs the same ranges, collectively.
+
+  /// Bytes of this PE's heap backed by memory now (the heap's size where the whole heap is).
+  virtual uint64_t backed_bytes(uint64_t heap_bytes) const { return heap_bytes; }
+  /// True when [offset, +bytes) of the heap is backed (in this PE's view and in every node peer's). Any thread.
+  virtual bool backed(uint64_t offset, uint64_t bytes) const {
+    (void)offset, (void)bytes;
+    return true;
+  }
+  /// Collective over ALL PEs, with the same arguments everywhere: backs [begin, end) of the heap, in this PE's view
+  /// and in its view of every node peer; `call` names the caller's call in the messages. When one PE cannot create
+  /// its memory, every PE returns the same failure and nothing new is backed anywhere.
+  virtual Status back(Bootstrap &boot, uint64_t begin, uint64_t end, const char *call) {
+    (void)boot, (void)begin, (void)end, (void)call;
+    return TSHMEM_SUCCESS;
+  }
+
   // ---- Registered buffers (tshmemx_buffer_register_symmetric; src/heap/registration.cc) -------------------------
   // A backend that can register keeps `registration_capacity()` bytes of VA after every heap view (its own and
   // each node peer's), from offset `registration_base()` of the view, where applications' buffers are mapped at

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,6 +34,8 @@ struct NvlsPolicyInput {
   int local_n_pes = 1;     ///< devices the multicast object would span
   uint64_t heap_base = 0;  ///< this PE's heap base
   uint64_t heap_size = 0;  ///< bytes of heap to bind
+  /// Collective: backs the whole heap with memory (a heap backed as it is used); empty: nothing to do.
+  std::function<Status()> back_whole_heap;
 };
 
 /// This PE's verdict.

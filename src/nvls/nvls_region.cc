@@ -1,6 +1,7 @@
-// The multicast region: one multicast object per node, the whole symmetric heap bound to it, mapped next
-// to the heap. COMPILE-ONLY so far: multicast is forbidden on the project's GPU test hosts (it can put a
-// shared host's GPUs out of service), so this path has never run. It follows the driver's documented order:
+// The multicast region: one multicast object per node, the whole symmetric heap bound to it (a vmm heap, backed as
+// it is used, is backed whole first), mapped next to the heap. COMPILE-ONLY so far: multicast is forbidden on the
+// project's GPU test hosts (it can put a shared host's GPUs out of service), so this path has never run. It follows the
+// driver's documented order:
 //
 //   1. local rank 0 creates the object (cuMulticastCreate: numDevices = PEs on the node, size = heap,
 //      POSIX file-descriptor handles) and exports it as a descriptor;
@@ -217,6 +218,14 @@ Status nvls_init(Bootstrap &boot, const NvlsPolicyInput &input, std::unique_ptr<
     return TSHMEM_SUCCESS;
   }
 
+  // The region binds the whole heap, so every symmetric address has its multicast twin and multimem needs no bound:
+  // a heap backed as it is used is backed whole first. A heap that cannot be runs without multicast.
+  if (input.back_whole_heap && input.back_whole_heap() != TSHMEM_SUCCESS) {
+    *reason = "the whole heap could not be backed with memory for the multicast object: " + last_error_message();
+    TSHMEMI_LOG(kWarn, kLogNvls, "multicast off: %s", reason->c_str());
+    clear_last_error();
+    return TSHMEM_SUCCESS;
+  }
   auto region = std::make_unique<McRegion>(input.cuda_device, input.heap_base, input.heap_size, granularity);
   Status status = create_region(boot, input, *region, granularity);
   if (status == TSHMEM_SUCCESS)

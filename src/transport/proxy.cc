@@ -566,6 +566,9 @@ Status make_proxy(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const P
   in.boot = &boot;
   in.env = config.env;
   in.heap_on_gpu = mem.device_memory();
+  in.back_whole_heap = [&boot, &mem, heap_bytes] {
+    return mem.back(boot, 0, heap_bytes, "tshmem_init (the heap the off-node transport registers)");
+  };
   in.cuda_device = cuda_device;
   in.node_of_pe = boot.node_of_pe();
   // TSHMEM_REMOTE_TRANSPORT: the one named, or the first of the table that is built and starts here (auto).

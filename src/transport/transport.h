@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -160,6 +161,9 @@ struct TransportInputs {
   char *heap = nullptr;             ///< this PE's heap (local address; GPU memory when heap_on_gpu)
   uint64_t heap_bytes = 0;
   bool heap_on_gpu = false;
+  /// Collective: backs the whole heap with memory (a heap backed as it is used), before a transport registers it
+  /// whole with a network (UCX's direct mode on a GPU heap).
+  std::function<Status()> back_whole_heap;
   int cuda_device = -1;
   uint64_t chunk_bytes = 0;       ///< TSHMEM_PROXY_CHUNK, the same on every PE
   int64_t timeout_ms = 0;         ///< the bound of every wait for a peer

@@ -153,6 +153,9 @@ Status make(const TransportInputs &in, std::unique_ptr<Transport> *out, std::str
   }
   const char *memory = in.heap_on_gpu ? "GPU heap" : "host heap";
   if (direct) {
+    // The registration covers the whole heap: a GPU heap backed as it is used is backed whole first (collective:
+    // `direct` is agreed).
+    if (in.heap_on_gpu && in.back_whole_heap) TSHMEM_CHECK(in.back_whole_heap());
     TSHMEM_CHECK(worker->map_heap(boot, in.heap, in.heap_bytes, in.heap_on_gpu, unavailable));
     if (!unavailable->empty()) return TSHMEM_SUCCESS;
     // The path names the transports once endpoints exist (every PE of another node has one).
