@@ -23,7 +23,19 @@ thread_local CallNote t_note;  // the calling thread's note for its next checked
 // bytes takes well under a microsecond), so the hash must cost a few nanoseconds.
 class Digest {
  public:
-  void add(const char *text) { add_bytes(text, std::strlen(text)); }  // the length ends it: ("ab", "c") != ("a", "bc")
+  void add(const char *text) {  // one pass, 8 bytes to a word; the length ends it: ("ab", "c") != ("a", "bc")
+    uint64_t w = 0;
+    size_t n = 0;
+    for (; text[n] != '\0'; ++n) {
+      w |= static_cast<uint64_t>(static_cast<unsigned char>(text[n])) << (8 * (n & 7));
+      if ((n & 7) == 7) {
+        word(w);
+        w = 0;
+      }
+    }
+    if ((n & 7) != 0) word(w);
+    word(n);
+  }
   void add(const std::string &text) { add_bytes(text.data(), text.size()); }
   void add(int64_t value) { word(static_cast<uint64_t>(value)); }
   int64_t value() const {
@@ -35,17 +47,18 @@ class Digest {
 
  private:
   void add_bytes(const char *bytes, size_t n) {
-    word(n);
+    const size_t length = n;
     for (; n >= 8; n -= 8, bytes += 8) {
       uint64_t w;
       std::memcpy(&w, bytes, 8);
       word(w);
     }
-    if (n > 0) {
+    if (n > 0) {  // the tail gathered in a register: bytes stored to memory and read back as a word stall
       uint64_t w = 0;
-      std::memcpy(&w, bytes, n);
+      for (size_t i = 0; i < n; ++i) w |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
       word(w);
     }
+    word(length);
   }
   void word(uint64_t w) {
     h_ = (h_ ^ w) * 0x9e3779b97f4a7c15ull;
@@ -91,11 +104,6 @@ class JobGroup : public CheckGroup {
 
 CollectiveCheck::CollectiveCheck(Bootstrap &boot) : boot_(boot), job_(std::make_unique<JobGroup>(boot, sequence_)) {}
 CollectiveCheck::~CollectiveCheck() = default;
-
-CollectiveRequest &CollectiveRequest::arg(const char *name, int64_t value) {
-  if (n_args < kMaxArgs) args[n_args++] = {name, value};
-  return *this;
-}
 
 std::string CollectiveRequest::describe() const {
   std::string text = note.empty() ? std::string() : note + ": ";
