@@ -1,6 +1,7 @@
 #include "bootstrap/collective_check.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "bootstrap/agree.h"
@@ -15,22 +16,28 @@ struct CallNote {
 thread_local CallNote t_note;  // the calling thread's note for its next checked call
 
 // The request's digest: a 64-bit hash of everything that must be equal across PEs except the sequence (the
-// call's name, each argument's name and value, the offset where it is an argument, the note). FNV-1a over the
-// bytes, then a final mix so that nearby inputs spread over every bit: two different requests share a digest
-// with a chance of about 2^-64.
+// call's name, each argument's name and value, the offset where it is an argument, the note). Each 8-byte word
+// (a value, or 8 bytes of a string) is folded in with a multiply-xorshift step and the result mixed once more at
+// the end, so that nearby inputs spread over every bit: two different requests share a digest with a chance of
+// about 2^-64. Word by word rather than byte by byte: every checked call computes one (a host collective of a few
+// bytes takes well under a microsecond), so the hash must cost a few nanoseconds.
 class Digest {
  public:
-  void add(const char *text) {
-    for (const char *c = text; *c != '\0'; ++c) byte(static_cast<unsigned char>(*c));
-    byte(0);  // ends the string: ("ab", "c") and ("a", "bc") differ
+  void add(const char *text) {  // one pass, 8 bytes to a word; the length ends it: ("ab", "c") != ("a", "bc")
+    uint64_t w = 0;
+    size_t n = 0;
+    for (; text[n] != '\0'; ++n) {
+      w |= static_cast<uint64_t>(static_cast<unsigned char>(text[n])) << (8 * (n & 7));
+      if ((n & 7) == 7) {
+        word(w);
+        w = 0;
+      }
+    }
+    if ((n & 7) != 0) word(w);
+    word(n);
   }
-  void add(const std::string &text) {
-    add(static_cast<int64_t>(text.size()));
-    for (unsigned char c : text) byte(c);
-  }
-  void add(int64_t value) {
-    for (int i = 0; i < 8; ++i) byte(static_cast<unsigned char>(static_cast<uint64_t>(value) >> (8 * i)));
-  }
+  void add(const std::string &text) { add_bytes(text.data(), text.size()); }
+  void add(int64_t value) { word(static_cast<uint64_t>(value)); }
   int64_t value() const {
     uint64_t z = h_;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -39,7 +46,24 @@ class Digest {
   }
 
  private:
-  void byte(unsigned char c) { h_ = (h_ ^ c) * 1099511628211ull; }
+  void add_bytes(const char *bytes, size_t n) {
+    const size_t length = n;
+    for (; n >= 8; n -= 8, bytes += 8) {
+      uint64_t w;
+      std::memcpy(&w, bytes, 8);
+      word(w);
+    }
+    if (n > 0) {  // the tail gathered in a register: bytes stored to memory and read back as a word stall
+      uint64_t w = 0;
+      for (size_t i = 0; i < n; ++i) w |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+      word(w);
+    }
+    word(length);
+  }
+  void word(uint64_t w) {
+    h_ = (h_ ^ w) * 0x9e3779b97f4a7c15ull;
+    h_ ^= h_ >> 29;
+  }
   uint64_t h_ = 14695981039346656037ull;
 };
 
@@ -80,11 +104,6 @@ class JobGroup : public CheckGroup {
 
 CollectiveCheck::CollectiveCheck(Bootstrap &boot) : boot_(boot), job_(std::make_unique<JobGroup>(boot, sequence_)) {}
 CollectiveCheck::~CollectiveCheck() = default;
-
-CollectiveRequest &CollectiveRequest::arg(const char *name, int64_t value) {
-  if (n_args < kMaxArgs) args[n_args++] = {name, value};
-  return *this;
-}
 
 std::string CollectiveRequest::describe() const {
   std::string text = note.empty() ? std::string() : note + ": ";

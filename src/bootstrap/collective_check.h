@@ -36,7 +36,10 @@ struct CollectiveRequest {
   explicit CollectiveRequest(const char *name) : call(name) {}
 
   /// Appends an argument (at most kMaxArgs; the order is part of the call's identity and of its message).
-  CollectiveRequest &arg(const char *name, int64_t value);
+  CollectiveRequest &arg(const char *name, int64_t value) {
+    if (n_args < kMaxArgs) args[n_args++] = {name, value};
+    return *this;
+  }
 
   const char *call;
   CallArg args[kMaxArgs];

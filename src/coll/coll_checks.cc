@@ -88,8 +88,8 @@ const char *redop_name(tshmemx_redop_t op) {
   return "?";
 }
 
-Status check_coll_team(const CollRuntime &rt, const char *call, tshmem_team_t team, TeamInfo *info) {
-  TSHMEM_CHECK(rt.teams.lookup(team, call, info));
+Status check_coll_team(const CollRuntime &rt, const char *call, tshmem_team_t team, TeamInfo *info, bool looked_up) {
+  if (!looked_up) TSHMEM_CHECK(rt.teams.lookup(team, call, info));
   // Across nodes: the spanning path (the world team, through the off-node proxy; coll_spanning.h).
   if (!info->node_local) TSHMEM_CHECK(check_spanning_team(rt, call, team));
   if (info->size > TSHMEMI_COLL_MAX_TEAM)
@@ -99,8 +99,8 @@ Status check_coll_team(const CollRuntime &rt, const char *call, tshmem_team_t te
 }
 
 Status check_allreduce_args(const CollRuntime &rt, const char *call, tshmem_team_t team, void *dst, const void *src,
-                            size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op, TeamInfo *info) {
-  TSHMEM_CHECK(check_coll_team(rt, call, team, info));
+                            size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op, TeamInfo *info, bool looked_up) {
+  TSHMEM_CHECK(check_coll_team(rt, call, team, info, looked_up));
   TSHMEM_CHECK(check_reduction(call, count, dtype, op));
   const size_t elem = dtype_size(dtype);
   if (count > rt.heap.size() / elem)
@@ -116,8 +116,8 @@ Status check_allreduce_args(const CollRuntime &rt, const char *call, tshmem_team
 
 Status check_reduce_scatter_args(const CollRuntime &rt, const char *call, tshmem_team_t team, void *dst,
                                  const void *src, size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op,
-                                 TeamInfo *info) {
-  TSHMEM_CHECK(check_coll_team(rt, call, team, info));
+                                 TeamInfo *info, bool looked_up) {
+  TSHMEM_CHECK(check_coll_team(rt, call, team, info, looked_up));
   TSHMEM_CHECK(check_reduction(call, count, dtype, op));
   const size_t elem = dtype_size(dtype);
   const size_t n = static_cast<size_t>(info->size);
@@ -131,8 +131,8 @@ Status check_reduce_scatter_args(const CollRuntime &rt, const char *call, tshmem
 }
 
 Status check_move_args(const CollRuntime &rt, CollKind kind, const char *call, tshmem_team_t team, void *dst,
-                       const void *src, size_t nbytes, int root, TeamInfo *info) {
-  TSHMEM_CHECK(check_coll_team(rt, call, team, info));
+                       const void *src, size_t nbytes, int root, TeamInfo *info, bool looked_up) {
+  TSHMEM_CHECK(check_coll_team(rt, call, team, info, looked_up));
   if (kind == CollKind::kBarrier) return TSHMEM_SUCCESS;
   if (nbytes == 0) return set_error(TSHMEM_ERR_INVALID_ARG, "%s: nbytes is 0", call);
   const size_t n = static_cast<size_t>(info->size);

@@ -18,18 +18,22 @@ const char *dtype_name(tshmemx_dtype_t dtype);
 /// "sum", "min", ...; "?" for an unknown code.
 const char *redop_name(tshmemx_redop_t op);
 
-/// The team, looked up and checked for the collectives (known, within TSHMEMI_COLL_MAX_TEAM, reachable).
-Status check_coll_team(const CollRuntime &rt, const char *call, tshmem_team_t team, TeamInfo *info);
+/// The team, looked up and checked for the collectives (known, within TSHMEMI_COLL_MAX_TEAM, reachable). With
+/// `looked_up` the caller has already looked `team` up into `*info` (successfully), and only the checks run.
+Status check_coll_team(const CollRuntime &rt, const char *call, tshmem_team_t team, TeamInfo *info,
+                       bool looked_up = false);
 
-/// All-reduce: dst and src hold `count` elements of `dtype` (equal, in place, or apart).
+/// All-reduce: dst and src hold `count` elements of `dtype` (equal, in place, or apart). `looked_up`: as for
+/// check_coll_team (the host-blocking forms look the team up first; a lookup takes the team table's lock).
 Status check_allreduce_args(const CollRuntime &rt, const char *call, tshmem_team_t team, void *dst, const void *src,
-                            size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op, TeamInfo *info);
+                            size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op, TeamInfo *info,
+                            bool looked_up = false);
 /// Reduce-scatter: dst holds `count` elements, src the team's size times as many, apart.
 Status check_reduce_scatter_args(const CollRuntime &rt, const char *call, tshmem_team_t team, void *dst,
                                  const void *src, size_t count, tshmemx_dtype_t dtype, tshmemx_redop_t op,
-                                 TeamInfo *info);
+                                 TeamInfo *info, bool looked_up = false);
 /// The byte moves (fcollect, alltoall, broadcast) and the barrier (no buffers).
 Status check_move_args(const CollRuntime &rt, CollKind kind, const char *call, tshmem_team_t team, void *dst,
-                       const void *src, size_t nbytes, int root, TeamInfo *info);
+                       const void *src, size_t nbytes, int root, TeamInfo *info, bool looked_up = false);
 
 }  // namespace tshmemi

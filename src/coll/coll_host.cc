@@ -25,14 +25,16 @@ CollKind kind_of(HostKind kind) {
   return CollKind::kBarrier;
 }
 
-/// Every check of `c` on this PE (the same on a GPU heap and in host memory).
-Status check(const CollRuntime &rt, const HostCollective &c) {
-  TeamInfo info;
+/// Every check of `c` on this PE (the same on a GPU heap and in host memory). `known`: the team's lookup, when it
+/// succeeded (null: the checks look it up, and refuse it).
+Status check(const CollRuntime &rt, const HostCollective &c, const TeamInfo *known) {
+  TeamInfo info = known != nullptr ? *known : TeamInfo{};
+  const bool looked_up = known != nullptr;
   if (c.kind == HostKind::kReduce)
-    return check_allreduce_args(rt, c.call, c.team, c.dst, c.src, c.count, c.dtype, c.op, &info);
+    return check_allreduce_args(rt, c.call, c.team, c.dst, c.src, c.count, c.dtype, c.op, &info, looked_up);
   if (c.kind == HostKind::kReduceScatter)
-    return check_reduce_scatter_args(rt, c.call, c.team, c.dst, c.src, c.count, c.dtype, c.op, &info);
-  return check_move_args(rt, kind_of(c.kind), c.call, c.team, c.dst, c.src, c.count, c.root, &info);
+    return check_reduce_scatter_args(rt, c.call, c.team, c.dst, c.src, c.count, c.dtype, c.op, &info, looked_up);
+  return check_move_args(rt, kind_of(c.kind), c.call, c.team, c.dst, c.src, c.count, c.root, &info, looked_up);
 }
 
 /// The on-stream kernel behind `c` on `stream` (a GPU heap).
@@ -116,7 +118,7 @@ Status host_collective(const CollRuntime &rt, CollectiveCheck &check_, Rendezvou
                      "job-wide (the symmetry check), so their team must hold every PE; use the on-stream form "
                      "(tshmemx_..._on_stream) or the device forms for a smaller team",
                      c.call, static_cast<int>(c.team), info.size, rt.n_pes);
-  if (!whole_job) TSHMEM_CHECK(check_coll_team(rt, c.call, c.team, &info));  // members reachable: node-local
+  if (!whole_job) TSHMEM_CHECK(check_coll_team(rt, c.call, c.team, &info, true));  // members reachable: node-local
   CheckGroup *group = whole_job ? nullptr : &host.group(rt, c.team, info);
   CollectiveRequest request = describe(rt.heap, c);
   if (c.kind == HostKind::kTeamBarrier) {
@@ -127,7 +129,7 @@ Status host_collective(const CollRuntime &rt, CollectiveCheck &check_, Rendezvou
     }
     return group != nullptr ? rendezvous.barrier_in(*group, request) : rendezvous.barrier(request);
   }
-  const Status local = check(rt, c);  // the local verdict
+  const Status local = check(rt, c, known == TSHMEM_SUCCESS ? &info : nullptr);  // the local verdict
   if (local != TSHMEM_SUCCESS) {
     request.local_status = local;
     request.local_error = last_error_message();

@@ -2,11 +2,15 @@
 // members' values in team-index order (the GPU kernels' order), for every dtype and operator, on the world team, the
 // node team and a strided split team, out of place and in place; broadcast, fcollect, alltoall and team barriers on
 // the same teams; and a refused argument on one member named on every member of a split team, nothing left waiting.
+// The same tests run with the PEs split into nodes (TSHMEM_DEBUG_NODE_SIZE): the world team then spans nodes and
+// moves its data through the off-node path; a split team that spans nodes is refused on each member, naming the call,
+// the team and the rule.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "fixture.h"
@@ -15,21 +19,31 @@ namespace {
 
 using tshmem_test::TshmemTest;
 
+/// Whether a member of `team` lives on another node than this PE (TSHMEM_DEBUG_NODE_SIZE splits one host).
+bool spans_nodes(tshmem_team_t team) {
+  for (int k = 0; k < tshmem_team_n_pes(team); ++k)
+    if (tshmem_team_translate_pe(team, k, TSHMEMX_TEAM_NODE) < 0) return true;
+  return false;
+}
+
 class CollHost : public TshmemTest {
  protected:
   /// The teams every test runs on: world, node, and the PEs of even index (a split team with stride 2;
-  /// TSHMEM_TEAM_INVALID on the other PEs, which skip it).
+  /// TSHMEM_TEAM_INVALID on the other PEs, which skip it, and on every PE when it spans nodes: the host collectives
+  /// refuse it, SplitTeamAcrossNodesIsRefused).
   std::vector<tshmem_team_t> teams() {
     tshmem_team_t even = TSHMEM_TEAM_INVALID;
     EXPECT_EQ(tshmem_team_split_strided(TSHMEM_TEAM_WORLD, 0, 2, (n_ + 1) / 2, nullptr, 0, &even), 0) << last_error();
     split_ = even;
-    return {TSHMEM_TEAM_WORLD, TSHMEMX_TEAM_NODE, even};
+    split_spans_nodes_ = !tshmem_test::all_pes(even == TSHMEM_TEAM_INVALID || !spans_nodes(even));
+    return {TSHMEM_TEAM_WORLD, TSHMEMX_TEAM_NODE, split_spans_nodes_ ? TSHMEM_TEAM_INVALID : even};
   }
   void TearDown() override {
     if (split_ != TSHMEM_TEAM_INVALID) tshmem_team_destroy(split_);
     TshmemTest::TearDown();
   }
   tshmem_team_t split_ = TSHMEM_TEAM_INVALID;
+  bool split_spans_nodes_ = false;  ///< the same on every PE
 };
 
 /// Member k's value at element e: a mix that makes the order of a float sum matter (a large first value).
@@ -167,6 +181,7 @@ TEST_F(CollHost, MovesAndBarriersOnEveryTeam) {
 TEST_F(CollHost, DivergentCallsOnASplitTeamAreNamedOnEveryMember) {
   if (n_ < 3) GTEST_SKIP() << "needs a split team of two PEs or more";
   teams();
+  if (split_spans_nodes_) GTEST_SKIP() << "the split team spans nodes: refused (SplitTeamAcrossNodesIsRefused)";
   int *buf = static_cast<int *>(tshmem_calloc(16, sizeof(int)));
   ASSERT_NE(buf, nullptr);
   if (split_ == TSHMEM_TEAM_INVALID) {
@@ -181,6 +196,42 @@ TEST_F(CollHost, DivergentCallsOnASplitTeamAreNamedOnEveryMember) {
   EXPECT_NE(message.find("divergent PE " + std::to_string(odd_pe) + "."), std::string::npos) << message;
   EXPECT_NE(message.find("count=4"), std::string::npos) << message;
   EXPECT_EQ(tshmem_int_sum_reduce(split_, buf + 8, buf, 2), 0) << last_error();
+  tshmem_free(buf);
+}
+
+// With the PEs split into nodes, a split team with members on two nodes: every host collective and its barrier refuse
+// it on each member alike (TSHMEM_ERR_INVALID_ARG naming the call, the team and the rule), before any waiting, and
+// nothing is written; the world team's next call, across the nodes, works.
+TEST_F(CollHost, SplitTeamAcrossNodesIsRefused) {
+  teams();
+  if (!split_spans_nodes_) GTEST_SKIP() << "the split team lives on one node (run with TSHMEM_DEBUG_NODE_SIZE)";
+  int *buf = static_cast<int *>(tshmem_malloc(64 * sizeof(int)));
+  ASSERT_NE(buf, nullptr);
+  for (int i = 0; i < 64; ++i) buf[i] = me_ + 1;
+  if (split_ != TSHMEM_TEAM_INVALID) {
+    const std::string team = "team " + std::to_string(split_);
+    const std::pair<const char *, int> calls[] = {
+        {"tshmem_int32_sum_reduce", tshmem_int_sum_reduce(split_, buf + 32, buf, 4)},
+        {"tshmemx_int32_sum_reduce_scatter",
+         tshmemi_host_reduce_scatter(split_, buf + 32, buf, 4, TSHMEMX_DTYPE_INT32, TSHMEMX_OP_SUM)},
+        {"tshmem_fcollectmem", tshmem_int_fcollect(split_, buf + 32, buf, 4)},
+        {"tshmem_alltoallmem", tshmem_int_alltoall(split_, buf + 32, buf, 4)},
+        {"tshmem_broadcastmem", tshmem_int_broadcast(split_, buf + 32, buf, 4, 0)},
+        {"tshmem_barrier", tshmem_barrier(split_)},
+    };
+    for (const auto &[call, rc] : calls) EXPECT_EQ(rc, TSHMEM_ERR_INVALID_ARG) << call;
+    // The last refusal's words: the call, the team, the rule.
+    const std::string message = last_error();
+    EXPECT_EQ(message.rfind("tshmem_barrier: ", 0), 0u) << message;
+    EXPECT_NE(message.find(team + " spans more than this node"), std::string::npos) << message;
+    EXPECT_NE(message.find("across nodes the collectives take TSHMEM_TEAM_WORLD only"), std::string::npos) << message;
+    EXPECT_EQ(tshmem_int_sum_reduce(split_, buf + 32, buf, 4), TSHMEM_ERR_INVALID_ARG);
+    EXPECT_EQ(std::string(tshmemx_last_error()).rfind("tshmem_int32_sum_reduce: " + team + " spans", 0), 0u)
+        << tshmemx_last_error();
+    for (int i = 32; i < 64; ++i) ASSERT_EQ(buf[i], me_ + 1) << "a refused call wrote dst";
+  }
+  ASSERT_EQ(tshmem_int_sum_reduce(TSHMEM_TEAM_WORLD, buf + 32, buf, 4), 0) << last_error();
+  EXPECT_EQ(buf[32], n_ * (n_ + 1) / 2);
   tshmem_free(buf);
 }
 
