@@ -27,11 +27,9 @@ __global__ void __launch_bounds__(1024)
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.min_size = 1024;
-  b.config.max_size = size_t{1} << 20;
+  b.sizes(1024, size_t{1} << 20);
   b.config.step_factor = 4;
-  b.config.iters = 50;
-  b.config.warmup_iters = 5;
+  b.iterations(50, 5);
   b.config.ctas = 32;
   b.runs_alone = true;  // PE 0 works, PE 1 only serves: at 1 PE a local row
   if (!b.start(argc, argv, "atomic_bw")) return b.exit_code;

@@ -33,8 +33,7 @@ __global__ void atomic_latency_kernel(T *remote, T *sink, int peer, int iters) {
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.iters = 1000;
-  b.config.warmup_iters = 100;
+  b.iterations(1000, 100);
   b.runs_alone = true;  // PE 0 works, PE 1 only serves: at 1 PE a local row
   if (!b.start(argc, argv, "atomic_latency")) return b.exit_code;
 

@@ -31,8 +31,7 @@ void timed_row(DeviceBench &b) {
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.iters = 2000;
-  b.config.warmup_iters = 200;
+  b.iterations(2000, 200);
   if (!b.start(argc, argv, "barrier_latency")) return b.exit_code;
 
   b.report().note(std::string(Ops::kName) + ", " + std::to_string(b.n_pes) +

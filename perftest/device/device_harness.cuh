@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench_config.h"
+#include "cuda_check.h"
 #include "perf_types.cuh"
 
 #if defined(TSHMEM_PERF_NVSHMEM)
@@ -35,15 +36,7 @@ using Ops = TshmemOps;
 #define TSHMEM_PERF_BUILD "default"
 #endif
 
-#define PERF_CUDA(call) ::tshmem_perf::check_cuda((call), #call, __FILE__, __LINE__)
-
 namespace tshmem_perf {
-
-inline void check_cuda(cudaError_t rc, const char *what, const char *file, int line) {
-  if (rc == cudaSuccess) return;
-  std::fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, what, cudaGetErrorString(rc));
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
 
 /// Bytes a get benchmark rotates its remote source over: more than the 60 MB L2 of an H100/H200, so that no
 /// timed iteration reads a line that an earlier one (warm-up included) left in a cache.
@@ -123,11 +116,19 @@ struct DeviceBench {
   /// Before start(), for a benchmark of a pair whose PE 0 works and PE 1 only serves (so it also runs at 1 PE: a
   /// local row): sizes `min_size` to `max_size` bytes, `iters` timed iterations after `warmup_iters`.
   void pair_defaults(size_t min_size, size_t max_size, int iters, int warmup_iters) {
+    sizes(min_size, max_size);
+    iterations(iters, warmup_iters);
+    runs_alone = true;
+  }
+  /// Before start(): the default sizes, `min_size` to `max_size` bytes (-b, -e).
+  void sizes(size_t min_size, size_t max_size) {
     config.min_size = min_size;
     config.max_size = max_size;
+  }
+  /// Before start(): the default iterations, `iters` timed after `warmup_iters` (-n, -w).
+  void iterations(int iters, int warmup_iters) {
     config.iters = iters;
     config.warmup_iters = warmup_iters;
-    runs_alone = true;
   }
   /// pair_defaults in NVSHMEM's bandwidth shape: 4 KiB up, 200 iterations after 20, 32 CTAs.
   void pair_bandwidth_defaults(size_t max_size) {
@@ -303,7 +304,10 @@ inline bool DeviceBench::start(int argc, char **argv, const char *bench_name) {
     std::printf("%s (%s): 1 PE, the peer is this PE: local rows (this GPU's memory, no link)\n", bench_name,
                 Ops::kName);
   PERF_CUDA(cudaSetDevice(local_rank % devices));  // NVSHMEM uses the current device; tshmem picks the same
-  if (!Ops::init(MPI_COMM_WORLD)) MPI_Abort(MPI_COMM_WORLD, 1);
+  if (Ops::init(MPI_COMM_WORLD) != 0) {
+    std::fprintf(stderr, "%s (%s): init failed: %s\n", bench_name, Ops::kName, Ops::last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   me = Ops::my_pe();
   n_pes = Ops::n_pes();
   peer = (me + 1) % n_pes;

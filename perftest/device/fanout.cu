@@ -43,8 +43,7 @@ __global__ void p_fanout_kernel(int *slots, int n_pes, int iters) {
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.iters = 2000;
-  b.config.warmup_iters = 200;
+  b.iterations(2000, 200);
   b.config.ctas = 132;
   b.config.threads_per_cta = 512;
   if (!b.start(argc, argv, "fanout")) return b.exit_code;

@@ -6,9 +6,7 @@ using namespace tshmem_perf;
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.min_size = 4;
-  b.config.max_size = 4;
-  b.config.iters = 2000;
-  b.config.warmup_iters = 200;
+  b.sizes(4, 4);
+  b.iterations(2000, 200);
   return flag_ping_pong_main<int>(b, argc, argv, "p_ping_pong_latency", "int flag", "p ping-pong latency");
 }

@@ -33,8 +33,7 @@ __global__ void count_wrong(const unsigned long long *words, size_t count, unsig
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.iters = 64;  // p per thread
-  b.config.warmup_iters = 4;
+  b.iterations(64, 4);  // -n: the p of each thread per launch
   b.config.ctas = 16;
   b.config.threads_per_cta = 256;
   if (!b.start(argc, argv, "proxy_rate")) return b.exit_code;

@@ -11,10 +11,8 @@ using namespace tshmem_perf;
 int main(int argc, char **argv) {
   DeviceBench b;
   b.any_pe_count = true;
-  b.config.min_size = 4096;
-  b.config.max_size = size_t{64} << 20;
-  b.config.iters = 100;
-  b.config.warmup_iters = 10;
+  b.sizes(4096, size_t{64} << 20);
+  b.iterations(100, 10);
   b.config.ctas = 132;
   if (!b.start(argc, argv, "put_bw_all_pairs")) return b.exit_code;
 

@@ -30,10 +30,8 @@ __global__ void put_signal_ping_pong_kernel(char *dest, const char *src, size_t 
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.min_size = 8;
-  b.config.max_size = size_t{64} << 10;
-  b.config.iters = 1000;
-  b.config.warmup_iters = 100;
+  b.sizes(8, size_t{64} << 10);
+  b.iterations(1000, 100);
   if (!b.start(argc, argv, "put_signal_ping_pong_latency")) return b.exit_code;
 
   char *data = b.alloc(2 * b.config.max_size);

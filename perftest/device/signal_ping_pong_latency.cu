@@ -6,8 +6,7 @@ using namespace tshmem_perf;
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.iters = 2000;
-  b.config.warmup_iters = 200;
+  b.iterations(2000, 200);
   return flag_ping_pong_main<uint64_t>(b, argc, argv, "signal_ping_pong_latency",
                                        "signal_op(SET) + signal_wait_until(EQ)", "signal ping-pong latency");
 }

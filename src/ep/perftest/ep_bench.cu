@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench_config.h"
+#include "cuda_check.h"
 #include "tshmem/ep.h"
 #include "tshmem/tshmem.h"
 #include "tshmem/tshmemx.h"
@@ -82,30 +83,22 @@ bool take_shape(int *argc, char **argv, Shape *s) {
       MPI_Abort(MPI_COMM_WORLD, 1);                                           \
     }                                                                         \
   } while (0)
-#define CHECK_CUDA(call)                                                      \
-  do {                                                                        \
-    const cudaError_t e_ = (call);                                            \
-    if (e_ != cudaSuccess) {                                                  \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_)); \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                           \
-    }                                                                         \
-  } while (0)
 
 /// Mean time of one `op` in microseconds, the slowest PE's (every PE waits for the others in each op anyway).
 template <class Op>
 double time_us(const BenchConfig &c, cudaStream_t st, Op &&op) {
   for (int i = 0; i < c.warmup_iters; ++i) op();
-  CHECK_CUDA(cudaStreamSynchronize(st));
+  PERF_CUDA(cudaStreamSynchronize(st));
   tshmem_barrier_all();
   cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  CHECK_CUDA(cudaEventRecord(a, st));
+  PERF_CUDA(cudaEventCreate(&a));
+  PERF_CUDA(cudaEventCreate(&b));
+  PERF_CUDA(cudaEventRecord(a, st));
   for (int i = 0; i < c.iters; ++i) op();
-  CHECK_CUDA(cudaEventRecord(b, st));
-  CHECK_CUDA(cudaEventSynchronize(b));
+  PERF_CUDA(cudaEventRecord(b, st));
+  PERF_CUDA(cudaEventSynchronize(b));
   float ms = 0;
-  CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+  PERF_CUDA(cudaEventElapsedTime(&ms, a, b));
   cudaEventDestroy(a);
   cudaEventDestroy(b);
   double us = 1000.0 * ms / c.iters, worst = 0;
@@ -128,23 +121,23 @@ std::pair<double, double> time_pair_us(const BenchConfig &c, cudaStream_t st, A 
     first();
     second();
   }
-  CHECK_CUDA(cudaStreamSynchronize(st));
+  PERF_CUDA(cudaStreamSynchronize(st));
   tshmem_barrier_all();
   std::vector<cudaEvent_t> ev(static_cast<size_t>(3 * c.iters));
-  for (auto &e : ev) CHECK_CUDA(cudaEventCreate(&e));
+  for (auto &e : ev) PERF_CUDA(cudaEventCreate(&e));
   for (int i = 0; i < c.iters; ++i) {
-    CHECK_CUDA(cudaEventRecord(ev[static_cast<size_t>(3 * i)], st));
+    PERF_CUDA(cudaEventRecord(ev[static_cast<size_t>(3 * i)], st));
     first();
-    CHECK_CUDA(cudaEventRecord(ev[static_cast<size_t>(3 * i + 1)], st));
+    PERF_CUDA(cudaEventRecord(ev[static_cast<size_t>(3 * i + 1)], st));
     second();
-    CHECK_CUDA(cudaEventRecord(ev[static_cast<size_t>(3 * i + 2)], st));
+    PERF_CUDA(cudaEventRecord(ev[static_cast<size_t>(3 * i + 2)], st));
   }
-  CHECK_CUDA(cudaStreamSynchronize(st));
+  PERF_CUDA(cudaStreamSynchronize(st));
   double a = 0, b = 0;
   for (int i = 0; i < c.iters; ++i) {
     float x = 0, y = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&x, ev[static_cast<size_t>(3 * i)], ev[static_cast<size_t>(3 * i + 1)]));
-    CHECK_CUDA(cudaEventElapsedTime(&y, ev[static_cast<size_t>(3 * i + 1)], ev[static_cast<size_t>(3 * i + 2)]));
+    PERF_CUDA(cudaEventElapsedTime(&x, ev[static_cast<size_t>(3 * i)], ev[static_cast<size_t>(3 * i + 1)]));
+    PERF_CUDA(cudaEventElapsedTime(&y, ev[static_cast<size_t>(3 * i + 1)], ev[static_cast<size_t>(3 * i + 2)]));
     a += x;
     b += y;
   }
@@ -194,25 +187,25 @@ void link_copy_rows(const BenchConfig &config, cudaStream_t st, double bytes, in
   MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
   const size_t copy_bytes = static_cast<size_t>(most);
   char *src = nullptr;
-  CHECK_CUDA(cudaMalloc(&src, copy_bytes));
+  PERF_CUDA(cudaMalloc(&src, copy_bytes));
   char *sym = static_cast<char *>(tshmem_malloc(copy_bytes));
   if (sym == nullptr) {
     std::fprintf(stderr, "tshmem_malloc(%zu) failed: %s\n", copy_bytes, tshmemx_last_error());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   const double t_local =
-      time_us(config, st, [&] { CHECK_CUDA(cudaMemcpyAsync(sym, src, copy_bytes, cudaMemcpyDeviceToDevice, st)); });
+      time_us(config, st, [&] { PERF_CUDA(cudaMemcpyAsync(sym, src, copy_bytes, cudaMemcpyDeviceToDevice, st)); });
   char *peer = n > 1 ? static_cast<char *>(tshmem_ptr(sym, (me + 1) % n)) : nullptr;
   int have_peer = peer != nullptr, all_peer = 0;
   MPI_Allreduce(&have_peer, &all_peer, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   row("link_copy_local", t_local, static_cast<double>(copy_bytes));
   if (all_peer) {
     const double t_peer =
-        time_us(config, st, [&] { CHECK_CUDA(cudaMemcpyAsync(peer, src, copy_bytes, cudaMemcpyDeviceToDevice, st)); });
+        time_us(config, st, [&] { PERF_CUDA(cudaMemcpyAsync(peer, src, copy_bytes, cudaMemcpyDeviceToDevice, st)); });
     row("link_copy_peer", t_peer, static_cast<double>(copy_bytes));
   }
   tshmem_free(sym);
-  CHECK_CUDA(cudaFree(src));
+  PERF_CUDA(cudaFree(src));
 }
 
 /// The low-latency rows (--low-latency): DeepEP's low_latency_dispatch (fp8) and low_latency_combine (bf16).
@@ -230,25 +223,25 @@ void run_low_latency(const Shape &shape, const BenchConfig &config, Reporter &re
   CHECK_EP(tshmem_ep_buffer_create(0, rdma, &buf));
   CHECK_EP(tshmem_ep_buffer_set_num_blocks(buf, shape.blocks));
   cudaStream_t st;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  PERF_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   const size_t rows = static_cast<size_t>(L) * static_cast<size_t>(n * T);
   void *x, *rx, *rsc, *y, *out, *d_w;
   int64_t *d_idx, *range;
   int32_t *count, *src;
-  CHECK_CUDA(cudaMalloc(&x, static_cast<size_t>(T * H) * 2 + 16));
-  CHECK_CUDA(cudaMemset(x, 0x3c, static_cast<size_t>(T * H) * 2 + 16));
-  CHECK_CUDA(cudaMalloc(&d_idx, sizeof(int64_t) * idx.size() + 8));
-  CHECK_CUDA(cudaMemcpy(d_idx, idx.data(), sizeof(int64_t) * idx.size(), cudaMemcpyHostToDevice));
-  CHECK_CUDA(cudaMalloc(&d_w, sizeof(float) * w.size() + 4));
-  CHECK_CUDA(cudaMemcpy(d_w, w.data(), sizeof(float) * w.size(), cudaMemcpyHostToDevice));
-  CHECK_CUDA(cudaMalloc(&rx, rows * static_cast<size_t>(H)));
-  CHECK_CUDA(cudaMalloc(&rsc, rows * static_cast<size_t>(H / 128) * 4));
-  CHECK_CUDA(cudaMalloc(&y, rows * static_cast<size_t>(H) * 2));
-  CHECK_CUDA(cudaMemset(y, 0x3c, rows * static_cast<size_t>(H) * 2));
-  CHECK_CUDA(cudaMalloc(&out, static_cast<size_t>(T * H) * 2 + 16));
-  CHECK_CUDA(cudaMalloc(&count, sizeof(int32_t) * static_cast<size_t>(L)));
-  CHECK_CUDA(cudaMalloc(&src, sizeof(int32_t) * rows));
-  CHECK_CUDA(cudaMalloc(&range, sizeof(int64_t) * static_cast<size_t>(L * n)));
+  PERF_CUDA(cudaMalloc(&x, static_cast<size_t>(T * H) * 2 + 16));
+  PERF_CUDA(cudaMemset(x, 0x3c, static_cast<size_t>(T * H) * 2 + 16));
+  PERF_CUDA(cudaMalloc(&d_idx, sizeof(int64_t) * idx.size() + 8));
+  PERF_CUDA(cudaMemcpy(d_idx, idx.data(), sizeof(int64_t) * idx.size(), cudaMemcpyHostToDevice));
+  PERF_CUDA(cudaMalloc(&d_w, sizeof(float) * w.size() + 4));
+  PERF_CUDA(cudaMemcpy(d_w, w.data(), sizeof(float) * w.size(), cudaMemcpyHostToDevice));
+  PERF_CUDA(cudaMalloc(&rx, rows * static_cast<size_t>(H)));
+  PERF_CUDA(cudaMalloc(&rsc, rows * static_cast<size_t>(H / 128) * 4));
+  PERF_CUDA(cudaMalloc(&y, rows * static_cast<size_t>(H) * 2));
+  PERF_CUDA(cudaMemset(y, 0x3c, rows * static_cast<size_t>(H) * 2));
+  PERF_CUDA(cudaMalloc(&out, static_cast<size_t>(T * H) * 2 + 16));
+  PERF_CUDA(cudaMalloc(&count, sizeof(int32_t) * static_cast<size_t>(L)));
+  PERF_CUDA(cudaMalloc(&src, sizeof(int32_t) * rows));
+  PERF_CUDA(cudaMalloc(&range, sizeof(int64_t) * static_cast<size_t>(L * n)));
   tshmem_ep_ll_dispatch_args_t da{};
   da.x = x;
   da.topk_idx = d_idx;
@@ -283,7 +276,7 @@ void run_low_latency(const Shape &shape, const BenchConfig &config, Reporter &re
     combine();
   });
   std::vector<int32_t> counts(static_cast<size_t>(L));
-  CHECK_CUDA(cudaMemcpy(counts.data(), count, sizeof(int32_t) * counts.size(), cudaMemcpyDeviceToHost));
+  PERF_CUDA(cudaMemcpy(counts.data(), count, sizeof(int32_t) * counts.size(), cudaMemcpyDeviceToHost));
   double recv = 0;
   for (int32_t c : counts) recv += c;
   const double disp_bytes = recv * static_cast<double>(H + H / 128 * 4);
@@ -358,23 +351,23 @@ int main(int argc, char **argv) {
   CHECK_EP(tshmem_ep_buffer_create(nvl, one_node ? 0 : rdma, &buf));
   CHECK_EP(tshmem_ep_buffer_set_num_blocks(buf, shape.blocks));
   cudaStream_t st;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  PERF_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   int64_t *d_idx;
   float *d_w, *d_scales;
   uint8_t *d_x;
   int32_t *per_rank, *per_expert;
   bool *in_rank;
-  CHECK_CUDA(cudaMalloc(&d_idx, sizeof(int64_t) * idx.size()));
-  CHECK_CUDA(cudaMemcpy(d_idx, idx.data(), sizeof(int64_t) * idx.size(), cudaMemcpyHostToDevice));
-  CHECK_CUDA(cudaMalloc(&d_w, sizeof(float) * idx.size()));
-  CHECK_CUDA(cudaMemset(d_w, 0, sizeof(float) * idx.size()));
-  CHECK_CUDA(cudaMalloc(&d_scales, sizeof(float) * static_cast<size_t>(T * (H / 128))));
-  CHECK_CUDA(cudaMemset(d_scales, 0, sizeof(float) * static_cast<size_t>(T * (H / 128))));
-  CHECK_CUDA(cudaMalloc(&d_x, static_cast<size_t>(T * H)));
-  CHECK_CUDA(cudaMemset(d_x, 0x31, static_cast<size_t>(T * H)));
-  CHECK_CUDA(cudaMalloc(&per_rank, sizeof(int32_t) * static_cast<size_t>(n)));
-  CHECK_CUDA(cudaMalloc(&per_expert, sizeof(int32_t) * static_cast<size_t>(E)));
-  CHECK_CUDA(cudaMalloc(&in_rank, static_cast<size_t>(T * n)));
+  PERF_CUDA(cudaMalloc(&d_idx, sizeof(int64_t) * idx.size()));
+  PERF_CUDA(cudaMemcpy(d_idx, idx.data(), sizeof(int64_t) * idx.size(), cudaMemcpyHostToDevice));
+  PERF_CUDA(cudaMalloc(&d_w, sizeof(float) * idx.size()));
+  PERF_CUDA(cudaMemset(d_w, 0, sizeof(float) * idx.size()));
+  PERF_CUDA(cudaMalloc(&d_scales, sizeof(float) * static_cast<size_t>(T * (H / 128))));
+  PERF_CUDA(cudaMemset(d_scales, 0, sizeof(float) * static_cast<size_t>(T * (H / 128))));
+  PERF_CUDA(cudaMalloc(&d_x, static_cast<size_t>(T * H)));
+  PERF_CUDA(cudaMemset(d_x, 0x31, static_cast<size_t>(T * H)));
+  PERF_CUDA(cudaMalloc(&per_rank, sizeof(int32_t) * static_cast<size_t>(n)));
+  PERF_CUDA(cudaMalloc(&per_expert, sizeof(int32_t) * static_cast<size_t>(E)));
+  PERF_CUDA(cudaMalloc(&in_rank, static_cast<size_t>(T * n)));
   CHECK_EP(tshmem_ep_get_dispatch_layout(buf, d_idx, T, K, E, per_rank, nullptr, per_expert, in_rank, st));
   tshmem_ep_handle_t h = nullptr;
   CHECK_EP(tshmem_ep_handle_create(buf, T, E, &h));
@@ -385,13 +378,13 @@ int main(int argc, char **argv) {
   int64_t *ridx;
   uint16_t *cx, *out;
   const size_t Rz = static_cast<size_t>(std::max<int64_t>(R, 1));
-  CHECK_CUDA(cudaMalloc(&rx, Rz * static_cast<size_t>(H)));
-  CHECK_CUDA(cudaMalloc(&rsc, sizeof(float) * Rz * static_cast<size_t>(H / 128)));
-  CHECK_CUDA(cudaMalloc(&rw, sizeof(float) * Rz * static_cast<size_t>(K)));
-  CHECK_CUDA(cudaMalloc(&ridx, sizeof(int64_t) * Rz * static_cast<size_t>(K)));
-  CHECK_CUDA(cudaMalloc(&cx, sizeof(uint16_t) * Rz * static_cast<size_t>(H)));
-  CHECK_CUDA(cudaMemset(cx, 0x3c, sizeof(uint16_t) * Rz * static_cast<size_t>(H)));
-  CHECK_CUDA(cudaMalloc(&out, sizeof(uint16_t) * static_cast<size_t>(T * H)));
+  PERF_CUDA(cudaMalloc(&rx, Rz * static_cast<size_t>(H)));
+  PERF_CUDA(cudaMalloc(&rsc, sizeof(float) * Rz * static_cast<size_t>(H / 128)));
+  PERF_CUDA(cudaMalloc(&rw, sizeof(float) * Rz * static_cast<size_t>(K)));
+  PERF_CUDA(cudaMalloc(&ridx, sizeof(int64_t) * Rz * static_cast<size_t>(K)));
+  PERF_CUDA(cudaMalloc(&cx, sizeof(uint16_t) * Rz * static_cast<size_t>(H)));
+  PERF_CUDA(cudaMemset(cx, 0x3c, sizeof(uint16_t) * Rz * static_cast<size_t>(H)));
+  PERF_CUDA(cudaMalloc(&out, sizeof(uint16_t) * static_cast<size_t>(T * H)));
 
   auto dispatch = [&] {
     CHECK_EP(tshmem_ep_dispatch(buf, h, d_x, TSHMEM_EP_FLOAT8_E4M3, d_scales, T, H, d_idx, d_w, K, rx, rsc, ridx, rw,
