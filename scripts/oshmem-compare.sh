@@ -92,6 +92,19 @@ label() {  # tshmem_host_shmem -> tshmem, tshmem_host_shmem_nocheck -> tshmem[no
   esac
 }
 
+# A run that did not end well, added to $line: OSHMEM's is a finding about the peer, with its log's last lines
+# (`more`: what else the finding says), tshmem's a failure.
+run_failed() {  # <where> <exe> <why, or ""> <log> [<more>]
+  local where=$1 exe=$2 why=$3 log=$4 more=${5:-}
+  if [ "$exe" = oshmem_host_shmem ]; then
+    line+=" $(label "$exe") did not finish${why:+ ($why)}"
+    findings+=("$where: OSHMEM did not finish${why:+ ($why$more)}; the last lines of $log:"$'\n'"$(tail -n 15 "$log" | sed 's/^/    /')")
+  else
+    line+=" $(label "$exe") FAILED (${why:+$why, }$log)"
+    tshmem_failed=1
+  fi
+}
+
 tshmem_failed=0 findings=() complete=() tshmem_ran=()
 full_rounds=$rounds
 [ "$init_only" = 1 ] && full_rounds=0
@@ -125,13 +138,8 @@ for round in $(seq 1 "$full_rounds"); do
       all_ran=0
       why="exit status $rc"
       [ $rc = 124 ] && why="stopped after ${timeout_s} s"
-      if [ "$exe" = oshmem_host_shmem ]; then
-        line+=" $(label "$exe") did not finish ($why)"
-        findings+=("round $round, $np PEs: OSHMEM did not finish ($why; /dev/shm had ${free_mib:-?} MiB free before it${leftovers:+; $leftovers}); the last lines of $log:"$'\n'"$(tail -n 15 "$log" | sed 's/^/    /')")
-      else
-        line+=" $(label "$exe") FAILED ($why, $log)"
-        tshmem_failed=1
-      fi
+      run_failed "round $round, $np PEs" "$exe" "$why" "$log" \
+        "; /dev/shm had ${free_mib:-?} MiB free before it${leftovers:+; $leftovers}"
     done
     echo "$line"
     [ $all_ran = 1 ] && complete+=("$round:$np") && cat "$logs"/*-np"$np"-round"$round".jsonl >> "$jsonl"
@@ -174,12 +182,8 @@ for round in $(seq 1 "$rounds"); do
           line+=" $(label "$exe") ok"
         elif [ "$exe" = tshmem_host_shmem ] && grep -q "PEs need .* together (make" "$log"; then
           line+=" $(label "$exe") refused: the node's heaps do not fit $(df -Ph /dev/shm | awk 'NR == 2 { print $4 }') free in /dev/shm"
-        elif [ "$exe" = oshmem_host_shmem ]; then
-          line+=" $(label "$exe") did not finish"
-          findings+=("init round $round, heap $size, $np PEs: OSHMEM did not finish; the last lines of $log:"$'\n'"$(tail -n 15 "$log" | sed 's/^/    /')")
         else
-          line+=" $(label "$exe") FAILED ($log)"
-          tshmem_failed=1
+          run_failed "init round $round, heap $size, $np PEs" "$exe" "" "$log"
         fi
       done
       echo "$line"

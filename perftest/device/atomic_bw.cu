@@ -27,40 +27,27 @@ __global__ void __launch_bounds__(1024)
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.min_size = 1024;
-  b.config.max_size = size_t{1} << 20;
+  b.sizes(1024, size_t{1} << 20);
   b.config.step_factor = 4;
-  b.config.iters = 50;
-  b.config.warmup_iters = 5;
+  b.iterations(50, 5);
   b.config.ctas = 32;
-  int exit_code = 0;
   b.runs_alone = true;  // PE 0 works, PE 1 only serves: at 1 PE a local row
-  if (!b.start(argc, argv, "atomic_bw", &exit_code)) return exit_code;
+  if (!b.start(argc, argv, "atomic_bw")) return b.exit_code;
 
-  char *words = sym_alloc(b.config.max_size, "atomic_bw");
-  char *sink = sym_alloc(static_cast<size_t>(b.config.ctas) * b.config.threads_per_cta * sizeof(long), "atomic_bw");
-  Reporter report(b.config, "atomic_bw", b.me == 0);
-  b.label(report);
+  char *words = b.alloc(b.config.max_size);
+  char *sink = b.alloc(static_cast<size_t>(b.config.ctas) * b.config.threads_per_cta * sizeof(long));
   const bool known = with_amo_type(b.config.datatype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    report.note(std::string(Ops::kName) + ", " + std::to_string(b.config.ctas) + " x " +
-                std::to_string(b.config.threads_per_cta) + " threads, " + b.config.datatype +
-                (b.config.bidir ? ", bidirectional (sum of both directions)" : ", PE 0 -> PE 1"));
-    report.header("atomic bandwidth by operation", {"size(B)", "op", "BW (GB/sec)"});
+    b.report().note(b.launch_note(b.config.ctas) + ", " + b.config.datatype + b.direction_note("PE 0 -> PE 1"));
+    b.report().header("atomic bandwidth by operation", {"size(B)", "op", "BW (GB/sec)"});
     for_each_amo([&](auto op) {
       auto kernel = atomic_bw_kernel<Ops, decltype(op)::value, T>;
-      const int ctas = b.ctas_for(kernel, b.config.threads_per_cta, report);
-      bandwidth_rows(b, report, amo_name(decltype(op)::value), [&](size_t bytes, int iters) {
+      const int ctas = b.ctas_for(kernel, b.config.threads_per_cta);
+      bandwidth_rows(b, amo_name(decltype(op)::value), [&](size_t bytes, int iters) {
         return b.launch(kernel, ctas, b.config.threads_per_cta, reinterpret_cast<T *>(words),
                         reinterpret_cast<T *>(sink), bytes / sizeof(T), b.peer, iters, b.grid_counter);
       });
     });
   });
-  if (!known && b.me == 0)
-    std::fprintf(stderr, "atomic_bw: -d %s: use int (int32) or long (64-bit, run as uint64)\n",
-                 b.config.datatype.c_str());
-  Ops::free(sink);
-  Ops::free(words);
-  b.finish();
-  return known ? 0 : 2;
+  return b.finish_typed(known, "int (int32) or long (64-bit, run as uint64)");
 }

@@ -33,39 +33,24 @@ __global__ void atomic_latency_kernel(T *remote, T *sink, int peer, int iters) {
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.iters = 1000;
-  b.config.warmup_iters = 100;
-  int exit_code = 0;
+  b.iterations(1000, 100);
   b.runs_alone = true;  // PE 0 works, PE 1 only serves: at 1 PE a local row
-  if (!b.start(argc, argv, "atomic_latency", &exit_code)) return exit_code;
+  if (!b.start(argc, argv, "atomic_latency")) return b.exit_code;
 
-  char *words = sym_alloc(256, "atomic_latency");
-  Reporter report(b.config, "atomic_latency", b.me == 0);
-  b.label(report);
+  char *words = b.alloc(256);
   const bool known = with_amo_type(b.config.datatype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    report.note(std::string(Ops::kName) + ", one thread of PE 0 on a word of PE 1, " + b.config.datatype);
-    report.header("atomic latency by operation", {"op", "type", "latency (us)"});
+    b.report().note(std::string(Ops::kName) + ", one thread of PE 0 on a word of PE 1, " + b.config.datatype);
+    b.report().header("atomic latency by operation", {"op", "type", "latency (us)"});
     for_each_amo([&](auto op) {
       constexpr Amo kOp = decltype(op)::value;
-      b.sync_pes();
-      double us = 0;
-      if (b.me == 0) {
-        auto kernel = atomic_latency_kernel<Ops, kOp, T>;
-        T *remote = reinterpret_cast<T *>(words);
-        T *sink = reinterpret_cast<T *>(words + 128);
-        if (b.config.warmup_iters > 0) b.launch(kernel, 1, 1, remote, sink, b.peer, b.config.warmup_iters);
-        const float ms = b.launch(kernel, 1, 1, remote, sink, b.peer, b.config.iters);
-        us = static_cast<double>(ms) * 1e3 / b.config.iters;
-      }
-      b.sync_pes();
-      report.row({amo_name(kOp), b.config.datatype, fmt_double(us, 3)});
+      T *remote = reinterpret_cast<T *>(words);
+      T *sink = reinterpret_cast<T *>(words + 128);
+      const float ms = b.timed(b.me == 0, false, [&](int iters) {
+        return b.launch(atomic_latency_kernel<Ops, kOp, T>, 1, 1, remote, sink, b.peer, iters);
+      });
+      b.report().row({amo_name(kOp), b.config.datatype, fmt_double(static_cast<double>(ms) * 1e3 / b.config.iters, 3)});
     });
   });
-  if (!known && b.me == 0)
-    std::fprintf(stderr, "atomic_latency: -d %s: use int (int32) or long (64-bit, run as uint64)\n",
-                 b.config.datatype.c_str());
-  Ops::free(words);
-  b.finish();
-  return known ? 0 : 2;
+  return b.finish_typed(known, "int (int32) or long (64-bit, run as uint64)");
 }

@@ -18,39 +18,31 @@ __global__ void barrier_latency_kernel(int iters) {
 }
 
 template <Scope S, bool kBarrier>
-void timed_row(DeviceBench &b, Reporter &report) {
+void timed_row(DeviceBench &b) {
   if (!scope_selected(b.config, S)) return;
-  const int threads = S == Scope::thread ? 1 : S == Scope::warp ? 32 : b.config.threads_per_cta;
-  auto kernel = barrier_latency_kernel<Ops, S, kBarrier>;
-  b.sync_pes();
-  if (b.config.warmup_iters > 0) b.launch(kernel, 1, threads, b.config.warmup_iters);
-  b.sync_pes();
-  const float ms = b.launch(kernel, 1, threads, b.config.iters);
-  b.sync_pes();
-  report.row({kBarrier ? "barrier_all" : "sync_all", scope_name(S),
-              fmt_double(static_cast<double>(ms) * 1e3 / b.config.iters, 3)});
+  const float ms = b.timed(true, true, [&](int iters) {
+    return b.launch(barrier_latency_kernel<Ops, S, kBarrier>, 1, b.scope_threads(S), iters);
+  });
+  b.report().row({kBarrier ? "barrier_all" : "sync_all", scope_name(S),
+                  fmt_double(static_cast<double>(ms) * 1e3 / b.config.iters, 3)});
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.iters = 2000;
-  b.config.warmup_iters = 200;
-  int exit_code = 0;
-  if (!b.start(argc, argv, "barrier_latency", &exit_code)) return exit_code;
+  b.iterations(2000, 200);
+  if (!b.start(argc, argv, "barrier_latency")) return b.exit_code;
 
-  Reporter report(b.config, "barrier_latency", b.me == 0);
-  b.label(report);
-  report.note(std::string(Ops::kName) + ", " + std::to_string(b.n_pes) +
-              " PEs, one group per PE, block = " + std::to_string(b.config.threads_per_cta) + " threads");
-  report.header("device barrier latency", {"op", "scope", "latency (us)"});
-  timed_row<Scope::thread, true>(b, report);
-  timed_row<Scope::warp, true>(b, report);
-  timed_row<Scope::block, true>(b, report);
-  timed_row<Scope::thread, false>(b, report);
-  timed_row<Scope::warp, false>(b, report);
-  timed_row<Scope::block, false>(b, report);
+  b.report().note(std::string(Ops::kName) + ", " + std::to_string(b.n_pes) +
+                  " PEs, one group per PE, block = " + std::to_string(b.config.threads_per_cta) + " threads");
+  b.report().header("device barrier latency", {"op", "scope", "latency (us)"});
+  timed_row<Scope::thread, true>(b);
+  timed_row<Scope::warp, true>(b);
+  timed_row<Scope::block, true>(b);
+  timed_row<Scope::thread, false>(b);
+  timed_row<Scope::warp, false>(b);
+  timed_row<Scope::block, false>(b);
   b.finish();
   return 0;
 }

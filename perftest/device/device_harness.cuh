@@ -10,10 +10,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "bench_config.h"
+#include "cuda_check.h"
 #include "perf_types.cuh"
 
 #if defined(TSHMEM_PERF_NVSHMEM)
@@ -33,15 +36,7 @@ using Ops = TshmemOps;
 #define TSHMEM_PERF_BUILD "default"
 #endif
 
-#define PERF_CUDA(call) ::tshmem_perf::check_cuda((call), #call, __FILE__, __LINE__)
-
 namespace tshmem_perf {
-
-inline void check_cuda(cudaError_t rc, const char *what, const char *file, int line) {
-  if (rc == cudaSuccess) return;
-  std::fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, what, cudaGetErrorString(rc));
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
 
 /// Bytes a get benchmark rotates its remote source over: more than the 60 MB L2 of an H100/H200, so that no
 /// timed iteration reads a line that an earlier one (warm-up included) left in a cache.
@@ -50,18 +45,34 @@ constexpr size_t kRotateBytes = size_t{128} << 20;
 /// The symmetric pool a rotating remote source needs for transfers of up to `max_size` bytes.
 inline size_t rotation_pool_bytes(size_t max_size) { return std::max(kRotateBytes, (max_size + 255) & ~size_t{255}); }
 
-/// Where the next remote read starts: slot k of `slots` slots, `stride` bytes apart.
+/// Where the next remote read starts: slot `next` of `slots` slots, `stride` bytes apart in a pool of
+/// `pool_bytes` (0: one slot, the same bytes every time).
 struct Rotation {
+  size_t pool_bytes = 0;
   size_t stride = 0;
   unsigned slots = 1;
   unsigned next = 0;  ///< advances across warm-up and timed launches: every launch reads fresh lines
+
+  /// Fits the slots to transfers of `bytes`, runs `launch(*this)` (a launch of `iters` iterations, each reading
+  /// the slot after the last) and moves past the slots it read. Returns what launch returned (milliseconds).
+  template <class Launch>
+  float run(size_t bytes, int iters, Launch &&launch) {
+    const size_t fitted = (bytes + 255) & ~size_t{255};
+    if (stride != fitted) {
+      stride = fitted;
+      slots = static_cast<unsigned>(pool_bytes / stride > 0 ? pool_bytes / stride : 1);
+      next = 0;
+    }
+    const float ms = launch(static_cast<const Rotation &>(*this));
+    next = (next + static_cast<unsigned>(iters)) % slots;
+    return ms;
+  }
 };
 
-inline Rotation make_rotation(size_t bytes, size_t pool_bytes) {
-  Rotation r;
-  r.stride = (bytes + 255) & ~size_t{255};
-  r.slots = static_cast<unsigned>(pool_bytes / r.stride > 0 ? pool_bytes / r.stride : 1);
-  return r;
+/// The elements of type T in a `bytes`-long transfer, at least one.
+template <class T>
+size_t element_count(size_t bytes) {
+  return bytes / sizeof(T) > 0 ? bytes / sizeof(T) : 1;
 }
 
 /// Keeps a stream busy until the host sets flag[0] (mapped pinned memory): see DeviceBench::launch. Gives up
@@ -84,6 +95,7 @@ __global__ void hold_kernel(volatile int *flag) {
 struct DeviceBench {
   BenchConfig config;
   std::string name;
+  int exit_code = 0;  ///< what main returns when start() returns false
   /// Set before start(): the benchmark runs at any PE count from 2 up (all-pairs); otherwise exactly 2.
   bool any_pe_count = false;
   /// Set before start(): the benchmark also runs at 1 PE, its peer then being itself (a local row: this
@@ -98,25 +110,79 @@ struct DeviceBench {
   int *hold_flag_device = nullptr;
 
   /// Parses the options (NVSHMEM's, with the benchmark's defaults already in `config`), skips when this node
-  /// has no GPU or fewer GPUs than PEs (exit 0 after a "skipped:" line), starts MPI and the library.
-  /// Returns false when main should return *exit_code at once.
-  bool start(int argc, char **argv, const char *bench_name, int *exit_code);
+  /// has no GPU or fewer GPUs than PEs (exit 0 after a "skipped:" line), starts MPI and the library and opens
+  /// the report. Returns false when main should return `exit_code` at once.
+  bool start(int argc, char **argv, const char *bench_name);
   /// Before start(), for a benchmark of a pair whose PE 0 works and PE 1 only serves (so it also runs at 1 PE: a
   /// local row): sizes `min_size` to `max_size` bytes, `iters` timed iterations after `warmup_iters`.
   void pair_defaults(size_t min_size, size_t max_size, int iters, int warmup_iters) {
+    sizes(min_size, max_size);
+    iterations(iters, warmup_iters);
+    runs_alone = true;
+  }
+  /// Before start(): the default sizes, `min_size` to `max_size` bytes (-b, -e).
+  void sizes(size_t min_size, size_t max_size) {
     config.min_size = min_size;
     config.max_size = max_size;
+  }
+  /// Before start(): the default iterations, `iters` timed after `warmup_iters` (-n, -w).
+  void iterations(int iters, int warmup_iters) {
     config.iters = iters;
     config.warmup_iters = warmup_iters;
-    runs_alone = true;
   }
   /// pair_defaults in NVSHMEM's bandwidth shape: 4 KiB up, 200 iterations after 20, 32 CTAs.
   void pair_bandwidth_defaults(size_t max_size) {
     pair_defaults(4096, max_size, 200, 20);
     config.ctas = 32;
   }
-  /// Frees what start() made, finalizes the library and MPI.
+  /// Frees what alloc() and start() made, finalizes the library and MPI.
   void finish();
+  /// finish() for a benchmark that takes -d: PE 0 first names the types it takes when -d named another.
+  /// Returns main's exit code (2 for an unknown type).
+  int finish_typed(bool known, const char *types) {
+    if (!known && me == 0) std::fprintf(stderr, "%s: -d %s: use %s\n", name.c_str(), config.datatype.c_str(), types);
+    finish();
+    return known ? 0 : 2;
+  }
+
+  /// The report, labelled with the backend and build variant (open between start() and finish()).
+  Reporter &report() { return *reporter; }
+  /// Symmetric allocation of `bytes` on every PE (collective), zeroed, freed by finish(); aborts with a
+  /// message when it fails.
+  template <class T = char>
+  T *alloc(size_t bytes);
+  /// "<library>, <ctas> x <threads> threads": how a launch of `ctas` blocks of -t threads is described.
+  std::string launch_note(int ctas) const {
+    return std::string(Ops::kName) + ", " + std::to_string(ctas) + " x " + std::to_string(config.threads_per_cta) +
+           " threads";
+  }
+  /// ", <one_way>", or with --bidir that both directions are summed.
+  std::string direction_note(const char *one_way) const {
+    return config.bidir ? ", bidirectional (sum of both directions)" : std::string(", ") + one_way;
+  }
+  /// The threads of one group of scope `s` (a block: -t).
+  int scope_threads(Scope s) const { return s == Scope::thread ? 1 : s == Scope::warp ? 32 : config.threads_per_cta; }
+  /// One block's threads for `n` elements, one per thread up to -t.
+  int element_threads(size_t n) const {
+    return static_cast<int>(std::min<size_t>(n, static_cast<size_t>(config.threads_per_cta)));
+  }
+
+  /// A timed measurement between PE barriers: on the PEs where `runs_here`, `run(config.warmup_iters)` (when
+  /// there are any), then `run(config.iters)`, whose milliseconds it returns (0 where it did not run). With
+  /// `together` (every PE runs, and their kernels wait on each other) a barrier between the two, so that both
+  /// timed kernels start together and neither times the other's launch.
+  template <class Run>
+  float timed(bool runs_here, bool together, Run &&run) {
+    sync_pes();
+    float ms = 0;
+    if (runs_here) {
+      if (config.warmup_iters > 0) run(config.warmup_iters);
+      if (together) sync_pes();
+      ms = run(config.iters);
+    }
+    sync_pes();
+    return ms;
+  }
 
   /// Every PE: device idle, then the library's host barrier.
   void sync_pes() {
@@ -138,11 +204,11 @@ struct DeviceBench {
   }
   /// config.ctas, clamped (with a note) to what `kernel` can keep co-resident.
   template <class Kernel>
-  int ctas_for(Kernel kernel, int threads, Reporter &report) const {
+  int ctas_for(Kernel kernel, int threads) {
     const int limit = max_ctas(kernel, threads);
     if (config.ctas <= limit) return config.ctas;
-    report.note("-c " + std::to_string(config.ctas) + " exceeds the " + std::to_string(limit) +
-                " co-resident blocks of " + std::to_string(threads) + " threads: using " + std::to_string(limit));
+    report().note("-c " + std::to_string(config.ctas) + " exceeds the " + std::to_string(limit) +
+                  " co-resident blocks of " + std::to_string(threads) + " threads: using " + std::to_string(limit));
     return limit;
   }
 
@@ -180,13 +246,14 @@ struct DeviceBench {
     return ms;
   }
 
-  /// A Reporter labelled with the backend and build variant.
-  void label(Reporter &report) const { report.set_labels(Ops::kName, TSHMEM_PERF_BUILD); }
+ private:
+  std::optional<Reporter> reporter;
+  std::vector<void *> allocations;  ///< alloc()'s, freed by finish() newest first
 };
 
-inline bool DeviceBench::start(int argc, char **argv, const char *bench_name, int *exit_code) {
+inline bool DeviceBench::start(int argc, char **argv, const char *bench_name) {
   name = bench_name;
-  if (!parse_args(argc, argv, bench_name, &config, exit_code)) return false;
+  if (!parse_args(argc, argv, bench_name, &config, &exit_code)) return false;
   // Every kernel loaded at context creation: a lazy load during a timed launch would wait for the device to
   // go idle, which the held stream (see launch) never does on its own.
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);
@@ -228,7 +295,7 @@ inline bool DeviceBench::start(int argc, char **argv, const char *bench_name, in
   if (!skip.empty()) {
     if (rank == 0) std::printf("%s (%s): skipped: %s\n", bench_name, Ops::kName, skip.c_str());
     MPI_Finalize();
-    *exit_code = 0;
+    exit_code = 0;
     return false;
   }
   if (rank == 0 && shared_gpu)
@@ -237,7 +304,10 @@ inline bool DeviceBench::start(int argc, char **argv, const char *bench_name, in
     std::printf("%s (%s): 1 PE, the peer is this PE: local rows (this GPU's memory, no link)\n", bench_name,
                 Ops::kName);
   PERF_CUDA(cudaSetDevice(local_rank % devices));  // NVSHMEM uses the current device; tshmem picks the same
-  if (!Ops::init(MPI_COMM_WORLD)) MPI_Abort(MPI_COMM_WORLD, 1);
+  if (Ops::init(MPI_COMM_WORLD) != 0) {
+    std::fprintf(stderr, "%s (%s): init failed: %s\n", bench_name, Ops::kName, Ops::last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   me = Ops::my_pe();
   n_pes = Ops::n_pes();
   peer = (me + 1) % n_pes;
@@ -252,10 +322,13 @@ inline bool DeviceBench::start(int argc, char **argv, const char *bench_name, in
   PERF_CUDA(cudaHostAlloc(&flag, 2 * sizeof(int), cudaHostAllocMapped));
   hold_flag = flag;
   PERF_CUDA(cudaHostGetDevicePointer(&hold_flag_device, flag, 0));
+  reporter.emplace(config, name, me == 0);
+  reporter->set_labels(Ops::kName, TSHMEM_PERF_BUILD);
   return true;
 }
 
 inline void DeviceBench::finish() {
+  for (auto p = allocations.rbegin(); p != allocations.rend(); ++p) Ops::free(*p);
   PERF_CUDA(cudaStreamSynchronize(stream));
   Ops::barrier_all();
   PERF_CUDA(cudaFree(grid_counter));
@@ -263,19 +336,20 @@ inline void DeviceBench::finish() {
   PERF_CUDA(cudaEventDestroy(event_start));
   PERF_CUDA(cudaEventDestroy(event_stop));
   PERF_CUDA(cudaStreamDestroy(stream));
+  reporter.reset();
   Ops::finalize();
   MPI_Finalize();
 }
 
-/// Symmetric allocation of `bytes` on every PE (collective), zeroed; aborts with a message when it fails.
-template <class T = char>
-T *sym_alloc(size_t bytes, const char *what) {
+template <class T>
+T *DeviceBench::alloc(size_t bytes) {
   void *p = Ops::malloc(bytes);
   if (p == nullptr) {
-    std::fprintf(stderr, "%s: symmetric allocation of %zu bytes failed (raise %s)\n", what, bytes,
+    std::fprintf(stderr, "%s: symmetric allocation of %zu bytes failed (raise %s)\n", name.c_str(), bytes,
                  Ops::kHeapSizeVariable);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  allocations.push_back(p);
   PERF_CUDA(cudaMemset(p, 0, bytes));
   PERF_CUDA(cudaDeviceSynchronize());
   return static_cast<T *>(p);
@@ -285,36 +359,22 @@ T *sym_alloc(size_t bytes, const char *what) {
 /// with --bidir every PE) runs a warm-up launch, then the timed one. Reported: bytes x iters / time, summed
 /// over the PEs that ran.
 template <class Run>
-void bandwidth_rows(DeviceBench &b, Reporter &report, const std::string &variant, Run &&run) {
+void bandwidth_rows(DeviceBench &b, const std::string &variant, Run &&run) {
   for (size_t bytes : b.config.sizes()) {
-    b.sync_pes();
-    double gbps = 0;
-    if (b.me == 0 || b.config.bidir) {
-      if (b.config.warmup_iters > 0) run(bytes, b.config.warmup_iters);
-      const float ms = run(bytes, b.config.iters);
-      gbps = ms > 0 ? static_cast<double>(bytes) * b.config.iters / (ms * 1e-3) / 1e9 : 0;
-    }
-    b.sync_pes();
-    report.row({std::to_string(bytes), variant, fmt_double(DeviceBench::sum_over_pes(gbps), 2)});
+    const float ms = b.timed(b.me == 0 || b.config.bidir, false, [&](int iters) { return run(bytes, iters); });
+    const double gbps = ms > 0 ? static_cast<double>(bytes) * b.config.iters / (ms * 1e-3) / 1e9 : 0;
+    b.report().row({std::to_string(bytes), variant, fmt_double(DeviceBench::sum_over_pes(gbps), 2)});
   }
 }
 
-/// One latency row per size: `run(bytes, iters)` on the PEs that `active` names (warm-up, then timed),
-/// reported as PE 0's time per iteration divided by `per_iter` (2 for a ping-pong's half round trip).
+/// One latency row per size: `run(bytes, iters)` on PE 0, or on both PEs together (`both_pes`), reported as
+/// PE 0's time per iteration divided by `per_iter` (2 for a ping-pong's half round trip).
 template <class Run>
-void latency_rows(DeviceBench &b, Reporter &report, const std::string &variant, bool both_pes, double per_iter,
-                  Run &&run) {
+void latency_rows(DeviceBench &b, const std::string &variant, bool both_pes, double per_iter, Run &&run) {
   for (size_t bytes : b.config.sizes()) {
-    b.sync_pes();
-    double us = 0;
-    if (b.me == 0 || both_pes) {
-      if (b.config.warmup_iters > 0) run(bytes, b.config.warmup_iters);
-      if (both_pes) b.sync_pes();  // both kernels start together: neither times the other's launch
-      const float ms = run(bytes, b.config.iters);
-      us = static_cast<double>(ms) * 1e3 / b.config.iters / per_iter;
-    }
-    b.sync_pes();
-    if (b.me == 0) report.row({std::to_string(bytes), variant, fmt_double(us, 3)});
+    const float ms = b.timed(b.me == 0 || both_pes, both_pes, [&](int iters) { return run(bytes, iters); });
+    const double us = static_cast<double>(ms) * 1e3 / b.config.iters / per_iter;
+    if (b.me == 0) b.report().row({std::to_string(bytes), variant, fmt_double(us, 3)});
   }
 }
 

@@ -43,15 +43,13 @@ __global__ void p_fanout_kernel(int *slots, int n_pes, int iters) {
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.iters = 2000;
-  b.config.warmup_iters = 200;
+  b.iterations(2000, 200);
   b.config.ctas = 132;
   b.config.threads_per_cta = 512;
-  int exit_code = 0;
-  if (!b.start(argc, argv, "fanout", &exit_code)) return exit_code;
+  if (!b.start(argc, argv, "fanout")) return b.exit_code;
 
   const size_t threads_total = static_cast<size_t>(b.config.ctas) * b.config.threads_per_cta;
-  int *slots = sym_alloc<int>(threads_total * sizeof(int), "fanout");
+  int *slots = b.alloc<int>(threads_total * sizeof(int));
   uint64_t host_table[kTableEntries] = {};
   for (int pe = 0; pe < b.n_pes && pe < kTableEntries; ++pe) host_table[pe] = Ops::peer_base(pe);
   uint64_t *table = nullptr, *sink = nullptr;
@@ -59,18 +57,13 @@ int main(int argc, char **argv) {
   PERF_CUDA(cudaMemcpy(table, host_table, sizeof(host_table), cudaMemcpyHostToDevice));
   PERF_CUDA(cudaMalloc(&sink, threads_total * sizeof(uint64_t)));
 
-  Reporter report(b.config, "fanout", b.me == 0);
-  b.label(report);
-  report.note(std::string(Ops::kName) + ", " + std::to_string(b.config.ctas) + " x " +
-              std::to_string(b.config.threads_per_cta) + " threads, both PEs at once");
+  Reporter &report = b.report();
+  report.note(b.launch_note(b.config.ctas) + ", both PEs at once");
   // Both PEs run every launch together (p_fanout stores to each other); PE 0 reports.
   auto both = [&](auto kernel, auto... args) {
-    b.sync_pes();
-    if (b.config.warmup_iters > 0)
-      b.launch(kernel, b.config.ctas, b.config.threads_per_cta, args..., b.config.warmup_iters);
-    b.sync_pes();
-    const float ms = b.launch(kernel, b.config.ctas, b.config.threads_per_cta, args..., b.config.iters);
-    b.sync_pes();
+    const float ms = b.timed(true, true, [&](int iters) {
+      return b.launch(kernel, b.config.ctas, b.config.threads_per_cta, args..., iters);
+    });
     return static_cast<double>(threads_total) * b.config.iters / (static_cast<double>(ms) * 1e-3) / 1e9;
   };
 
@@ -92,7 +85,6 @@ int main(int argc, char **argv) {
 
   PERF_CUDA(cudaFree(sink));
   PERF_CUDA(cudaFree(table));
-  Ops::free(slots);
   b.finish();
   return 0;
 }

@@ -17,16 +17,14 @@ __global__ void get_latency_kernel(char *local, const char *remote, size_t bytes
 }
 
 template <Scope S>
-void scope_rows(DeviceBench &b, Reporter &report, char *target, char *pool, size_t pool_bytes) {
+void scope_rows(DeviceBench &b, char *target, char *pool, size_t pool_bytes) {
   if (!scope_selected(b.config, S)) return;
-  const int threads = S == Scope::thread ? 1 : S == Scope::warp ? 32 : b.config.threads_per_cta;
-  Rotation rotation;
-  latency_rows(b, report, scope_name(S), false, 1.0, [&](size_t bytes, int iters) {
-    if (rotation.stride != ((bytes + 255) & ~size_t{255})) rotation = make_rotation(bytes, pool_bytes);
-    const float ms = b.launch(get_latency_kernel<Ops, S>, 1, threads, target, pool, bytes, rotation.stride,
-                              rotation.slots, rotation.next, b.peer, iters);
-    rotation.next = (rotation.next + static_cast<unsigned>(iters)) % rotation.slots;
-    return ms;
+  Rotation rotation{pool_bytes};
+  latency_rows(b, scope_name(S), false, 1.0, [&](size_t bytes, int iters) {
+    return rotation.run(bytes, iters, [&](const Rotation &r) {
+      return b.launch(get_latency_kernel<Ops, S>, 1, b.scope_threads(S), target, pool, bytes, r.stride, r.slots, r.next,
+                      b.peer, iters);
+    });
   });
 }
 
@@ -35,23 +33,18 @@ void scope_rows(DeviceBench &b, Reporter &report, char *target, char *pool, size
 int main(int argc, char **argv) {
   DeviceBench b;
   b.pair_defaults(8, size_t{64} << 10, 500, 50);
-  int exit_code = 0;
-  if (!b.start(argc, argv, "get_latency", &exit_code)) return exit_code;
+  if (!b.start(argc, argv, "get_latency")) return b.exit_code;
 
   const size_t pool_bytes = rotation_pool_bytes(b.config.max_size);
-  char *pool = sym_alloc(pool_bytes, "get_latency");
-  char *target = sym_alloc(b.config.max_size, "get_latency");
-  Reporter report(b.config, "get_latency", b.me == 0);
-  b.label(report);
-  report.note(std::string(Ops::kName) +
-              ", PE 0 reads PE 1, one group of the scope, block = " + std::to_string(b.config.threads_per_cta) +
-              " threads, source rotated over " + std::to_string(pool_bytes >> 20) + " MiB");
-  report.header("getmem latency", {"size(B)", "scope", "latency (us)"});
-  scope_rows<Scope::thread>(b, report, target, pool, pool_bytes);
-  scope_rows<Scope::warp>(b, report, target, pool, pool_bytes);
-  scope_rows<Scope::block>(b, report, target, pool, pool_bytes);
-  Ops::free(target);
-  Ops::free(pool);
+  char *pool = b.alloc(pool_bytes);
+  char *target = b.alloc(b.config.max_size);
+  b.report().note(std::string(Ops::kName) +
+                  ", PE 0 reads PE 1, one group of the scope, block = " + std::to_string(b.config.threads_per_cta) +
+                  " threads, source rotated over " + std::to_string(pool_bytes >> 20) + " MiB");
+  b.report().header("getmem latency", {"size(B)", "scope", "latency (us)"});
+  scope_rows<Scope::thread>(b, target, pool, pool_bytes);
+  scope_rows<Scope::warp>(b, target, pool, pool_bytes);
+  scope_rows<Scope::block>(b, target, pool, pool_bytes);
   b.finish();
   return 0;
 }

@@ -1,14 +1,14 @@
 // The NVSHMEM backend of the device benchmarks (the twins): the same static functions as TshmemOps
-// (ops_tshmem.cuh), forwarding to NVSHMEM's typed C names. Built only when NVSHMEM was found at configure
-// time, with -rdc and a device link against libnvshmem_device.a (perftest/device/CMakeLists.txt).
+// (ops_tshmem.cuh), forwarding to NVSHMEM's typed C names; the host calls come from HostBackend as there. Built only
+// when NVSHMEM was found at configure time, with -rdc and a device link against libnvshmem_device.a
+// (perftest/device/CMakeLists.txt).
 #pragma once
 
 #include <mpi.h>
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
-#include <cstdlib>
-
+#include "host_backend.h"
 #include "perf_types.cuh"
 
 namespace tshmem_perf {
@@ -65,34 +65,11 @@ struct NvshmemTyped<double> {
 #undef TSHMEM_PERF_NVSHMEM_RMA
 #undef TSHMEM_PERF_NVSHMEM_AMO
 
-struct NvshmemOps {
-  static constexpr const char *kName = "nvshmem";
+struct NvshmemOps : HostBackend {
   static constexpr const char *kHeapSizeVariable = "NVSHMEM_SYMMETRIC_SIZE";  ///< named when an allocation fails
 
-  // ---- host -------------------------------------------------------------------------------------------
-  /// MPI bootstrap over `comm`. The plugin location defaults to the library this twin was built against
-  /// (NVSHMEM_BOOTSTRAP_MPI_PLUGIN in the environment wins).
-  static bool init(MPI_Comm comm) {
-#ifdef TSHMEM_PERF_NVSHMEM_LIB_DIR
-    setenv("NVSHMEM_BOOTSTRAP_MPI_PLUGIN", TSHMEM_PERF_NVSHMEM_LIB_DIR "/nvshmem_bootstrap_mpi.so.3", 0);
-#endif
-    nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-    if (nvshmemx_set_attr_mpi_comm_args(&comm, &attr) != 0) {
-      std::fprintf(stderr, "nvshmemx_set_attr_mpi_comm_args failed\n");
-      return false;
-    }
-    if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_MPI_COMM, &attr) != 0) {
-      std::fprintf(stderr, "nvshmemx_init_attr failed\n");
-      return false;
-    }
-    return true;
-  }
-  static void finalize() { nvshmem_finalize(); }
-  static int my_pe() { return nvshmem_my_pe(); }
-  static int n_pes() { return nvshmem_n_pes(); }
-  static void *malloc(size_t bytes) { return nvshmem_malloc(bytes); }
-  static void free(void *p) { nvshmem_free(p); }
-  static void barrier_all() { nvshmem_barrier_all(); }
+  // ---- host (besides HostBackend's) ---------------------------------------------------------------------
+  using HostBackend::barrier_all;
   static void *host_ptr(void *p, int pe) { return nvshmem_ptr(p, pe); }
   static uint64_t peer_base(int) { return 0; }  // NVSHMEM keeps its table private: the fan-out twin uses nvshmem_ptr
   static cudaError_t launch(const void *kernel, dim3 grid, dim3 block, void **args, cudaStream_t stream) {

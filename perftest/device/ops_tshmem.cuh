@@ -1,35 +1,23 @@
 // The tshmem backend of the device benchmarks: every operation a benchmark kernel or its host loop calls,
-// as static functions with the same names and shapes as NvshmemOps (ops_nvshmem.cuh). Kernels are
-// templates over the backend, so one kernel source builds against either library.
+// as static functions with the same names and shapes as NvshmemOps (ops_nvshmem.cuh); the host calls the host
+// benchmarks use too (init, malloc, barrier_all...) come from HostBackend. Kernels are templates over the
+// backend, so one kernel source builds against either library.
 #pragma once
 
 #include <mpi.h>
 
+#include "host_backend.h"
 #include "perf_types.cuh"
 #include "tshmem/device/tshmem_device.cuh"
 #include "tshmem/tshmem.h"
 
 namespace tshmem_perf {
 
-struct TshmemOps {
-  static constexpr const char *kName = "tshmem";
+struct TshmemOps : HostBackend {
   static constexpr const char *kHeapSizeVariable = "TSHMEM_SYMMETRIC_SIZE";  ///< named when an allocation fails
 
-  // ---- host -------------------------------------------------------------------------------------------
-  /// Collective over `comm`; the caller has called MPI_Init and, for NVSHMEM's sake, nothing else.
-  static bool init(MPI_Comm comm) {
-    tshmemx_init_attr_t attr = TSHMEMX_INIT_ATTR_INITIALIZER;
-    attr.mpi_comm = &comm;
-    if (tshmemx_init_attr(TSHMEMX_INIT_WITH_MPI_COMM, &attr) == 0) return true;
-    std::fprintf(stderr, "tshmem_init failed: %s\n", tshmemx_last_error());
-    return false;
-  }
-  static void finalize() { tshmem_finalize(); }
-  static int my_pe() { return tshmem_my_pe(); }
-  static int n_pes() { return tshmem_n_pes(); }
-  static void *malloc(size_t bytes) { return tshmem_malloc(bytes); }
-  static void free(void *p) { tshmem_free(p); }
-  static void barrier_all() { tshmem_barrier_all(); }
+  // ---- host (besides HostBackend's) ---------------------------------------------------------------------
+  using HostBackend::barrier_all;
   static void *host_ptr(void *p, int pe) { return tshmem_ptr(p, pe); }
   /// Where this PE sees `pe`'s heap (the peer table slot), for the fan-out benchmark's table copy.
   static uint64_t peer_base(int pe) { return reinterpret_cast<uint64_t>(tshmemx_peer_base(pe)); }

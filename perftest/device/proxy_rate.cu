@@ -33,19 +33,16 @@ __global__ void count_wrong(const unsigned long long *words, size_t count, unsig
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.iters = 64;  // p per thread
-  b.config.warmup_iters = 4;
+  b.iterations(64, 4);  // -n: the p of each thread per launch
   b.config.ctas = 16;
   b.config.threads_per_cta = 256;
-  int exit_code = 0;
-  if (!b.start(argc, argv, "proxy_rate", &exit_code)) return exit_code;
+  if (!b.start(argc, argv, "proxy_rate")) return b.exit_code;
 
   const size_t most_words = static_cast<size_t>(b.config.ctas) * static_cast<size_t>(b.config.threads_per_cta);
-  auto *words = sym_alloc<unsigned long long>(most_words * sizeof(unsigned long long), "proxy_rate");
+  auto *words = b.alloc<unsigned long long>(most_words * sizeof(unsigned long long));
   unsigned long long *wrong = nullptr;
   PERF_CUDA(cudaMalloc(&wrong, sizeof(unsigned long long)));
-  Reporter report(b.config, "proxy_rate", b.me == 0);
-  b.label(report);
+  Reporter &report = b.report();
   const bool remote = Ops::host_ptr(words, b.peer) == nullptr;
   report.note(std::string(Ops::kName) + ", 8-byte p from every thread to PE 1, " + std::to_string(b.config.iters) +
               " per thread, then quiet per block (" +
@@ -90,7 +87,6 @@ int main(int argc, char **argv) {
   MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (b.me == 0) std::printf("proxy_rate: every word verified at PE 1: %s\n", ok ? "yes" : "NO");
   PERF_CUDA(cudaFree(wrong));
-  Ops::free(words);
   b.finish();
   return ok ? 0 : 1;
 }

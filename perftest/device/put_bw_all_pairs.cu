@@ -11,21 +11,17 @@ using namespace tshmem_perf;
 int main(int argc, char **argv) {
   DeviceBench b;
   b.any_pe_count = true;
-  b.config.min_size = 4096;
-  b.config.max_size = size_t{64} << 20;
-  b.config.iters = 100;
-  b.config.warmup_iters = 10;
+  b.sizes(4096, size_t{64} << 20);
+  b.iterations(100, 10);
   b.config.ctas = 132;
-  int exit_code = 0;
-  if (!b.start(argc, argv, "put_bw_all_pairs", &exit_code)) return exit_code;
+  if (!b.start(argc, argv, "put_bw_all_pairs")) return b.exit_code;
 
   const int targets = b.n_pes - 1;
-  char *source = sym_alloc(b.config.max_size, "put_bw_all_pairs");
-  char *inbox = sym_alloc(b.config.max_size * static_cast<size_t>(b.n_pes), "put_bw_all_pairs");
-  Reporter report(b.config, "put_bw_all_pairs", b.me == 0);
-  b.label(report);
+  char *source = b.alloc(b.config.max_size);
+  char *inbox = b.alloc(b.config.max_size * static_cast<size_t>(b.n_pes));
+  Reporter &report = b.report();
   auto kernel = all_pairs_put_kernel<Ops>;
-  const int requested = b.ctas_for(kernel, b.config.threads_per_cta, report);  // -c, within co-residency
+  const int requested = b.ctas_for(kernel, b.config.threads_per_cta);  // -c, within co-residency
   // Equal groups per target, at least one block each (the co-resident limit is far above 7 blocks).
   const int ctas = std::max(targets, requested / targets * targets);
   report.note(std::string(Ops::kName) + ", " + std::to_string(b.n_pes) + " PEs, every PE to every other at once, " +
@@ -33,21 +29,15 @@ int main(int argc, char **argv) {
               std::to_string(ctas / targets) + " blocks per target); BW = aggregate egress of all PEs");
   report.header("all-pairs putmem_nbi_block bandwidth", {"size(B)", "PEs", "BW (GB/sec)"});
   for (size_t bytes : b.config.sizes()) {
-    auto run = [&](int iters) {
+    // Every PE starts its timed launch together: the transfers overlap as in an all-to-all.
+    const float ms = b.timed(true, true, [&](int iters) {
       return b.launch(kernel, ctas, b.config.threads_per_cta, source, inbox, bytes, b.me, b.n_pes, iters,
                       b.grid_counter);
-    };
-    b.sync_pes();
-    if (b.config.warmup_iters > 0) run(b.config.warmup_iters);
-    b.sync_pes();  // every PE starts its timed launch together: the transfers overlap as in an all-to-all
-    const float ms = run(b.config.iters);
+    });
     const double gbps =
         ms > 0 ? static_cast<double>(bytes) * targets * b.config.iters / (static_cast<double>(ms) * 1e-3) / 1e9 : 0;
-    b.sync_pes();
     report.row({std::to_string(bytes), std::to_string(b.n_pes), fmt_double(DeviceBench::sum_over_pes(gbps), 2)});
   }
-  Ops::free(inbox);
-  Ops::free(source);
   b.finish();
   return 0;
 }

@@ -17,11 +17,10 @@ __global__ void put_latency_kernel(char *remote, const char *local, size_t bytes
 }
 
 template <Scope S>
-void scope_rows(DeviceBench &b, Reporter &report, char *target, char *source) {
+void scope_rows(DeviceBench &b, char *target, char *source) {
   if (!scope_selected(b.config, S)) return;
-  const int threads = S == Scope::thread ? 1 : S == Scope::warp ? 32 : b.config.threads_per_cta;
-  latency_rows(b, report, scope_name(S), false, 1.0, [&](size_t bytes, int iters) {
-    return b.launch(put_latency_kernel<Ops, S>, 1, threads, target, source, bytes, b.peer, iters);
+  latency_rows(b, scope_name(S), false, 1.0, [&](size_t bytes, int iters) {
+    return b.launch(put_latency_kernel<Ops, S>, 1, b.scope_threads(S), target, source, bytes, b.peer, iters);
   });
 }
 
@@ -30,21 +29,16 @@ void scope_rows(DeviceBench &b, Reporter &report, char *target, char *source) {
 int main(int argc, char **argv) {
   DeviceBench b;
   b.pair_defaults(8, size_t{64} << 10, 500, 50);
-  int exit_code = 0;
-  if (!b.start(argc, argv, "put_latency", &exit_code)) return exit_code;
+  if (!b.start(argc, argv, "put_latency")) return b.exit_code;
 
-  char *source = sym_alloc(b.config.max_size, "put_latency");
-  char *target = sym_alloc(b.config.max_size, "put_latency");
-  Reporter report(b.config, "put_latency", b.me == 0);
-  b.label(report);
-  report.note(std::string(Ops::kName) + ", PE 0 -> PE 1, one group of the scope, block = " +
-              std::to_string(b.config.threads_per_cta) + " threads");
-  report.header("putmem + quiet latency", {"size(B)", "scope", "latency (us)"});
-  scope_rows<Scope::thread>(b, report, target, source);
-  scope_rows<Scope::warp>(b, report, target, source);
-  scope_rows<Scope::block>(b, report, target, source);
-  Ops::free(target);
-  Ops::free(source);
+  char *source = b.alloc(b.config.max_size);
+  char *target = b.alloc(b.config.max_size);
+  b.report().note(std::string(Ops::kName) + ", PE 0 -> PE 1, one group of the scope, block = " +
+                  std::to_string(b.config.threads_per_cta) + " threads");
+  b.report().header("putmem + quiet latency", {"size(B)", "scope", "latency (us)"});
+  scope_rows<Scope::thread>(b, target, source);
+  scope_rows<Scope::warp>(b, target, source);
+  scope_rows<Scope::block>(b, target, source);
   b.finish();
   return 0;
 }

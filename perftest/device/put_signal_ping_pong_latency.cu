@@ -30,28 +30,23 @@ __global__ void put_signal_ping_pong_kernel(char *dest, const char *src, size_t 
 
 int main(int argc, char **argv) {
   DeviceBench b;
-  b.config.min_size = 8;
-  b.config.max_size = size_t{64} << 10;
-  b.config.iters = 1000;
-  b.config.warmup_iters = 100;
-  int exit_code = 0;
-  if (!b.start(argc, argv, "put_signal_ping_pong_latency", &exit_code)) return exit_code;
+  b.sizes(8, size_t{64} << 10);
+  b.iterations(1000, 100);
+  if (!b.start(argc, argv, "put_signal_ping_pong_latency")) return b.exit_code;
 
-  char *data = sym_alloc(2 * b.config.max_size, "put_signal_ping_pong_latency");
-  uint64_t *sig = sym_alloc<uint64_t>(sizeof(uint64_t), "put_signal_ping_pong_latency");
-  Reporter report(b.config, "put_signal_ping_pong_latency", b.me == 0);
-  b.label(report);
-  report.note(std::string(Ops::kName) + ", putmem_signal_nbi(SET) + signal_wait_until(EQ), half round trip, block = " +
-              std::to_string(b.config.threads_per_cta) + " threads");
-  report.header("put_signal ping-pong latency", {"size(B)", "scope", "latency (us)"});
+  char *data = b.alloc(2 * b.config.max_size);
+  uint64_t *sig = b.alloc<uint64_t>(sizeof(uint64_t));
+  b.report().note(std::string(Ops::kName) +
+                  ", putmem_signal_nbi(SET) + signal_wait_until(EQ), half round trip, block = " +
+                  std::to_string(b.config.threads_per_cta) + " threads");
+  b.report().header("put_signal ping-pong latency", {"size(B)", "scope", "latency (us)"});
   uint64_t base = 0;
   auto scope_rows = [&](auto scope) {
     constexpr Scope S = decltype(scope)::value;
     if (!scope_selected(b.config, S)) return;
-    const int threads = S == Scope::thread ? 1 : S == Scope::warp ? 32 : b.config.threads_per_cta;
-    latency_rows(b, report, scope_name(S), true, 2.0, [&](size_t bytes, int iters) {
-      const float ms = b.launch(put_signal_ping_pong_kernel<Ops, S>, 1, threads, data, data + b.config.max_size, bytes,
-                                sig, b.me, b.peer, base, iters);
+    latency_rows(b, scope_name(S), true, 2.0, [&](size_t bytes, int iters) {
+      const float ms = b.launch(put_signal_ping_pong_kernel<Ops, S>, 1, b.scope_threads(S), data,
+                                data + b.config.max_size, bytes, sig, b.me, b.peer, base, iters);
       base += static_cast<uint64_t>(iters);
       return ms;
     });
@@ -59,8 +54,6 @@ int main(int argc, char **argv) {
   scope_rows(std::integral_constant<Scope, Scope::thread>{});
   scope_rows(std::integral_constant<Scope, Scope::warp>{});
   scope_rows(std::integral_constant<Scope, Scope::block>{});
-  Ops::free(sig);
-  Ops::free(data);
   b.finish();
   return 0;
 }

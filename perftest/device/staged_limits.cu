@@ -14,36 +14,29 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda_check.h"
+
 namespace {
 
 constexpr int kRepeats = 5;
 
-#define CHECK_CUDA(call)                                                \
-  do {                                                                  \
-    const cudaError_t rc_ = (call);                                     \
-    if (rc_ != cudaSuccess) {                                           \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(rc_)); \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                     \
-    }                                                                   \
-  } while (0)
-
 // Best of kRepeats copies of `bytes` on `stream`, in GB/s.
 double copy_bw(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
   cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
+  PERF_CUDA(cudaEventCreate(&start));
+  PERF_CUDA(cudaEventCreate(&stop));
   float best_ms = 1e30f;
   for (int r = 0; r < kRepeats; ++r) {
-    CHECK_CUDA(cudaEventRecord(start, stream));
-    CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, stream));
-    CHECK_CUDA(cudaEventRecord(stop, stream));
-    CHECK_CUDA(cudaEventSynchronize(stop));
+    PERF_CUDA(cudaEventRecord(start, stream));
+    PERF_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, stream));
+    PERF_CUDA(cudaEventRecord(stop, stream));
+    PERF_CUDA(cudaEventSynchronize(stop));
     float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    PERF_CUDA(cudaEventElapsedTime(&ms, start, stop));
     best_ms = std::min(best_ms, ms);
   }
-  CHECK_CUDA(cudaEventDestroy(start));
-  CHECK_CUDA(cudaEventDestroy(stop));
+  PERF_CUDA(cudaEventDestroy(start));
+  PERF_CUDA(cudaEventDestroy(stop));
   return static_cast<double>(bytes) / (best_ms * 1e-3) / 1e9;
 }
 
@@ -117,10 +110,10 @@ int main(int argc, char **argv) {
   void *device = nullptr, *pinned = nullptr;
   cudaStream_t stream = nullptr;
   if (gpu) {
-    CHECK_CUDA(cudaSetDevice(me % devices));
-    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    CHECK_CUDA(cudaMalloc(&device, large));
-    CHECK_CUDA(cudaHostAlloc(&pinned, large, cudaHostAllocDefault));
+    PERF_CUDA(cudaSetDevice(me % devices));
+    PERF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    PERF_CUDA(cudaMalloc(&device, large));
+    PERF_CUDA(cudaHostAlloc(&pinned, large, cudaHostAllocDefault));
     d2h = copy_bw(pinned, device, large, cudaMemcpyDeviceToHost, stream);
     h2d = copy_bw(device, pinned, large, cudaMemcpyHostToDevice, stream);
     d2h_chunk = copy_bw(pinned, device, chunk, cudaMemcpyDeviceToHost, stream);
@@ -158,9 +151,9 @@ int main(int argc, char **argv) {
     std::printf("limits_16MiB copy_out=%.3f copy_in=%.3f mpi=%.3f smallest=%.3f\n", d2h, h2d, mpi_large, floor);
   }
   if (gpu) {
-    CHECK_CUDA(cudaFreeHost(pinned));
-    CHECK_CUDA(cudaFree(device));
-    CHECK_CUDA(cudaStreamDestroy(stream));
+    PERF_CUDA(cudaFreeHost(pinned));
+    PERF_CUDA(cudaFree(device));
+    PERF_CUDA(cudaStreamDestroy(stream));
   } else {
     std::free(pinned);
     std::free(device);

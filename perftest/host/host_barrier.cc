@@ -8,7 +8,7 @@
 #include "host_backend.h"
 
 using namespace tshmem_perf;
-namespace backend = tshmem_perf::host_backend;
+using backend = tshmem_perf::HostBackend;
 
 int main(int argc, char **argv) {
   BenchConfig config;
@@ -16,20 +16,7 @@ int main(int argc, char **argv) {
   config.warmup_iters = 200;
   int exit_code = 0;
   if (!parse_args(argc, argv, "host_barrier", &config, &exit_code)) return exit_code;
-  MPI_Init(&argc, &argv);
-  const int status = backend::init(MPI_COMM_WORLD);
-  if (status < 0) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0) std::printf("host_barrier (%s): skipped: no GPU\n", backend::kName);
-    MPI_Finalize();
-    return 0;
-  }
-  if (status != 0) {
-    std::fprintf(stderr, "host_barrier: %s init failed: %s\n", backend::kName, backend::last_error());
-    MPI_Finalize();
-    return 1;
-  }
+  if (!start_host_benchmark(&argc, &argv, "host_barrier", &exit_code)) return exit_code;
   const int n = backend::n_pes();
   Reporter report(config, "host_barrier", backend::my_pe() == 0);
   report.set_labels(backend::kName, "default");

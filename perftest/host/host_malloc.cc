@@ -12,7 +12,7 @@
 
 namespace {
 
-namespace backend = tshmem_perf::host_backend;
+using backend = tshmem_perf::HostBackend;
 
 void malloc_free(benchmark::State &state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
@@ -33,20 +33,8 @@ class SilentReporter : public benchmark::BenchmarkReporter {
 }  // namespace
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  const int status = backend::init(MPI_COMM_WORLD);
-  if (status < 0) {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0) std::printf("host_malloc (%s): skipped: no GPU\n", backend::kName);
-    MPI_Finalize();
-    return 0;
-  }
-  if (status != 0) {
-    std::fprintf(stderr, "host_malloc: %s init failed: %s\n", backend::kName, backend::last_error());
-    MPI_Finalize();
-    return 1;
-  }
+  int exit_code = 0;
+  if (!tshmem_perf::start_host_benchmark(&argc, &argv, "host_malloc", &exit_code)) return exit_code;
   for (long bytes : {4096L, 1L << 20})
     benchmark::RegisterBenchmark(TSHMEM_MALLOC_BENCH_NAME, malloc_free)
         ->Arg(bytes)

@@ -5,6 +5,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <type_traits>
@@ -15,13 +16,15 @@
 
 namespace tshmem_coll_reference {
 
+/// float and the integers accumulate in their own type; the 16-bit floats (below) in f32.
 template <class T>
-struct Traits;
-template <>
-struct Traits<float> {
-  static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_FLOAT;
-  static float to_acc(float x) { return x; }
-  static float from_acc(float a) { return a; }
+struct Traits {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>);
+  static constexpr tshmemx_dtype_t kDtype = std::is_same_v<T, float>     ? TSHMEMX_DTYPE_FLOAT
+                                            : std::is_same_v<T, int32_t> ? TSHMEMX_DTYPE_INT32
+                                                                         : TSHMEMX_DTYPE_INT64;
+  static T to_acc(T x) { return x; }
+  static T from_acc(T a) { return a; }
 };
 template <>
 struct Traits<__half> {
@@ -34,18 +37,6 @@ struct Traits<__nv_bfloat16> {
   static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_BFLOAT16;
   static float to_acc(__nv_bfloat16 x) { return __bfloat162float(x); }
   static __nv_bfloat16 from_acc(float a) { return __float2bfloat16_rn(a); }
-};
-template <>
-struct Traits<int32_t> {
-  static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_INT32;
-  static int32_t to_acc(int32_t x) { return x; }
-  static int32_t from_acc(int32_t a) { return a; }
-};
-template <>
-struct Traits<int64_t> {
-  static constexpr tshmemx_dtype_t kDtype = TSHMEMX_DTYPE_INT64;
-  static int64_t to_acc(int64_t x) { return x; }
-  static int64_t from_acc(int64_t a) { return a; }
 };
 
 template <class A>
@@ -73,6 +64,37 @@ std::vector<T> reduce_in_order(tshmemx_redop_t op, int n, size_t first, size_t c
   }
   return out;
 }
+
+/// What every reducing collective is tested with: each element type with a Traits entry, and each op.
+using ReduceTypes = ::testing::Types<float, __half, __nv_bfloat16, int32_t, int64_t>;
+inline constexpr tshmemx_redop_t kOps[] = {TSHMEMX_OP_SUM, TSHMEMX_OP_MIN, TSHMEMX_OP_MAX};
+
+/// The inputs of a collective test: PE `pe`'s element i has varied signs and fractions (plus `offset`: a third
+/// makes an f32 sum depend on its order) or, for integers, magnitudes that wrap when summed.
+struct InputPattern {
+  float offset;
+
+  template <class T>
+  T value(int pe, size_t i) const {
+    const long long k = static_cast<long long>((i * 7919 + static_cast<size_t>(pe) * 104729 + 13) % 2001) - 1000;
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(k * (sizeof(T) == 8 ? 4000000000000000LL : 1000000LL));
+    else
+      return Traits<T>::from_acc(static_cast<float>(k) / 256.0f + offset);
+  }
+  /// PE `pe`'s elements first .. first + count - 1.
+  template <class T>
+  std::vector<T> values(int pe, size_t first, size_t count) const {
+    std::vector<T> v(count);
+    for (size_t i = 0; i < count; ++i) v[i] = value<T>(pe, first + i);
+    return v;
+  }
+  /// op over PEs 0..n-1 of value(pe, first + i), in that order.
+  template <class T>
+  std::vector<T> reference(tshmemx_redop_t op, int n, size_t first, size_t count) const {
+    return reduce_in_order<T>(op, n, first, count, [this](int pe, size_t i) { return value<T>(pe, i); });
+  }
+};
 
 template <class T>
 std::vector<T> download(const T *device, size_t count) {

@@ -26,28 +26,8 @@ using tshmem_device_test::SymBuffer;
 
 using namespace tshmem_coll_reference;
 
-/// PE `pe`'s value at index i: signs and fractions whose f32 sum depends on the order, integers that wrap.
-template <class T>
-T value(int pe, size_t i) {
-  const long long k = static_cast<long long>((i * 7919 + static_cast<size_t>(pe) * 104729 + 13) % 2001) - 1000;
-  if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(k * (sizeof(T) == 8 ? 4000000000000000LL : 1000000LL));
-  else
-    return Traits<T>::from_acc(static_cast<float>(k) / 256.0f + 1.0f / 3.0f);
-}
-
-/// op over PEs 0..n-1 of value(pe, first + i), in that order.
-template <class T>
-std::vector<T> reference(tshmemx_redop_t op, int n, size_t first, size_t count) {
-  return reduce_in_order<T>(op, n, first, count, [](int pe, size_t i) { return value<T>(pe, i); });
-}
-
-template <class T>
-std::vector<T> values_of(int pe, size_t first, size_t count) {
-  std::vector<T> v(count);
-  for (size_t i = 0; i < count; ++i) v[i] = value<T>(pe, first + i);
-  return v;
-}
+/// The inputs: signs and fractions whose f32 sum depends on the order, integers that wrap.
+constexpr InputPattern kInputs{1.0f / 3.0f};
 
 template <class T>
 size_t first_difference(const std::vector<T> &a, const std::vector<T> &b) {
@@ -59,8 +39,6 @@ size_t first_difference(const std::vector<T> &a, const std::vector<T> &b) {
 tshmem::redop device_op(tshmemx_redop_t op) {
   return op == TSHMEMX_OP_SUM ? tshmem::redop::sum : op == TSHMEMX_OP_MIN ? tshmem::redop::min : tshmem::redop::max;
 }
-
-const tshmemx_redop_t kOps[] = {TSHMEMX_OP_SUM, TSHMEMX_OP_MIN, TSHMEMX_OP_MAX};
 
 #define EXPECT_SAME(got, want, what)                                                                            \
   do {                                                                                                          \
@@ -81,8 +59,7 @@ TEST(SpanShape, TheJobIsSplitAsTheEntrySays) {
 // ---- reducing collectives on the stream ---------------------------------------------------------------------
 template <class T>
 class SpanReduce : public ::testing::Test {};
-using SpanTypes = ::testing::Types<float, __half, __nv_bfloat16, int32_t, int64_t>;
-TYPED_TEST_SUITE(SpanReduce, SpanTypes);
+TYPED_TEST_SUITE(SpanReduce, ReduceTypes);
 
 TYPED_TEST(SpanReduce, AllreduceEveryOpAndSizeInPlaceAndNot) {
   TSHMEM_REQUIRE_GPU();
@@ -100,11 +77,11 @@ TYPED_TEST(SpanReduce, AllreduceEveryOpAndSizeInPlaceAndNot) {
       const size_t offset = c.count % 2;
       T *s = src.get<T>() + offset;
       T *d = c.in_place ? s : dst.get<T>() + offset;
-      upload(s, values_of<T>(me, 0, c.count));
+      upload(s, kInputs.values<T>(me, 0, c.count));
       const int rc = tshmemx_allreduce_on_stream(TSHMEM_TEAM_WORLD, d, s, c.count, Traits<T>::kDtype, op, nullptr);
       EXPECT_EQ(rc, 0) << tshmemx_last_error();
       TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-      EXPECT_SAME(download(d, c.count), reference<T>(op, n, 0, c.count),
+      EXPECT_SAME(download(d, c.count), kInputs.reference<T>(op, n, 0, c.count),
                   "allreduce " << op_name(op) << " count " << c.count << (c.in_place ? " in place" : ""));
     }
 }
@@ -117,12 +94,12 @@ TYPED_TEST(SpanReduce, ReduceScatterEveryOpAndSize) {
   SymBuffer src(4099 * sizeof(T) * static_cast<size_t>(n)), dst(4099 * sizeof(T));
   for (tshmemx_redop_t op : kOps)
     for (size_t count : kCounts) {
-      upload(src.get<T>(), values_of<T>(me, 0, count * static_cast<size_t>(n)));
+      upload(src.get<T>(), kInputs.values<T>(me, 0, count * static_cast<size_t>(n)));
       const int rc = tshmemx_reduce_scatter_on_stream(TSHMEM_TEAM_WORLD, dst.get<T>(), src.get<T>(), count,
                                                       Traits<T>::kDtype, op, nullptr);
       EXPECT_EQ(rc, 0) << tshmemx_last_error();
       TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-      EXPECT_SAME(download(dst.get<T>(), count), reference<T>(op, n, static_cast<size_t>(me) * count, count),
+      EXPECT_SAME(download(dst.get<T>(), count), kInputs.reference<T>(op, n, static_cast<size_t>(me) * count, count),
                   "reduce_scatter " << op_name(op) << " count " << count);
     }
 }
@@ -132,18 +109,19 @@ TEST(SpanReduce, TypedFormsRouteToTheSameCollective) {
   const int n = tshmem_n_pes(), me = tshmem_my_pe();
   const size_t count = 333;
   SymBuffer src(count * 8), dst(count * 8);
-  upload(src.get<float>(), values_of<float>(me, 0, count));
+  upload(src.get<float>(), kInputs.values<float>(me, 0, count));
   EXPECT_EQ(tshmemx_float_sum_reduce_on_stream(TSHMEM_TEAM_WORLD, dst.get<float>(), src.get<float>(), count, nullptr),
             0)
       << tshmemx_last_error();
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-  EXPECT_SAME(download(dst.get<float>(), count), reference<float>(TSHMEMX_OP_SUM, n, 0, count), "float_sum");
-  upload(src.get<int64_t>(), values_of<int64_t>(me, 0, count));
+  EXPECT_SAME(download(dst.get<float>(), count), kInputs.reference<float>(TSHMEMX_OP_SUM, n, 0, count), "float_sum");
+  upload(src.get<int64_t>(), kInputs.values<int64_t>(me, 0, count));
   EXPECT_EQ(
       tshmemx_int64_max_reduce_on_stream(TSHMEM_TEAM_WORLD, dst.get<int64_t>(), src.get<int64_t>(), count, nullptr), 0)
       << tshmemx_last_error();
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-  EXPECT_SAME(download(dst.get<int64_t>(), count), reference<int64_t>(TSHMEMX_OP_MAX, n, 0, count), "int64_max");
+  EXPECT_SAME(download(dst.get<int64_t>(), count), kInputs.reference<int64_t>(TSHMEMX_OP_MAX, n, 0, count),
+              "int64_max");
   // A typed move: 3 doubles from every PE.
   SymBuffer gathered(3 * sizeof(double) * static_cast<size_t>(n));
   const std::vector<double> mine = {me + 0.25, me + 0.5, -1.0 * me};
@@ -163,22 +141,23 @@ TEST(SpanLarge, Allreduce8MiBFloatSumAndBf16InPlace) {
   const size_t bytes = 8u << 20;
   SymBuffer src(bytes), dst(bytes);
   const size_t floats = bytes / sizeof(float);
-  upload(src.get<float>(), values_of<float>(me, 0, floats));
+  upload(src.get<float>(), kInputs.values<float>(me, 0, floats));
   EXPECT_EQ(tshmemx_allreduce_on_stream(TSHMEM_TEAM_WORLD, dst.get(), src.get(), floats, TSHMEMX_DTYPE_FLOAT,
                                         TSHMEMX_OP_SUM, nullptr),
             0)
       << tshmemx_last_error();
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-  EXPECT_SAME(download(dst.get<float>(), floats), reference<float>(TSHMEMX_OP_SUM, n, 0, floats), "8 MiB float sum");
+  EXPECT_SAME(download(dst.get<float>(), floats), kInputs.reference<float>(TSHMEMX_OP_SUM, n, 0, floats),
+              "8 MiB float sum");
   using bf16 = __nv_bfloat16;
   const size_t halves = bytes / sizeof(bf16) - 1;  // odd
-  upload(src.get<bf16>(), values_of<bf16>(me, 0, halves));
+  upload(src.get<bf16>(), kInputs.values<bf16>(me, 0, halves));
   EXPECT_EQ(tshmemx_allreduce_on_stream(TSHMEM_TEAM_WORLD, src.get(), src.get(), halves, TSHMEMX_DTYPE_BFLOAT16,
                                         TSHMEMX_OP_SUM, nullptr),
             0)
       << tshmemx_last_error();
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-  EXPECT_SAME(download(src.get<bf16>(), halves), reference<bf16>(TSHMEMX_OP_SUM, n, 0, halves),
+  EXPECT_SAME(download(src.get<bf16>(), halves), kInputs.reference<bf16>(TSHMEMX_OP_SUM, n, 0, halves),
               "8 MiB bf16 sum in place");
 }
 
@@ -306,24 +285,24 @@ void check_device_reductions(tshmemx_redop_t op) {
   const int n = tshmem_n_pes(), me = tshmem_my_pe();
   const size_t count = 9001, blocks = 3;
   SymBuffer src(count * blocks * sizeof(T) * static_cast<size_t>(n)), dst(count * blocks * sizeof(T));
-  upload(src.get<T>(), values_of<T>(me, 0, count * blocks));
+  upload(src.get<T>(), kInputs.values<T>(me, 0, count * blocks));
   allreduce_blocks_kernel<T><<<blocks, 256>>>(dst.get<T>(), src.get<T>(), count, device_op(op));
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-  EXPECT_SAME(download(dst.get<T>(), count * blocks), reference<T>(op, n, 0, count * blocks),
+  EXPECT_SAME(download(dst.get<T>(), count * blocks), kInputs.reference<T>(op, n, 0, count * blocks),
               "allreduce_block x3 " << op_name(op));
   for (bool two_shot : {false, true}) {
     TSHMEM_CUDA_EXPECT(cudaMemset(dst.get(), 0, count * sizeof(T)));
     allreduce_grid_kernel<T><<<4, 128>>>(dst.get<T>(), src.get<T>(), count, device_op(op), two_shot);
     TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-    EXPECT_SAME(download(dst.get<T>(), count), reference<T>(op, n, 0, count),
+    EXPECT_SAME(download(dst.get<T>(), count), kInputs.reference<T>(op, n, 0, count),
                 "allreduce_grid " << op_name(op) << (two_shot ? " two-shot" : " one-shot"));
   }
-  upload(src.get<T>(), values_of<T>(me, 0, count * static_cast<size_t>(n)));
+  upload(src.get<T>(), kInputs.values<T>(me, 0, count * static_cast<size_t>(n)));
   for (bool grid : {false, true}) {
     TSHMEM_CUDA_EXPECT(cudaMemset(dst.get(), 0, count * sizeof(T)));
     reduce_scatter_kernel<T><<<grid ? 5 : 1, 256>>>(dst.get<T>(), src.get<T>(), count, device_op(op), grid);
     TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-    EXPECT_SAME(download(dst.get<T>(), count), reference<T>(op, n, static_cast<size_t>(me) * count, count),
+    EXPECT_SAME(download(dst.get<T>(), count), kInputs.reference<T>(op, n, static_cast<size_t>(me) * count, count),
                 "reduce_scatter_" << (grid ? "grid " : "block ") << op_name(op));
   }
 }
@@ -414,16 +393,16 @@ TEST(SpanDevice, CNamesThreadWarpAndBlockForms) {
   const size_t all = count * static_cast<size_t>(n);
   SymBuffer f_src(count * 4), f_dst(count * 4), i_src(count * 4), i_dst(count * 4), h_src(count * 2), h_dst(count * 2),
       src(count * 4), src_all(all * 4), gathered(all * 4), exchanged(all * 4), broadcast(count * 4);
-  upload(f_src.get<float>(), values_of<float>(me, 0, count));
-  upload(i_src.get<int>(), values_of<int32_t>(me, 0, count));
-  upload(h_src.get<__half>(), values_of<__half>(me, 0, count));
-  upload(src.get<int>(), values_of<int32_t>(me, 100, count));
+  upload(f_src.get<float>(), kInputs.values<float>(me, 0, count));
+  upload(i_src.get<int>(), kInputs.values<int32_t>(me, 0, count));
+  upload(h_src.get<__half>(), kInputs.values<__half>(me, 0, count));
+  upload(src.get<int>(), kInputs.values<int32_t>(me, 100, count));
   std::vector<int> mine, want_gathered, want_exchanged;
   for (int pe = 0; pe < n; ++pe) {
     for (size_t i = 0; i < count; ++i) {
       mine.push_back(me * 1000 + pe * 10 + static_cast<int>(i));
       want_exchanged.push_back(pe * 1000 + me * 10 + static_cast<int>(i));
-      want_gathered.push_back(value<int32_t>(pe, 100 + i));
+      want_gathered.push_back(kInputs.value<int32_t>(pe, 100 + i));
     }
   }
   upload(src_all.get<int>(), mine);
@@ -442,15 +421,15 @@ TEST(SpanDevice, CNamesThreadWarpAndBlockForms) {
                  n - 1};
   c_names_kernel<<<1, 64>>>(b);
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-  EXPECT_SAME(download(f_dst.get<float>(), count), reference<float>(TSHMEMX_OP_SUM, n, 0, count),
+  EXPECT_SAME(download(f_dst.get<float>(), count), kInputs.reference<float>(TSHMEMX_OP_SUM, n, 0, count),
               "tshmem_float_sum_reduce");
-  EXPECT_SAME(download(i_dst.get<int32_t>(), count), reference<int32_t>(TSHMEMX_OP_MAX, n, 0, count),
+  EXPECT_SAME(download(i_dst.get<int32_t>(), count), kInputs.reference<int32_t>(TSHMEMX_OP_MAX, n, 0, count),
               "tshmem_int_max_reduce_warp");
-  EXPECT_SAME(download(h_dst.get<__half>(), count), reference<__half>(TSHMEMX_OP_SUM, n, 0, count),
+  EXPECT_SAME(download(h_dst.get<__half>(), count), kInputs.reference<__half>(TSHMEMX_OP_SUM, n, 0, count),
               "tshmem_half_sum_reduce_block");
   EXPECT_SAME(download(gathered.get<int>(), all), want_gathered, "tshmem_int_fcollect_block");
   EXPECT_SAME(download(exchanged.get<int>(), all), want_exchanged, "tshmem_int_alltoall");
-  EXPECT_SAME(download(broadcast.get<int>(), count), values_of<int32_t>(n - 1, 100, count),
+  EXPECT_SAME(download(broadcast.get<int>(), count), kInputs.values<int32_t>(n - 1, 100, count),
               "tshmem_int_broadcast_warp");
 }
 
@@ -460,7 +439,7 @@ TEST(SpanTeams, TheNodeTeamStaysOnItsNode) {
   const int local = tshmemx_local_n_pes(), first = tshmem_my_pe() - tshmemx_local_pe();
   const size_t count = 1001;
   SymBuffer src(count * sizeof(float)), dst(count * sizeof(float));
-  upload(src.get<float>(), values_of<float>(tshmem_my_pe(), 0, count));
+  upload(src.get<float>(), kInputs.values<float>(tshmem_my_pe(), 0, count));
   EXPECT_EQ(tshmemx_allreduce_on_stream(TSHMEMX_TEAM_NODE, dst.get(), src.get(), count, TSHMEMX_DTYPE_FLOAT,
                                         TSHMEMX_OP_SUM, nullptr),
             0)
@@ -468,8 +447,8 @@ TEST(SpanTeams, TheNodeTeamStaysOnItsNode) {
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
   std::vector<float> want(count);
   for (size_t i = 0; i < count; ++i) {
-    float acc = value<float>(first, i);
-    for (int k = 1; k < local; ++k) acc += value<float>(first + k, i);
+    float acc = kInputs.value<float>(first, i);
+    for (int k = 1; k < local; ++k) acc += kInputs.value<float>(first + k, i);
     want[i] = acc;
   }
   EXPECT_SAME(download(dst.get<float>(), count), want, "allreduce on TSHMEMX_TEAM_NODE");

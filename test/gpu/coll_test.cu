@@ -26,27 +26,13 @@ using tshmem_device_test::SymBuffer;
 
 using namespace tshmem_coll_reference;
 
-/// PE `pe`'s value at index i (varied signs and fractions; large integers to exercise wrap-around).
-template <class T>
-T value(int pe, size_t i) {
-  const long long k = static_cast<long long>((i * 7919 + static_cast<size_t>(pe) * 104729 + 13) % 2001) - 1000;
-  if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(k * (sizeof(T) == 8 ? 4000000000000000LL : 1000000LL));
-  else
-    return Traits<T>::from_acc(static_cast<float>(k) / 256.0f);
-}
+/// The inputs: varied signs and fractions, large integers to exercise wrap-around.
+constexpr InputPattern kInputs{0.0f};
 
-/// op over PEs 0..n-1 of value(pe, first + i).
-template <class T>
-std::vector<T> reference(tshmemx_redop_t op, int n, size_t first, size_t count) {
-  return reduce_in_order<T>(op, n, first, count, [](int pe, size_t i) { return value<T>(pe, i); });
-}
-
+/// This PE's inputs first .. first + count - 1.
 template <class T>
 std::vector<T> mine(size_t first, size_t count) {
-  std::vector<T> v(count);
-  for (size_t i = 0; i < count; ++i) v[i] = value<T>(tshmem_my_pe(), first + i);
-  return v;
+  return kInputs.values<T>(tshmem_my_pe(), first, count);
 }
 
 template <class T>
@@ -55,13 +41,11 @@ bool same_bytes(const std::vector<T> &a, const std::vector<T> &b) {
 }
 
 const size_t kCounts[] = {1, 3, 17, 1000, 4099, 65537, (1u << 20) + 3};
-const tshmemx_redop_t kOps[] = {TSHMEMX_OP_SUM, TSHMEMX_OP_MIN, TSHMEMX_OP_MAX};
 
 // ---- reducing collectives -----------------------------------------------------------------------------------
 template <class T>
 class CollReduce : public ::testing::Test {};
-using CollTypes = ::testing::Types<float, __half, __nv_bfloat16, int32_t, int64_t>;
-TYPED_TEST_SUITE(CollReduce, CollTypes);
+TYPED_TEST_SUITE(CollReduce, ReduceTypes);
 
 TYPED_TEST(CollReduce, AllreduceEveryOpSizeOffsetInPlaceAndNot) {
   TSHMEM_REQUIRE_GPU();
@@ -77,7 +61,7 @@ TYPED_TEST(CollReduce, AllreduceEveryOpSizeOffsetInPlaceAndNot) {
           T *d = in_place ? s : dst.get<T>() + offset;
           upload(s, mine<T>(0, count));
           tshmem_barrier_all();
-          const std::vector<T> want = reference<T>(op, n, 0, count);
+          const std::vector<T> want = kInputs.reference<T>(op, n, 0, count);
           ASSERT_EQ(tshmemx_allreduce_on_stream(TSHMEM_TEAM_WORLD, d, s, count, Traits<T>::kDtype, op, nullptr), 0)
               << tshmemx_last_error();
           TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
@@ -109,7 +93,7 @@ TYPED_TEST(CollReduce, ReduceScatterEveryOpAndSize) {
         ASSERT_EQ(tshmemx_reduce_scatter_on_stream(TSHMEM_TEAM_WORLD, d, s, count, Traits<T>::kDtype, op, nullptr), 0)
             << tshmemx_last_error();
         TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-        EXPECT_TRUE(same_bytes(download(d, count), reference<T>(op, n, static_cast<size_t>(me) * count, count)))
+        EXPECT_TRUE(same_bytes(download(d, count), kInputs.reference<T>(op, n, static_cast<size_t>(me) * count, count)))
             << op_name(op) << " count " << count << " offset " << offset;
         tshmem_barrier_all();
       }
@@ -159,7 +143,7 @@ TEST(CollReduceLL, ManyBackToBackCallsEachOnItsOwnInput) {
   }
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
   for (const Call &c : calls)
-    EXPECT_TRUE(same_bytes(download(c.d, c.count), reference<T>(c.op, n, c.first, c.count)))
+    EXPECT_TRUE(same_bytes(download(c.d, c.count), kInputs.reference<T>(c.op, n, c.first, c.count)))
         << "count " << c.count << " first " << c.first << " " << op_name(c.op);
   tshmem_barrier_all();
 }
@@ -175,8 +159,8 @@ TEST(CollReduceLarge, Allreduce256MiBFloatSumInPlace) {
             0)
       << tshmemx_last_error();
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-  EXPECT_TRUE(
-      same_bytes(download(buf.get<float>(), count), reference<float>(TSHMEMX_OP_SUM, tshmem_n_pes(), 0, count)));
+  EXPECT_TRUE(same_bytes(download(buf.get<float>(), count),
+                         kInputs.reference<float>(TSHMEMX_OP_SUM, tshmem_n_pes(), 0, count)));
   tshmem_barrier_all();
 }
 
@@ -194,7 +178,8 @@ TEST(CollReduceLarge, Allreduce256MiBBf16SumOutOfPlace) {
             0)
       << tshmemx_last_error();
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
-  EXPECT_TRUE(same_bytes(download(dst.get<T>(), count), reference<T>(TSHMEMX_OP_SUM, tshmem_n_pes(), 7, count)));
+  EXPECT_TRUE(
+      same_bytes(download(dst.get<T>(), count), kInputs.reference<T>(TSHMEMX_OP_SUM, tshmem_n_pes(), 7, count)));
   EXPECT_TRUE(same_bytes(download(src.get<T>(), count), mine<T>(7, count))) << "the source must be left as it was";
   tshmem_barrier_all();
 }
@@ -345,8 +330,8 @@ TEST(CollGraph, AllreduceAndAllgatherInAGraph) {
   TSHMEM_CUDA_EXPECT(cudaGraphInstantiate(&exec, graph, 0));
   for (int launch = 0; launch < 64; ++launch) TSHMEM_CUDA_EXPECT(cudaGraphLaunch(exec, stream));
   TSHMEM_CUDA_EXPECT(cudaStreamSynchronize(stream));
-  EXPECT_TRUE(
-      same_bytes(download(dst.get<__nv_bfloat16>(), count), reference<__nv_bfloat16>(TSHMEMX_OP_SUM, n, 0, count)));
+  EXPECT_TRUE(same_bytes(download(dst.get<__nv_bfloat16>(), count),
+                         kInputs.reference<__nv_bfloat16>(TSHMEMX_OP_SUM, n, 0, count)));
   std::vector<unsigned char> want;
   for (int pe = 0; pe < n; ++pe) {
     const auto p = pattern(pe, bytes);
@@ -429,12 +414,11 @@ __global__ void signal_kernel(uint64_t *sig) {
   tshmem::mm::signal_set(TSHMEMX_TEAM_NODE, sig + 1, 42);
 }
 
-/// Host model of one element type of the twins: the scalar lanes and their host reference.
+/// Host model of one element type of the twins: the scalar lanes (a scalar type is its own one lane; the
+/// packed 16-bit pairs are two).
 template <class T>
-struct Lanes;
-template <>
-struct Lanes<float> {
-  using S = float;
+struct Lanes {
+  using S = T;
   static constexpr int k = 1;
 };
 template <>
@@ -446,16 +430,6 @@ template <>
 struct Lanes<__nv_bfloat162> {
   using S = __nv_bfloat16;
   static constexpr int k = 2;
-};
-template <>
-struct Lanes<int32_t> {
-  using S = int32_t;
-  static constexpr int k = 1;
-};
-template <>
-struct Lanes<int64_t> {
-  using S = int64_t;
-  static constexpr int k = 1;
 };
 
 template <redop Op, class T, int N>
@@ -472,7 +446,7 @@ void check_twin() {
   twin_kernel<Op, T, N><<<(units + 127) / 128, 128>>>(in.get<T>(), ld.get<T>(), st.get<T>(), red.get<T>(), units);
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
   tshmem_barrier_all();
-  const std::vector<S> want = reference<S>(op, n, 0, lanes);
+  const std::vector<S> want = kInputs.reference<S>(op, n, 0, lanes);
   EXPECT_TRUE(same_bytes(download(ld.get<S>(), lanes), want)) << "ld_reduce twin, N " << N;
   EXPECT_TRUE(same_bytes(download(st.get<S>(), lanes), want)) << "st twin, N " << N;
   if constexpr (std::is_integral_v<S> || Op != redop::sum) {  // float sums of concurrent reds: order unspecified

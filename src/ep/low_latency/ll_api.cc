@@ -45,6 +45,54 @@ Status take_slot(tshmem_ep_buffer *b, int phases, int *slot, int *s) {
 
 int ll_blocks(const tshmem_ep_buffer &b) { return b.num_blocks > 0 ? b.num_blocks : b.sm_count; }
 
+/// The slots' layout for this shape, once the shape is valid and its slots fit the buffer.
+Status checked_layout(const tshmem_ep_buffer *b, int64_t max_tokens, int64_t hidden, int64_t num_experts, LlLayout *l) {
+  EP_TRY(check_ll_shape(b->geo, max_tokens, hidden, num_experts));
+  *l = ll_layout(b->geo.n_pes, max_tokens, hidden, num_experts);
+  return check_ll_fits(b->geo, *l);
+}
+
+Status check_ll_args(const Geometry &g, const tshmem_ep_ll_dispatch_args_t *a, int phases) {
+  return check_ll_dispatch_args(g, a, phases);
+}
+Status check_ll_args(const Geometry &g, const tshmem_ep_ll_combine_args_t *a, int phases) {
+  return check_ll_combine_args(g, a, phases);
+}
+
+/// What a dispatch or combine works with: its layout, its slot and the other one (which it cleans for the next call).
+struct LlCall {
+  LlLayout layout;
+  Slot cur, next;
+};
+
+/// The start of a dispatch or combine: the buffer and the arguments checked, the layout, the slot taken, and the
+/// kernel parameters both share filled in `p`.
+template <class Args, class Params>
+Status start_ll_call(tshmem_ep_buffer *buffer, const Args *a, int phases, int *slot, LlCall *call, Params *p) {
+  EP_TRY(check_buffer(buffer));
+  EP_TRY(check_ll_args(buffer->geo, a, phases));
+  EP_TRY(checked_layout(buffer, a->num_max_dispatch_tokens_per_rank, a->hidden, a->num_experts, &call->layout));
+  int s = 0;
+  EP_TRY(take_slot(buffer, phases, slot, &s));
+  call->cur = slot_of(buffer, call->layout, s);
+  call->next = slot_of(buffer, call->layout, s ^ 1);
+  p->num_tokens = static_cast<int>(a->num_tokens);
+  p->num_topk = static_cast<int>(a->num_topk);
+  p->hidden = static_cast<int>(a->hidden);
+  p->max_tokens = static_cast<int>(a->num_max_dispatch_tokens_per_rank);
+  p->num_experts = static_cast<int>(a->num_experts);
+  p->local_experts = static_cast<int>(call->layout.local_experts);
+  p->n_pes = buffer->geo.n_pes;
+  p->my_pe = buffer->geo.my_pe;
+  p->send = call->cur.send;
+  p->recv = call->cur.recv;
+  p->next_clean_words = p->num_experts;  // L * N counts or flags
+  p->mask = buffer->ll_mask;
+  p->err = buffer->err;
+  p->timeout_ms = buffer->timeout_ms;
+  return kSuccess;
+}
+
 }  // namespace
 
 extern "C" {
@@ -53,38 +101,19 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_dispatch(tshmem_ep_buffer
                                                                 const tshmem_ep_ll_dispatch_args_t *a, int phases,
                                                                 int *slot, cudaStream_t stream) {
   return guarded("tshmem_ep_low_latency_dispatch", [&]() -> Status {
-    EP_TRY(check_buffer(buffer));
-    EP_TRY(check_ll_dispatch_args(buffer->geo, a, phases));
-    const LlLayout l = ll_layout(buffer->geo.n_pes, a->num_max_dispatch_tokens_per_rank, a->hidden, a->num_experts);
-    EP_TRY(check_ll_fits(buffer->geo, l));
-    int s = 0;
-    EP_TRY(take_slot(buffer, phases, slot, &s));
-    const Slot cur = slot_of(buffer, l, s), next = slot_of(buffer, l, s ^ 1);
-    DeviceGuard guard(buffer->device);
+    LlCall call{};
     LlDispatchParams p{};
+    EP_TRY(start_ll_call(buffer, a, phases, slot, &call, &p));
+    DeviceGuard guard(buffer->device);
     p.x = static_cast<const uint16_t *>(a->x);
     p.topk_idx = a->topk_idx;
-    p.num_tokens = static_cast<int>(a->num_tokens);
-    p.num_topk = static_cast<int>(a->num_topk);
-    p.hidden = static_cast<int>(a->hidden);
-    p.max_tokens = static_cast<int>(a->num_max_dispatch_tokens_per_rank);
-    p.num_experts = static_cast<int>(a->num_experts);
-    p.local_experts = static_cast<int>(l.local_experts);
-    p.n_pes = buffer->geo.n_pes;
-    p.my_pe = buffer->geo.my_pe;
     p.fp8 = a->use_fp8 != 0;
     p.round_scale = a->round_scale != 0;
     p.ue8m0 = a->use_ue8m0 != 0;
     p.msg_bytes = ll_msg_bytes(a->hidden, p.fp8);
-    p.send = cur.send;
-    p.recv = cur.recv;
-    p.counts = cur.counts;
-    p.next_clean = next.flags;
-    p.next_clean_words = p.num_experts;
-    p.mask = buffer->ll_mask;
+    p.counts = call.cur.counts;
+    p.next_clean = call.next.flags;
     p.counter = buffer->ll_counter;
-    p.err = buffer->err;
-    p.timeout_ms = buffer->timeout_ms;
     p.recv_x = a->packed_recv_x;
     p.recv_scales = a->packed_recv_x_scales;
     p.recv_count = a->packed_recv_count;
@@ -104,37 +133,18 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_combine(tshmem_ep_buffer_
                                                                const tshmem_ep_ll_combine_args_t *a, int phases,
                                                                int *slot, cudaStream_t stream) {
   return guarded("tshmem_ep_low_latency_combine", [&]() -> Status {
-    EP_TRY(check_buffer(buffer));
-    EP_TRY(check_ll_combine_args(buffer->geo, a, phases));
-    const LlLayout l = ll_layout(buffer->geo.n_pes, a->num_max_dispatch_tokens_per_rank, a->hidden, a->num_experts);
-    EP_TRY(check_ll_fits(buffer->geo, l));
-    int s = 0;
-    EP_TRY(take_slot(buffer, phases, slot, &s));
-    const Slot cur = slot_of(buffer, l, s), next = slot_of(buffer, l, s ^ 1);
-    DeviceGuard guard(buffer->device);
+    LlCall call{};
     LlCombineParams p{};
-    p.x = a->zero_copy ? reinterpret_cast<const uint16_t *>(cur.send) : static_cast<const uint16_t *>(a->x);
+    EP_TRY(start_ll_call(buffer, a, phases, slot, &call, &p));
+    DeviceGuard guard(buffer->device);
+    p.x = a->zero_copy ? reinterpret_cast<const uint16_t *>(call.cur.send) : static_cast<const uint16_t *>(a->x);
     p.topk_idx = a->topk_idx;
     p.topk_weights = a->topk_weights;
     p.src_info = a->src_info;
     p.layout_range = a->layout_range;
-    p.num_tokens = static_cast<int>(a->num_tokens);
-    p.num_topk = static_cast<int>(a->num_topk);
-    p.hidden = static_cast<int>(a->hidden);
-    p.max_tokens = static_cast<int>(a->num_max_dispatch_tokens_per_rank);
-    p.num_experts = static_cast<int>(a->num_experts);
-    p.local_experts = static_cast<int>(l.local_experts);
-    p.n_pes = buffer->geo.n_pes;
-    p.my_pe = buffer->geo.my_pe;
     p.zero_copy = a->zero_copy != 0;
-    p.send = cur.send;
-    p.recv = cur.recv;
-    p.flags = cur.flags;
-    p.next_clean = next.counts;
-    p.next_clean_words = p.num_experts;  // L * N counts
-    p.mask = buffer->ll_mask;
-    p.err = buffer->err;
-    p.timeout_ms = buffer->timeout_ms;
+    p.flags = call.cur.flags;
+    p.next_clean = call.next.counts;
     p.combined_x = static_cast<uint16_t *>(a->combined_x);
     p.wait_stats = a->combine_wait_recv_cost_stats;
     const int blocks = ll_blocks(*buffer);
@@ -150,9 +160,8 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_next_combine_buffer(tshme
   return guarded("tshmem_ep_low_latency_next_combine_buffer", [&]() -> Status {
     EP_TRY(check_buffer(buffer));
     if (!ptr) return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT, "ptr = NULL; it is required");
-    EP_TRY(check_ll_shape(buffer->geo, num_max_dispatch_tokens_per_rank, hidden, num_experts));
-    const LlLayout l = ll_layout(buffer->geo.n_pes, num_max_dispatch_tokens_per_rank, hidden, num_experts);
-    EP_TRY(check_ll_fits(buffer->geo, l));
+    LlLayout l{};
+    EP_TRY(checked_layout(buffer, num_max_dispatch_tokens_per_rank, hidden, num_experts, &l));
     *ptr = slot_of(buffer, l, buffer->ll_slot).send;
     return kSuccess;
   });
@@ -163,9 +172,8 @@ TSHMEM_EP_API tshmem_ep_status_t tshmem_ep_low_latency_clean(tshmem_ep_buffer_t 
                                                              int64_t num_experts, cudaStream_t stream) {
   return guarded("tshmem_ep_low_latency_clean", [&]() -> Status {
     EP_TRY(check_buffer(buffer));
-    EP_TRY(check_ll_shape(buffer->geo, num_max_dispatch_tokens_per_rank, hidden, num_experts));
-    const LlLayout l = ll_layout(buffer->geo.n_pes, num_max_dispatch_tokens_per_rank, hidden, num_experts);
-    EP_TRY(check_ll_fits(buffer->geo, l));
+    LlLayout l{};
+    EP_TRY(checked_layout(buffer, num_max_dispatch_tokens_per_rank, hidden, num_experts, &l));
     DeviceGuard guard(buffer->device);
     // One kernel: a barrier with every PE this PE does not mask (every PE is done with what came before: normal-mode
     // rows in the same bytes, or low-latency calls), both slots' signals zeroed, the barrier again (every PE's

@@ -24,6 +24,22 @@ Status check_phases(int phases) {
   return kSuccess;
 }
 
+/// The rules dispatch and combine share (their argument structs name these fields alike): the struct, the phases,
+/// the shape, the token count and top-k.
+template <class Args>
+Status check_ll_call(const Geometry &g, const Args *a, int phases) {
+  if (!a) return null_arg("args");
+  EP_TRY(check_phases(phases));
+  EP_TRY(check_ll_shape(g, a->num_max_dispatch_tokens_per_rank, a->hidden, a->num_experts));
+  if (a->num_tokens < 0 || a->num_tokens > a->num_max_dispatch_tokens_per_rank)
+    return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT,
+                "num_tokens = %lld; must be in [0, num_max_dispatch_tokens_per_rank = %lld]",
+                static_cast<long long>(a->num_tokens), static_cast<long long>(a->num_max_dispatch_tokens_per_rank));
+  if (a->num_topk < 1 || a->num_topk > TSHMEM_EP_MAX_TOPK)
+    return bad("num_topk", a->num_topk, "must be in [1, TSHMEM_EP_MAX_TOPK = 32]");
+  return kSuccess;
+}
+
 }  // namespace
 
 LlLayout ll_layout(int n_pes, int64_t max_tokens, int64_t hidden, int64_t num_experts) {
@@ -68,15 +84,7 @@ Status check_ll_fits(const Geometry &g, const LlLayout &l) {
 }
 
 Status check_ll_dispatch_args(const Geometry &g, const tshmem_ep_ll_dispatch_args_t *a, int phases) {
-  if (!a) return null_arg("args");
-  EP_TRY(check_phases(phases));
-  EP_TRY(check_ll_shape(g, a->num_max_dispatch_tokens_per_rank, a->hidden, a->num_experts));
-  if (a->num_tokens < 0 || a->num_tokens > a->num_max_dispatch_tokens_per_rank)
-    return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT,
-                "num_tokens = %lld; must be in [0, num_max_dispatch_tokens_per_rank = %lld]",
-                static_cast<long long>(a->num_tokens), static_cast<long long>(a->num_max_dispatch_tokens_per_rank));
-  if (a->num_topk < 1 || a->num_topk > TSHMEM_EP_MAX_TOPK)
-    return bad("num_topk", a->num_topk, "must be in [1, TSHMEM_EP_MAX_TOPK = 32]");
+  EP_TRY(check_ll_call(g, a, phases));
   if (a->use_ue8m0 && !a->use_fp8) return bad("use_ue8m0", a->use_ue8m0, "needs use_fp8");
   if (a->use_ue8m0 && !a->round_scale)
     return bad("use_ue8m0", a->use_ue8m0, "needs round_scale (UE8M0 scales are powers of 2)");
@@ -103,15 +111,7 @@ Status check_ll_dispatch_args(const Geometry &g, const tshmem_ep_ll_dispatch_arg
 }
 
 Status check_ll_combine_args(const Geometry &g, const tshmem_ep_ll_combine_args_t *a, int phases) {
-  if (!a) return null_arg("args");
-  EP_TRY(check_phases(phases));
-  EP_TRY(check_ll_shape(g, a->num_max_dispatch_tokens_per_rank, a->hidden, a->num_experts));
-  if (a->num_tokens < 0 || a->num_tokens > a->num_max_dispatch_tokens_per_rank)
-    return fail(TSHMEM_EP_ERR_INVALID_ARGUMENT,
-                "num_tokens = %lld; must be in [0, num_max_dispatch_tokens_per_rank = %lld]",
-                static_cast<long long>(a->num_tokens), static_cast<long long>(a->num_max_dispatch_tokens_per_rank));
-  if (a->num_topk < 1 || a->num_topk > TSHMEM_EP_MAX_TOPK)
-    return bad("num_topk", a->num_topk, "must be in [1, TSHMEM_EP_MAX_TOPK = 32]");
+  EP_TRY(check_ll_call(g, a, phases));
   if (phases & TSHMEM_EP_LL_SEND) {
     if (!a->zero_copy && !a->x) return null_arg("x");
     if (!a->zero_copy && !aligned16(a->x))

@@ -3,10 +3,6 @@
 // tokens, every token to every PE, tokens only to their home PE, -1 entries, alignment 1 and 128; then the cached
 // dispatch, the worst-case form captured in a CUDA graph and replayed, 100 rounds back to back, and the value and
 // size errors (every PE fails alike). Each PE builds the whole job's inputs from one seed and uploads its share.
-#include <cuda_runtime.h>
-#include <gtest/gtest.h>
-#include <mpi.h>
-
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -17,42 +13,15 @@
 #include "core/rows.h"
 #include "dispatch/dispatch_reference.h"
 #include "layout/layout.h"
+#include "test/gpu_fixture.h"
 #include "test/world.h"
-#include "tshmem/ep.h"
-#include "tshmem/tshmem.h"
-#include "tshmem/tshmemx.h"
 
 namespace tshmem_ep {
 namespace {
 
-std::string g_skip = "tshmem_init did not run";
-
-#define EP_OK(call) ASSERT_EQ((call), TSHMEM_EP_SUCCESS) << #call << ": " << tshmem_ep_last_error()
-#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
-#define REQUIRE_GPU() \
-  if (!g_skip.empty()) GTEST_SKIP() << g_skip
-
-/// A device copy of a host vector, freed at scope exit.
+/// Fresh device arrays hold 0xff bytes: an output the library leaves unwritten differs from the reference.
 template <class T>
-struct Dev {
-  T *p = nullptr;
-  size_t n = 0;
-  explicit Dev(size_t count) : n(count) {
-    if (cudaMalloc(&p, sizeof(T) * (count ? count : 1)) != cudaSuccess) p = nullptr;
-    if (p) cudaMemset(p, 0xff, sizeof(T) * (count ? count : 1));
-  }
-  explicit Dev(const std::vector<T> &v) : Dev(v.size()) {
-    if (p && !v.empty()) cudaMemcpy(p, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice);
-  }
-  ~Dev() { cudaFree(p); }
-  std::vector<T> host(size_t count) const {
-    std::vector<T> v(count);
-    if (count) cudaMemcpy(v.data(), p, sizeof(T) * count, cudaMemcpyDeviceToHost);
-    return v;
-  }
-  Dev(const Dev &) = delete;
-  Dev &operator=(const Dev &) = delete;
-};
+using Dev = DeviceArray<T, 0xff>;
 
 bool *as_bool(uint8_t *p) { return reinterpret_cast<bool *>(p); }
 
@@ -448,28 +417,4 @@ TEST_F(EpGpuJob, OffNodeRowsWithTheLeastStagingArea) {
 }  // namespace
 }  // namespace tshmem_ep
 
-int main(int argc, char **argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int devices = 0;
-  const int have = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0 ? 1 : 0;
-  int all = 0;
-  MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  bool inited = false;
-  if (!all) {
-    tshmem_ep::g_skip = "no CUDA device on some PE";
-  } else if (tshmem_init() != 0) {
-    tshmem_ep::g_skip = std::string("tshmem_init failed: ") + tshmemx_last_error();
-  } else {
-    inited = true;
-    tshmem_ep::g_skip = tshmemx_cuda_device() >= 0 ? "" : "no GPU heap";
-  }
-  const int rc = RUN_ALL_TESTS();
-  if (inited) {
-    tshmem_ep_buffer_destroy(tshmem_ep::buffer());
-    tshmem_finalize();
-  }
-  MPI_Finalize();
-  return rc;
-}
+int main(int argc, char **argv) { return tshmem_ep::gpu_test_main(argc, argv, tshmem_ep::buffer); }

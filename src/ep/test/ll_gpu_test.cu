@@ -5,10 +5,6 @@
 // rounds alternating with normal mode (clean_low_latency_buffer between); masked PEs; the argument rules; a PE that
 // stops in the middle of a dispatch: every other PE's wait ends within the bound, naming it; and clean with a masked
 // PE that never calls it.
-#include <cuda_runtime.h>
-#include <gtest/gtest.h>
-#include <mpi.h>
-
 #include <algorithm>
 #include <cstring>
 #include <random>
@@ -16,39 +12,14 @@
 #include <vector>
 
 #include "low_latency/ll_reference.h"
-#include "tshmem/ep.h"
-#include "tshmem/tshmem.h"
-#include "tshmem/tshmemx.h"
+#include "test/gpu_fixture.h"
 
 namespace tshmem_ep {
 namespace {
 
-std::string g_skip = "tshmem_init did not run";
-
-#define EP_OK(call) ASSERT_EQ((call), TSHMEM_EP_SUCCESS) << #call << ": " << tshmem_ep_last_error()
-#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
-#define REQUIRE_GPU() \
-  if (!g_skip.empty()) GTEST_SKIP() << g_skip
-
+/// Fresh device arrays hold zeros: the statistics outputs accumulate into them.
 template <class T>
-struct Dev {
-  T *p = nullptr;
-  explicit Dev(size_t count) {
-    if (cudaMalloc(&p, sizeof(T) * (count ? count : 1)) != cudaSuccess) p = nullptr;
-    if (p) cudaMemset(p, 0, sizeof(T) * (count ? count : 1));
-  }
-  explicit Dev(const std::vector<T> &v) : Dev(v.size()) {
-    if (p && !v.empty()) cudaMemcpy(p, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice);
-  }
-  ~Dev() { cudaFree(p); }
-  std::vector<T> host(size_t count) const {
-    std::vector<T> v(count);
-    if (count) cudaMemcpy(v.data(), p, sizeof(T) * count, cudaMemcpyDeviceToHost);
-    return v;
-  }
-  Dev(const Dev &) = delete;
-  Dev &operator=(const Dev &) = delete;
-};
+using Dev = DeviceArray<T, 0>;
 
 constexpr int64_t kMaxTokens = 48;  // the largest num_max_dispatch_tokens_per_rank here
 constexpr int64_t kMaxHidden = 7168;
@@ -161,6 +132,50 @@ tshmem_ep_ll_dispatch_args_t dispatch_args(const Case &c, const LlPeInput &in, c
   return a;
 }
 
+/// A low-latency combine of this PE's expert outputs `y` back to its tokens (`in`, `idx`, `w`) into `out`, with
+/// the source and layout of dispatch `o`.
+tshmem_ep_ll_combine_args_t combine_args(const Case &c, const LlPeInput &in, const void *y, const int64_t *idx,
+                                         const float *w, const DispatchOut &o, void *out) {
+  tshmem_ep_ll_combine_args_t a{};
+  a.x = y;
+  a.topk_idx = idx;
+  a.topk_weights = w;
+  a.src_info = o.src_info.p;
+  a.layout_range = o.range.p;
+  a.num_tokens = in.num_tokens;
+  a.hidden = c.hidden;
+  a.num_topk = c.topk;
+  a.num_max_dispatch_tokens_per_rank = c.max_tokens;
+  a.num_experts = c.experts;
+  a.combined_x = out;
+  return a;
+}
+
+/// A job of case `c` on n PEs: every PE's inputs (`masked_pe` >= 0: that PE masks every PE and every other PE
+/// masks it) and expert outputs, and the references of its dispatch and combine.
+struct Job {
+  std::vector<LlPeInput> world;
+  std::vector<LlDispatchOut> dispatched;
+  std::vector<std::vector<uint16_t>> ys, combined;
+  Job(const Case &c, int n, uint32_t seed, int masked_pe = -1) : world(make_inputs(c, n, seed)) {
+    if (masked_pe >= 0)
+      for (int p = 0; p < n; ++p)
+        for (int q = 0; q < n; ++q)
+          if (p == masked_pe || q == masked_pe) world[static_cast<size_t>(p)].masked[static_cast<size_t>(q)] = 1;
+    const LlShape shape{n,
+                        static_cast<int>(c.experts),
+                        static_cast<int>(c.max_tokens),
+                        static_cast<int>(c.hidden),
+                        static_cast<int>(c.topk),
+                        c.fp8,
+                        c.round_scale,
+                        c.ue8m0};
+    dispatched = ll_dispatch_reference(shape, world);
+    for (int p = 0; p < n; ++p) ys.push_back(expert_outputs(c, n, p));
+    combined = ll_combine_reference(shape, world, dispatched, ys);
+  }
+};
+
 /// This PE's dispatch outputs against the reference: counts, ranges, and every valid row (data, scales, source).
 void expect_dispatch(const Case &c, int n, const LlDispatchOut &ref, const DispatchOut &o, const char *what) {
   const size_t L = static_cast<size_t>(c.experts / n), rows = static_cast<size_t>(n * c.max_tokens);
@@ -219,24 +234,10 @@ void run_case(const Case &c, uint32_t seed, int rounds, int masked_pe = -1) {
   ASSERT_EQ(c.experts % n, 0);
   tshmem_ep_buffer_t b = buffer();
   ASSERT_NE(b, nullptr) << tshmem_ep_last_error();
-  auto world = make_inputs(c, n, seed);
-  if (masked_pe >= 0)
-    for (int p = 0; p < n; ++p)
-      for (int q = 0; q < n; ++q)
-        if (p == masked_pe || q == masked_pe) world[static_cast<size_t>(p)].masked[static_cast<size_t>(q)] = 1;
-  const LlShape shape{n,
-                      static_cast<int>(c.experts),
-                      static_cast<int>(c.max_tokens),
-                      static_cast<int>(c.hidden),
-                      static_cast<int>(c.topk),
-                      c.fp8,
-                      c.round_scale,
-                      c.ue8m0};
-  const auto dref = ll_dispatch_reference(shape, world);
-  std::vector<std::vector<uint16_t>> ys;
-  for (int p = 0; p < n; ++p) ys.push_back(expert_outputs(c, n, p));
-  const auto cref = ll_combine_reference(shape, world, dref, ys);
-  const LlPeInput &mine = world[static_cast<size_t>(me)];
+  const Job job(c, n, seed, masked_pe);
+  const auto &dref = job.dispatched;
+  const auto &ys = job.ys, &cref = job.combined;
+  const LlPeInput &mine = job.world[static_cast<size_t>(me)];
   const size_t T = static_cast<size_t>(mine.num_tokens), H = static_cast<size_t>(c.hidden);
 
   EP_OK(tshmem_ep_low_latency_clean(b, c.max_tokens, c.hidden, c.experts, nullptr));
@@ -254,18 +255,7 @@ void run_case(const Case &c, uint32_t seed, int rounds, int masked_pe = -1) {
     CUDA_OK(cudaDeviceSynchronize());
     EXPECT_EQ(tshmem_ep_check_device_errors(b, nullptr), TSHMEM_EP_SUCCESS) << tshmem_ep_last_error();
     expect_dispatch(c, n, dref[static_cast<size_t>(me)], o, what.c_str());
-    tshmem_ep_ll_combine_args_t ca{};
-    ca.x = y.p;
-    ca.topk_idx = idx.p;
-    ca.topk_weights = w.p;
-    ca.src_info = o.src_info.p;
-    ca.layout_range = o.range.p;
-    ca.num_tokens = mine.num_tokens;
-    ca.hidden = c.hidden;
-    ca.num_topk = c.topk;
-    ca.num_max_dispatch_tokens_per_rank = c.max_tokens;
-    ca.num_experts = c.experts;
-    ca.combined_x = out.p;
+    auto ca = combine_args(c, mine, y.p, idx.p, w.p, o, out.p);
     if (c.zero_copy) {
       void *zc = nullptr;
       EP_OK(tshmem_ep_low_latency_next_combine_buffer(b, c.max_tokens, c.hidden, c.experts, &zc));
@@ -347,34 +337,18 @@ TEST(EpLowLatency, GraphCaptureReplayed) {
   const Case c{32, 256, 64, 8, true, false, false, 0, true, false, false};
   tshmem_ep_buffer_t b = buffer();
   ASSERT_NE(b, nullptr);
-  const auto world = make_inputs(c, n, 31);
-  const LlShape shape{n, 64, 32, 256, 8, true, false, false};
-  const auto dref = ll_dispatch_reference(shape, world);
-  std::vector<std::vector<uint16_t>> ys;
-  for (int p = 0; p < n; ++p) ys.push_back(expert_outputs(c, n, p));
-  const auto cref = ll_combine_reference(shape, world, dref, ys);
-  const LlPeInput &mine = world[static_cast<size_t>(me)];
+  const Job job(c, n, 31);
+  const LlPeInput &mine = job.world[static_cast<size_t>(me)];
   EP_OK(tshmem_ep_low_latency_clean(b, c.max_tokens, c.hidden, c.experts, nullptr));
   CUDA_OK(cudaDeviceSynchronize());
-  Dev<uint16_t> x(mine.x), y(ys[static_cast<size_t>(me)]), out(static_cast<size_t>(mine.num_tokens) * 256);
+  Dev<uint16_t> x(mine.x), y(job.ys[static_cast<size_t>(me)]), out(static_cast<size_t>(mine.num_tokens) * 256);
   Dev<int64_t> idx(mine.topk_idx);
   Dev<float> w(mine.topk_weights);
   DispatchOut o(c, n);
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const auto da = dispatch_args(c, mine, x.p, idx.p, o);
-  tshmem_ep_ll_combine_args_t ca{};
-  ca.x = y.p;
-  ca.topk_idx = idx.p;
-  ca.topk_weights = w.p;
-  ca.src_info = o.src_info.p;
-  ca.layout_range = o.range.p;
-  ca.num_tokens = mine.num_tokens;
-  ca.hidden = 256;
-  ca.num_topk = 8;
-  ca.num_max_dispatch_tokens_per_rank = 32;
-  ca.num_experts = 64;
-  ca.combined_x = out.p;
+  const auto ca = combine_args(c, mine, y.p, idx.p, w.p, o, out.p);
   cudaGraph_t graph;
   CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   const tshmem_ep_status_t s1 = tshmem_ep_low_latency_dispatch(b, &da, TSHMEM_EP_LL_BOTH, nullptr, s);
@@ -388,8 +362,9 @@ TEST(EpLowLatency, GraphCaptureReplayed) {
     CUDA_OK(cudaMemset(out.p, 0, static_cast<size_t>(mine.num_tokens) * 512));
     CUDA_OK(cudaGraphLaunch(exec, s));
     CUDA_OK(cudaStreamSynchronize(s));
-    expect_dispatch(c, n, dref[static_cast<size_t>(me)], o, "replay");
-    EXPECT_EQ(out.host(static_cast<size_t>(mine.num_tokens) * 256), cref[static_cast<size_t>(me)]) << "replay " << r;
+    expect_dispatch(c, n, job.dispatched[static_cast<size_t>(me)], o, "replay");
+    EXPECT_EQ(out.host(static_cast<size_t>(mine.num_tokens) * 256), job.combined[static_cast<size_t>(me)])
+        << "replay " << r;
   }
   EP_OK(tshmem_ep_check_device_errors(b, s));
   cudaGraphExecDestroy(exec);
@@ -406,15 +381,10 @@ TEST(EpLowLatency, HundredRoundsAlternatingWithNormalMode) {
   const Case c{16, 256, 32, 8, true, false, false, 0, false, false, false};
   tshmem_ep_buffer_t b = buffer();
   ASSERT_NE(b, nullptr);
-  const auto world = make_inputs(c, n, 41);
-  const LlShape shape{n, 32, 16, 256, 8, true, false, false};
-  const auto dref = ll_dispatch_reference(shape, world);
-  std::vector<std::vector<uint16_t>> ys;
-  for (int p = 0; p < n; ++p) ys.push_back(expert_outputs(c, n, p));
-  const auto cref = ll_combine_reference(shape, world, dref, ys);
-  const LlPeInput &mine = world[static_cast<size_t>(me)];
+  const Job job(c, n, 41);
+  const LlPeInput &mine = job.world[static_cast<size_t>(me)];
   const int64_t T = mine.num_tokens, H = 256, K = 8, E = 32;
-  Dev<uint16_t> x(mine.x), y(ys[static_cast<size_t>(me)]), out(static_cast<size_t>(T * H));
+  Dev<uint16_t> x(mine.x), y(job.ys[static_cast<size_t>(me)]), out(static_cast<size_t>(T * H));
   Dev<int64_t> idx(mine.topk_idx);
   Dev<float> w(mine.topk_weights);
   DispatchOut o(c, n);
@@ -438,23 +408,12 @@ TEST(EpLowLatency, HundredRoundsAlternatingWithNormalMode) {
     EP_OK(tshmem_ep_low_latency_clean(b, c.max_tokens, c.hidden, c.experts, nullptr));
     const auto da = dispatch_args(c, mine, x.p, idx.p, o);
     EP_OK(tshmem_ep_low_latency_dispatch(b, &da, TSHMEM_EP_LL_BOTH, nullptr, nullptr));
-    tshmem_ep_ll_combine_args_t ca{};
-    ca.x = y.p;
-    ca.topk_idx = idx.p;
-    ca.topk_weights = w.p;
-    ca.src_info = o.src_info.p;
-    ca.layout_range = o.range.p;
-    ca.num_tokens = T;
-    ca.hidden = H;
-    ca.num_topk = K;
-    ca.num_max_dispatch_tokens_per_rank = c.max_tokens;
-    ca.num_experts = E;
-    ca.combined_x = out.p;
+    const auto ca = combine_args(c, mine, y.p, idx.p, w.p, o, out.p);
     EP_OK(tshmem_ep_low_latency_combine(b, &ca, TSHMEM_EP_LL_BOTH, nullptr, nullptr));
     CUDA_OK(cudaDeviceSynchronize());
     if (r == 0 || r == 99 || r % 10 == 0) {
-      expect_dispatch(c, n, dref[static_cast<size_t>(me)], o, ("round " + std::to_string(r)).c_str());
-      ASSERT_EQ(out.host(static_cast<size_t>(T * H)), cref[static_cast<size_t>(me)]) << "round " << r;
+      expect_dispatch(c, n, job.dispatched[static_cast<size_t>(me)], o, ("round " + std::to_string(r)).c_str());
+      ASSERT_EQ(out.host(static_cast<size_t>(T * H)), job.combined[static_cast<size_t>(me)]) << "round " << r;
       const auto nv = nout.host(static_cast<size_t>(T * H));
       if (r == 0) first_normal = nv;
       ASSERT_EQ(nv, first_normal) << "normal-mode combine, round " << r;
@@ -672,28 +631,4 @@ TEST(EpLowLatencyZzMaskedClean, CleanSkipsAMaskedPeThatNeverCalls) {
 }  // namespace
 }  // namespace tshmem_ep
 
-int main(int argc, char **argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int devices = 0;
-  const int have = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0 ? 1 : 0;
-  int all = 0;
-  MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  bool inited = false;
-  if (!all) {
-    tshmem_ep::g_skip = "no CUDA device on some PE";
-  } else if (tshmem_init() != 0) {
-    tshmem_ep::g_skip = std::string("tshmem_init failed: ") + tshmemx_last_error();
-  } else {
-    inited = true;
-    tshmem_ep::g_skip = tshmemx_cuda_device() >= 0 ? "" : "no GPU heap";
-  }
-  const int rc = RUN_ALL_TESTS();
-  if (inited) {
-    tshmem_ep_buffer_destroy(tshmem_ep::buffer());
-    tshmem_finalize();
-  }
-  MPI_Finalize();
-  return rc;
-}
+int main(int argc, char **argv) { return tshmem_ep::gpu_test_main(argc, argv, tshmem_ep::buffer); }
