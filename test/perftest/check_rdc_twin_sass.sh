@@ -21,7 +21,8 @@ export PATH
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for side in plain rdc; do
-  binary=${!side}
+  binary=$plain
+  [ "$side" = rdc ] && binary=$rdc
   if ! "$cuobjdump" --dump-sass "$binary" > "$tmp/$side" 2> "$tmp/err"; then
     if grep -q nvdisasm "$tmp/err"; then
       echo "SKIP: cuobjdump needs nvdisasm next to it or on PATH: $(cat "$tmp/err")"
@@ -49,7 +50,9 @@ echo "R2UR moves: $r2ur_plain without -rdc, $r2ur_rdc with; peer-slot reads with
 fail=0
 [ -z "$helpers" ] || { echo "FAIL: $rdc holds ${helpers}(an ABI call in a kernel: see the header)"; fail=1; }
 [ "$r2ur_rdc" -le "$r2ur_plain" ] || { echo "FAIL: more R2UR moves with -rdc than without"; fail=1; }
-[ "$uniform_slot" -ge 1 ] && [ "$indexed_slot" = 0 ] \
-  || { echo "FAIL: the -rdc kernel does not read the peer slot through the uniform path"; fail=1; }
+if [ "$uniform_slot" -lt 1 ] || [ "$indexed_slot" != 0 ]; then
+  echo "FAIL: the -rdc kernel does not read the peer slot through the uniform path"
+  fail=1
+fi
 [ "$fail" = 0 ] || exit 1
 echo "PASS: the -rdc twin's kernel keeps its uniform values in uniform registers, as the build without -rdc does"
