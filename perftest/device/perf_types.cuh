@@ -105,14 +105,14 @@ PERF_DEVICE void group_sync() {
     __syncthreads();
 }
 
-/// ceil(n / d) with no 64-bit division instruction sequence, for kernels that the -rdc twins build too. Under
-/// separate compilation nvcc turns a 64-bit `/` by a run-time value into a call of the external helper
-/// __cuda_sm20_div_u64 (CALL.ABS, resolved at the device link), and ptxas, which cannot see what an external call
-/// clobbers, then keeps the whole kernel's uniform values (the memory descriptor of every load and store, the
-/// peer-table index) in vector registers: an R2UR pair before each global access, the spin of grid_sync included,
-/// and an LDC where the build without -rdc has a ULDC. One such call at the top of rma_bw_kernel cost the -rdc
-/// putmem_nbi_block twin 4-7 % of its bandwidth; the device API itself was compiled the same in both builds. A
-/// 32-bit division is inline in both builds; the 64-bit case (over 4 GiB per launch) divides bit by bit.
+/// ceil(n / d) without a 64-bit division, for kernels that the -rdc twins build too (docs/design.md, "Where the
+/// device state lives"). Under -rdc a 64-bit `/` by a run-time value is an ABI call (CALL.ABS) of the routine
+/// __cuda_sm20_div_u64, whose clobbers ptxas does not know, and one such call anywhere in a kernel makes ptxas keep
+/// the kernel's uniform values (the memory descriptor of every load and store, the peer-slot index) in vector
+/// registers: an R2UR pair before each global access, the spin of grid_sync included, and an indexed LDC where the
+/// build without -rdc has a ULDC. rma_bw_kernel had that call at its top (68 R2UR with -rdc, none without outside
+/// its cold subroutines), while the device API compiled alike in both. A 32-bit division is inline in both builds;
+/// the 64-bit case (over 4 GiB per launch) divides bit by bit.
 PERF_DEVICE size_t ceil_div(size_t n, unsigned d) {
   if (n <= 0xffffffffu - d) return (static_cast<unsigned>(n) + d - 1) / d;
   const size_t top = n + d - 1;
