@@ -2,16 +2,20 @@
 # rdc-compare.sh — what separate compilation (-rdc) costs the device API: p + quiet latency (tshmem_p_latency) and
 # putmem_nbi_block bandwidth (tshmem_put_bw), each beside its twin built from the same source with separable
 # compilation (tshmem_*_rdc), in alternating rounds of one run; one table per benchmark and PE count (every
-# round of both builds, the medians' ratio, the goal: latency <= 1.05x, bandwidth >= 0.97x).
+# round of both builds, the medians' ratio, the goal: latency <= 1.05x, bandwidth >= 0.97x). Both builds run the same
+# arguments; the build that goes first alternates from round to round (without, with; then with, without), so
+# neither always runs on a GPU the other has just warmed. put_bw's sizes reach 8 MiB, where every thread of the
+# 32 x 1024 runs the library's 16-byte copy loop several times (up to 512 KiB each moves one 16-byte word); each
+# timed launch makes 1000 transfers, after a launch of 100.
 #
-#   scripts/rdc-compare.sh [--build DIR] [--out DIR] [--np "1 2"] [--rounds 3]
+#   scripts/rdc-compare.sh [--build DIR] [--out DIR] [--np "1 2"] [--rounds 5]
 #
-#   --build DIR   a build tree (default $TSHMEM_BUILD_DIR, else build-gpu); configured with the gpu preset and the
-#                 four benchmarks built here when it lacks one of them
+#   --build DIR   a build tree (default $TSHMEM_BUILD_DIR, else build-gpu), configured with the gpu preset where it
+#                 has none; the four benchmarks are brought up to date there before the runs
 #   --out DIR     results: rdc.txt (the tables), rdc.json, logs/ (default $OUT/rdc-compare, else ./rdc-compare)
 #   --np LIST     PE counts: 1 (the peer is the PE itself: local rows), 2 (on one GPU the two PEs share it:
 #                 TSHMEM_ALLOW_SHARED_GPU=1 is set where there are fewer GPUs)
-#   --rounds N    alternating rounds (without, with -rdc) per PE count
+#   --rounds N    rounds per PE count, each one run of every benchmark in both builds (the median is reported)
 # Multicast stays off (TSHMEM_DISABLE_NVLS=1).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,14 +23,14 @@ build=${TSHMEM_BUILD_DIR:-$root/build-gpu}
 out=${OUT:+$OUT/rdc-compare}
 out=${out:-$PWD/rdc-compare}
 nps="1 2"
-rounds=3
+rounds=5
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --np) nps=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "rdc-compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -44,17 +48,17 @@ rm -f "$out"/logs/*
 
 dev="$build/perftest/device"
 targets="tshmem_p_latency tshmem_p_latency_rdc tshmem_put_bw tshmem_put_bw_rdc"
-missing=0
-for t in $targets; do [ -x "$dev/$t" ] || missing=1; done
-if [ "$missing" = 1 ]; then
-  echo "== configure + build $targets in $build"
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  echo "== configure $build (gpu preset)"
   # shellcheck disable=SC2086  # TSHMEM_CMAKE_ARGS is a list of options
   cmake -S "$root" --preset gpu -B "$build" \
     ${TSHMEM_CMAKE_ARGS:-} > "$out/logs/configure.log" 2>&1 || { tail -20 "$out/logs/configure.log"; exit 1; }
-  # shellcheck disable=SC2086  # a list of targets
-  cmake --build "$build" -j "$(nproc)" --target $targets > "$out/logs/build.log" 2>&1 \
-    || { grep -E "error|FAILED" -A5 "$out/logs/build.log" | head -40; exit 1; }
 fi
+# Always brought up to date (nothing to do when they are): both builds measured are the tree's.
+echo "== build $targets in $build"
+# shellcheck disable=SC2086  # a list of targets
+cmake --build "$build" -j "$(nproc)" --target $targets > "$out/logs/build.log" 2>&1 \
+  || { grep -E "error|FAILED" -A5 "$out/logs/build.log" | head -40; exit 1; }
 
 gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
 failed=0
@@ -78,9 +82,11 @@ start=$SECONDS
 for np in $nps; do
   echo "== $np PE(s), $rounds rounds (logs in $out/logs)"
   for ((round = 1; round <= rounds; ++round)); do
-    for variant in "" _rdc; do
+    variants=("" _rdc)
+    ((round % 2)) || variants=(_rdc "")
+    for variant in "${variants[@]}"; do
       run "$np" "$round" p_latency "$variant" -b 8 -e 8 -n 10000 -w 1000
-      run "$np" "$round" put_bw "$variant" -b 32K -e 512K -f 4
+      run "$np" "$round" put_bw "$variant" -b 32K -e 8M -f 4 -n 1000 -w 100
     done
   done
 done

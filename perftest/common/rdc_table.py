@@ -35,10 +35,8 @@ def size_label(size):
 def collect(logs):
     """{(bench, np, table, size, metric): {False: [values by round], True: [...]}}"""
     values = collections.defaultdict(lambda: {False: [], True: []})
-    for name in sorted(os.listdir(logs)):
-        match = NAME.match(name)
-        if not match:
-            continue
+    runs = [(m, name) for name in os.listdir(logs) for m in [NAME.match(name)] if m]
+    for match, name in sorted(runs, key=lambda run: (run[0]["bench"], int(run[0]["np"]), int(run[0]["round"]))):
         with open(os.path.join(logs, name)) as f:
             for line in f:
                 line = line.strip()

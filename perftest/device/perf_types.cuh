@@ -105,10 +105,33 @@ PERF_DEVICE void group_sync() {
     __syncthreads();
 }
 
+/// ceil(n / d) without a 64-bit division, for kernels that the -rdc twins build too (docs/design.md, "Where the
+/// device state lives"). Under -rdc a 64-bit `/` by a run-time value is an ABI call (CALL.ABS) of the routine
+/// __cuda_sm20_div_u64, whose clobbers ptxas does not know, and one such call anywhere in a kernel makes ptxas keep
+/// the kernel's uniform values (the memory descriptor of every load and store, the peer-slot index) in vector
+/// registers: an R2UR pair before each global access, the spin of grid_sync included, and an indexed LDC where the
+/// build without -rdc has a ULDC. rma_bw_kernel had that call at its top (68 R2UR with -rdc, none without outside
+/// its cold subroutines), while the device API compiled alike in both. A 32-bit division is inline in both builds;
+/// the 64-bit case (over 4 GiB per launch) divides bit by bit.
+PERF_DEVICE size_t ceil_div(size_t n, unsigned d) {
+  if (n <= 0xffffffffu - d) return (static_cast<unsigned>(n) + d - 1) / d;
+  const size_t top = n + d - 1;
+  size_t q = 0, r = 0;
+#pragma unroll 1
+  for (int bit = 63; bit >= 0; --bit) {
+    r = (r << 1) | ((top >> bit) & 1u);
+    if (r >= d) {
+      r -= d;
+      q |= size_t{1} << bit;
+    }
+  }
+  return q;
+}
+
 /// The bytes of a `bytes`-long transfer that block `block` of `blocks` moves: equal 16-byte-aligned chunks
 /// (so that both libraries take their vector path), the last one shorter, trailing blocks possibly empty.
 PERF_DEVICE void block_chunk(size_t bytes, unsigned block, unsigned blocks, size_t *begin, size_t *len) {
-  size_t chunk = (bytes + blocks - 1) / blocks;
+  size_t chunk = ceil_div(bytes, blocks);
   chunk = (chunk + 15) & ~size_t{15};
   *begin = chunk * block;
   *len = *begin < bytes ? (bytes - *begin < chunk ? bytes - *begin : chunk) : 0;

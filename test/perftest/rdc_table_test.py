@@ -66,6 +66,17 @@ with tempfile.TemporaryDirectory() as tmp:
     expect("# p_latency, 1 PE: p + quiet latency" in text and "# put_bw, 2 PEs: putmem_nbi_block bandwidth" in text,
            f"the headings:\n{text}")
 
+with tempfile.TemporaryDirectory() as tmp:
+    # Rounds are listed by number (r2 before r10), whichever build ran first in a round.
+    for round_ in range(1, 12):
+        write_run(tmp, "put_bw", False, 1, round_, [bandwidth(32768, float(round_))])
+        write_run(tmp, "put_bw", True, 1, round_, [bandwidth(32768, float(round_))])
+    out_json = os.path.join(tmp, "summary.json")
+    done = subprocess.run([sys.executable, table, "--logs", tmp, "--out", out_json], capture_output=True, text=True)
+    with open(out_json) as f:
+        row = json.load(f)[0]
+    expect(row["without_rdc"] == [float(r) for r in range(1, 12)] and row["ratio"] == 1.0, f"11 rounds: {row}")
+
 with tempfile.TemporaryDirectory() as empty:
     done = subprocess.run([sys.executable, table, "--logs", empty], capture_output=True, text=True)
     expect(done.returncode == 1 and "no runs in" in done.stderr, f"an empty folder: {done.returncode} {done.stderr}")
