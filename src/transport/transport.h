@@ -42,6 +42,7 @@ struct PutOp {
   const void *src = nullptr;  ///< host or device memory of this PE
   uint64_t bytes = 0;
   bool immediate = false;  ///< `src` is ordinary host memory valid only during the call (a request's inline value)
+  bool host_src = false;   ///< `src` is host memory (a kernel's staged payload): read with the CPU, no CUDA call
 };
 
 /// Bytes at heap offset `offset` of `pe` into `dst` (host or device memory of this PE).
