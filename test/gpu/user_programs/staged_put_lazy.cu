@@ -91,8 +91,7 @@ int main(int argc, char **argv) {
   if (me == 0) {
     if (std::strcmp(scope, "thread") == 0) send<tshmem::thread_scope><<<1, 1, 0, a>>>(dst, src + offset, bytes, sig, 1);
     if (std::strcmp(scope, "warp") == 0) send<tshmem::warp_scope><<<1, 32, 0, a>>>(dst, src + offset, bytes, sig, 1);
-    if (std::strcmp(scope, "block") == 0)
-      send<tshmem::block_scope><<<1, 256, 0, a>>>(dst, src + offset, bytes, sig, 1);
+    if (std::strcmp(scope, "block") == 0) send<tshmem::block_scope><<<1, 256, 0, a>>>(dst, src + offset, bytes, sig, 1);
     CHECK(launch_plain(counter, b));  // the first launch: its module loads while the sender waits
     CHECK(cudaDeviceSynchronize());
     int plain = 0;
@@ -104,8 +103,7 @@ int main(int argc, char **argv) {
     CHECK(cudaDeviceSynchronize());
     CHECK(cudaMemcpy(&wrong, bad, sizeof(int), cudaMemcpyDeviceToHost));
   }
-  std::printf("PE %d: %s put of %zu bytes (source offset %zu) done, %d bytes wrong\n", me, scope, bytes, offset,
-              wrong);
+  std::printf("PE %d: %s put of %zu bytes (source offset %zu) done, %d bytes wrong\n", me, scope, bytes, offset, wrong);
   tshmem_barrier_all();
   tshmem_free(sig);
   tshmem_free(src);
