@@ -421,7 +421,10 @@ class ProxyEngine final : public Proxy, private TransportSink {
   void finish(bool refused = false) {
     current_.busy = false;
     const ChannelReader::Taken &taken = current_.taken;
-    const bool result_slot = !refused && (taken.request.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) != 0;
+    // A staged get's staging is the kernel's until it has read it: it frees the ticket as a result slot's reader does.
+    const bool staged_get = taken.request.op == TSHMEMI_PROXY_GET && (taken.request.flags & TSHMEMI_PROXY_FLAG_STAGED);
+    // (refused too: the kernel's wait ends all the same, and it then reads the staging and frees the ticket).
+    const bool result_slot = (!refused && (taken.request.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) != 0) || staged_get;
     if (taken.ring != kInternal) reader_->finish(taken, transport_->issued(), result_slot);
   }
 
@@ -469,6 +472,26 @@ class ProxyEngine final : public Proxy, private TransportSink {
     return TSHMEM_SUCCESS;
   }
 
+  // A get's data as far as the transport takes it. A staged get's data goes to the kernel's staging (host memory,
+  // which the kernel then reads itself), in at most two pieces: no CUDA call of this process lies on its path.
+  Status get(const tshmemi_proxy_request &r, const Waiter &waiter) {
+    const GetOp whole = wire::get_of(r, waiter);
+    if (!(r.flags & TSHMEMI_PROXY_FLAG_STAGED)) return transport_->get(whole, &current_.progress);
+    while (current_.progress < r.bytes) {
+      uint64_t bytes = r.bytes - current_.progress;
+      GetOp piece = whole;
+      piece.dst = reinterpret_cast<uint64_t>(reader_->staged(r, current_.progress, &bytes));
+      piece.offset += current_.progress;
+      piece.bytes = bytes;
+      piece.waiter.host = true;
+      uint64_t done = 0;
+      TSHMEM_CHECK(transport_->get(piece, &done));
+      current_.progress += done;
+      if (done < bytes) return TSHMEM_SUCCESS;
+    }
+    return TSHMEM_SUCCESS;
+  }
+
   // Issues the current request's operations (wire.h: what each op becomes); *complete once all are issued (a
   // QUIET: once complete).
   Status step(bool *complete) {
@@ -495,7 +518,7 @@ class ProxyEngine final : public Proxy, private TransportSink {
         if (!issued) return TSHMEM_SUCCESS;
         break;
       case TSHMEMI_PROXY_GET:
-        TSHMEM_CHECK(transport_->get(wire::get_of(r, waiter), &current_.progress));
+        TSHMEM_CHECK(get(r, waiter));
         if (current_.progress < r.bytes) return TSHMEM_SUCCESS;
         break;
       case TSHMEMI_PROXY_FENCE: TSHMEM_CHECK(transport_->fence()); break;

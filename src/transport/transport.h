@@ -33,6 +33,7 @@ namespace tshmemi {
 struct Waiter {
   uint64_t tag = 0;     ///< nonzero: a result slot waits for the value (handed back as is on delivery)
   bool kernel = false;  ///< asked for by a kernel (the device channel): for a timeout's message
+  bool host = false;    ///< the data goes to host memory (a kernel's put staging): the CPU writes it, no CUDA call
 };
 
 /// Bytes from this PE to heap offset `offset` of `pe`.

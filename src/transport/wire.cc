@@ -39,11 +39,12 @@ static const char *checked(const Record &r, uint64_t heap_bytes) {
 const char *check_request(const tshmemi_proxy_request &r, int n_pes, uint64_t heap_bytes, uint64_t stage_max) {
   if (r.op < TSHMEMI_PROXY_PUT || r.op > TSHMEMI_PROXY_QUIET) return "unknown op";
   if (r.flags & TSHMEMI_PROXY_FLAG_STAGED) {
-    if (r.op != TSHMEMI_PROXY_PUT && r.op != TSHMEMI_PROXY_PUT_SIGNAL)
-      return "staged payload on an op other than a put";
+    if (r.op != TSHMEMI_PROXY_PUT && r.op != TSHMEMI_PROXY_PUT_SIGNAL && r.op != TSHMEMI_PROXY_GET)
+      return "staged payload on an op other than a put or get";
     if (stage_max == 0) return "staged payload on a channel without put staging";
     if (r.bytes > stage_max) return "staged payload larger than TSHMEM_PROXY_STAGE_MAX";
-    if (r.flags & TSHMEMI_PROXY_FLAG_INLINE) return "staged payload that is also inline";
+    if (r.flags & (TSHMEMI_PROXY_FLAG_INLINE | TSHMEMI_PROXY_FLAG_RESULT_SLOT))
+      return "staged payload that is also inline or in a result slot";
   }
   if (r.op == TSHMEMI_PROXY_FENCE || r.op == TSHMEMI_PROXY_QUIET) return nullptr;
   if (r.pe < 0 || r.pe >= n_pes) return "PE out of range";

@@ -484,6 +484,49 @@ TEST_F(ProxyTest, StagingFullWaitsForTheProxyToSend) {
   tshmem_free(dst);
 }
 
+// Staged gets (a kernel's get of up to TSHMEM_PROXY_STAGE_MAX): the data lands in the staging, the producer reads it
+// after its QUIET and then frees the ticket (its result tag); the staging is not freed before, and wraps many times.
+TEST_F(ProxyTest, StagedGetsLandInTheStagingAndAreFreedOnceRead) {
+  ScopedEnv stage_max("TSHMEM_PROXY_STAGE_MAX", "1K");
+  start("64", "256");
+  constexpr size_t kBytes = 64 * 1024;
+  auto *src = static_cast<uint8_t *>(tshmem_malloc(kBytes));
+  ASSERT_NE(src, nullptr);
+  for (size_t i = 0; i < kBytes; ++i) src[i] = pattern(me_, i, 9);
+  tshmem_barrier_all();
+  const int from = other_node();
+  const uint64_t size = channel_->stage_bytes;
+  size_t wrong = 0, early = 0;
+  uint64_t reserved = 0;
+  std::vector<uint8_t> got(1024);
+  for (size_t k = 0; k < 300; ++k) {
+    const size_t bytes = 1 + (k * 53) % 1024, offset = (k * 131) % (kBytes - 1024);
+    const uint64_t pos = tshmemi_proxy_stage_reserve(channel_, bytes);
+    reserved += TSHMEMI_PROXY_STAGE_RESERVED(bytes);
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_GET;
+    r.flags = TSHMEMI_PROXY_FLAG_STAGED;
+    r.pe = from;
+    r.remote = offset_of(src + offset);
+    r.bytes = bytes;
+    r.local = pos;
+    const uint64_t ticket = post(r);
+    quiet();
+    if (__atomic_load_n(&channel_->stage_freed, __ATOMIC_ACQUIRE) > pos) ++early;  // freed before it was read
+    for (size_t i = 0; i < bytes; ++i) got[i] = channel_->staging[(pos + i) % size];
+    for (size_t i = 0; i < bytes; ++i)
+      if (got[i] != pattern(from, offset + i, 9)) ++wrong;
+    tshmemi_proxy_result *slot =
+        tshmemi_proxy_results(channel_, channel_->capacity) + (ticket & (channel_->capacity - 1));
+    __atomic_store_n(&slot->tag, TSHMEMI_PROXY_RESULT_TAKEN(ticket), __ATOMIC_RELEASE);
+  }
+  EXPECT_GE(reserved, 2 * size) << "the gets wrapped the staging ring";
+  EXPECT_EQ(wrong, 0u) << "bytes of staged gets wrong";
+  EXPECT_EQ(early, 0u) << "a staged get's staging was freed before its reader had taken the data";
+  tshmem_barrier_all();
+  tshmem_free(src);
+}
+
 // Without put staging (TSHMEM_PROXY_STAGE_MAX=0) a staged request is refused by name, and puts still go.
 TEST_F(ProxyTest, StagedPayloadWithoutStagingIsRefused) {
   ScopedEnv stage_max("TSHMEM_PROXY_STAGE_MAX", "0");
@@ -705,19 +748,21 @@ TEST_F(ProxyTest, MalformedRequestsAreRefusedWithAMessage) {
     EXPECT_NE(std::string(text).find(std::string("refused: ") + c.rule), std::string::npos) << text;
   }
   // Staged payloads that break the rules: reserved as a producer does (the proxy frees what was reserved).
-  Case staged_get{};
-  staged_get.request.op = TSHMEMI_PROXY_GET;
-  staged_get.request.pe = other_node();
-  staged_get.request.remote = offset_of(p);
-  staged_get.request.bytes = 8;
-  staged_get.rule = "staged payload on an op other than a put";
+  Case staged_amo{};
+  staged_amo.request.op = TSHMEMI_PROXY_AMO;
+  staged_amo.request.pe = other_node();
+  staged_amo.request.amo = TSHMEMI_AMO_ADD;
+  staged_amo.request.width = 8;
+  staged_amo.request.remote = offset_of(p);
+  staged_amo.request.bytes = 8;
+  staged_amo.rule = "staged payload on an op other than a put or get";
   Case too_large{};
   too_large.request.op = TSHMEMI_PROXY_PUT;
   too_large.request.pe = other_node();
   too_large.request.remote = 0;
   too_large.request.bytes = channel_->stage_max + 1;
   too_large.rule = "staged payload larger than TSHMEM_PROXY_STAGE_MAX";
-  for (Case c : {staged_get, too_large}) {
+  for (Case c : {staged_amo, too_large}) {
     c.request.flags = TSHMEMI_PROXY_FLAG_STAGED;
     c.request.local = tshmemi_proxy_stage_reserve(channel_, std::min<uint64_t>(c.request.bytes, channel_->stage_max));
     post(c.request);

@@ -20,6 +20,9 @@
  * raises `stage_freed` once the requests of every reservation below it have been read out by the transport, in
  * position order (reservations and tickets may be taken in different orders by concurrent producers). A producer
  * reserves its staging before it takes its ticket, so a ticket is never held by a producer that waits for staging.
+ * A staged GET's data lands at its position instead: the producer reads it once the GET is complete (a QUIET after
+ * it is done) and then stores the ticket's result tag = TSHMEMI_PROXY_RESULT_TAKEN(ticket), as a result slot's reader
+ * does; the ticket and its staging are freed only then.
  *
  * A request with a result slot (TSHMEMI_PROXY_FLAG_RESULT_SLOT) keeps its ticket from being freed until its
  * reader has taken the value and stored `tag = TSHMEMI_PROXY_RESULT_TAKEN(ticket)`: the slot's next ticket
@@ -51,7 +54,8 @@ enum tshmemi_proxy_flags {
   /** GET of at most 8 bytes or fetching AMO into this channel's result slot of the ticket: the proxy
    *  writes the value, then the slot's tag = ticket + 1 (a kernel waits for the tag, not for a QUIET). */
   TSHMEMI_PROXY_FLAG_RESULT_SLOT = 1u << 1,
-  /** PUT or PUT_SIGNAL of the device channel whose payload is in its put staging at position `local` (above). */
+  /** PUT or PUT_SIGNAL of the device channel whose payload is in its put staging at position `local`, or GET
+   *  whose data is to land there (above). */
   TSHMEMI_PROXY_FLAG_STAGED = 1u << 2,
 };
 

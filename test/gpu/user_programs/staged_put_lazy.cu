@@ -4,8 +4,9 @@
 // of a unit that does not include tshmem (plain_kernel.cu). That launch loads its module, and the load waits for
 // the sender kernel to end: a proxy that copied the put's payload out of the GPU heap with CUDA would be held by
 // the load until TSHMEM_PROXY_TIMEOUT_MS; a payload the kernel staged itself (up to TSHMEM_PROXY_STAGE_MAX) is
-// sent with none. PE 1 waits for the signal and checks every byte (its process loads nothing meanwhile).
-//   staged_put_lazy <thread|warp|block> <bytes> <source offset>
+// sent with none. PE 1 waits for the signal and checks every byte (its process loads nothing meanwhile). With
+// `get`, PE 0's kernel gets the bytes from PE 1 instead (a get the kernel reads out of the staging) and checks them.
+//   staged_put_lazy <put|get> <thread|warp|block> <bytes> <source offset>
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -34,6 +35,12 @@ __global__ void send(char *dst, const char *src, size_t bytes, uint64_t *sig, in
   tshmem::quiet();
 }
 
+template <typename Scope>
+__global__ void fetch(char *dst, const char *src, size_t bytes, int pe) {
+  pause_ns(300ull * 1000 * 1000);
+  tshmem::getmem<Scope>(dst, src, bytes, pe);
+}
+
 __global__ void wait_for(uint64_t *sig) {
   if (threadIdx.x == 0) tshmem::signal_wait_until(sig, TSHMEM_CMP_EQ, 1);
 }
@@ -58,12 +65,13 @@ __global__ void check(const char *p, size_t bytes, int *bad) {
   } while (0)
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: staged_put_lazy <thread|warp|block> <bytes> <source offset>\n");
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: staged_put_lazy <put|get> <thread|warp|block> <bytes> <source offset>\n");
     return 2;
   }
-  const char *scope = argv[1];
-  const size_t bytes = std::strtoull(argv[2], nullptr, 10), offset = std::strtoull(argv[3], nullptr, 10);
+  const bool get = std::strcmp(argv[1], "get") == 0;
+  const char *scope = argv[2];
+  const size_t bytes = std::strtoull(argv[3], nullptr, 10), offset = std::strtoull(argv[4], nullptr, 10);
   cudaFree(nullptr);  // CUDA starts before tshmem, loading lazily (CUDA_MODULE_LOADING unset or LAZY)
   if (tshmem_init() != 0) {
     std::fprintf(stderr, "%s\n", tshmemx_last_error());
@@ -85,10 +93,24 @@ int main(int argc, char **argv) {
   CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
   fill<<<8, 256, 0, a>>>(src + offset, bytes);
   CHECK(cudaStreamSynchronize(a));
-  if (me == 1) wait_for<<<1, 32, 0, a>>>(sig);
+  if (me == 1 && !get) wait_for<<<1, 32, 0, a>>>(sig);
   tshmem_barrier_all();
   int wrong = 0;
-  if (me == 0) {
+  if (get && me == 0) {  // PE 0 gets PE 1's source into dst, with the same first launch meanwhile
+    if (std::strcmp(scope, "thread") == 0) fetch<tshmem::thread_scope><<<1, 1, 0, a>>>(dst, src + offset, bytes, 1);
+    if (std::strcmp(scope, "warp") == 0) fetch<tshmem::warp_scope><<<1, 32, 0, a>>>(dst, src + offset, bytes, 1);
+    if (std::strcmp(scope, "block") == 0) fetch<tshmem::block_scope><<<1, 256, 0, a>>>(dst, src + offset, bytes, 1);
+    CHECK(launch_plain(counter, b));
+    CHECK(cudaDeviceSynchronize());
+    int *bad = nullptr;
+    CHECK(cudaMalloc(&bad, sizeof(int)));
+    CHECK(cudaMemset(bad, 0, sizeof(int)));
+    check<<<8, 256, 0, a>>>(dst, bytes, bad);
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpy(&wrong, bad, sizeof(int), cudaMemcpyDeviceToHost));
+  } else if (get) {
+    // PE 1 serves the get with its proxy; its process launches nothing meanwhile
+  } else if (me == 0) {
     if (std::strcmp(scope, "thread") == 0) send<tshmem::thread_scope><<<1, 1, 0, a>>>(dst, src + offset, bytes, sig, 1);
     if (std::strcmp(scope, "warp") == 0) send<tshmem::warp_scope><<<1, 32, 0, a>>>(dst, src + offset, bytes, sig, 1);
     if (std::strcmp(scope, "block") == 0) send<tshmem::block_scope><<<1, 256, 0, a>>>(dst, src + offset, bytes, sig, 1);
@@ -103,7 +125,8 @@ int main(int argc, char **argv) {
     CHECK(cudaDeviceSynchronize());
     CHECK(cudaMemcpy(&wrong, bad, sizeof(int), cudaMemcpyDeviceToHost));
   }
-  std::printf("PE %d: %s put of %zu bytes (source offset %zu) done, %d bytes wrong\n", me, scope, bytes, offset, wrong);
+  std::printf("PE %d: %s %s of %zu bytes (source offset %zu) done, %d bytes wrong\n", me, scope, argv[1], bytes, offset,
+              wrong);
   tshmem_barrier_all();
   tshmem_free(sig);
   tshmem_free(src);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # staged_put_lazy.cu as a user builds it (plain nvcc, two units), run across nodes (2 PEs, nodes of 1) with CUDA
 # started before tshmem_init and CUDA_MODULE_LOADING=LAZY, for puts the kernel stages (each scope, up to
-# TSHMEM_PROXY_STAGE_MAX, an unaligned source): each must complete with every byte right, on each remote
+# TSHMEM_PROXY_STAGE_MAX, an unaligned source), and for gets that land in the staging (at most 256 bytes per
+# thread of the group): each must complete with every byte right, on each remote
 # transport built. A proxy that copied the payload with CUDA would be held by the module load until
 # TSHMEM_PROXY_TIMEOUT_MS (30 s here) and the run would fail. The control (TSHMEM_PROXY_STAGE_MAX=0: the proxy
 # copies the payload) must end within the bound either way; whether it completed is printed.
@@ -29,7 +30,7 @@ ccbin=()
 export TSHMEM_DISABLE_NVLS=1 TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_SYMMETRIC_SIZE=256M TSHMEM_DEBUG_NODE_SIZE=1
 export CUDA_MODULE_LOADING=LAZY TSHMEM_PROXY_TIMEOUT_MS=30000
 failed=0
-run() {  # name transport stage_max scope bytes offset
+run() {  # name transport stage_max put|get scope bytes offset
   local name=$1 transport=$2 stage_max=$3
   shift 3
   local start=$SECONDS
@@ -50,10 +51,14 @@ run() {  # name transport stage_max scope bytes offset
   fi
 }
 for t in "${transports[@]}"; do
-  run "${t}_thread_4099" "$t" 64K thread 4099 0
-  run "${t}_warp_65536" "$t" 64K warp 65536 0
-  run "${t}_block_65533_unaligned" "$t" 64K block 65533 3
-  run "${t}_block_16" "$t" 64K block 16 8
-  run "${t}_control_block_65536" "$t" 0 block 65536 0
+  run "${t}_put_thread_4099" "$t" 64K put thread 4099 0
+  run "${t}_put_warp_65536" "$t" 64K put warp 65536 0
+  run "${t}_put_block_65533_unaligned" "$t" 64K put block 65533 3
+  run "${t}_put_block_16" "$t" 64K put block 16 8
+  run "${t}_get_thread_200" "$t" 64K get thread 200 0
+  run "${t}_get_warp_8192" "$t" 64K get warp 8192 0
+  run "${t}_get_block_65533_unaligned" "$t" 64K get block 65533 3
+  run "${t}_control_put_block_65536" "$t" 0 put block 65536 0
+  run "${t}_control_get_block_65536" "$t" 0 get block 65536 0
 done
-[ "$failed" -eq 0 ] && echo "PASS: staged puts complete while a module loads in the origin process" || exit 1
+[ "$failed" -eq 0 ] && echo "PASS: staged puts and gets complete while a module loads in the origin process" || exit 1

@@ -267,11 +267,77 @@ TSHMEMI_DEVICE_COLD void put(uint64_t dest_offset, const void *src, size_t nbyte
   group<Scope>::sync();
 }
 
-/// get / get_nbi of any scope: complete on return (an nbi get is allowed to be).
+/// The group copies `bytes` at staging position `pos` (wrapping at the end of the ring) to `dst`, reading the mapped
+/// host memory past the caches (what the proxy wrote there is seen, not an earlier line of the same staging).
+template <class Scope, class Unit>
+TSHMEMI_DEVICE size_t unstage_units(unsigned char *dst, const unsigned char *src, size_t bytes) {
+  const size_t units = bytes / sizeof(Unit);
+  for (size_t u = group<Scope>::rank(); u < units; u += group<Scope>::size())
+    reinterpret_cast<Unit *>(dst)[u] = __ldcv(reinterpret_cast<const Unit *>(src) + u);
+  return units * sizeof(Unit);
+}
+
+template <class Scope>
+TSHMEMI_DEVICE void unstage_segment(unsigned char *dst, const unsigned char *src, size_t bytes) {
+  const uintptr_t align = reinterpret_cast<uintptr_t>(dst);
+  size_t done = 0;
+  if ((align & 15u) == 0)
+    done = unstage_units<Scope, uint4>(dst, src, bytes);
+  else if ((align & 7u) == 0)
+    done = unstage_units<Scope, uint2>(dst, src, bytes);
+  else if ((align & 3u) == 0)
+    done = unstage_units<Scope, unsigned>(dst, src, bytes);
+  for (size_t i = done + group<Scope>::rank(); i < bytes; i += group<Scope>::size()) dst[i] = __ldcv(src + i);
+}
+
+template <class Scope>
+TSHMEMI_DEVICE void unstage_copy(unsigned char *dst, uint64_t pos, size_t bytes, const tshmemi_proxy_device_side *ds) {
+  const uint64_t at = pos % ds->stage_bytes;
+  const uint64_t first = bytes < ds->stage_bytes - at ? bytes : ds->stage_bytes - at;  // then it wraps
+  unstage_segment<Scope>(dst, ds->staging + at, first);
+  unstage_segment<Scope>(dst + first, ds->staging, bytes - first);
+}
+
+/// Whether a get of `nbytes` lands in the staging: at most TSHMEM_PROXY_STAGE_MAX, and at most 256 bytes per thread
+/// of the group, as every load of mapped host memory is a PCIe round trip its thread waits for (a thread's get of
+/// 64 KiB would wait for 4,096 of them; the proxy's copy engine moves it in one copy).
+template <class Scope>
+TSHMEMI_DEVICE bool staged_get(size_t nbytes, const tshmemi_device_state &st) {
+  return nbytes <= 256u * group<Scope>::size() && staged_put(nbytes, st);
+}
+
+/// get / get_nbi of any scope: complete on return (an nbi get is allowed to be). Up to TSHMEM_PROXY_STAGE_MAX bytes
+/// the data lands in the put staging (host memory, written by the proxy with the CPU: no CUDA call in this process)
+/// and the group copies it out; the leader then frees the ticket (proxy_types.h).
 template <class Scope>
 TSHMEMI_DEVICE_COLD void get(void *dest, uint64_t src_offset, size_t nbytes, int pe, const char *call,
                              const tshmemi_device_state &st) {
   group<Scope>::sync();
+  if (nbytes > 0 && staged_get<Scope>(nbytes, st)) {
+    tshmemi_proxy_device_side *ds = device_side(st);
+    unsigned long long pos = 0, ticket = 0;
+    if (group<Scope>::rank() == 0) {
+      tshmemi_proxy_request r = {};
+      r.op = TSHMEMI_PROXY_GET;
+      r.flags = TSHMEMI_PROXY_FLAG_STAGED;
+      r.pe = pe;
+      r.remote = checked_offset(src_offset, st);
+      r.bytes = nbytes;
+      r.local = pos = stage_reserve(nbytes, st);
+      ticket = post(r, call, st);
+      quiet(st);
+    }
+    pos = group<Scope>::share(pos);
+    unstage_copy<Scope>(static_cast<unsigned char *>(dest), pos, nbytes, ds);
+    group<Scope>::sync();
+    if (group<Scope>::rank() == 0) {
+      tshmemi_proxy_result *slot = tshmemi_proxy_results(channel(st), ds->capacity) + (ticket & (ds->capacity - 1));
+      __threadfence_system();  // the data is read before the ticket and its staging are handed back
+      *reinterpret_cast<volatile uint64_t *>(&slot->tag) = TSHMEMI_PROXY_RESULT_TAKEN(ticket);
+    }
+    group<Scope>::sync();
+    return;
+  }
   if (group<Scope>::rank() == 0) {
     tshmemi_proxy_request r = {};
     r.op = TSHMEMI_PROXY_GET;
