@@ -261,6 +261,9 @@ Status parse_env(EnvOptions *out, GetenvFn getenv_fn, bool nvshmem_names) {
   if (options.proxy_chunk < 64 || options.proxy_chunk > (uint64_t{256} << 20))
     return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_PROXY_CHUNK=%llu: must be in [64, 268435456] bytes",
                      static_cast<unsigned long long>(options.proxy_chunk));
+  if (options.proxy_stage_max > (uint64_t{1} << 20))
+    return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_PROXY_STAGE_MAX=%llu: must be in [0, 1048576] bytes",
+                     static_cast<unsigned long long>(options.proxy_stage_max));
   unsigned mask = 0;
   TSHMEM_CHECK(log_subsys_from(options.debug_subsys, &mask));
   FaultSpec fault;

@@ -149,6 +149,7 @@ std::string info_text(bool json) {
   ProxyConfig proxy;
   proxy.chunk_bytes = env.proxy_chunk;
   proxy.ring_entries = static_cast<uint32_t>(env.proxy_ring);
+  proxy.stage_max = env.proxy_stage_max;
   const bool env_ok = env_status == TSHMEM_SUCCESS;
   const unsigned long long proxy_staging = env_ok ? proxy_staging_bytes(proxy) : 0;
   const unsigned long long proxy_replies = proxy_reply_queue_bytes(TSHMEM_MAX_PES);

@@ -150,6 +150,7 @@ Status create_proxy(Context &ctx) {
   ProxyConfig config;
   config.chunk_bytes = ctx.env.proxy_chunk;
   config.ring_entries = static_cast<uint32_t>(ctx.env.proxy_ring);
+  config.stage_max = ctx.env.proxy_stage_max;
   config.timeout_ms = ctx.env.proxy_timeout_ms;
   config.warn_ms = ctx.env.wait_warn_ms;
   config.device_wait_timeout_ms = ctx.env.wait_timeout_ms;

@@ -57,7 +57,7 @@ class ProxyEngine final : public Proxy, private TransportSink {
     if (!memory_) {
       memory_ = std::move(*memory);
       reader_ = std::make_unique<ChannelReader>(*memory_);
-      TSHMEM_CHECK(reader_->create(config_.ring_entries, my_pe_));
+      TSHMEM_CHECK(reader_->create(config_.ring_entries, config_.stage_max, my_pe_));
     }
     in.heap = heap_;
     in.heap_bytes = heap_bytes_;
@@ -421,7 +421,10 @@ class ProxyEngine final : public Proxy, private TransportSink {
   void finish(bool refused = false) {
     current_.busy = false;
     const ChannelReader::Taken &taken = current_.taken;
-    const bool result_slot = !refused && (taken.request.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) != 0;
+    // A staged get's staging is the kernel's until it has read it: it frees the ticket as a result slot's reader does.
+    const bool staged_get = taken.request.op == TSHMEMI_PROXY_GET && (taken.request.flags & TSHMEMI_PROXY_FLAG_STAGED);
+    // (refused too: the kernel's wait ends all the same, and it then reads the staging and frees the ticket).
+    const bool result_slot = (!refused && (taken.request.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) != 0) || staged_get;
     if (taken.ring != kInternal) reader_->finish(taken, transport_->issued(), result_slot);
   }
 
@@ -433,7 +436,8 @@ class ProxyEngine final : public Proxy, private TransportSink {
         if (!reader_->take(&taken)) return TSHMEM_SUCCESS;
         start(taken);
         *worked = true;
-        if (const char *rule = wire::check_request(taken.request, n_pes_, heap_bytes_)) {
+        if (const char *rule =
+                wire::check_request(taken.request, n_pes_, heap_bytes_, reader_->stage_max(taken.ring))) {
           note_refusal(wire::request_refusal(my_pe_, taken.ticket, rule, taken.request));
           finish(true);
           continue;
@@ -443,6 +447,47 @@ class ProxyEngine final : public Proxy, private TransportSink {
       TSHMEM_CHECK(step(&complete));
       if (!complete) return TSHMEM_SUCCESS;
       finish();
+    }
+    return TSHMEM_SUCCESS;
+  }
+
+  // A put's data as far as the transport takes it. A staged payload (proxy_types.h) is host memory the producer
+  // wrote: handed to the transport as such, in at most two pieces (it may wrap at the end of the staging ring), so
+  // no CUDA call of this process lies on its path.
+  Status put(const tshmemi_proxy_request &r) {
+    const PutOp whole = wire::put_of(r);
+    if (!(r.flags & TSHMEMI_PROXY_FLAG_STAGED)) return transport_->put(whole, &current_.progress);
+    while (current_.progress < r.bytes) {
+      uint64_t bytes = r.bytes - current_.progress;
+      PutOp piece = whole;
+      piece.src = reader_->staged(r, current_.progress, &bytes);
+      piece.offset += current_.progress;
+      piece.bytes = bytes;
+      piece.host_src = true;
+      uint64_t done = 0;
+      TSHMEM_CHECK(transport_->put(piece, &done));
+      current_.progress += done;
+      if (done < bytes) return TSHMEM_SUCCESS;
+    }
+    return TSHMEM_SUCCESS;
+  }
+
+  // A get's data as far as the transport takes it. A staged get's data goes to the kernel's staging (host memory,
+  // which the kernel then reads itself), in at most two pieces: no CUDA call of this process lies on its path.
+  Status get(const tshmemi_proxy_request &r, const Waiter &waiter) {
+    const GetOp whole = wire::get_of(r, waiter);
+    if (!(r.flags & TSHMEMI_PROXY_FLAG_STAGED)) return transport_->get(whole, &current_.progress);
+    while (current_.progress < r.bytes) {
+      uint64_t bytes = r.bytes - current_.progress;
+      GetOp piece = whole;
+      piece.dst = reinterpret_cast<uint64_t>(reader_->staged(r, current_.progress, &bytes));
+      piece.offset += current_.progress;
+      piece.bytes = bytes;
+      piece.waiter.host = true;
+      uint64_t done = 0;
+      TSHMEM_CHECK(transport_->get(piece, &done));
+      current_.progress += done;
+      if (done < bytes) return TSHMEM_SUCCESS;
     }
     return TSHMEM_SUCCESS;
   }
@@ -457,7 +502,7 @@ class ProxyEngine final : public Proxy, private TransportSink {
     switch (r.op) {
       case TSHMEMI_PROXY_PUT:
       case TSHMEMI_PROXY_PUT_SIGNAL:
-        TSHMEM_CHECK(transport_->put(wire::put_of(r), &current_.progress));
+        TSHMEM_CHECK(put(r));
         if (current_.progress < r.bytes) return TSHMEM_SUCCESS;
         if (r.op == TSHMEMI_PROXY_PUT || current_.signalled) break;
         TSHMEM_CHECK(transport_->signal(wire::signal_of(r), &issued));
@@ -473,7 +518,7 @@ class ProxyEngine final : public Proxy, private TransportSink {
         if (!issued) return TSHMEM_SUCCESS;
         break;
       case TSHMEMI_PROXY_GET:
-        TSHMEM_CHECK(transport_->get(wire::get_of(r, waiter), &current_.progress));
+        TSHMEM_CHECK(get(r, waiter));
         if (current_.progress < r.bytes) return TSHMEM_SUCCESS;
         break;
       case TSHMEMI_PROXY_FENCE: TSHMEM_CHECK(transport_->fence()); break;
@@ -530,7 +575,8 @@ class ProxyEngine final : public Proxy, private TransportSink {
 }  // namespace
 
 uint64_t proxy_staging_bytes(const ProxyConfig &config) {
-  return staged_transport_staging_bytes(config.chunk_bytes) + ChannelReader::staging_bytes(config.ring_entries);
+  return staged_transport_staging_bytes(config.chunk_bytes) +
+         ChannelReader::staging_bytes(config.ring_entries, config.stage_max);
 }
 
 uint64_t proxy_reply_queue_bytes(int n_pes) { return staged_transport_reply_queue_bytes(n_pes); }

@@ -58,6 +58,7 @@ class Proxy {
 struct ProxyConfig {
   uint64_t chunk_bytes = 512 * 1024;   ///< TSHMEM_PROXY_CHUNK: most payload bytes in one message
   uint32_t ring_entries = 1024;        ///< TSHMEM_PROXY_RING: requests in each channel
+  uint64_t stage_max = 64 * 1024;      ///< TSHMEM_PROXY_STAGE_MAX: the largest put a kernel stages itself
   int64_t timeout_ms = 300000;         ///< TSHMEM_PROXY_TIMEOUT_MS: the longest wait for the proxy
   int64_t warn_ms = 10000;             ///< TSHMEM_WAIT_WARN_MS: a host call's first word on a long wait (0: none)
   int64_t device_wait_timeout_ms = 0;  ///< TSHMEM_WAIT_TIMEOUT_MS: a kernel's waits end at the smaller nonzero bound

@@ -31,7 +31,8 @@ class ProxyMemory {
   virtual Status alloc_staging(size_t bytes, void **out) = 0;
   virtual void free_staging(void *staging) = 0;
   /// The device channel's device-memory side (proxy_types.h): zeroed but for `capacity`, `failure` (the channel's
-  /// failure text as the device addresses it) and `my_pe`; freed with this object. nullptr where there is no device
+  /// failure text as the device addresses it), `my_pe` and the channel's put staging (as the device addresses it,
+  /// its size and largest payload); freed with this object. nullptr where there is no device
   /// (no kernel posts there).
   virtual Status alloc_device_side(tshmemi_proxy_channel *channel, int my_pe, tshmemi_proxy_device_side **out) = 0;
   /// Copies `bytes` between any two addresses of this process (heap, device or host memory). Between two

@@ -106,6 +106,13 @@ class GpuProxyMemory final : public ProxyMemory {
     void *failure = nullptr;
     TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(&failure, tshmemi_proxy_failure(channel, channel->capacity), 0));
     initial.failure = static_cast<const char *>(failure);
+    if (channel->staging != nullptr) {  // the put staging, which kernels write themselves (proxy_types.h)
+      void *staging = nullptr;
+      TSHMEMI_PROXY_CUDA(cudaHostGetDevicePointer(&staging, channel->staging, 0));
+      initial.staging = static_cast<unsigned char *>(staging);
+      initial.stage_bytes = channel->stage_bytes;
+      initial.stage_max = channel->stage_max;
+    }
     TSHMEMI_PROXY_CUDA(cudaMalloc(reinterpret_cast<void **>(&device_side_), sizeof(initial)));
     TSHMEMI_PROXY_CUDA(cudaMemcpy(device_side_, &initial, sizeof(initial), cudaMemcpyHostToDevice));
     *out = device_side_;

@@ -34,6 +34,7 @@ namespace tshmemi {
 struct Waiter {
   uint64_t tag = 0;     ///< nonzero: a result slot waits for the value (handed back as is on delivery)
   bool kernel = false;  ///< asked for by a kernel (the device channel): for a timeout's message
+  bool host = false;    ///< the data goes to host memory (a kernel's put staging): the CPU writes it, no CUDA call
 };
 
 /// Bytes from this PE to heap offset `offset` of `pe`.
@@ -43,6 +44,7 @@ struct PutOp {
   const void *src = nullptr;  ///< host or device memory of this PE
   uint64_t bytes = 0;
   bool immediate = false;  ///< `src` is ordinary host memory valid only during the call (a request's inline value)
+  bool host_src = false;   ///< `src` is host memory (a kernel's staged payload): read with the CPU, no CUDA call
 };
 
 /// Bytes at heap offset `offset` of `pe` into `dst` (host or device memory of this PE).

@@ -36,8 +36,16 @@ static const char *checked(const Record &r, uint64_t heap_bytes) {
   return rule != nullptr ? rule : check_reserved(r, heap_bytes);
 }
 
-const char *check_request(const tshmemi_proxy_request &r, int n_pes, uint64_t heap_bytes) {
+const char *check_request(const tshmemi_proxy_request &r, int n_pes, uint64_t heap_bytes, uint64_t stage_max) {
   if (r.op < TSHMEMI_PROXY_PUT || r.op > TSHMEMI_PROXY_QUIET) return "unknown op";
+  if (r.flags & TSHMEMI_PROXY_FLAG_STAGED) {
+    if (r.op != TSHMEMI_PROXY_PUT && r.op != TSHMEMI_PROXY_PUT_SIGNAL && r.op != TSHMEMI_PROXY_GET)
+      return "staged payload on an op other than a put or get";
+    if (stage_max == 0) return "staged payload on a channel without put staging";
+    if (r.bytes > stage_max) return "staged payload larger than TSHMEM_PROXY_STAGE_MAX";
+    if (r.flags & (TSHMEMI_PROXY_FLAG_INLINE | TSHMEMI_PROXY_FLAG_RESULT_SLOT))
+      return "staged payload that is also inline or in a result slot";
+  }
   if (r.op == TSHMEMI_PROXY_FENCE || r.op == TSHMEMI_PROXY_QUIET) return nullptr;
   if (r.pe < 0 || r.pe >= n_pes) return "PE out of range";
   const char *rule = nullptr;
@@ -53,7 +61,8 @@ const char *check_request(const tshmemi_proxy_request &r, int n_pes, uint64_t he
         return rule;
       if ((r.flags & (TSHMEMI_PROXY_FLAG_INLINE | TSHMEMI_PROXY_FLAG_RESULT_SLOT)) && r.bytes > 8)
         return "inline or result-slot transfer of more than 8 bytes";
-      if (r.bytes > 0 && r.local == 0 && !(r.flags & TSHMEMI_PROXY_FLAG_INLINE)) return "local address is NULL";
+      if (r.bytes > 0 && r.local == 0 && !(r.flags & (TSHMEMI_PROXY_FLAG_INLINE | TSHMEMI_PROXY_FLAG_STAGED)))
+        return "local address is NULL";
       return nullptr;
     case TSHMEMI_PROXY_SIGNAL: return checked(signal(r.remote, amo_kind::of_signal(r.amo), r.value), heap_bytes);
     case TSHMEMI_PROXY_AMO:

@@ -34,9 +34,10 @@ const char *op_name(unsigned op);
 
 /// The rule `r` breaks (nullptr: it may go), given the job's PEs and the heap's bytes. Rules, in order: the op is
 /// known; FENCE and QUIET need nothing more; the PE is in range; the heap accesses pass check_access; an inline or
-/// result-slot transfer is at most 8 bytes; a transfer's local address is not NULL; a fetching atomic has a
-/// result address.
-const char *check_request(const tshmemi_proxy_request &r, int n_pes, uint64_t heap_bytes);
+/// result-slot transfer is at most 8 bytes; a staged payload (TSHMEMI_PROXY_FLAG_STAGED) belongs to a put or get on
+/// a channel with put staging (`stage_max` > 0, its largest payload) and is at most `stage_max` bytes; a transfer's
+/// local address is not NULL unless inline or staged; a fetching atomic has a result address.
+const char *check_request(const tshmemi_proxy_request &r, int n_pes, uint64_t heap_bytes, uint64_t stage_max = 0);
 
 /// The message of a refused request: "off-node proxy of PE 0: request 5 refused: <rule> (op ..., pe ..., ...)".
 std::string request_refusal(int my_pe, uint64_t ticket, const char *rule, const tshmemi_proxy_request &r);

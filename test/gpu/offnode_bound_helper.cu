@@ -25,7 +25,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum class Case { kQuiet, kG, kGet, kFetchAmo, kFullChannel, kBarrier, kSignalWait, kCollective };
+enum class Case { kQuiet, kG, kGet, kFetchAmo, kFullChannel, kFullStaging, kBarrier, kSignalWait, kCollective };
 
 __global__ void wait_on_pe1(Case which, uint64_t *words, char *bytes) {
   switch (which) {
@@ -38,6 +38,9 @@ __global__ void wait_on_pe1(Case which, uint64_t *words, char *bytes) {
     case Case::kFetchAmo: words[1] = tshmem::atomic_fetch_add(words, uint64_t{1}, 1); break;
     case Case::kFullChannel:
       for (uint64_t i = 0; i < 1000000; ++i) tshmem::p(words + (i & 7), i, 1);
+      break;
+    case Case::kFullStaging:  // staged puts (TSHMEM_PROXY_STAGE_MAX=4K) until the put staging is full
+      for (uint64_t i = 0; i < 1000000; ++i) tshmem::putmem_nbi(bytes + 8192, bytes, 4096, 1);
       break;
     case Case::kBarrier: tshmem::barrier_all<tshmem::thread_scope>(); break;
     case Case::kSignalWait: tshmem::signal_wait_until(words + 2, TSHMEM_CMP_EQ, uint64_t{1}); break;
@@ -54,6 +57,7 @@ bool parse(const std::string &name, Case *out) {
                 {"get", Case::kGet},
                 {"fetch-amo", Case::kFetchAmo},
                 {"full-channel", Case::kFullChannel},
+                {"full-staging", Case::kFullStaging},
                 {"barrier", Case::kBarrier},
                 {"signal-wait", Case::kSignalWait},
                 {"collective", Case::kCollective},

@@ -52,6 +52,15 @@ TEST(OffNodeBoundDevice, FetchingAtomic) {
 TEST(OffNodeBoundDevice, FullChannel) {
   expect_trap("full-channel", {kStopped + "PE 1 has not handled PE 0's messages for 2000 ms"}, {"TSHMEM_PROXY_RING=2"});
 }
+// A kernel whose put staging is full (its proxy cannot send: PE 1 handles nothing) waits for room, and that wait
+// ends at the bound with its own line naming the staging, then the proxy's reason.
+TEST(OffNodeBoundDevice, FullStaging) {
+  expect_trap("full-staging",
+              {"tshmem: PE 0: a kernel's wait for room in its put staging (262144 bytes, held by staged puts its "
+               "off-node proxy has not sent yet) gives up: ",
+               kStopped + "PE 1 has not handled PE 0's messages for 2000 ms"},
+              {"TSHMEM_PROXY_STAGE_MAX=4K"});
+}
 TEST(OffNodeBoundDevice, Barrier) {
   expect_trap("barrier", {"tshmem: tshmem_barrier_all", "timed out after 2000000000 ns on PE 0"});
 }

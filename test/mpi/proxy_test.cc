@@ -74,6 +74,22 @@ class ProxyTest : public ::testing::Test {
     r.bytes = bytes;
     return post(r);
   }
+  // A kernel's staged put (proxy_types.h): the payload written into the put staging, then the request posted.
+  uint64_t staged(tshmemi_proxy_request r, const void *src) {
+    const uint64_t pos = tshmemi_proxy_stage_reserve(channel_, r.bytes);
+    tshmemi_proxy_stage_write(channel_, pos, src, r.bytes);
+    r.flags = TSHMEMI_PROXY_FLAG_STAGED;
+    r.local = pos;
+    return post(r);
+  }
+  uint64_t staged_put(void *dest, const void *src, size_t bytes, int pe) {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_PUT;
+    r.pe = pe;
+    r.remote = offset_of(dest);
+    r.bytes = bytes;
+    return staged(r, src);
+  }
   uint64_t get(void *dst, const void *source, size_t bytes, int pe) {
     tshmemi_proxy_request r = {};
     r.op = TSHMEMI_PROXY_GET;
@@ -369,6 +385,178 @@ TEST_F(ProxyTest, BackPressureOnATinyRingAcrossWrapAround) {
   tshmem_free(slots);
 }
 
+// Staged puts (the payload in the device channel's put staging, as a kernel writes it) from several producer
+// threads at once, of every size up to TSHMEM_PROXY_STAGE_MAX and odd ones, through a staging ring they wrap many
+// times: every byte lands, each put with signal's signal after its data, and the staging is freed as it is sent.
+TEST_F(ProxyTest, StagedPutsLandAcrossWrapAroundOfTheStaging) {
+  ScopedEnv stage_max("TSHMEM_PROXY_STAGE_MAX", "1K");
+  start("64", "256");  // a small ring and chunks: staged payloads span several messages
+  ASSERT_EQ(channel_->stage_max, 1024u);
+  ASSERT_EQ(channel_->stage_bytes, 64u * 1024u) << "64 payloads of the largest size";
+  ASSERT_NE(channel_->staging, nullptr);
+  constexpr int kThreads = 3, kPerThread = 400;
+  constexpr size_t kSlot = 1024;
+  auto *dst = static_cast<uint8_t *>(tshmem_calloc(kThreads * kPerThread, kSlot));
+  auto *signals = static_cast<uint64_t *>(tshmem_calloc(kThreads * kPerThread, sizeof(uint64_t)));
+  ASSERT_NE(dst, nullptr);
+  ASSERT_NE(signals, nullptr);
+  const auto size_of = [](size_t k) { return k % 7 == 0 ? kSlot : 1 + (k * 37) % kSlot; };  // 1 .. 1024
+  std::vector<uint8_t> src(kThreads * kPerThread * kSlot);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = pattern(me_, i, 5);
+  const uint64_t freed_before = __atomic_load_n(&channel_->stage_freed, __ATOMIC_ACQUIRE);
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t)
+    producers.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const size_t k = static_cast<size_t>(t * kPerThread + i);
+        tshmemi_proxy_request r = {};
+        r.op = k % 2 ? TSHMEMI_PROXY_PUT_SIGNAL : TSHMEMI_PROXY_PUT;
+        r.pe = other_node();
+        r.remote = offset_of(dst + k * kSlot);
+        r.bytes = size_of(k);
+        r.amo = TSHMEMI_PROXY_SIGNAL_SET;
+        r.signal = offset_of(signals + k);
+        r.value = k + 1;
+        staged(r, src.data() + k * kSlot);
+      }
+    });
+  for (std::thread &p : producers) p.join();
+  quiet();
+  uint64_t reserved = 0;
+  for (size_t k = 0; k < src.size() / kSlot; ++k) reserved += TSHMEMI_PROXY_STAGE_RESERVED(size_of(k));
+  EXPECT_GE(reserved, 5 * channel_->stage_bytes) << "the producers wrapped the staging ring several times";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (__atomic_load_n(&channel_->stage_freed, __ATOMIC_ACQUIRE) - freed_before < reserved &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  EXPECT_EQ(__atomic_load_n(&channel_->stage_freed, __ATOMIC_ACQUIRE) - freed_before, reserved)
+      << "every staged byte is freed once its put is sent, and no more";
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int source = (me_ - node_size_ + n_) % n_;
+  size_t wrong = 0, late = 0;
+  for (size_t k = 0; k < src.size() / kSlot; ++k) {
+    for (size_t i = 0; i < kSlot; ++i) {
+      const uint8_t want = i < size_of(k) ? pattern(source, k * kSlot + i, 5) : 0;
+      if (dst[k * kSlot + i] != want) ++wrong;
+    }
+    if (k % 2 && signals[k] != k + 1) ++late;
+  }
+  EXPECT_EQ(wrong, 0u) << "bytes of staged puts lost, overwritten in the staging before they were sent, or misplaced";
+  EXPECT_EQ(late, 0u) << "signals of staged puts with signal missing";
+  tshmem_barrier_all();
+  tshmem_free(signals);
+  tshmem_free(dst);
+}
+
+// A producer that stages more than the staging holds waits for the proxy to send what is there (flow control): a
+// single producer, payloads of the largest size, eight times the ring, with a signal after each that it waits for.
+TEST_F(ProxyTest, StagingFullWaitsForTheProxyToSend) {
+  ScopedEnv stage_max("TSHMEM_PROXY_STAGE_MAX", "16K");
+  start();
+  const size_t max = channel_->stage_max;
+  const size_t rounds = 8 * channel_->stage_bytes / max;
+  auto *dst = static_cast<uint8_t *>(tshmem_calloc(1, max));
+  auto *signal = static_cast<uint64_t *>(tshmem_calloc(1, sizeof(uint64_t)));
+  ASSERT_NE(dst, nullptr);
+  std::vector<uint8_t> src(max);
+  for (size_t round = 0; round < rounds; ++round) {
+    for (size_t i = 0; i < max; ++i) src[i] = pattern(me_, i, round);
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_PUT_SIGNAL;
+    r.pe = other_node();
+    r.remote = offset_of(dst);
+    r.bytes = max;
+    r.amo = TSHMEMI_PROXY_SIGNAL_SET;
+    r.signal = offset_of(signal);
+    r.value = round + 1;
+    staged(r, src.data());  // src is reused at once: the payload is in the staging
+  }
+  quiet();
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int source = (me_ - node_size_ + n_) % n_;
+  EXPECT_EQ(*signal, rounds);
+  size_t wrong = 0;
+  for (size_t i = 0; i < max; ++i)
+    if (dst[i] != pattern(source, i, rounds - 1)) ++wrong;
+  EXPECT_EQ(wrong, 0u) << "the last round's payload";
+  tshmem_barrier_all();
+  tshmem_free(signal);
+  tshmem_free(dst);
+}
+
+// Staged gets (a kernel's get of up to TSHMEM_PROXY_STAGE_MAX): the data lands in the staging, the producer reads it
+// after its QUIET and then frees the ticket (its result tag); the staging is not freed before, and wraps many times.
+TEST_F(ProxyTest, StagedGetsLandInTheStagingAndAreFreedOnceRead) {
+  ScopedEnv stage_max("TSHMEM_PROXY_STAGE_MAX", "1K");
+  start("64", "256");
+  constexpr size_t kBytes = 64 * 1024;
+  auto *src = static_cast<uint8_t *>(tshmem_malloc(kBytes));
+  ASSERT_NE(src, nullptr);
+  for (size_t i = 0; i < kBytes; ++i) src[i] = pattern(me_, i, 9);
+  tshmem_barrier_all();
+  const int from = other_node();
+  const uint64_t size = channel_->stage_bytes;
+  size_t wrong = 0, early = 0;
+  uint64_t reserved = 0;
+  std::vector<uint8_t> got(1024);
+  for (size_t k = 0; k < 300; ++k) {
+    const size_t bytes = 1 + (k * 53) % 1024, offset = (k * 131) % (kBytes - 1024);
+    const uint64_t pos = tshmemi_proxy_stage_reserve(channel_, bytes);
+    reserved += TSHMEMI_PROXY_STAGE_RESERVED(bytes);
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_GET;
+    r.flags = TSHMEMI_PROXY_FLAG_STAGED;
+    r.pe = from;
+    r.remote = offset_of(src + offset);
+    r.bytes = bytes;
+    r.local = pos;
+    const uint64_t ticket = post(r);
+    quiet();
+    if (__atomic_load_n(&channel_->stage_freed, __ATOMIC_ACQUIRE) > pos) ++early;  // freed before it was read
+    for (size_t i = 0; i < bytes; ++i) got[i] = channel_->staging[(pos + i) % size];
+    for (size_t i = 0; i < bytes; ++i)
+      if (got[i] != pattern(from, offset + i, 9)) ++wrong;
+    tshmemi_proxy_result *slot =
+        tshmemi_proxy_results(channel_, channel_->capacity) + (ticket & (channel_->capacity - 1));
+    __atomic_store_n(&slot->tag, TSHMEMI_PROXY_RESULT_TAKEN(ticket), __ATOMIC_RELEASE);
+  }
+  EXPECT_GE(reserved, 2 * size) << "the gets wrapped the staging ring";
+  EXPECT_EQ(wrong, 0u) << "bytes of staged gets wrong";
+  EXPECT_EQ(early, 0u) << "a staged get's staging was freed before its reader had taken the data";
+  tshmem_barrier_all();
+  tshmem_free(src);
+}
+
+// Without put staging (TSHMEM_PROXY_STAGE_MAX=0) a staged request is refused by name, and puts still go.
+TEST_F(ProxyTest, StagedPayloadWithoutStagingIsRefused) {
+  ScopedEnv stage_max("TSHMEM_PROXY_STAGE_MAX", "0");
+  start();
+  EXPECT_EQ(channel_->staging, nullptr);
+  EXPECT_EQ(channel_->stage_bytes, 0u);
+  auto *p = static_cast<uint64_t *>(tshmem_calloc(1, sizeof(uint64_t)));
+  ASSERT_NE(p, nullptr);
+  const uint64_t before = tshmemi_proxy_refused(nullptr, 0);
+  tshmemi_proxy_request r = {};
+  r.op = TSHMEMI_PROXY_PUT;
+  r.flags = TSHMEMI_PROXY_FLAG_STAGED;
+  r.pe = other_node();
+  r.remote = offset_of(p);
+  r.bytes = 16;
+  post(r);
+  quiet();
+  char text[512] = {};
+  EXPECT_EQ(tshmemi_proxy_refused(text, sizeof(text)) - before, 1u);
+  EXPECT_NE(std::string(text).find("refused: staged payload on a channel without put staging"), std::string::npos)
+      << text;
+  const uint64_t value = 78;
+  put(p, &value, sizeof(value), other_node());
+  quiet();
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(*p, 78u);
+  tshmem_barrier_all();
+  tshmem_free(p);
+}
+
 TEST_F(ProxyTest, AtomicsFromEveryPeToOneWordCountExactly) {
   start();
   auto *words = static_cast<uint64_t *>(tshmem_calloc(4, sizeof(uint64_t)));
@@ -556,6 +744,30 @@ TEST_F(ProxyTest, MalformedRequestsAreRefusedWithAMessage) {
   for (const Case &c : cases) {
     post(c.request);
     quiet();  // the proxy goes on after a refusal
+    tshmemi_proxy_refused(text, sizeof(text));
+    EXPECT_NE(std::string(text).find(std::string("refused: ") + c.rule), std::string::npos) << text;
+  }
+  // Staged payloads that break the rules: reserved as a producer does (the proxy frees what was reserved).
+  Case staged_amo{};
+  staged_amo.request.op = TSHMEMI_PROXY_AMO;
+  staged_amo.request.pe = other_node();
+  staged_amo.request.amo = TSHMEMI_AMO_ADD;
+  staged_amo.request.width = 8;
+  staged_amo.request.remote = offset_of(p);
+  staged_amo.request.bytes = 8;
+  staged_amo.rule = "staged payload on an op other than a put or get";
+  Case too_large{};
+  too_large.request.op = TSHMEMI_PROXY_PUT;
+  too_large.request.pe = other_node();
+  too_large.request.remote = 0;
+  too_large.request.bytes = channel_->stage_max + 1;
+  too_large.rule = "staged payload larger than TSHMEM_PROXY_STAGE_MAX";
+  for (Case c : {staged_amo, too_large}) {
+    c.request.flags = TSHMEMI_PROXY_FLAG_STAGED;
+    c.request.local = tshmemi_proxy_stage_reserve(channel_, std::min<uint64_t>(c.request.bytes, channel_->stage_max));
+    post(c.request);
+    cases.push_back(c);
+    quiet();
     tshmemi_proxy_refused(text, sizeof(text));
     EXPECT_NE(std::string(text).find(std::string("refused: ") + c.rule), std::string::npos) << text;
   }

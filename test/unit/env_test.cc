@@ -153,7 +153,7 @@ TEST_F(Env, TableListsEveryVariableOnceWithADescription) {
       EXPECT_NE(std::string(row.choices), "") << row.name;
     }
   }
-  EXPECT_EQ(seen.size(), 20u);
+  EXPECT_EQ(seen.size(), 21u);
 }
 
 // The proxy's sizes and the bounds are checked when the environment is parsed: a value that would fail only once
@@ -165,6 +165,7 @@ TEST_F(Env, ProxySizesAndBoundsAreCheckedWhenParsed) {
       {"TSHMEM_PROXY_RING", "3", "TSHMEM_PROXY_RING=3: must be a power of two in [2, 16777216]"},
       {"TSHMEM_PROXY_RING", "1", "TSHMEM_PROXY_RING=1: must be a power of two"},
       {"TSHMEM_PROXY_CHUNK", "32", "TSHMEM_PROXY_CHUNK=32: must be in [64, 268435456] bytes"},
+      {"TSHMEM_PROXY_STAGE_MAX", "2M", "TSHMEM_PROXY_STAGE_MAX=2097152: must be in [0, 1048576] bytes"},
       {"TSHMEM_PROXY_TIMEOUT_MS", "0", "TSHMEM_PROXY_TIMEOUT_MS=0: must be 1 to 86400000"},
       {"TSHMEM_WAIT_TIMEOUT_MS", "-1", "TSHMEM_WAIT_TIMEOUT_MS=-1: must be 0 (forever) to 86400000"},
       {"TSHMEM_WAIT_WARN_MS", "-1", "TSHMEM_WAIT_WARN_MS=-1: must be 0 (no warning) to 86400000"},

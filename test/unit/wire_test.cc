@@ -104,6 +104,36 @@ TEST(WireRequest, InlineAndResultSlotTransfersCarryAtMostEightBytes) {
   EXPECT_EQ(rule_of(g), "inline or result-slot transfer of more than 8 bytes");
 }
 
+TEST(WireRequest, StagedPayloadsArePutsOfAtMostTheLargestStagedSize) {
+  const auto staged_rule = [](const tshmemi_proxy_request &r, uint64_t stage_max) {
+    const char *rule = wire::check_request(r, kPes, kHeap, stage_max);
+    return std::string(rule != nullptr ? rule : "");
+  };
+  tshmemi_proxy_request put = request(TSHMEMI_PROXY_PUT, 1, 64, 1024, 0);
+  put.flags = TSHMEMI_PROXY_FLAG_STAGED;
+  EXPECT_EQ(staged_rule(put, 1024), "") << "a staged put's local is its staging position, 0 included";
+  EXPECT_EQ(staged_rule(put, 0), "staged payload on a channel without put staging");
+  put.bytes = 1025;
+  EXPECT_EQ(staged_rule(put, 1024), "staged payload larger than TSHMEM_PROXY_STAGE_MAX");
+  put.bytes = 8;
+  put.flags |= TSHMEMI_PROXY_FLAG_INLINE;
+  EXPECT_EQ(staged_rule(put, 1024), "staged payload that is also inline or in a result slot");
+  tshmemi_proxy_request with_signal = signal_request(TSHMEMI_PROXY_PUT_SIGNAL, TSHMEMI_PROXY_SIGNAL_SET, 0);
+  with_signal.flags = TSHMEMI_PROXY_FLAG_STAGED;
+  with_signal.bytes = 16;
+  EXPECT_EQ(staged_rule(with_signal, 1024), "");
+  tshmemi_proxy_request get = request(TSHMEMI_PROXY_GET, 1, 64, 1024, 0);
+  get.flags = TSHMEMI_PROXY_FLAG_STAGED;
+  EXPECT_EQ(staged_rule(get, 1024), "") << "a staged get's data lands in the staging";
+  get.flags |= TSHMEMI_PROXY_FLAG_RESULT_SLOT;
+  EXPECT_EQ(staged_rule(get, 1024), "staged payload that is also inline or in a result slot");
+  for (unsigned op : {TSHMEMI_PROXY_SIGNAL, TSHMEMI_PROXY_AMO}) {
+    tshmemi_proxy_request r = request(op);
+    r.flags = TSHMEMI_PROXY_FLAG_STAGED;
+    EXPECT_EQ(staged_rule(r, 1024), "staged payload on an op other than a put or get") << wire::op_name(op);
+  }
+}
+
 TEST(WireRequest, ATransferNeedsALocalAddress) {
   for (unsigned op : {TSHMEMI_PROXY_PUT, TSHMEMI_PROXY_GET}) {
     EXPECT_EQ(rule_of(request(op, 1, 64, 8, 0)), "local address is NULL") << wire::op_name(op);

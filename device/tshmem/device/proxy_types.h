@@ -11,6 +11,19 @@
  * `done = ticket + 1`. Fetching requests (get, fetching atomics) are complete, with their result written,
  * when a later QUIET is done.
  *
+ * A staged put (TSHMEMI_PROXY_FLAG_STAGED) carries its payload in the device channel's put staging: a ring of
+ * `stage_bytes` bytes of pinned host memory, mapped into the device, that the producer writes itself before it posts,
+ * so that the proxy reads the payload with the CPU (no CUDA call in this process on the put's path). A producer
+ * reserves `bytes` rounded up to 16 at position `pos` (an atomic add on the stage head: a byte count that only
+ * grows), waits until `stage_freed` >= pos + reserved - stage_bytes (the bytes it overwrites were sent: flow
+ * control), writes the payload at (pos + i) % stage_bytes, and posts the request with `local = pos`. The proxy
+ * raises `stage_freed` once the requests of every reservation below it have been read out by the transport, in
+ * position order (reservations and tickets may be taken in different orders by concurrent producers). A producer
+ * reserves its staging before it takes its ticket, so a ticket is never held by a producer that waits for staging.
+ * A staged GET's data lands at its position instead: the producer reads it once the GET is complete (a QUIET after
+ * it is done) and then stores the ticket's result tag = TSHMEMI_PROXY_RESULT_TAKEN(ticket), as a result slot's reader
+ * does; the ticket and its staging are freed only then.
+ *
  * A request with a result slot (TSHMEMI_PROXY_FLAG_RESULT_SLOT) keeps its ticket from being freed until its
  * reader has taken the value and stored `tag = TSHMEMI_PROXY_RESULT_TAKEN(ticket)`: the slot's next ticket
  * (`capacity` later) cannot be posted before, so its value cannot land on one not yet read.
@@ -22,7 +35,7 @@
 #include <stdint.h>
 
 /** Bump when the request or channel layout changes. */
-#define TSHMEMI_PROXY_LAYOUT 3u
+#define TSHMEMI_PROXY_LAYOUT 4u
 
 enum tshmemi_proxy_op {
   TSHMEMI_PROXY_PUT = 1,        /**< bytes from `local` (this PE) to heap offset `remote` of `pe`. */
@@ -41,6 +54,9 @@ enum tshmemi_proxy_flags {
   /** GET of at most 8 bytes or fetching AMO into this channel's result slot of the ticket: the proxy
    *  writes the value, then the slot's tag = ticket + 1 (a kernel waits for the tag, not for a QUIET). */
   TSHMEMI_PROXY_FLAG_RESULT_SLOT = 1u << 1,
+  /** PUT or PUT_SIGNAL of the device channel whose payload is in its put staging at position `local`, or GET
+   *  whose data is to land there (above). */
+  TSHMEMI_PROXY_FLAG_STAGED = 1u << 2,
 };
 
 /** Signal operations (the values of TSHMEM_SIGNAL_SET / TSHMEM_SIGNAL_ADD). */
@@ -88,16 +104,21 @@ typedef struct tshmemi_proxy_channel {
   uint64_t pad1[7];
   uint64_t done; /**< every request with ticket < done is complete (stored when a QUIET completes). */
   uint64_t pad2[7];
-  uint32_t layout;    /**< TSHMEMI_PROXY_LAYOUT. */
-  uint32_t capacity;  /**< requests in the ring: a power of two, >= 2. */
-  uint64_t *head_ptr; /**< where producers count tickets: &head, or a device-memory word for kernels. */
-  uint64_t pad3[6];
+  uint32_t layout;        /**< TSHMEMI_PROXY_LAYOUT. */
+  uint32_t capacity;      /**< requests in the ring: a power of two, >= 2. */
+  uint64_t *head_ptr;     /**< where producers count tickets: &head, or a device-memory word for kernels. */
+  uint64_t stage_freed;   /**< put staging: every byte below this position is free again (written by the proxy). */
+  uint64_t stage_head;    /**< put staging: the next position, for host producers (kernels count in device memory). */
+  unsigned char *staging; /**< put staging: `stage_bytes` bytes (host address); NULL on the host channel. */
+  uint64_t stage_bytes;   /**< put staging: its size, a multiple of 16 (0: none). */
+  uint64_t stage_max;     /**< put staging: the largest payload a producer stages (TSHMEM_PROXY_STAGE_MAX). */
+  uint64_t pad3[1];
 } tshmemi_proxy_channel;
 
 /**
  * Once the off-node path has stopped (a failure here or at another PE, or a wait past its bound), the proxy
- * stores this in `tail`, `done` and every result slot's tag: every wait on them ends at once, and the waiter
- * reports the message the proxy wrote into the channel's failure text (tshmemi_proxy_failure).
+ * stores this in `tail`, `done`, `stage_freed` and every result slot's tag: every wait on them ends at once, and the
+ * waiter reports the message the proxy wrote into the channel's failure text (tshmemi_proxy_failure).
  */
 #define TSHMEMI_PROXY_STOPPED (~(uint64_t)0)
 /** Bytes of the failure text at the end of a channel. */
@@ -125,11 +146,16 @@ typedef struct tshmemi_proxy_device_side {
   const char *failure; /**< the channel's failure text (tshmemi_proxy_failure) as kernels address it. */
   int32_t my_pe;       /**< this PE (for the failure message). */
   uint32_t pad32;
-  uint64_t pad[2];
+  uint64_t stage_head;       /**< put staging: the next position (the channel's stage_head, for kernels). */
+  uint64_t stage_freed_seen; /**< the highest `stage_freed` a kernel has read. */
+  unsigned char *staging;    /**< put staging as kernels address it (NULL: kernels stage nothing). */
+  uint64_t stage_bytes;      /**< the channel's. */
+  uint64_t stage_max;        /**< the channel's: larger puts are copied by the proxy from the GPU heap. */
+  uint64_t pad[5];
 } tshmemi_proxy_device_side;
 
 #ifdef __cplusplus
-static_assert(sizeof(tshmemi_proxy_device_side) == 64, "device side layout: bump TSHMEMI_PROXY_LAYOUT");
+static_assert(sizeof(tshmemi_proxy_device_side) == 128, "device side layout: bump TSHMEMI_PROXY_LAYOUT");
 #endif
 
 /** What a reader stores in a result slot's tag once it has the value of `ticket`. */
@@ -140,6 +166,9 @@ typedef struct tshmemi_proxy_result {
   uint64_t value;
   uint64_t tag; /**< ticket + 1 of the request whose value this is. */
 } tshmemi_proxy_result;
+
+/** Bytes of put staging a payload of `bytes` reserves: whole 16-byte units, so every payload starts aligned. */
+#define TSHMEMI_PROXY_STAGE_RESERVED(bytes) (((uint64_t)(bytes) + 15u) & ~(uint64_t)15u)
 
 /** Bytes of a channel of `capacity` requests: header, requests, result slots, failure text. */
 #define TSHMEMI_PROXY_CHANNEL_BYTES(capacity) \
@@ -210,6 +239,28 @@ static inline uint64_t tshmemi_proxy_post(tshmemi_proxy_channel *channel, const 
                    reinterpret_cast<const char *>(&copy) + sizeof(uint64_t), sizeof(copy) - sizeof(uint64_t));
   __atomic_store_n(&slot->seq, ticket + 1, __ATOMIC_RELEASE);
   return ticket;
+}
+
+/** Reserves `bytes` of the channel's put staging (producers' side, see above), waits until they are free and
+ *  returns the position; the caller writes the payload (tshmemi_proxy_stage_write) and posts with `local` = it. */
+static inline uint64_t tshmemi_proxy_stage_reserve(tshmemi_proxy_channel *channel, uint64_t bytes) {
+  const uint64_t reserved = TSHMEMI_PROXY_STAGE_RESERVED(bytes);
+  const uint64_t pos = __atomic_fetch_add(&channel->stage_head, reserved, __ATOMIC_RELAXED);
+  for (unsigned spins = 0;
+       pos + reserved > channel->stage_bytes &&
+       __atomic_load_n(&channel->stage_freed, __ATOMIC_ACQUIRE) < pos + reserved - channel->stage_bytes;
+       ++spins)
+    if (spins > 64) sched_yield();
+  return pos;
+}
+
+/** Writes `bytes` at staging position `pos` (wrapping at the end of the ring). */
+static inline void tshmemi_proxy_stage_write(tshmemi_proxy_channel *channel, uint64_t pos, const void *src,
+                                             uint64_t bytes) {
+  const uint64_t at = pos % channel->stage_bytes;
+  const uint64_t first = bytes < channel->stage_bytes - at ? bytes : channel->stage_bytes - at;
+  __builtin_memcpy(channel->staging + at, src, first);
+  __builtin_memcpy(channel->staging, (const unsigned char *)src + first, bytes - first);
 }
 
 /** True once the request with `ticket` has been taken by the proxy (its source may be reused). */

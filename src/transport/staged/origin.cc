@@ -14,7 +14,7 @@ Status StagedTransport::put(const PutOp &op, uint64_t *done) {
     if (record == nullptr) return TSHMEM_SUCCESS;
     char *payload = wire::write(record, wire::put(op.offset + *done, piece));
     const char *src = static_cast<const char *>(op.src) + *done;
-    if (op.immediate) {
+    if (op.immediate || op.host_src) {  // host memory: the CPU's copy, no GPU engine and no CUDA call
       std::memcpy(payload, src, piece);
     } else {
       bool queued = false;

@@ -146,7 +146,11 @@ Status StagedTransport::handle_record(int source, const wire::Record &w, const c
       const uint64_t data_bytes = w.kind == wire::kGetReply ? w.bytes : e->bytes;
       const void *data = w.kind == wire::kGetReply ? static_cast<const void *>(payload)
                                                    : static_cast<const void *>(wire::value_at(at));
-      if (data_bytes > 0) {
+      if (data_bytes > 0 && (e->waiter.tag != 0 || e->waiter.host)) {
+        // A result slot (a g, a fetched value) or a kernel's staging lies in host memory: the CPU's copy, no CUDA
+        // call.
+        std::memcpy(reinterpret_cast<void *>(e->token), data, data_bytes);
+      } else if (data_bytes > 0) {
         // From the message buffer itself: it stays put until the copy is complete.
         bool queued = false;
         TSHMEM_CHECK(memory_.copy(kOriginLane, reinterpret_cast<void *>(e->token), data, data_bytes, &queued));

@@ -77,6 +77,53 @@ TSHMEMI_DEVICE_COLD bool wait_above(const uint64_t *host, uint64_t *seen, unsign
   return load_volatile(seen) != TSHMEMI_PROXY_STOPPED;
 }
 
+/// The end of a kernel's wait for room in its put staging (proxy_types.h) when the off-node path has stopped.
+[[noreturn]] TSHMEMI_DEVICE_COLD void trap_staging_stopped(const tshmemi_proxy_device_side *ds) {
+  if (is_print_leader())
+    printf(
+        "tshmem: PE %d: a kernel's wait for room in its put staging (%llu bytes, held by staged puts its off-node "
+        "proxy has not sent yet) gives up: %s\n",
+        ds->my_pe, static_cast<unsigned long long>(ds->stage_bytes), ds->failure);
+  __trap();
+  __builtin_unreachable();
+}
+
+/// Reserves `bytes` of the put staging and waits until they are free (the proxy has sent what was there before);
+/// returns the position. Reads no host memory unless the staging looks full.
+TSHMEMI_DEVICE_COLD unsigned long long stage_reserve(uint64_t bytes, const tshmemi_device_state &st) {
+  tshmemi_proxy_device_side *ds = device_side(st);
+  const uint64_t reserved = TSHMEMI_PROXY_STAGE_RESERVED(bytes);
+  const unsigned long long pos = atomicAdd(reinterpret_cast<unsigned long long *>(&ds->stage_head), reserved);
+  const uint64_t size = ds->stage_bytes;
+  if (pos + reserved > size &&
+      !wait_above(&channel(st)->stage_freed, &ds->stage_freed_seen, pos + reserved - size - 1, ds))
+    trap_staging_stopped(ds);
+  return pos;
+}
+
+/// The group copies `bytes` from `src` to `dst` (16-byte aligned, mapped host memory) in the widest units both
+/// allow: consecutive threads store consecutive units, so a warp's stores coalesce into whole lines.
+template <class Scope, class Unit>
+TSHMEMI_DEVICE size_t stage_units(unsigned char *dst, const unsigned char *src, size_t bytes) {
+  const size_t units = bytes / sizeof(Unit);
+  for (size_t u = group<Scope>::rank(); u < units; u += group<Scope>::size())
+    reinterpret_cast<Unit *>(dst)[u] = reinterpret_cast<const Unit *>(src)[u];
+  return units * sizeof(Unit);
+}
+
+template <class Scope>
+TSHMEMI_DEVICE void stage_copy(unsigned char *dst, const unsigned char *src, size_t bytes) {
+  const uintptr_t align = reinterpret_cast<uintptr_t>(src);
+  size_t done = 0;
+  if ((align & 15u) == 0)
+    done = stage_units<Scope, uint4>(dst, src, bytes);
+  else if ((align & 7u) == 0)
+    done = stage_units<Scope, uint2>(dst, src, bytes);
+  else if ((align & 3u) == 0)
+    done = stage_units<Scope, unsigned>(dst, src, bytes);
+  for (size_t i = done + group<Scope>::rank(); i < bytes; i += group<Scope>::size()) dst[i] = src[i];
+}
+
 /// Posts `r` and returns its ticket: takes a ticket, waits while the ring is full (back-pressure), writes the
 /// slot and stores its seq last. With TSHMEMI_PROXY_FLAG_RESULT_SLOT, `local` becomes the ticket's result slot.
 /// Reads no host memory unless the ring looks full.
@@ -152,12 +199,55 @@ TSHMEMI_DEVICE uint64_t checked_offset(uint64_t offset, const tshmemi_device_sta
   return offset;
 }
 
+/// Whether a put of `nbytes` goes through the put staging: the kernel writes its payload into pinned host memory
+/// and the proxy reads it there with the CPU, so no CUDA call of this process (a copy that a module load holds
+/// behind this very kernel) lies on its path. Larger puts are copied by the proxy's copy engine, which moves them
+/// faster than the proxy thread's memcpy (TSHMEM_PROXY_STAGE_MAX, docs/design.md).
+TSHMEMI_DEVICE bool staged_put(size_t nbytes, const tshmemi_device_state &st) {
+  const tshmemi_proxy_device_side *ds = device_side(st);
+  return ds != nullptr && ds->staging != nullptr && nbytes <= ds->stage_max;
+}
+
+/// A put (or put with signal: `r` carries it) through the put staging: the leader reserves the payload's room, the
+/// group writes it, each thread fences its stores (system scope), and the leader then posts the request. The
+/// source may be reused on return: the payload is in the staging.
+template <class Scope>
+TSHMEMI_DEVICE_COLD void put_through_staging(tshmemi_proxy_request r, const void *src, const char *call,
+                                             const tshmemi_device_state &st) {
+  tshmemi_proxy_device_side *ds = device_side(st);
+  unsigned long long pos = 0;
+  if (group<Scope>::rank() == 0) pos = stage_reserve(r.bytes, st);
+  pos = group<Scope>::share(pos);
+  const uint64_t at = pos % ds->stage_bytes;
+  const uint64_t first = r.bytes < ds->stage_bytes - at ? r.bytes : ds->stage_bytes - at;  // then it wraps
+  const unsigned char *from = static_cast<const unsigned char *>(src);
+  stage_copy<Scope>(ds->staging + at, from, first);
+  stage_copy<Scope>(ds->staging, from + first, r.bytes - first);
+  __threadfence_system();  // this thread's payload stores before the request that publishes them
+  group<Scope>::sync();
+  if (group<Scope>::rank() == 0) {
+    r.flags = TSHMEMI_PROXY_FLAG_STAGED;
+    r.local = pos;
+    post(r, call, st);
+  }
+  group<Scope>::sync();
+}
+
 /// put / put_nbi of any scope: the group's leader posts one request for the whole range.
 template <class Scope>
 TSHMEMI_DEVICE_COLD void put(uint64_t dest_offset, const void *src, size_t nbytes, int pe, bool blocking,
                              const char *call, const tshmemi_device_state &st) {
   __threadfence();  // this thread's writes to src reach memory the copy engine reads
   group<Scope>::sync();
+  if (nbytes > 8 && staged_put(nbytes, st)) {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_PUT;
+    r.pe = pe;
+    r.remote = checked_offset(dest_offset, st);
+    r.bytes = nbytes;
+    put_through_staging<Scope>(r, src, call, st);
+    return;
+  }
   if (group<Scope>::rank() == 0) {
     tshmemi_proxy_request r = {};
     r.op = TSHMEMI_PROXY_PUT;
@@ -177,11 +267,77 @@ TSHMEMI_DEVICE_COLD void put(uint64_t dest_offset, const void *src, size_t nbyte
   group<Scope>::sync();
 }
 
-/// get / get_nbi of any scope: complete on return (an nbi get is allowed to be).
+/// The group copies `bytes` at staging position `pos` (wrapping at the end of the ring) to `dst`, reading the mapped
+/// host memory past the caches (what the proxy wrote there is seen, not an earlier line of the same staging).
+template <class Scope, class Unit>
+TSHMEMI_DEVICE size_t unstage_units(unsigned char *dst, const unsigned char *src, size_t bytes) {
+  const size_t units = bytes / sizeof(Unit);
+  for (size_t u = group<Scope>::rank(); u < units; u += group<Scope>::size())
+    reinterpret_cast<Unit *>(dst)[u] = __ldcv(reinterpret_cast<const Unit *>(src) + u);
+  return units * sizeof(Unit);
+}
+
+template <class Scope>
+TSHMEMI_DEVICE void unstage_segment(unsigned char *dst, const unsigned char *src, size_t bytes) {
+  const uintptr_t align = reinterpret_cast<uintptr_t>(dst);
+  size_t done = 0;
+  if ((align & 15u) == 0)
+    done = unstage_units<Scope, uint4>(dst, src, bytes);
+  else if ((align & 7u) == 0)
+    done = unstage_units<Scope, uint2>(dst, src, bytes);
+  else if ((align & 3u) == 0)
+    done = unstage_units<Scope, unsigned>(dst, src, bytes);
+  for (size_t i = done + group<Scope>::rank(); i < bytes; i += group<Scope>::size()) dst[i] = __ldcv(src + i);
+}
+
+template <class Scope>
+TSHMEMI_DEVICE void unstage_copy(unsigned char *dst, uint64_t pos, size_t bytes, const tshmemi_proxy_device_side *ds) {
+  const uint64_t at = pos % ds->stage_bytes;
+  const uint64_t first = bytes < ds->stage_bytes - at ? bytes : ds->stage_bytes - at;  // then it wraps
+  unstage_segment<Scope>(dst, ds->staging + at, first);
+  unstage_segment<Scope>(dst + first, ds->staging, bytes - first);
+}
+
+/// Whether a get of `nbytes` lands in the staging: at most TSHMEM_PROXY_STAGE_MAX, and at most 256 bytes per thread
+/// of the group, as every load of mapped host memory is a PCIe round trip its thread waits for (a thread's get of
+/// 64 KiB would wait for 4,096 of them; the proxy's copy engine moves it in one copy).
+template <class Scope>
+TSHMEMI_DEVICE bool staged_get(size_t nbytes, const tshmemi_device_state &st) {
+  return nbytes <= 256u * group<Scope>::size() && staged_put(nbytes, st);
+}
+
+/// get / get_nbi of any scope: complete on return (an nbi get is allowed to be). Up to TSHMEM_PROXY_STAGE_MAX bytes
+/// the data lands in the put staging (host memory, written by the proxy with the CPU: no CUDA call in this process)
+/// and the group copies it out; the leader then frees the ticket (proxy_types.h).
 template <class Scope>
 TSHMEMI_DEVICE_COLD void get(void *dest, uint64_t src_offset, size_t nbytes, int pe, const char *call,
                              const tshmemi_device_state &st) {
   group<Scope>::sync();
+  if (nbytes > 0 && staged_get<Scope>(nbytes, st)) {
+    tshmemi_proxy_device_side *ds = device_side(st);
+    unsigned long long pos = 0, ticket = 0;
+    if (group<Scope>::rank() == 0) {
+      tshmemi_proxy_request r = {};
+      r.op = TSHMEMI_PROXY_GET;
+      r.flags = TSHMEMI_PROXY_FLAG_STAGED;
+      r.pe = pe;
+      r.remote = checked_offset(src_offset, st);
+      r.bytes = nbytes;
+      r.local = pos = stage_reserve(nbytes, st);
+      ticket = post(r, call, st);
+      quiet(st);
+    }
+    pos = group<Scope>::share(pos);
+    unstage_copy<Scope>(static_cast<unsigned char *>(dest), pos, nbytes, ds);
+    group<Scope>::sync();
+    if (group<Scope>::rank() == 0) {
+      tshmemi_proxy_result *slot = tshmemi_proxy_results(channel(st), ds->capacity) + (ticket & (ds->capacity - 1));
+      __threadfence_system();  // the data is read before the ticket and its staging are handed back
+      *reinterpret_cast<volatile uint64_t *>(&slot->tag) = TSHMEMI_PROXY_RESULT_TAKEN(ticket);
+    }
+    group<Scope>::sync();
+    return;
+  }
   if (group<Scope>::rank() == 0) {
     tshmemi_proxy_request r = {};
     r.op = TSHMEMI_PROXY_GET;
@@ -269,16 +425,20 @@ TSHMEMI_DEVICE_COLD void put_signal(uint64_t dest_offset, const void *src, size_
   if (sig_op != TSHMEM_SIGNAL_SET && sig_op != TSHMEM_SIGNAL_ADD) trap_bad_operator(call, sig_op, st.my_pe);
   __threadfence();
   group<Scope>::sync();
+  tshmemi_proxy_request r = {};
+  r.op = TSHMEMI_PROXY_PUT_SIGNAL;
+  r.amo = static_cast<uint8_t>(sig_op);
+  r.pe = pe;
+  r.remote = checked_offset(dest_offset, st);
+  r.bytes = nbytes;
+  r.signal = checked_offset(sig_offset, st);
+  r.value = value;
+  if (nbytes > 0 && staged_put(nbytes, st)) {
+    put_through_staging<Scope>(r, src, call, st);
+    return;
+  }
   if (group<Scope>::rank() == 0) {
-    tshmemi_proxy_request r = {};
-    r.op = TSHMEMI_PROXY_PUT_SIGNAL;
-    r.amo = static_cast<uint8_t>(sig_op);
-    r.pe = pe;
-    r.remote = checked_offset(dest_offset, st);
     r.local = reinterpret_cast<uint64_t>(src);
-    r.bytes = nbytes;
-    r.signal = checked_offset(sig_offset, st);
-    r.value = value;
     wait_taken(post(r, call, st), st);
   }
   group<Scope>::sync();
