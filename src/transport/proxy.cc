@@ -400,10 +400,12 @@ class ProxyEngine final : public Proxy, private TransportSink {
         start(drain);
         worked = true;
       }
-      // Busy polling keeps latency low; an idle proxy sleeps briefly so it does not take a core from the PEs.
-      // (Shorter sleeps measured worse where cores are few: the waking proxies take them from the PEs.)
+      // Busy polling keeps latency low; an idle proxy pauses so it does not take a core from the PEs: the
+      // transport wakes it early where it can (what arrives from other PEs), requests in the channels wait for
+      // the pause's end. (Shorter sleeps measured worse where cores are few: the waking proxies take them from
+      // the PEs.)
       idle = worked ? 0 : idle + 1;
-      if (idle > kSpinsBeforeSleep) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (idle > kSpinsBeforeSleep) transport_->idle(std::chrono::microseconds(50));
     }
     if (status != TSHMEM_SUCCESS) record_failure(status, last_error_message());
     if (!peer_gone_) transport_->tell_stopped();

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
@@ -131,6 +132,9 @@ class Transport {
   /// Moves everything on without blocking: hands what is ready to the network, applies what arrived, answers.
   /// *worked: something happened (an operation issued since the last call counts).
   virtual Status progress(bool *worked) = 0;
+  /// An idle proxy thread's pause between passes, at most `most`: a transport that can be woken by what arrives
+  /// for it (a file descriptor) returns as soon as something does; the default sleeps.
+  virtual void idle(std::chrono::microseconds most) { std::this_thread::sleep_for(most); }
 
   // --- local completion: when a source may be reused ---
   /// A point after every operation issued so far.

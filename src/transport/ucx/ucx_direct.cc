@@ -230,6 +230,8 @@ class Direct final : public Transport, public HostRma {
     return TSHMEM_SUCCESS;
   }
 
+  void idle(std::chrono::microseconds most) override { worker_->wait_for_event(most); }
+
   uint64_t issued() const override { return issued_; }
   uint64_t released() const override { return in_flight_.empty() ? issued_ : oldest_seq() - 1; }
 

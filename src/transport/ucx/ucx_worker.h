@@ -36,6 +36,9 @@ class Worker {
   Status map_heap(Bootstrap &boot, void *heap, uint64_t heap_bytes, bool gpu, std::string *unavailable);
 
   ucp_worker_h worker() const { return worker_; }
+  /// Sleeps until the worker has something to progress (what arrived from a peer), at most `most`; returns at once
+  /// where it has. Sleeps the whole time where UCX gives no event descriptor.
+  void wait_for_event(std::chrono::microseconds most);
   ucp_context_h context() const { return context_; }
   ucp_ep_h ep(int pe) const { return eps_[static_cast<size_t>(pe)]; }
   ucp_rkey_h rkey(int pe) const { return rkeys_[static_cast<size_t>(pe)]; }
@@ -61,6 +64,7 @@ class Worker {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   ucp_mem_h memh_ = nullptr;
+  int efd_ = -1;  ///< the worker's event descriptor (ucp_worker_get_efd), -1 where UCX gives none
   std::vector<ucp_ep_h> eps_;
   std::vector<ucp_rkey_h> rkeys_;
   std::vector<uint64_t> bases_;
