@@ -226,7 +226,7 @@ TEST_F(ProxyTest, QuietCompletesPutsQueuedBehindAFullSendQueue) {
   start();
   auto *word = static_cast<uint64_t *>(tshmem_calloc(1, sizeof(uint64_t)));
   ASSERT_NE(word, nullptr);
-  constexpr uint64_t kRounds = 60, kPuts = 400;
+  constexpr uint64_t kRounds = 40, kPuts = 400;
   const int target = other_node();
   tshmemi_proxy_request p = {};
   p.op = TSHMEMI_PROXY_PUT;
