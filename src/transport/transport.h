@@ -135,6 +135,8 @@ class Transport {
   /// An idle proxy thread's pause between passes, at most `most`: a transport that can be woken by what arrives
   /// for it (a file descriptor) returns as soon as something does; the default sleeps.
   virtual void idle(std::chrono::microseconds most) { std::this_thread::sleep_for(most); }
+  /// Whether idle() returns as soon as something arrives from another PE.
+  virtual bool wakes_on_arrival() const { return false; }
 
   // --- local completion: when a source may be reused ---
   /// A point after every operation issued so far.

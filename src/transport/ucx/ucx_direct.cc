@@ -230,7 +230,13 @@ class Direct final : public Transport, public HostRma {
     return TSHMEM_SUCCESS;
   }
 
-  void idle(std::chrono::microseconds most) override { worker_->wait_for_event(most); }
+  // Operations in flight are not waited for here: what completes some of them (room in a peer's receive queue for
+  // those UCX still holds) wakes nobody, so the thread keeps passing (each yields) until none is left.
+  void idle(std::chrono::microseconds most) override {
+    if (!in_flight_.empty() || flushing_) return;
+    worker_->wait_for_event(most);
+  }
+  bool wakes_on_arrival() const override { return worker_->wakes(); }
 
   uint64_t issued() const override { return issued_; }
   uint64_t released() const override { return in_flight_.empty() ? issued_ : oldest_seq() - 1; }

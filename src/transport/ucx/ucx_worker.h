@@ -39,6 +39,8 @@ class Worker {
   /// Sleeps until the worker has something to progress (what arrived from a peer), at most `most`; returns at once
   /// where it has. Sleeps the whole time where UCX gives no event descriptor.
   void wait_for_event(std::chrono::microseconds most);
+  /// Whether wait_for_event() returns when something arrives (UCX gave an event descriptor).
+  bool wakes() const { return efd_ >= 0; }
   ucp_context_h context() const { return context_; }
   ucp_ep_h ep(int pe) const { return eps_[static_cast<size_t>(pe)]; }
   ucp_rkey_h rkey(int pe) const { return rkeys_[static_cast<size_t>(pe)]; }
