@@ -47,10 +47,10 @@ Worker::~Worker() {
   if (context_ != nullptr) ucp_cleanup(context_);
 }
 
-Status Worker::create(Bootstrap &boot, const std::vector<int> &node_of_pe, std::string *unavailable) {
+Status Worker::create(Bootstrap &boot, const std::vector<int> &node_of_pe, bool wakeup, std::string *unavailable) {
   // Every step's verdict is agreed before the next collective one (start), so a PE whose UCX fails does not leave
   // the others waiting in an exchange, and every PE reaches the same verdict.
-  if (start(boot, node_of_pe) != TSHMEM_SUCCESS) *unavailable = last_error_message();
+  if (start(boot, node_of_pe, wakeup) != TSHMEM_SUCCESS) *unavailable = last_error_message();
   return TSHMEM_SUCCESS;
 }
 
@@ -69,7 +69,7 @@ Status Worker::exchange(Bootstrap &boot, const void *mine, size_t bytes, std::ve
 
 // Collective steps are run on every PE whatever happened locally before them (a local failure is carried to the
 // end and agreed there), so no PE waits in an exchange another has left.
-Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe) {
+Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool wakeup) {
   Status local = TSHMEM_SUCCESS;
   ucp_config_t *config = nullptr;
   my_pe_ = boot.rank();
@@ -81,7 +81,8 @@ Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe) {
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     // WAKEUP: an idle proxy thread sleeps on the worker's event descriptor, so a peer's operation that needs this
     // PE's progress (an emulated put over shared memory or tcp) wakes it at once rather than after its pause.
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_TAG;
+    if (wakeup) params.features |= UCP_FEATURE_WAKEUP;
     params.mt_workers_shared = 1;
     s = ucp_init(&params, config, &context_);
     ucp_config_release(config);
@@ -109,7 +110,7 @@ Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe) {
                         "ucx: the worker does not serve several threads (UCS_THREAD_MODE_MULTI refused; a UCX built "
                         "without thread support?): host calls and the proxy thread share it");
   }
-  if (local == TSHMEM_SUCCESS && ucp_worker_get_efd(worker_, &efd_) != UCS_OK) efd_ = -1;  // then wait() sleeps
+  if (local == TSHMEM_SUCCESS && wakeup && ucp_worker_get_efd(worker_, &efd_) != UCS_OK) efd_ = -1;  // it sleeps
   TSHMEM_CHECK(agree_on_status(boot, local, "ucx: starting the context"));
   return endpoints(boot, node_of_pe);
 }

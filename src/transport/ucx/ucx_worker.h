@@ -29,8 +29,9 @@ class Worker {
 
   /// Collective over all PEs of `boot`: the context and worker, every PE's worker address, endpoints to the PEs of
   /// other nodes (`node_of_pe`). The verdict is agreed: on failure every PE returns success with *unavailable saying
-  /// why (which PE, what failed).
-  Status create(Bootstrap &boot, const std::vector<int> &node_of_pe, std::string *unavailable);
+  /// why (which PE, what failed). `wakeup`: UCX's WAKEUP feature, for wait_for_event() (it narrows the transports
+  /// UCX picks for tag messages to those with events, so the staged mode goes without it).
+  Status create(Bootstrap &boot, const std::vector<int> &node_of_pe, bool wakeup, std::string *unavailable);
   /// Collective, for the direct mode: registers the heap (`gpu`: CUDA memory) and exchanges every PE's remote key
   /// and heap base; agreed like create().
   Status map_heap(Bootstrap &boot, void *heap, uint64_t heap_bytes, bool gpu, std::string *unavailable);
@@ -58,7 +59,7 @@ class Worker {
   Status flush(std::chrono::milliseconds bound, const char *call);
 
  private:
-  Status start(Bootstrap &boot, const std::vector<int> &node_of_pe);
+  Status start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool wakeup);
   Status endpoints(Bootstrap &boot, const std::vector<int> &node_of_pe);
   Status map(Bootstrap &boot, void *heap, uint64_t heap_bytes, bool gpu);
   Status exchange(Bootstrap &boot, const void *mine, size_t bytes, std::vector<char> *all, size_t *stride);
