@@ -172,6 +172,10 @@ class ProxyEngine final : public Proxy, private TransportSink {
   static constexpr int kTakesPerPass = 256;
   /// Idle passes (each polls both channels and the transport) before the thread starts to sleep between passes.
   static constexpr unsigned kSpinsBeforeSleep = 2048;
+  /// Idle passes after work that only arrived (no request taken) before the pause, where the transport wakes the
+  /// thread on arrival (Transport::wakes_on_arrival): woken for every arrival, a thread that then spun 2048 passes
+  /// would take cores from the PEs it serves.
+  static constexpr unsigned kSpinsAfterArrival = 64;
 
   /// How long anything may wait on the proxy: TSHMEM_PROXY_TIMEOUT_MS, or TSHMEM_WAIT_TIMEOUT_MS when smaller.
   static std::chrono::milliseconds bound_of(const ProxyConfig &config) {
@@ -381,12 +385,14 @@ class ProxyEngine final : public Proxy, private TransportSink {
 
   void run() {
     Status status = memory_->bind_thread();
+    const bool wakes_on_arrival = transport_->wakes_on_arrival();
     unsigned idle = 0;
     while (status == TSHMEM_SUCCESS && !failed_.load(std::memory_order_acquire)) {
       heartbeat_.fetch_add(1, std::memory_order_relaxed);
       check_waits();
       bool worked = false;
       status = advance(&worked);
+      const bool took = worked;  // requests from the channels, which wake nobody: they are polled for
       if (status == TSHMEM_SUCCESS) status = transport_->progress(&worked);
       if (status != TSHMEM_SUCCESS) break;
       if (reader_->release(transport_->released())) worked = true;
@@ -400,10 +406,17 @@ class ProxyEngine final : public Proxy, private TransportSink {
         start(drain);
         worked = true;
       }
-      // Busy polling keeps latency low; an idle proxy sleeps briefly so it does not take a core from the PEs.
-      // (Shorter sleeps measured worse where cores are few: the waking proxies take them from the PEs.)
-      idle = worked ? 0 : idle + 1;
-      if (idle > kSpinsBeforeSleep) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      // Busy polling keeps latency low; an idle proxy pauses so it does not take a core from the PEs: the
+      // transport wakes it early where it can (what arrives from other PEs), requests in the channels wait for
+      // the pause's end. (Shorter sleeps measured worse where cores are few: the waking proxies take them from
+      // the PEs.)
+      if (took || (worked && !wakes_on_arrival))
+        idle = 0;
+      else if (worked)
+        idle = std::max(idle, kSpinsBeforeSleep - kSpinsAfterArrival);
+      else
+        ++idle;
+      if (idle > kSpinsBeforeSleep) transport_->idle(std::chrono::microseconds(50));
     }
     if (status != TSHMEM_SUCCESS) record_failure(status, last_error_message());
     if (!peer_gone_) transport_->tell_stopped();

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
@@ -134,6 +135,11 @@ class Transport {
   /// Moves everything on without blocking: hands what is ready to the network, applies what arrived, answers.
   /// *worked: something happened (an operation issued since the last call counts).
   virtual Status progress(bool *worked) = 0;
+  /// An idle proxy thread's pause between passes, at most `most`: a transport that can be woken by what arrives
+  /// for it (a file descriptor) returns as soon as something does; the default sleeps.
+  virtual void idle(std::chrono::microseconds most) { std::this_thread::sleep_for(most); }
+  /// Whether idle() returns as soon as something arrives from another PE.
+  virtual bool wakes_on_arrival() const { return false; }
 
   // --- local completion: when a source may be reused ---
   /// A point after every operation issued so far.

@@ -181,6 +181,94 @@ TEST_F(ProxyTest, PutsToOneWordApplyInOrder) {
   tshmem_free(word);
 }
 
+// Operations to one PE apply in the order posted even while the transport's send queue to it is full (a target
+// that is slow to take what arrives): a flag put after a data put never shows before it, and neither word goes
+// back. Each PE watches the two words its source writes while it posts its own, in bursts, so the proxy thread
+// alternates between issuing new operations and sending queued ones (where a new put could overtake queued ones).
+TEST_F(ProxyTest, PutsBehindAFullSendQueueStayInOrder) {
+  start();
+  auto *words = static_cast<uint64_t *>(tshmem_calloc(2, sizeof(uint64_t)));  // [0] data, [1] flag
+  ASSERT_NE(words, nullptr);
+  constexpr uint64_t kRounds = 6000;
+  constexpr uint64_t kBurst = 48;
+  const int target = other_node();
+  tshmemi_proxy_request p = {};
+  p.op = TSHMEMI_PROXY_PUT;
+  p.flags = TSHMEMI_PROXY_FLAG_INLINE;
+  p.pe = target;
+  p.bytes = 8;
+  uint64_t seen_data = 0, seen_flag = 0, backwards = 0, flag_first = 0;
+  std::string first_wrong;
+  auto watch = [&] {
+    const uint64_t flag = __atomic_load_n(&words[1], __ATOMIC_ACQUIRE);
+    const uint64_t data = __atomic_load_n(&words[0], __ATOMIC_ACQUIRE);
+    if (data < seen_data || flag < seen_flag) ++backwards;
+    if (data < flag) ++flag_first;
+    if ((data < seen_data || flag < seen_flag || data < flag) && first_wrong.empty())
+      first_wrong = "data " + std::to_string(data) + " after " + std::to_string(seen_data) + ", flag " +
+                    std::to_string(flag) + " after " + std::to_string(seen_flag);
+    seen_data = std::max(seen_data, data);
+    seen_flag = std::max(seen_flag, flag);
+  };
+  for (uint64_t i = 1; i <= kRounds; ++i) {
+    p.remote = offset_of(&words[0]);
+    p.value = i;
+    post(p);
+    p.remote = offset_of(&words[1]);
+    post(p);
+    watch();
+    if (i % kBurst == 0) {
+      for (int k = 0; k < 16; ++k) {
+        std::this_thread::yield();
+        watch();
+      }
+    }
+  }
+  quiet();
+  MPI_Barrier(MPI_COMM_WORLD);
+  watch();
+  EXPECT_EQ(backwards, 0u) << "a word went back: " << first_wrong;
+  EXPECT_EQ(flag_first, 0u) << "the flag showed before the data put ahead of it: " << first_wrong;
+  EXPECT_EQ(words[0], kRounds) << "the last data put must win";
+  EXPECT_EQ(words[1], kRounds) << "the last flag put must win";
+  tshmem_barrier_all();
+  tshmem_free(words);
+}
+
+// A quiet completes at the target every put posted before it, those still queued in the transport's send queue
+// too (a burst to a target slow to take it fills the queue): checked by the target right after the origin's
+// quiet, round after round, each round a new chance for a quiet that returns early.
+TEST_F(ProxyTest, QuietCompletesPutsQueuedBehindAFullSendQueue) {
+  start();
+  auto *word = static_cast<uint64_t *>(tshmem_calloc(1, sizeof(uint64_t)));
+  ASSERT_NE(word, nullptr);
+  constexpr uint64_t kRounds = 40, kPuts = 400;
+  const int target = other_node();
+  tshmemi_proxy_request p = {};
+  p.op = TSHMEMI_PROXY_PUT;
+  p.flags = TSHMEMI_PROXY_FLAG_INLINE;
+  p.pe = target;
+  p.remote = offset_of(word);
+  p.bytes = 8;
+  uint64_t wrong = 0;
+  std::string first_wrong;
+  for (uint64_t round = 1; round <= kRounds; ++round) {
+    for (uint64_t i = 1; i <= kPuts; ++i) {
+      p.value = round * 100000 + i;
+      post(p);
+    }
+    quiet();
+    MPI_Barrier(MPI_COMM_WORLD);
+    const uint64_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    if (seen != round * 100000 + kPuts && wrong++ == 0)
+      first_wrong = "round " + std::to_string(round) + ": " + std::to_string(seen);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  EXPECT_EQ(wrong, 0u) << "after the quiet the last put must have landed; first: " << first_wrong;
+  tshmem_barrier_all();
+  tshmem_free(word);
+}
+
 // Small records travel in batches, large puts in chunks of their own, each message to one PE in order:
 // a mix of chunked puts, inline p, small puts and requests to another PE in between (which split the
 // batches) must land as if applied one by one.

@@ -2,6 +2,7 @@
 #include "transport/ucx/ucx_worker.h"
 
 #include <dlfcn.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <cstring>
@@ -46,10 +47,10 @@ Worker::~Worker() {
   if (context_ != nullptr) ucp_cleanup(context_);
 }
 
-Status Worker::create(Bootstrap &boot, const std::vector<int> &node_of_pe, std::string *unavailable) {
+Status Worker::create(Bootstrap &boot, const std::vector<int> &node_of_pe, bool wakeup, std::string *unavailable) {
   // Every step's verdict is agreed before the next collective one (start), so a PE whose UCX fails does not leave
   // the others waiting in an exchange, and every PE reaches the same verdict.
-  if (start(boot, node_of_pe) != TSHMEM_SUCCESS) *unavailable = last_error_message();
+  if (start(boot, node_of_pe, wakeup) != TSHMEM_SUCCESS) *unavailable = last_error_message();
   return TSHMEM_SUCCESS;
 }
 
@@ -68,7 +69,7 @@ Status Worker::exchange(Bootstrap &boot, const void *mine, size_t bytes, std::ve
 
 // Collective steps are run on every PE whatever happened locally before them (a local failure is carried to the
 // end and agreed there), so no PE waits in an exchange another has left.
-Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe) {
+Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool wakeup) {
   Status local = TSHMEM_SUCCESS;
   ucp_config_t *config = nullptr;
   my_pe_ = boot.rank();
@@ -78,7 +79,10 @@ Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe) {
   if (local == TSHMEM_SUCCESS) {
     ucp_params_t params = {};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    // WAKEUP: an idle proxy thread sleeps on the worker's event descriptor, so a peer's operation that needs this
+    // PE's progress (an emulated put over shared memory or tcp) wakes it at once rather than after its pause.
     params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_TAG;
+    if (wakeup) params.features |= UCP_FEATURE_WAKEUP;
     params.mt_workers_shared = 1;
     s = ucp_init(&params, config, &context_);
     ucp_config_release(config);
@@ -106,6 +110,7 @@ Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe) {
                         "ucx: the worker does not serve several threads (UCS_THREAD_MODE_MULTI refused; a UCX built "
                         "without thread support?): host calls and the proxy thread share it");
   }
+  if (local == TSHMEM_SUCCESS && wakeup && ucp_worker_get_efd(worker_, &efd_) != UCS_OK) efd_ = -1;  // it sleeps
   TSHMEM_CHECK(agree_on_status(boot, local, "ucx: starting the context"));
   return endpoints(boot, node_of_pe);
 }
@@ -204,6 +209,20 @@ Status Worker::wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, c
   if (s != UCS_OK)
     return set_error(TSHMEM_ERR_SYSTEM, "%s: %s to PE %d failed in ucx: %s", call, what, pe, ucs_status_string(s));
   return TSHMEM_SUCCESS;
+}
+
+void Worker::wait_for_event(std::chrono::microseconds most) {
+  // Armed, the descriptor signals what arrives from now on; UCS_ERR_BUSY: something is there already.
+  if (efd_ < 0) {
+    std::this_thread::sleep_for(most);
+    return;
+  }
+  if (ucp_worker_arm(worker_) != UCS_OK) return;
+  pollfd fd = {efd_, POLLIN, 0};
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(most);
+  const timespec timeout = {static_cast<time_t>(seconds.count()),
+                            static_cast<long>(std::chrono::nanoseconds(most - seconds).count())};
+  (void)ppoll(&fd, 1, &timeout, nullptr);  // a signal or a timeout: the next pass looks again
 }
 
 Status Worker::flush(std::chrono::milliseconds bound, const char *call) {

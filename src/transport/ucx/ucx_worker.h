@@ -29,13 +29,19 @@ class Worker {
 
   /// Collective over all PEs of `boot`: the context and worker, every PE's worker address, endpoints to the PEs of
   /// other nodes (`node_of_pe`). The verdict is agreed: on failure every PE returns success with *unavailable saying
-  /// why (which PE, what failed).
-  Status create(Bootstrap &boot, const std::vector<int> &node_of_pe, std::string *unavailable);
+  /// why (which PE, what failed). `wakeup`: UCX's WAKEUP feature, for wait_for_event() (it narrows the transports
+  /// UCX picks for tag messages to those with events, so the staged mode goes without it).
+  Status create(Bootstrap &boot, const std::vector<int> &node_of_pe, bool wakeup, std::string *unavailable);
   /// Collective, for the direct mode: registers the heap (`gpu`: CUDA memory) and exchanges every PE's remote key
   /// and heap base; agreed like create().
   Status map_heap(Bootstrap &boot, void *heap, uint64_t heap_bytes, bool gpu, std::string *unavailable);
 
   ucp_worker_h worker() const { return worker_; }
+  /// Sleeps until the worker has something to progress (what arrived from a peer), at most `most`; returns at once
+  /// where it has. Sleeps the whole time where UCX gives no event descriptor.
+  void wait_for_event(std::chrono::microseconds most);
+  /// Whether wait_for_event() returns when something arrives (UCX gave an event descriptor).
+  bool wakes() const { return efd_ >= 0; }
   ucp_context_h context() const { return context_; }
   ucp_ep_h ep(int pe) const { return eps_[static_cast<size_t>(pe)]; }
   ucp_rkey_h rkey(int pe) const { return rkeys_[static_cast<size_t>(pe)]; }
@@ -53,7 +59,7 @@ class Worker {
   Status flush(std::chrono::milliseconds bound, const char *call);
 
  private:
-  Status start(Bootstrap &boot, const std::vector<int> &node_of_pe);
+  Status start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool wakeup);
   Status endpoints(Bootstrap &boot, const std::vector<int> &node_of_pe);
   Status map(Bootstrap &boot, void *heap, uint64_t heap_bytes, bool gpu);
   Status exchange(Bootstrap &boot, const void *mine, size_t bytes, std::vector<char> *all, size_t *stride);
@@ -61,6 +67,7 @@ class Worker {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   ucp_mem_h memh_ = nullptr;
+  int efd_ = -1;  ///< the worker's event descriptor (ucp_worker_get_efd), -1 where UCX gives none
   std::vector<ucp_ep_h> eps_;
   std::vector<ucp_rkey_h> rkeys_;
   std::vector<uint64_t> bases_;
