@@ -199,6 +199,15 @@ TSHMEMI_DEVICE uint64_t checked_offset(uint64_t offset, const tshmemi_device_sta
   return offset;
 }
 
+/// Whether a group of this scope stages its payloads. Not a block: a kernel's register count is the most any
+/// function it may call uses, and the staged copy took a block-scope get from 48 to 80 registers (a put with signal
+/// from 56 to 68), past the 64 a 1024-thread block can give each thread, so such a kernel would not launch. A
+/// block's puts and gets take the proxy's copy (docs/design.md, "Kernels that wait on the proxy").
+template <class Scope>
+TSHMEMI_DEVICE constexpr bool stages() {
+  return !std::is_same<Scope, tshmem::block_scope>::value;
+}
+
 /// Whether a put of `nbytes` goes through the put staging: the kernel writes its payload into pinned host memory
 /// and the proxy reads it there with the CPU, so no CUDA call of this process (a copy that a module load holds
 /// behind this very kernel) lies on its path. Larger puts are copied by the proxy's copy engine, which moves them
@@ -239,7 +248,7 @@ TSHMEMI_DEVICE_COLD void put(uint64_t dest_offset, const void *src, size_t nbyte
                              const char *call, const tshmemi_device_state &st) {
   __threadfence();  // this thread's writes to src reach memory the copy engine reads
   group<Scope>::sync();
-  if (nbytes > 8 && staged_put(nbytes, st)) {
+  if (stages<Scope>() && nbytes > 8 && staged_put(nbytes, st)) {
     tshmemi_proxy_request r = {};
     r.op = TSHMEMI_PROXY_PUT;
     r.pe = pe;
@@ -272,13 +281,14 @@ TSHMEMI_DEVICE_COLD void put(uint64_t dest_offset, const void *src, size_t nbyte
 template <class Scope, class Unit>
 TSHMEMI_DEVICE size_t unstage_units(unsigned char *dst, const unsigned char *src, size_t bytes) {
   const size_t units = bytes / sizeof(Unit);
+#pragma unroll 1
   for (size_t u = group<Scope>::rank(); u < units; u += group<Scope>::size())
     reinterpret_cast<Unit *>(dst)[u] = __ldcv(reinterpret_cast<const Unit *>(src) + u);
   return units * sizeof(Unit);
 }
 
 template <class Scope>
-TSHMEMI_DEVICE void unstage_segment(unsigned char *dst, const unsigned char *src, size_t bytes) {
+TSHMEMI_DEVICE_COLD void unstage_segment(unsigned char *dst, const unsigned char *src, size_t bytes) {
   const uintptr_t align = reinterpret_cast<uintptr_t>(dst);
   size_t done = 0;
   if ((align & 15u) == 0)
@@ -309,33 +319,43 @@ TSHMEMI_DEVICE bool staged_get(size_t nbytes, const tshmemi_device_state &st) {
 /// get / get_nbi of any scope: complete on return (an nbi get is allowed to be). Up to TSHMEM_PROXY_STAGE_MAX bytes
 /// the data lands in the put staging (host memory, written by the proxy with the CPU: no CUDA call in this process)
 /// and the group copies it out; the leader then frees the ticket (proxy_types.h).
+/// A get through the staging (staged_get): the leader posts it and waits for its quiet, the group copies the data
+/// out of the staging, then the leader hands the ticket and its staging back. A function of its own, called once:
+/// a kernel's register count is the most any function it may call uses, and inlined here this copy took a
+/// block-scope get past the 64 registers a 1024-thread block can give each thread.
+template <class Scope>
+TSHMEMI_DEVICE_COLD void get_through_staging(void *dest, uint64_t src_offset, size_t nbytes, int pe, const char *call,
+                                             const tshmemi_device_state &st) {
+  tshmemi_proxy_device_side *ds = device_side(st);
+  unsigned long long pos = 0, ticket = 0;
+  if (group<Scope>::rank() == 0) {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_GET;
+    r.flags = TSHMEMI_PROXY_FLAG_STAGED;
+    r.pe = pe;
+    r.remote = checked_offset(src_offset, st);
+    r.bytes = nbytes;
+    r.local = pos = stage_reserve(nbytes, st);
+    ticket = post(r, call, st);
+    quiet(st);
+  }
+  pos = group<Scope>::share(pos);
+  unstage_copy<Scope>(static_cast<unsigned char *>(dest), pos, nbytes, ds);
+  group<Scope>::sync();
+  if (group<Scope>::rank() == 0) {
+    tshmemi_proxy_result *slot = tshmemi_proxy_results(channel(st), ds->capacity) + (ticket & (ds->capacity - 1));
+    __threadfence_system();  // the data is read before the ticket and its staging are handed back
+    *reinterpret_cast<volatile uint64_t *>(&slot->tag) = TSHMEMI_PROXY_RESULT_TAKEN(ticket);
+  }
+  group<Scope>::sync();
+}
+
 template <class Scope>
 TSHMEMI_DEVICE_COLD void get(void *dest, uint64_t src_offset, size_t nbytes, int pe, const char *call,
                              const tshmemi_device_state &st) {
   group<Scope>::sync();
-  if (nbytes > 0 && staged_get<Scope>(nbytes, st)) {
-    tshmemi_proxy_device_side *ds = device_side(st);
-    unsigned long long pos = 0, ticket = 0;
-    if (group<Scope>::rank() == 0) {
-      tshmemi_proxy_request r = {};
-      r.op = TSHMEMI_PROXY_GET;
-      r.flags = TSHMEMI_PROXY_FLAG_STAGED;
-      r.pe = pe;
-      r.remote = checked_offset(src_offset, st);
-      r.bytes = nbytes;
-      r.local = pos = stage_reserve(nbytes, st);
-      ticket = post(r, call, st);
-      quiet(st);
-    }
-    pos = group<Scope>::share(pos);
-    unstage_copy<Scope>(static_cast<unsigned char *>(dest), pos, nbytes, ds);
-    group<Scope>::sync();
-    if (group<Scope>::rank() == 0) {
-      tshmemi_proxy_result *slot = tshmemi_proxy_results(channel(st), ds->capacity) + (ticket & (ds->capacity - 1));
-      __threadfence_system();  // the data is read before the ticket and its staging are handed back
-      *reinterpret_cast<volatile uint64_t *>(&slot->tag) = TSHMEMI_PROXY_RESULT_TAKEN(ticket);
-    }
-    group<Scope>::sync();
+  if (stages<Scope>() && nbytes > 0 && staged_get<Scope>(nbytes, st)) {
+    get_through_staging<Scope>(dest, src_offset, nbytes, pe, call, st);
     return;
   }
   if (group<Scope>::rank() == 0) {
@@ -433,7 +453,7 @@ TSHMEMI_DEVICE_COLD void put_signal(uint64_t dest_offset, const void *src, size_
   r.bytes = nbytes;
   r.signal = checked_offset(sig_offset, st);
   r.value = value;
-  if (nbytes > 0 && staged_put(nbytes, st)) {
+  if (stages<Scope>() && nbytes > 0 && staged_put(nbytes, st)) {
     put_through_staging<Scope>(r, src, call, st);
     return;
   }
