@@ -44,8 +44,12 @@ class Harness {
     shm::putmem(&slots_[me_], &mine, sizeof mine, 0);
     shm::barrier_all();
     double worst = 0;
-    if (me_ == 0)
-      for (int pe = 0; pe < shm::n_pes(); ++pe) worst = std::max(worst, slots_[pe]);
+    if (me_ == 0)  // read with a get: on a GPU heap (--backend vmm/ipc) the slots are not host memory
+      for (int pe = 0; pe < shm::n_pes(); ++pe) {
+        double theirs = 0;
+        shm::getmem(&theirs, &slots_[pe], sizeof theirs, 0);
+        worst = std::max(worst, theirs);
+      }
     shm::barrier_all();  // PE 0 has read the slots before anyone writes them again
     return worst;
   }
