@@ -102,7 +102,9 @@ TSHMEMI_DEVICE_COLD unsigned long long stage_reserve(uint64_t bytes, const tshme
 }
 
 /// The group copies `bytes` from `src` to `dst` (16-byte aligned, mapped host memory) in the widest units both
-/// allow: consecutive threads store consecutive units, so a warp's stores coalesce into whole lines.
+/// allow: consecutive threads store consecutive units, so a warp's stores coalesce into whole lines. Lighter than
+/// copy_bytes (impl/copy.cuh), whose four loads in flight took thread- and warp-scope put kernels from 46 to 62
+/// registers: every kernel that may put pays for the copy.
 template <class Scope, class Unit>
 TSHMEMI_DEVICE size_t stage_units(unsigned char *dst, const unsigned char *src, size_t bytes) {
   const size_t units = bytes / sizeof(Unit);
@@ -281,14 +283,13 @@ TSHMEMI_DEVICE_COLD void put(uint64_t dest_offset, const void *src, size_t nbyte
 template <class Scope, class Unit>
 TSHMEMI_DEVICE size_t unstage_units(unsigned char *dst, const unsigned char *src, size_t bytes) {
   const size_t units = bytes / sizeof(Unit);
-#pragma unroll 1
   for (size_t u = group<Scope>::rank(); u < units; u += group<Scope>::size())
     reinterpret_cast<Unit *>(dst)[u] = __ldcv(reinterpret_cast<const Unit *>(src) + u);
   return units * sizeof(Unit);
 }
 
 template <class Scope>
-TSHMEMI_DEVICE_COLD void unstage_segment(unsigned char *dst, const unsigned char *src, size_t bytes) {
+TSHMEMI_DEVICE void unstage_segment(unsigned char *dst, const unsigned char *src, size_t bytes) {
   const uintptr_t align = reinterpret_cast<uintptr_t>(dst);
   size_t done = 0;
   if ((align & 15u) == 0)
