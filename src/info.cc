@@ -287,6 +287,19 @@ std::string info_text(bool json) {
   return out;
 }
 
+namespace {
+
+/// snprintf's contract for the text calls: as much of `text` as fits, NUL-terminated; returns its whole length.
+size_t copy_out(const std::string &text, char *buffer, size_t capacity) {
+  if (buffer != nullptr && capacity > 0) {
+    const size_t n = text.size() < capacity - 1 ? text.size() : capacity - 1;
+    std::memcpy(buffer, text.data(), n);
+    buffer[n] = '\0';
+  }
+  return text.size();
+}
+
+}  // namespace
 }  // namespace tshmemi
 
 extern "C" TSHMEM_API size_t tshmemx_info(int json, char *buffer, size_t capacity) {
@@ -294,12 +307,7 @@ extern "C" TSHMEM_API size_t tshmemx_info(int json, char *buffer, size_t capacit
       "tshmemx_info",
       [&]() -> size_t {
         const std::string text = tshmemi::info_text(json != 0);
-        if (buffer != nullptr && capacity > 0) {
-          const size_t n = text.size() < capacity - 1 ? text.size() : capacity - 1;
-          std::memcpy(buffer, text.data(), n);
-          buffer[n] = '\0';
-        }
-        return text.size();
+        return tshmemi::copy_out(text, buffer, capacity);
       },
       size_t{0});
 }
@@ -311,12 +319,7 @@ extern "C" TSHMEM_API size_t tshmemx_stale_files(int remove, char *buffer, size_
         std::string text;
         for (const std::string &path : tshmemi::stale_exchange_directories(remove != 0))
           text += path + (remove != 0 ? " (removed)\n" : "\n");
-        if (buffer != nullptr && capacity > 0) {
-          const size_t n = text.size() < capacity - 1 ? text.size() : capacity - 1;
-          std::memcpy(buffer, text.data(), n);
-          buffer[n] = '\0';
-        }
-        return text.size();
+        return tshmemi::copy_out(text, buffer, capacity);
       },
       size_t{0});
 }
