@@ -10,24 +10,12 @@
 set -u
 cuobjdump=$1
 object=$2
-if [ ! -x "$cuobjdump" ]; then
-  echo "SKIP: cuobjdump not found (CUDA toolkit bin/, or pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm;"
-  echo "      configure with -DTSHMEM_CUOBJDUMP=<path>)"
-  exit 77
-fi
-dir=$(dirname "$cuobjdump")
-PATH="$dir:$PATH"
-export PATH
+# shellcheck source=../common/sass_tools.sh
+. "$(dirname "$0")/../common/sass_tools.sh"
+require_cuobjdump "$cuobjdump"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-if ! "$cuobjdump" --dump-sass "$object" > "$tmp/sass" 2> "$tmp/err"; then
-  if grep -q nvdisasm "$tmp/err"; then
-    echo "SKIP: cuobjdump needs nvdisasm next to it or on PATH: $(cat "$tmp/err")"
-    exit 77
-  fi
-  echo "FAIL: cuobjdump --dump-sass $object: $(cat "$tmp/err")"
-  exit 1
-fi
+dump_sass "$cuobjdump" "$object" "$tmp/sass"
 "$cuobjdump" --dump-ptx "$object" > "$tmp/ptx" || { echo "FAIL: cuobjdump --dump-ptx"; exit 1; }
 
 # Per kernel: name <tab> whether its SASS / PTX holds the instruction.

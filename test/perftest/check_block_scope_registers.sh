@@ -8,11 +8,9 @@
 set -uo pipefail
 cuobjdump=$1 pattern=$2
 shift 2
-if [ ! -x "$cuobjdump" ]; then
-  echo "SKIP: cuobjdump not found (CUDA toolkit bin/, or pip install nvidia-cuda-cuobjdump; configure with"
-  echo "      -DTSHMEM_CUOBJDUMP=<path>)"
-  exit 77
-fi
+# shellcheck source=../common/sass_tools.sh
+. "$(dirname "$0")/../common/sass_tools.sh"
+require_cuobjdump "$cuobjdump"
 failed=0 checked=0
 for binary in "$@"; do
   # "Function <mangled>:" then "REG:<n> ...": one kernel a pair of lines.

@@ -11,26 +11,15 @@
 # Exit 77 (ctest SKIP_RETURN_CODE) when cuobjdump or its nvdisasm is missing, saying how to get them.
 set -uo pipefail
 cuobjdump=$1 plain=$2 rdc=$3 pattern=$4
-if [ ! -x "$cuobjdump" ]; then
-  echo "SKIP: cuobjdump not found (CUDA toolkit bin/, or pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm;"
-  echo "      configure with -DTSHMEM_CUOBJDUMP=<path>)"
-  exit 77
-fi
-PATH="$(dirname "$cuobjdump"):$PATH"
-export PATH
+# shellcheck source=../common/sass_tools.sh
+. "$(dirname "$0")/../common/sass_tools.sh"
+require_cuobjdump "$cuobjdump"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for side in plain rdc; do
   binary=$plain
   [ "$side" = rdc ] && binary=$rdc
-  if ! "$cuobjdump" --dump-sass "$binary" > "$tmp/$side" 2> "$tmp/err"; then
-    if grep -q nvdisasm "$tmp/err"; then
-      echo "SKIP: cuobjdump needs nvdisasm next to it or on PATH: $(cat "$tmp/err")"
-      exit 77
-    fi
-    echo "FAIL: cuobjdump --dump-sass $binary: $(cat "$tmp/err")"
-    exit 1
-  fi
+  dump_sass "$cuobjdump" "$binary" "$tmp/$side"
   # The first matching kernel's text (one architecture's copy).
   awk -v pattern="$pattern" '/Function : / { if (taken) exit; inside = ($3 ~ pattern); taken = inside; next } inside' \
     "$tmp/$side" > "$tmp/$side.kernel"

@@ -8,23 +8,12 @@
 # Exit 77 (ctest SKIP_RETURN_CODE) when cuobjdump or its nvdisasm is missing, saying how to get them.
 set -uo pipefail
 cuobjdump=$1 binary=$2 pattern=$3 expected=$4
-if [ ! -x "$cuobjdump" ]; then
-  echo "SKIP: cuobjdump not found (CUDA toolkit bin/, or pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm;"
-  echo "      configure with -DTSHMEM_CUOBJDUMP=<path>)"
-  exit 77
-fi
-PATH="$(dirname "$cuobjdump"):$PATH"
-export PATH
+# shellcheck source=../../common/sass_tools.sh
+. "$(dirname "$0")/../../common/sass_tools.sh"
+require_cuobjdump "$cuobjdump"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-if ! "$cuobjdump" --dump-sass "$binary" > "$tmp/sass" 2> "$tmp/err"; then
-  if grep -q nvdisasm "$tmp/err"; then
-    echo "SKIP: cuobjdump needs nvdisasm next to it or on PATH: $(cat "$tmp/err")"
-    exit 77
-  fi
-  echo "FAIL: cuobjdump --dump-sass $binary: $(cat "$tmp/err")"
-  exit 1
-fi
+dump_sass "$cuobjdump" "$binary" "$tmp/sass"
 # One line per matching kernel (each architecture's copy counts once): name, constant-bank-3 reads, plain LDGs.
 awk -v pattern="$pattern" '
   /Function : / { name = ($3 ~ pattern) ? $3 : ""; if (name != "" && !(name in c3)) { c3[name] = 0; ldg[name] = 0 } }
