@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -271,8 +272,45 @@ Status parse_env(EnvOptions *out, GetenvFn getenv_fn, bool nvshmem_names) {
   const char *nvshmem = getenv_fn("NVSHMEM_DISABLE_NVLS");
   options.nvshmem_disable_nvls = nvshmem != nullptr && nvshmem_style_true(nvshmem);
   options.nccl_nvls_disabled = nccl_style_nvls_disabled(getenv_fn("NCCL_NVLS_ENABLE"));
+  options.launcher = launcher_placement(getenv_fn);
   *out = options;
   return TSHMEM_SUCCESS;
+}
+
+namespace {
+
+// A launcher's count: a whole non-negative number below 2^31, else -1 (not ours to refuse).
+int launcher_count(const char *text) {
+  if (text == nullptr || *text < '0' || *text > '9') return -1;
+  char *end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text, &end, 10);
+  return errno == 0 && *end == '\0' && value <= INT32_MAX ? static_cast<int>(value) : -1;
+}
+
+}  // namespace
+
+LauncherPlacement launcher_placement(GetenvFn getenv_fn) {
+  struct Names {
+    const char *rank, *size, *local_rank, *local_size;
+  };
+  // The first launcher whose local rank is set wins; Slurm gives no per-host count (tasks may be uneven).
+  static const Names launchers[] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+      {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr},
+  };
+  LauncherPlacement out;
+  for (const Names &n : launchers) {
+    out.local_rank = launcher_count(getenv_fn(n.local_rank));
+    if (out.local_rank < 0) continue;
+    out.rank = launcher_count(getenv_fn(n.rank));
+    out.size = launcher_count(getenv_fn(n.size));
+    out.local_size = n.local_size != nullptr ? launcher_count(getenv_fn(n.local_size)) : -1;
+    if (n.local_size == nullptr && launcher_count(getenv_fn("SLURM_NNODES")) == 1) out.local_size = out.size;
+    return out;
+  }
+  return LauncherPlacement{};
 }
 
 }  // namespace tshmemi

@@ -30,6 +30,16 @@ struct EnvType<EnvKind::Bool> {
   using type = bool;
 };
 
+/// Where the launcher placed this process, from its own variables (Open MPI's OMPI_COMM_WORLD_*, MPICH's
+/// PMI_RANK/PMI_SIZE and MPI_LOCALRANKID/MPI_LOCALNRANKS, Slurm's SLURM_PROCID/NTASKS/LOCALID): known before MPI
+/// starts. -1 where the launcher does not say (or says something that is not a count).
+struct LauncherPlacement {
+  int rank = -1;
+  int size = -1;
+  int local_rank = -1;  ///< among the processes of this host
+  int local_size = -1;
+};
+
 /// Parsed options: one field per row of env_defs.h (the variable's name without TSHMEM_, lower case).
 struct EnvOptions {
 #define TSHMEM_ENV_FIELD(NAME, FIELD, KIND, DEFAULT, CATEGORY, DESCRIPTION) EnvType<EnvKind::KIND>::type FIELD{};
@@ -39,6 +49,7 @@ struct EnvOptions {
   // Foreign switches, read the owner's way (multicast goes off exactly when theirs would).
   bool nvshmem_disable_nvls = false;  ///< NVSHMEM_DISABLE_NVLS set and true by NVSHMEM's rule
   bool nccl_nvls_disabled = false;    ///< NCCL_NVLS_ENABLE set and 0 by NCCL's rule (unparseable: disabled)
+  LauncherPlacement launcher;         ///< only a prediction: the bootstrap's ranks are the truth
 
   /// The variable that forbids NVLink multicast ("TSHMEM_DISABLE_NVLS=1", ...), or nullptr.
   const char *nvls_forbidding_variable() const {
@@ -76,6 +87,7 @@ Status parse_bool(const char *name, const char *text, bool *out);
 Status parse_choice(const char *name, const char *text, const char *choices, std::string *out);
 bool nvshmem_style_true(const char *text);        ///< NVSHMEM: first char in "0NnFf" means false
 bool nccl_style_nvls_disabled(const char *text);  ///< NCCL: strtoll == 0 or unparseable means disabled
+LauncherPlacement launcher_placement(GetenvFn getenv_fn);
 
 LogLevel log_level_from(const std::string &debug);
 Status log_subsys_from(const std::string &list, unsigned *mask);

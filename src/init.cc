@@ -12,6 +12,7 @@
 #include "bootstrap/node_sync.h"
 #include "context.h"
 #include "cuda/gpu_runtime.h"
+#include "cuda/gpu_warmup.h"
 #if TSHMEM_HAVE_CUDA
 #include "cuda/module_loading.h"
 #endif
@@ -251,6 +252,12 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
   if (env_status == TSHMEM_SUCCESS &&
       (ctx.env.mem_backend == "shm" || (ctx.env.mem_backend == "auto" && !TSHMEM_HAVE_CUDA)))
     early_heap = ShmHeapReservation::start(ctx.env.symmetric_size);
+  // Where the heap will be on a GPU and tshmem starts MPI, CUDA starts on its own thread meanwhile (gpu_warmup.h).
+  std::unique_ptr<GpuWarmup> gpu_warmup;
+  if (env_status == TSHMEM_SUCCESS && TSHMEM_HAVE_CUDA && callbacks == nullptr &&
+      (flags & TSHMEMX_INIT_WITH_MPI_COMM) == 0 &&
+      (ctx.env.mem_backend == "vmm" || ctx.env.mem_backend == "ipc" || ctx.env.mem_backend == "auto"))
+    gpu_warmup = GpuWarmup::start(ctx.env);
   // Every wait of init on other PEs is bounded too, by the init bound (a step's own work, as mapping a large heap,
   // may keep a PE from the next collective for a while); a malformed environment keeps the defaults until init fails.
   WaitBounds bounds;
@@ -265,7 +272,10 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
 #if TSHMEM_HAVE_CUDA
   // Before this process's first CUDA call of init (the backend's choice asks for devices): a job over several
   // nodes loads every module when CUDA starts (cuda/module_loading.h says why).
-  if (ctx.spans_nodes) prefer_eager_module_loading();
+  if (ctx.spans_nodes) {
+    if (gpu_warmup) gpu_warmup->join();  // CUDA reads the environment while it starts: no setenv meanwhile
+    prefer_eager_module_loading();
+  }
 #endif
   if (env_status != TSHMEM_SUCCESS) {
     set_error_message(env_status, env_error);
@@ -299,6 +309,7 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
   // select_gpu is collective (a node-local allgather): it runs on every PE, and the switch after it.
   GpuChoice gpu;
   const Status gpu_selected = backend != "shm" ? select_gpu(ctx.env, boot, &gpu) : TSHMEM_SUCCESS;
+  if (gpu_warmup) gpu_warmup->settle(gpu_selected == TSHMEM_SUCCESS ? gpu.device : -1);
   ctx.cuda_device = gpu.device;
   ctx.coll_early_launch = gpu.coll_early_launch;
   TSHMEM_CHECK(run_step(boot, InitStep::kGpu, [&] { return gpu_selected; }));

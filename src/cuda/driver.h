@@ -39,6 +39,7 @@
   X(cuModuleEnumerateFunctions, 12040)             \
   X(cuFuncLoad, 12040)                             \
   X(cuDeviceGet, 2000)                             \
+  X(cuDevicePrimaryCtxGetState, 7000)              \
   X(cuDeviceGetAttribute, 2000)
 
 namespace tshmemi {

@@ -43,14 +43,10 @@ Status choose_device(const EnvOptions &env, const Bootstrap &boot, LocalGpuChoic
   TSHMEM_CHECK(visible_devices(&count));
   choice->visible = count;
   if (count == 0) return set_error(TSHMEM_ERR_CUDA, "select_gpu: PE %d sees no CUDA device", boot.rank());
-  if (env.device >= 0) {
-    if (env.device >= count)
-      return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_DEVICE=%lld: PE %d sees only %d CUDA device%s (0..%d)",
-                       static_cast<long long>(env.device), boot.rank(), count, count == 1 ? "" : "s", count - 1);
-    choice->device = static_cast<int32_t>(env.device);
-  } else {
-    choice->device = boot.local_rank() % count;
-  }
+  choice->device = device_for_local_rank(env, boot.local_rank(), count);
+  if (choice->device < 0)
+    return set_error(TSHMEM_ERR_CONFIG, "TSHMEM_DEVICE=%lld: PE %d sees only %d CUDA device%s (0..%d)",
+                     static_cast<long long>(env.device), boot.rank(), count, count == 1 ? "" : "s", count - 1);
   cudaDeviceProp prop;
   TSHMEM_CUDA_CHECK(cudaGetDeviceProperties(&prop, choice->device));
   std::memcpy(choice->uuid, prop.uuid.bytes, sizeof(choice->uuid));
@@ -74,6 +70,11 @@ Status check_not_shared(const Bootstrap &boot, const std::vector<LocalGpuChoice>
 }
 
 }  // namespace
+
+int device_for_local_rank(const EnvOptions &env, int local_rank, int visible) {
+  if (env.device >= 0) return env.device < visible ? static_cast<int>(env.device) : -1;
+  return local_rank % visible;
+}
 
 bool gpu_available() {
   int count = 0;

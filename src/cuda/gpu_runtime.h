@@ -31,6 +31,10 @@ struct GpuChoice {
   bool coll_early_launch = false;
 };
 
+/// select_gpu's rule for one PE: TSHMEM_DEVICE, else the node-local rank modulo the devices it sees; -1 when
+/// TSHMEM_DEVICE names a device beyond them.
+int device_for_local_rank(const EnvOptions &env, int local_rank, int visible);
+
 /// Collective over the node's PEs: picks this PE's GPU (TSHMEM_DEVICE, else by node-local rank), makes it
 /// current, binds the CPU near it (hwloc, unless TSHMEM_BIND=none).
 Status select_gpu(const EnvOptions &env, Bootstrap &boot, GpuChoice *out);

@@ -143,6 +143,45 @@ TEST_F(Env, MulticastSwitchesAreReadTheirOwnersWay) {
   }
 }
 
+// The launcher's placement (read before MPI starts, to start CUDA meanwhile): the first launcher that gives a
+// local rank wins; what is not a count reads as unknown, never as an error.
+TEST_F(Env, LauncherPlacementIsReadFromTheLaunchersOwnVariables) {
+  EnvOptions options;
+  ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
+  EXPECT_EQ(options.launcher.local_rank, -1);
+  EXPECT_EQ(options.launcher.size, -1);
+
+  fake_env() = {{"OMPI_COMM_WORLD_RANK", "5"},       {"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}, {"SLURM_LOCALID", "3"},        {"SLURM_PROCID", "7"}};
+  ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
+  EXPECT_EQ(options.launcher.rank, 5);
+  EXPECT_EQ(options.launcher.size, 8);
+  EXPECT_EQ(options.launcher.local_rank, 1);
+  EXPECT_EQ(options.launcher.local_size, 4);
+
+  // Slurm gives no per-host count unless the job has one node.
+  fake_env() = {{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "2"}};
+  ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
+  EXPECT_EQ(options.launcher.local_rank, 2);
+  EXPECT_EQ(options.launcher.local_size, -1);
+  fake_env()["SLURM_NNODES"] = "1";
+  ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
+  EXPECT_EQ(options.launcher.local_size, 4);
+
+  // MPICH's Hydra.
+  fake_env() = {{"PMI_RANK", "3"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}};
+  ASSERT_EQ(parse(&options), TSHMEM_SUCCESS);
+  EXPECT_EQ(options.launcher.local_rank, 1);
+  EXPECT_EQ(options.launcher.local_size, 2);
+
+  for (const char *bad : {"", "-1", "x", "1x", " 1", "99999999999"}) {
+    fake_env() = {{"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", bad}};
+    ASSERT_EQ(parse(&options), TSHMEM_SUCCESS) << "OMPI_COMM_WORLD_SIZE=" << bad;
+    EXPECT_EQ(options.launcher.size, -1) << "OMPI_COMM_WORLD_SIZE=" << bad;
+    EXPECT_EQ(options.launcher.local_rank, 0);
+  }
+}
+
 TEST_F(Env, TableListsEveryVariableOnceWithADescription) {
   std::map<std::string, int> seen;
   for (const EnvVarInfo &row : env_table()) {
