@@ -251,11 +251,13 @@ class MpiBootstrap final : public Bootstrap {
   static constexpr size_t kHostFields = 4;  ///< what each PE tells its host at init: PE, node size, process stamp
 
   // MPI_Finalize (tshmem started MPI) waits in Open MPI's launcher fence for every process of the job: for a dead one,
-  // possibly for ever (whether the launcher counts it as gone is a race). A PE of this host whose process is gone
-  // before this one enters MPI_Finalize died (or left without MPI_Finalize): no fence can complete without this
-  // process. It is named, and MPI is left unfinalized. Otherwise MPI_Finalize runs, watched (FinalizeWatch).
+  // possibly for ever (whether the launcher counts it as gone is a race). In the failed state, a PE of this host whose
+  // process is gone before this one enters MPI_Finalize died (or left without MPI_Finalize): no fence can complete
+  // without this process. It is named, and MPI is left unfinalized. Otherwise MPI_Finalize runs, watched
+  // (FinalizeWatch). A healthy finalize never skips it: an MPI without a fence at MPI_Finalize may let a PE leave
+  // first.
   void finalize_mpi() {
-    const std::vector<int> dead = liveness_.gone();
+    const std::vector<int> dead = failed() ? liveness_.gone() : std::vector<int>();
     if (!dead.empty()) {
       TSHMEMI_LOG(kWarn, kLogBoot,
                   "tshmem_finalize: MPI, which tshmem_init started, is left unfinalized: %s ended before this PE "
