@@ -64,7 +64,16 @@ typedef enum tshmem_status {
  */
 TSHMEM_API int tshmem_init(void);
 
-/** Undoes tshmem_init. Collective. Safe to call when not initialised (then it does nothing). */
+/**
+ * Undoes tshmem_init. Collective. Safe to call when not initialised (then it does nothing).
+ * Bounded when a PE stopped or died: in the failed state (an earlier call passed TSHMEM_PROXY_TIMEOUT_MS) it waits
+ * for no other PE and says so in tshmemx_last_error(). When tshmem_init started MPI, it then calls MPI_Finalize,
+ * which waits for every process of the job: in the failed state, a PE of this host known to have died (its process
+ * ended before this PE got there) is named in a warning and MPI is left unfinalized instead; a PE of this host that
+ * dies while MPI_Finalize waits ends this process one TSHMEM_PROXY_TIMEOUT_MS later, with a message naming it and
+ * exit status 1. When the application started MPI, MPI_Finalize is the application's (docs/design.md, "MPI_Finalize
+ * and a dead PE").
+ */
 TSHMEM_API void tshmem_finalize(void);
 
 /**

@@ -4,11 +4,18 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/mpi_status.h"
+#include "bootstrap/peer_liveness.h"
 
 namespace tshmemi {
 
@@ -38,6 +45,65 @@ int to_tshmem_level(int mpi_level) {
   return TSHMEM_THREAD_SINGLE;
 }
 
+// Watches MPI_Finalize from a thread of its own while the caller is in it. A PE of this host that is gone while it
+// waits may have passed the fence and exited normally, or died before it: MPI_Finalize gets one bound
+// (TSHMEM_PROXY_TIMEOUT_MS) after the PE is seen gone, then this process exits with a message naming it
+// (MPI_Finalize cannot be left otherwise). A wait past TSHMEM_WAIT_WARN_MS is reported once.
+class FinalizeWatch {
+ public:
+  FinalizeWatch(const PeerLiveness &liveness, const WaitBounds &bounds)
+      : thread_([this, &liveness, bounds] { watch(liveness, bounds); }) {}
+  ~FinalizeWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  FinalizeWatch(const FinalizeWatch &) = delete;
+  FinalizeWatch &operator=(const FinalizeWatch &) = delete;
+
+ private:
+  void watch(const PeerLiveness &liveness, const WaitBounds &bounds) {
+    using Clock = std::chrono::steady_clock;
+    const auto ms_since = [](Clock::time_point since) {
+      return static_cast<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count());
+    };
+    const Clock::time_point start = Clock::now();
+    Clock::time_point seen_gone;
+    std::vector<int> dead;
+    bool warned = bounds.warn_ms <= 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return done_; })) {
+      if (dead.empty() && !(dead = liveness.gone()).empty()) seen_gone = Clock::now();
+      if (!dead.empty() && ms_since(seen_gone) >= bounds.timeout_ms) {
+        TSHMEMI_LOG(kWarn, kLogBoot,
+                    "tshmem_finalize: %s ended while MPI_Finalize waited, which has not returned %lld ms later "
+                    "(TSHMEM_PROXY_TIMEOUT_MS): it waits in the launcher's fence for a process that died, which it "
+                    "would do for ever; this process exits now, with status 1",
+                    name_pes(dead).c_str(), ms_since(seen_gone));
+        std::fflush(stdout);
+        std::_Exit(1);
+      }
+      if (!warned && ms_since(start) >= bounds.warn_ms) {
+        warned = true;
+        TSHMEMI_LOG(kWarn, kLogBoot,
+                    "tshmem_finalize: MPI_Finalize has waited %lld ms for every process of the job (the launcher's "
+                    "fence); a PE that stopped, or one on another node, is waited for (this note comes after "
+                    "TSHMEM_WAIT_WARN_MS)",
+                    ms_since(start));
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;  // last: it starts once the members above exist
+};
+
 class MpiBootstrap final : public Bootstrap {
  public:
   ~MpiBootstrap() override {
@@ -51,7 +117,7 @@ class MpiBootstrap final : public Bootstrap {
     }
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (initialised_by_tshmem_ && !finalized) MPI_Finalize();
+    if (initialised_by_tshmem_ && !finalized) finalize_mpi();
   }
 
   Status init(const void *user_comm, int node_size) {
@@ -91,11 +157,17 @@ class MpiBootstrap final : public Bootstrap {
     int host_size = 0, host_rank = 0;
     TSHMEMI_MPI_CHECK(MPI_Comm_size(local_comm_, &host_size));
     TSHMEMI_MPI_CHECK(MPI_Comm_rank(local_comm_, &host_rank));
-    const int mine[2] = {rank_, node_size};
-    std::vector<int> host(2 * static_cast<size_t>(host_size));
+    // With each PE's process stamp: finalize learns from the kernel which PEs of this host have died.
+    const ProcessStamp stamp = own_process_stamp();
+    const int64_t mine[kHostFields] = {rank_, node_size, stamp.pid, stamp.start_ticks};
+    std::vector<int64_t> host(kHostFields * static_cast<size_t>(host_size));
     TSHMEM_CHECK(gather(mine, host.data(), sizeof(mine), local_comm_, "every PE of this host to start tshmem_init"));
     bool split = false;
-    for (int i = 0; i < host_size; ++i) split = split || host[2 * static_cast<size_t>(i) + 1] > 0;
+    for (int i = 0; i < host_size; ++i) {
+      const int64_t *peer = &host[kHostFields * static_cast<size_t>(i)];
+      split = split || peer[1] > 0;
+      if (peer[0] != rank_) liveness_.watch(static_cast<int>(peer[0]), {peer[2], peer[3]});
+    }
     if (split) {
       MPI_Comm group = MPI_COMM_NULL;
       TSHMEMI_MPI_CHECK(MPI_Comm_split(local_comm_, node_size > 0 ? host_rank / node_size : 0, host_rank, &group));
@@ -109,7 +181,8 @@ class MpiBootstrap final : public Bootstrap {
     if (split) {
       TSHMEM_CHECK(gather(&rank_, local_pes_.data(), sizeof(int), local_comm_, "every PE of this node to start"));
     } else {
-      for (int i = 0; i < host_size; ++i) local_pes_[static_cast<size_t>(i)] = host[2 * static_cast<size_t>(i)];
+      for (int i = 0; i < host_size; ++i)
+        local_pes_[static_cast<size_t>(i)] = static_cast<int>(host[kHostFields * static_cast<size_t>(i)]);
     }
     // Node number: the lowest PE on the node names it; then renumber densely.
     const int leader = *std::min_element(local_pes_.begin(), local_pes_.end());
@@ -175,6 +248,29 @@ class MpiBootstrap final : public Bootstrap {
   }
 
  private:
+  static constexpr size_t kHostFields = 4;  ///< what each PE tells its host at init: PE, node size, process stamp
+
+  // MPI_Finalize (tshmem started MPI) waits in Open MPI's launcher fence for every process of the job: for a dead one,
+  // possibly for ever (whether the launcher counts it as gone is a race). In the failed state, a PE of this host whose
+  // process is gone before this one enters MPI_Finalize died (or left without MPI_Finalize): no fence can complete
+  // without this process. It is named, and MPI is left unfinalized. Otherwise MPI_Finalize runs, watched
+  // (FinalizeWatch). A healthy finalize never skips it: an MPI without a fence at MPI_Finalize may let a PE leave
+  // first.
+  void finalize_mpi() {
+    const std::vector<int> dead = failed() ? liveness_.gone() : std::vector<int>();
+    if (!dead.empty()) {
+      TSHMEMI_LOG(kWarn, kLogBoot,
+                  "tshmem_finalize: MPI, which tshmem_init started, is left unfinalized: %s ended before this PE "
+                  "reached MPI_Finalize (killed, or left without MPI_Finalize), and MPI_Finalize would wait for it "
+                  "in the launcher's fence for ever; the launcher may report this process as exiting without "
+                  "MPI_Finalize",
+                  name_pes(dead).c_str());
+      return;
+    }
+    FinalizeWatch watch(liveness_, bounds_);
+    MPI_Finalize();
+  }
+
   // An MPI error starting a collective: the PEs' collectives are out of step from here on.
   Status started(const char *call, int code) {
     if (code == MPI_SUCCESS) return TSHMEM_SUCCESS;
@@ -220,6 +316,7 @@ class MpiBootstrap final : public Bootstrap {
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm local_comm_ = MPI_COMM_NULL;
   std::vector<std::unique_ptr<char[]>> abandoned_;  ///< buffers of collectives given up on (failed state)
+  PeerLiveness liveness_;                           ///< the other PEs of this host
 };
 
 }  // namespace

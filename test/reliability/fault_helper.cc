@@ -5,7 +5,12 @@
 //   stop-barrier-one-node  the same with both PEs on one node (the shared-memory rendezvous)
 //   stop-finalize      PE 1 stops after PE 0 put to it; PE 0's finalize (its quiet, then its rendezvous) ends within
 //                      one bound and a second
-//   kill-barrier       3 PEs; PE 2 dies (SIGKILL) while PEs 0 and 1 are in barrier_all (the launcher keeps the job)
+//   kill-barrier       3 PEs; PE 2 dies (SIGKILL) while PEs 0 and 1 are in barrier_all (the launcher keeps the job);
+//                      then finalize ends within the bound and a second on every live PE (tshmem started MPI: it
+//                      leaves MPI unfinalized, naming the dead PE, as MPI_Finalize would wait for it)
+//   kill-barrier-np2, kill-barrier-np4  the same on 2 and 4 PEs (the last one dies)
+//   kill-barrier-app-mpi  the same on 3 PEs with MPI started by the application: tshmem_finalize is as bounded;
+//                      MPI_Finalize is the application's, which leaves it (a PE died) as tshmem would
 //   truncate-finalize  PE 0 sends PE 1's proxy a message larger than its buffers (MPI_ERR_TRUNCATE there); both
 //                      finalize and the job exits 0
 //   reserved-put       PE 0 posts kernel-style requests (the device channel) that write PE 1's reserved region:
@@ -65,7 +70,8 @@ int barrier_all_status() {
 
 int main(int argc, char **argv) {
   const std::string which = argc > 1 ? argv[1] : "";
-  const bool application_mpi = which.rfind("stop-", 0) == 0;
+  const bool application_mpi = which.rfind("stop-", 0) == 0 || which == "kill-barrier-app-mpi";
+  const bool kill_barrier = which.rfind("kill-barrier", 0) == 0;
   if (application_mpi) {
     int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -127,9 +133,9 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  if (which == "kill-barrier") {
+  if (kill_barrier) {
     MPI_Barrier(MPI_COMM_WORLD);
-    if (me == 2) raise(SIGKILL);
+    if (me == tshmem_n_pes() - 1) raise(SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const Clock::time_point start = Clock::now();
     const int rc = barrier_all_status();
@@ -214,8 +220,21 @@ int main(int argc, char **argv) {
   }
 
   tshmemx_clear_last_error();
+  const Clock::time_point start = Clock::now();
   tshmem_finalize();
+  const double ms = ms_since(start);
+  if (kill_barrier) {
+    // The failed state: the teardown waits for no other PE, and MPI_Finalize, which would wait for the dead one, is
+    // left (tshmem started MPI; the warning names the PE) or is the application's.
+    const std::string message = tshmemx_last_error();
+    result(which, me,
+           tshmem_my_pe() == -1 && ms <= static_cast<double>(bound_ms() + 1000) &&
+               has(message, "tears down without waiting"),
+           "finalize after " + std::to_string(static_cast<int>(ms)) + " ms: " + message);
+  }
   std::printf("PE %d finalized (%s)\n", me, tshmemx_last_error());
   std::fflush(stdout);
+  // The application knows that a PE died (its barrier failed): MPI_Finalize would wait for that PE, so it leaves it.
+  if (application_mpi) std::_Exit(0);
   return 0;
 }

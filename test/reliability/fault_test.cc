@@ -23,7 +23,7 @@ std::string backend_of(const std::string &which) {
 // Runs the case on `np` PEs; every PE in `live` must print "RESULT <case> PE <n>: PASS" lines only, and finalize.
 std::string run_case(const std::string &which, int np, std::vector<int> live,
                      std::vector<std::string> launcher_args = {}, bool exit_zero = true,
-                     const std::string &extra_env = "TSHMEM_PROXY_RING=1024") {
+                     const std::string &extra_env = "TSHMEM_PROXY_RING=1024", int limit_s = 90) {
   std::vector<std::string> env = {"TSHMEM_MEM_BACKEND=" + backend_of(which),
                                   "TSHMEM_DEBUG_NODE_SIZE=1",
                                   "TSHMEM_DISABLE_NVLS=1",
@@ -36,7 +36,7 @@ std::string run_case(const std::string &which, int np, std::vector<int> live,
   argv.insert(argv.end(), launcher_args.begin(), launcher_args.end());
   argv.push_back(TSHMEM_CHILD_HELPER);
   argv.push_back(which);
-  const tshmem_test::ChildResult r = tshmem_test::run_child(argv, 90, env);
+  const tshmem_test::ChildResult r = tshmem_test::run_child(argv, limit_s, env);
   EXPECT_FALSE(r.timed_out) << "the job hung:\n" << r.output;
   EXPECT_EQ(r.output.find(": FAIL"), std::string::npos) << r.output;
   for (int pe : live) {
@@ -74,10 +74,20 @@ TEST(Fault, EndsWithinTheBoundOnEveryLivePe) {
     EXPECT_TRUE(node_sync || (backend_of(which) != "shm" && mpi)) << out;
   } else if (which == "stop-finalize") {
     run_case(which, 2, {0});
-  } else if (which == "kill-barrier") {
+  } else if (which.rfind("kill-barrier", 0) == 0) {
     // The launcher keeps the job when a process dies (Open MPI 4.1: orte_enable_recovery); its exit code then
-    // reports the death.
-    run_case(which, 3, {0, 1}, {"--mca", "orte_enable_recovery", "1"}, false);
+    // reports the death. Each live PE checks that its finalize ended within the bound and a second; the job's limit
+    // (30 s: it ends in about 10) turns a finalize that waits for the dead PE into a failure soon.
+    const int np = which == "kill-barrier-np2" ? 2 : which == "kill-barrier-np4" ? 4 : 3;
+    std::vector<int> live;
+    for (int pe = 0; pe + 1 < np; ++pe) live.push_back(pe);
+    const std::string out =
+        run_case(which, np, live, {"--mca", "orte_enable_recovery", "1"}, false, "TSHMEM_PROXY_RING=1024", 30);
+    if (which != "kill-barrier-app-mpi") {
+      // tshmem started MPI and leaves it unfinalized, naming the dead PE (MPI_Finalize would wait for it).
+      const std::string dead = "left unfinalized: PE " + std::to_string(np - 1) + " ended before";
+      EXPECT_NE(out.find(dead), std::string::npos) << out;
+    }
   } else if (which == "truncate-finalize") {
     // Chunks of 256 bytes: the oversized message (2 KiB) is still an eager one. A truncated message past MPI's eager
     // limit is copied whole by Open MPI 4.1's single-copy and tcp paths, over the end of the receive buffer.

@@ -26,22 +26,27 @@ Status ucx_error(const char *call, ucs_status_t status) {
 }
 
 Worker::~Worker() {
-  // Endpoints close without waiting for peers (ucp_ep_close_nbx, force: a peer may be gone); then the rest.
+  // Endpoints close without waiting for peers (ucp_ep_close_nbx, force: a peer may be gone or stopped). Every close
+  // is posted first; their requests then get one second in all, however many peers there are; then the rest, which
+  // waits for no peer.
   for (ucp_rkey_h &rkey : rkeys_)
     if (rkey != nullptr) ucp_rkey_destroy(rkey);
+  std::vector<ucs_status_ptr_t> closing;
   for (ucp_ep_h &ep : eps_) {
     if (ep == nullptr) continue;
     ucp_request_param_t param = {};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_EP_CLOSE_FLAG_FORCE;
     ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
-    if (UCS_PTR_IS_PTR(request)) {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-      while (ucp_request_check_status(request) == UCS_INPROGRESS && std::chrono::steady_clock::now() < until)
-        ucp_worker_progress(worker_);
-      ucp_request_free(request);
-    }
+    if (UCS_PTR_IS_PTR(request)) closing.push_back(request);
   }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  const auto in_progress = [&closing] {
+    return std::any_of(closing.begin(), closing.end(),
+                       [](ucs_status_ptr_t r) { return ucp_request_check_status(r) == UCS_INPROGRESS; });
+  };
+  while (in_progress() && std::chrono::steady_clock::now() < until) ucp_worker_progress(worker_);
+  for (ucs_status_ptr_t request : closing) ucp_request_free(request);
   if (memh_ != nullptr) ucp_mem_unmap(context_, memh_);
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
