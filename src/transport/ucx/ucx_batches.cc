@@ -18,6 +18,7 @@ Batches::Batches(Messenger &messenger, int n_pes, int my_pe, size_t limit)
       since_(static_cast<size_t>(n_pes)),
       shown_(static_cast<size_t>(n_pes)),
       owed_(static_cast<size_t>(n_pes), 0),
+      arrived_(static_cast<size_t>(n_pes), 0),
       acks_(new Ack[static_cast<size_t>(n_pes)]),
       n_pes_(n_pes) {
   for (int i = kBuffers - 1; i >= 0; --i) {
@@ -98,14 +99,18 @@ void Batches::acknowledged(int pe, uint64_t count) {
 
 void Batches::applied(int source) {
   if (owed_[static_cast<size_t>(source)]++ == 0) owing_.push_back(source);
+  arrived_[static_cast<size_t>(source)] = 1;
 }
 
 Status Batches::send_acks() {
   for (size_t i = 0; i < owing_.size();) {
     const int pe = owing_[i];
-    Ack &a = acks_[static_cast<size_t>(pe)];
+    const size_t p = static_cast<size_t>(pe);
+    const bool streaming = arrived_[p] != 0 && owed_[p] < static_cast<uint64_t>(kAckEvery);
+    arrived_[p] = 0;
+    Ack &a = acks_[p];
     bool done = false;
-    TSHMEM_CHECK(msg_.test(&a.request, &done));
+    if (!streaming) TSHMEM_CHECK(msg_.test(&a.request, &done));
     if (!done) {
       ++i;
       continue;

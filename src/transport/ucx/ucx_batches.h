@@ -30,6 +30,9 @@ class Batches {
  public:
   /// Batches sent to one PE that it has not acknowledged yet, at most.
   static constexpr int kUnackedBatches = 8;
+  /// A target acknowledges a PE's batches once this many are owed, or at the first pass that brought none of them
+  /// (the stream paused: the origin may be waiting): a stream of batches costs one acknowledgement per kAckEvery.
+  static constexpr int kAckEvery = kUnackedBatches / 2;
   /// Send buffers of wire::Message::batch_limit bytes, shared by all PEs.
   static constexpr int kBuffers = 16;
 
@@ -60,9 +63,10 @@ class Batches {
 
   // --- target (the proxy thread) ---
 
-  /// A batch from `source` was handled: acknowledged by the next send_acks().
+  /// A batch from `source` was handled: acknowledged by send_acks() (kAckEvery).
   void applied(int source);
-  /// Sends the acknowledgements owed to each PE whose slot is free (the rest go on a later pass).
+  /// Once per pass, after what arrived was applied: sends the acknowledgements due (kAckEvery) to each PE whose slot
+  /// is free (the rest go on a later pass).
   Status send_acks();
 
   /// Frees the buffers of sends that have completed.
@@ -101,6 +105,7 @@ class Batches {
   std::vector<std::atomic<uint32_t>> shown_;  ///< per PE: unacked_, for waiting_on() on any thread
   std::atomic<uint64_t> outstanding_{0};      ///< batches open or unacknowledged, all PEs
   std::vector<uint64_t> owed_;                ///< per PE: batches handled, not acknowledged yet
+  std::vector<uint8_t> arrived_;              ///< per PE: a batch of it was handled in this pass
   std::vector<int> owing_;                    ///< PEs owed an acknowledgement
   std::unique_ptr<Ack[]> acks_;               ///< per PE
   int n_pes_;
