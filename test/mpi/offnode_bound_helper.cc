@@ -4,7 +4,7 @@
 // after the bound (stopped_peer.h), so that the job can end either way; then both PEs finalise (the path has
 // stopped on both: finalize tears down without draining, and MPI is finalised).
 // PE 0 prints "RESULT <case>: PASS ..." or "RESULT <case>: FAIL ...", and every PE "PE <n> finalized" at the end.
-//   offnode_bound_helper putmem|getmem|quiet|barrier|finalize|dead-proxy
+//   offnode_bound_helper putmem|getmem|quiet|device-p|barrier|finalize|dead-proxy
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "stopped_peer.h"
+#include "tshmem/device/proxy_types.h"
 #include "tshmem/tshmem.h"
 #include "tshmem/tshmemx.h"
 
@@ -46,6 +47,23 @@ int call_needing_pe1(const std::string &which, long *word) {
   if (which == "quiet") {
     const int rc = tshmem_putmem(word, &value, sizeof value, 1);
     if (rc != 0) return rc;
+    tshmem_quiet();
+    return tshmemx_last_error_code();
+  }
+  if (which == "device-p") {  // a kernel's p's (posted to the device channel), then a quiet: none is acknowledged
+    tshmemi_proxy_channel *channel = tshmemi_proxy_device_channel();
+    if (channel == nullptr) return -2;
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_PUT;
+    r.flags = TSHMEMI_PROXY_FLAG_INLINE;
+    r.pe = 1;
+    r.bytes = sizeof(long);
+    for (int i = 0; i < 200; ++i) {
+      r.remote =
+          static_cast<uint64_t>(reinterpret_cast<char *>(word + i % 64) - static_cast<char *>(tshmemx_heap_base()));
+      r.value = static_cast<uint64_t>(i);
+      tshmemi_proxy_post(channel, &r);
+    }
     tshmem_quiet();
     return tshmemx_last_error_code();
   }

@@ -41,6 +41,8 @@ TEST(OffNodeBound, PutmemToAStoppedPeEndsWhenCreditsAndTheRingRunOut) {
 }
 TEST(OffNodeBound, GetmemFromAStoppedPeEnds) { expect_case("getmem"); }
 TEST(OffNodeBound, QuietWithAStoppedPeEnds) { expect_case("quiet"); }
+// A kernel's p's to the stopped PE (over UCX: batches it never acknowledges), then a host quiet.
+TEST(OffNodeBound, QuietAfterDeviceChannelPsToAStoppedPeEnds) { expect_case("device-p"); }
 TEST(OffNodeBound, BarrierAllWithAStoppedPeEnds) { expect_case("barrier"); }
 TEST(OffNodeBound, FinalizeWithAStoppedPeTearsDown) { expect_case("finalize"); }
 // After one call gave up, 3000 more fail at once (never spinning on a full channel), and the stopped PE's proxy

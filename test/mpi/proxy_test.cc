@@ -380,6 +380,136 @@ TEST_F(ProxyTest, SignalIsSeenOnlyAfterItsData) {
   tshmem_free(block);
 }
 
+// A kernel's many small puts, then a signal: the transports pack consecutive small requests to one PE into one
+// message (a batch), several batches here, each applied at the target in one step. Whichever way the signal
+// travels (SET: a record of the batch; ADD: a UCX atomic once the batches are applied), a target that sees it sees
+// every byte before it: p's to distinct words, small puts of 1 .. 300 bytes, round after round. The puts' sources
+// lie in the heap, as a kernel's do (host memory here: the CPU copies them into a batch).
+TEST_F(ProxyTest, ManySmallPutsThenASignalShowEveryByteFirst) {
+  start();
+  constexpr size_t kWords = 700, kBlock = 300;
+  auto *words = static_cast<uint64_t *>(tshmem_calloc(kWords, sizeof(uint64_t)));
+  auto *block = static_cast<uint8_t *>(tshmem_calloc(kBlock * kBlock, 1));
+  auto *signal = static_cast<uint64_t *>(tshmem_calloc(2, sizeof(uint64_t)));
+  auto *data = static_cast<uint8_t *>(tshmem_calloc(kBlock * kBlock, 1));
+  ASSERT_NE(words, nullptr);
+  ASSERT_NE(block, nullptr);
+  ASSERT_NE(signal, nullptr);
+  ASSERT_NE(data, nullptr);
+  const int target = other_node(), source = (me_ - node_size_ + n_) % n_;
+  tshmemi_proxy_request p = {};
+  p.op = TSHMEMI_PROXY_PUT;
+  p.flags = TSHMEMI_PROXY_FLAG_INLINE;
+  p.pe = target;
+  p.bytes = 8;
+  auto word_value = [](int pe, uint64_t round, size_t i) { return (round << 40) | (uint64_t(pe) << 20) | i; };
+  for (uint64_t round = 1; round <= 4; ++round) {
+    for (size_t i = 0; i < kBlock * kBlock; ++i) data[i] = pattern(me_, i, static_cast<size_t>(round));
+    for (size_t i = 0; i < kWords; ++i) {
+      p.remote = offset_of(words + i);
+      p.value = word_value(me_, round, i);
+      post(p);
+      if (i < kBlock) put(block + i * kBlock, data + i * kBlock, i + 1, target);  // 1 .. 300 bytes
+    }
+    const bool add = round % 2 == 0;
+    tshmemi_proxy_request s = {};
+    s.op = TSHMEMI_PROXY_SIGNAL;
+    s.amo = add ? TSHMEMI_PROXY_SIGNAL_ADD : TSHMEMI_PROXY_SIGNAL_SET;
+    s.pe = target;
+    s.remote = offset_of(add ? signal + 1 : signal);
+    s.value = add ? 1 : round;
+    post(s);
+    ASSERT_TRUE(wait_until(add ? signal + 1 : signal, add ? round / 2 : round)) << "round " << round << ": no signal";
+    size_t bad_word = kWords, bad_byte = 0, bad_block = kBlock;
+    for (size_t i = 0; i < kWords && bad_word == kWords; ++i)
+      if (__atomic_load_n(words + i, __ATOMIC_ACQUIRE) != word_value(source, round, i)) bad_word = i;
+    for (size_t i = 0; i < kBlock && bad_block == kBlock; ++i)
+      for (size_t b = 0; b <= i; ++b)
+        if (block[i * kBlock + b] != pattern(source, i * kBlock + b, static_cast<size_t>(round))) {
+          bad_block = i;
+          bad_byte = b;
+          break;
+        }
+    EXPECT_EQ(bad_word, kWords) << "round " << round << ": signal seen before the p to word " << bad_word;
+    EXPECT_EQ(bad_block, kBlock) << "round " << round << ": signal seen before byte " << bad_byte << " of put "
+                                 << bad_block;
+    quiet();
+    MPI_Barrier(MPI_COMM_WORLD);  // every PE has read this round before the next overwrites it
+  }
+  tshmem_barrier_all();
+  tshmem_free(data);
+  tshmem_free(signal);
+  tshmem_free(block);
+  tshmem_free(words);
+}
+
+// Batches that fill their message: records of every size up to the largest that joins a batch (2 KiB) to one
+// range, so batches end full at every offset, more of them in flight than a target acknowledges at once, mixed
+// with puts just above the batch size (one message or one-sided operation each) and a fence, a g and an atomic
+// (which wait for the batches before them). The range ends as if every request had applied one by one.
+TEST_F(ProxyTest, BatchesFilledToTheBrimApplyInOrder) {
+  start();
+  constexpr size_t kBytes = 8192;
+  auto *region = static_cast<uint8_t *>(tshmem_calloc(kBytes, 1));
+  auto *counter = static_cast<uint64_t *>(tshmem_calloc(1, sizeof(uint64_t)));
+  ASSERT_NE(region, nullptr);
+  ASSERT_NE(counter, nullptr);
+  struct Op {
+    size_t offset;
+    std::vector<uint8_t> data;
+  };
+  auto sequence = [&](int origin) {
+    std::vector<Op> ops;
+    size_t salt = 0, offset = 0;
+    for (size_t bytes : {1, 7, 8, 9, 63, 2000, 2047, 2048, 2049, 4100, 24, 1024, 3, 2048, 2048, 2048, 5, 16}) {
+      for (int again = 0; again < 6; ++again) {
+        offset = (offset * 7 + 13 + bytes) % (kBytes - bytes);
+        Op op{offset, std::vector<uint8_t>(bytes)};
+        ++salt;
+        for (size_t i = 0; i < bytes; ++i) op.data[i] = pattern(origin, i, salt);
+        ops.push_back(std::move(op));
+      }
+    }
+    return ops;
+  };
+  const int target = other_node();
+  const std::vector<Op> mine = sequence(me_);
+  size_t total = 0;
+  for (const Op &op : mine) total += op.data.size();
+  auto *sources = static_cast<uint8_t *>(tshmem_malloc(total));  // in the heap, as a kernel's sources are
+  ASSERT_NE(sources, nullptr);
+  uint64_t fetched = ~0ull;
+  for (size_t k = 0, at = 0; k < mine.size(); at += mine[k].data.size(), ++k) {
+    std::memcpy(sources + at, mine[k].data.data(), mine[k].data.size());
+    put(region + mine[k].offset, sources + at, mine[k].data.size(), target);
+    if (k == mine.size() / 3) fence();
+    if (k == mine.size() / 2) amo(counter, TSHMEMI_AMO_FETCH_ADD, 8, 1, 0, &fetched, target);
+  }
+  // A g of 8 bytes the last put wrote: it reads them (the operations to one PE apply in order).
+  const Op &last = mine.back();
+  uint64_t read_back = 0;
+  get(&read_back, region + last.offset, 8, target);
+  quiet();
+  uint64_t wanted = 0;
+  std::memcpy(&wanted, last.data.data(), 8);
+  EXPECT_EQ(read_back, wanted) << "a get after the puts to one PE reads what they wrote";
+  EXPECT_EQ(fetched, 0u) << "the atomic among the batches returned its old value";
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int origin = (me_ - node_size_ + n_) % n_;
+  std::vector<uint8_t> expected(kBytes, 0);
+  for (const Op &op : sequence(origin)) std::memcpy(expected.data() + op.offset, op.data.data(), op.data.size());
+  size_t bad = kBytes;
+  for (size_t i = 0; i < kBytes && bad == kBytes; ++i)
+    if (region[i] != expected[i]) bad = i;
+  EXPECT_EQ(bad, kBytes) << "byte " << bad << " differs from the requests applied in order (origin PE " << origin
+                         << ")";
+  EXPECT_EQ(*counter, 1u) << "one atomic from the PE one node back";
+  tshmem_barrier_all();
+  tshmem_free(sources);
+  tshmem_free(counter);
+  tshmem_free(region);
+}
+
 TEST_F(ProxyTest, FenceOrdersABlockBeforeItsFlag) {
   start();
   const size_t bytes = 300 * 1024 + 5;

@@ -4,7 +4,11 @@
 // ucp_worker_flush_nbx. The proxy thread issues the device channel's requests and progresses the worker (UCX's
 // emulated one-sided operations, over transports without RDMA, need the target's worker progressed: its proxy thread
 // does that); host calls issue on their own thread and wait there (HostRma).
-// Control messages (the stop notice, and what a broken peer might send) travel as tagged messages.
+// On a host-memory heap the proxy thread's small puts and SET signals travel in batches instead (ucx_batches.h: one
+// tagged message per PE and pass, applied by the target's proxy thread with the CPU); a GPU heap (GPUDirect) keeps
+// every operation one-sided.
+// Control messages (the stop notice, batch acknowledgements, and what a broken peer might send) travel as tagged
+// messages.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -12,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "transport/ucx/ucx_batches.h"
 #include "transport/ucx/ucx_parts.h"
 #include "transport/wire.h"
 
@@ -23,8 +28,8 @@ using Clock = std::chrono::steady_clock;
 
 /// Operations of the proxy thread in flight at once (each holds a slot for its operand and fetched value).
 constexpr size_t kSlots = 1024;
-/// Receives posted for control messages.
-constexpr int kControlReceives = 2;
+/// Receives posted for control messages and batches (handled in the order posted: the order UCX matches them).
+constexpr int kControlReceives = 4;
 
 /// An operation of the proxy thread that UCX has not completed yet.
 struct InFlight {
@@ -55,10 +60,17 @@ class Direct final : public Transport, public HostRma {
         path_(std::move(path)),
         bound_(in.timeout_ms),
         capacity_(wire::message_capacity(in.chunk_bytes)),
+        heap_(in.heap),
+        heap_bytes_(in.heap_bytes),
         slots_(kSlots),
         awaiting_(static_cast<size_t>(worker_->n_pes())),
+        one_sided_(static_cast<size_t>(worker_->n_pes()), 0),
+        flushing_pe_(static_cast<size_t>(worker_->n_pes()), 0),
         notices_(static_cast<size_t>(worker_->n_pes())) {
     for (size_t i = kSlots; i > 0; --i) free_slots_.push_back(i - 1);
+    if (!in.heap_on_gpu)
+      batches_ = std::make_unique<Batches>(*messenger_, worker_->n_pes(), worker_->my_pe(),
+                                           wire::Message::batch_limit(capacity_));
   }
 
   ~Direct() override {
@@ -67,6 +79,7 @@ class Direct final : public Transport, public HostRma {
     if (UCS_PTR_IS_PTR(flush_)) ucp_request_free(flush_);
     close();
     for (Control &n : notices_) messenger_->release(&n.request);
+    batches_.reset();    // before the messenger it sends with
     messenger_.reset();  // before the worker it runs on
   }
 
@@ -85,6 +98,10 @@ class Direct final : public Transport, public HostRma {
   Status put(const PutOp &op, uint64_t *done) override {
     if (*done >= op.bytes) return TSHMEM_SUCCESS;
     const void *src = static_cast<const char *>(op.src) + *done;
+    if (batchable(op, *done)) return put_batched(op, done);
+    bool ready = false;
+    TSHMEM_CHECK(one_sided_ready(op.pe, &ready));
+    if (!ready) return TSHMEM_SUCCESS;
     size_t slot = SIZE_MAX;
     if (op.immediate) {  // the request's inline value: copied, as the request's slot is reused once taken
       if (free_slots_.empty()) return TSHMEM_SUCCESS;
@@ -103,6 +120,9 @@ class Direct final : public Transport, public HostRma {
 
   Status get(const GetOp &op, uint64_t *done) override {
     if (*done >= op.bytes) return TSHMEM_SUCCESS;
+    bool ready = false;
+    TSHMEM_CHECK(one_sided_ready(op.pe, &ready));
+    if (!ready) return TSHMEM_SUCCESS;
     TSHMEM_CHECK(order());
     ucp_request_param_t param = {};
     const ucs_status_ptr_t r =
@@ -136,6 +156,9 @@ class Direct final : public Transport, public HostRma {
         break;
       default: return set_error(TSHMEM_ERR_INTERNAL, "ucx: atomic kind %u is not one the proxy issues", op.kind);
     }
+    bool ready = false;
+    TSHMEM_CHECK(one_sided_ready(op.pe, &ready));
+    if (!ready) return TSHMEM_SUCCESS;
     TSHMEM_CHECK(order());
     const size_t slot = take_slot();
     Slot &s = slots_[slot];
@@ -153,10 +176,26 @@ class Direct final : public Transport, public HostRma {
     return TSHMEM_SUCCESS;
   }
 
-  // After the data (a fence), the word: SET a put of the value, ADD an atomic add.
+  // After the data (a fence), the word: SET a put of the value, ADD an atomic add. With batches, a SET is a record
+  // of the batch (after the data in it, or after the one-sided data complete there); an ADD stays a UCX atomic, so
+  // that every atomic on a word is UCX's (a network's atomics need not be atomic with the target CPU's).
   Status signal(const SignalOp &op, bool *issued) override {
     *issued = false;
+    if (batches_ && op.kind == TSHMEMI_AMO_SET) {
+      bool ready = false;
+      TSHMEM_CHECK(batch_ready(op.pe, &ready));
+      char *at = nullptr;
+      if (ready) TSHMEM_CHECK(batches_->open_record(op.pe, wire::kHeader, &at));
+      if (at == nullptr) return TSHMEM_SUCCESS;
+      wire::write(at, wire::signal(op.offset, op.kind, op.value));
+      worked_ = true;
+      *issued = true;
+      return TSHMEM_SUCCESS;
+    }
     if (free_slots_.empty()) return TSHMEM_SUCCESS;
+    bool ready = false;
+    TSHMEM_CHECK(one_sided_ready(op.pe, &ready));
+    if (!ready) return TSHMEM_SUCCESS;
     TSHMEM_CHECK(fence());
     unordered_ = true;
     const size_t slot = take_slot();
@@ -188,8 +227,13 @@ class Direct final : public Transport, public HostRma {
   // send queue as an incomplete request, and UCX's worker flush counts only what was sent: with all of that
   // acknowledged it completes although requests are still queued (seen with UCX 1.13 over sm: a quiet returned
   // and the target read the 457th of 500 puts to one word). Once none is queued, the flush covers them all.
+  // Batches first: every one sent and acknowledged (applied at its target).
   Status quiet(const Waiter &, bool *complete) override {
     *complete = false;
+    if (batches_) {
+      TSHMEM_CHECK(batches_->send_open());
+      if (!batches_->settled()) return TSHMEM_SUCCESS;
+    }
     if (!flushing_) {
       TSHMEM_CHECK(reap());
       if (!in_flight_.empty()) return TSHMEM_SUCCESS;
@@ -218,6 +262,12 @@ class Direct final : public Transport, public HostRma {
     const unsigned events = ucp_worker_progress(worker_->worker());
     TSHMEM_CHECK(reap());
     TSHMEM_CHECK(poll_control());
+    if (batches_) {  // the pass's batches go now; then what this PE applied is acknowledged
+      if (batches_->sending()) worked_ = true;
+      TSHMEM_CHECK(batches_->send_open());
+      TSHMEM_CHECK(batches_->reap());
+      TSHMEM_CHECK(batches_->send_acks());
+    }
     // A pass that moved nothing gives the core away: where threads outnumber cores (the application's thread
     // polling a flag, the proxy threads of other PEs), the proxy spinning in UCX would hold the core the thread it
     // waits for needs (MPI's yield_when_idle, which the MPI transport gets through MPI). Measured on 2 cores:
@@ -233,7 +283,7 @@ class Direct final : public Transport, public HostRma {
   // Operations in flight are not waited for here: what completes some of them (room in a peer's receive queue for
   // those UCX still holds) wakes nobody, so the thread keeps passing (each yields) until none is left.
   void idle(std::chrono::microseconds most) override {
-    if (!in_flight_.empty() || flushing_) return;
+    if (!in_flight_.empty() || flushing_ || (batches_ && batches_->sending())) return;
     worker_->wait_for_event(most);
   }
   bool wakes_on_arrival() const override { return worker_->wakes(); }
@@ -244,6 +294,10 @@ class Direct final : public Transport, public HostRma {
   // --- bounds and failure ---
 
   std::string overdue(std::chrono::milliseconds bound) override {
+    if (batches_) {
+      std::string late = batches_->overdue(bound);
+      if (!late.empty()) return late;
+    }
     const Clock::time_point now = Clock::now();
     const InFlight *oldest = nullptr;
     for (const InFlight &f : in_flight_)
@@ -270,7 +324,10 @@ class Direct final : public Transport, public HostRma {
         pes += format("%s%d", pes.empty() ? "" : ", ", pe);
         ++listed;
       }
-    return pes.empty() ? std::string() : "; ucx operations in flight to PE(s) " + pes;
+    const std::string batched = batches_ ? batches_->waiting_on() : std::string();
+    std::string out = pes.empty() ? std::string() : "; ucx operations in flight to PE(s) " + pes;
+    if (!batched.empty()) out += "; batches of small puts awaiting acknowledgement from PE(s) " + batched;
+    return out;
   }
 
   // Best effort: a PE whose notice cannot be sent learns of the failure by its own bound.
@@ -353,7 +410,22 @@ class Direct final : public Transport, public HostRma {
     return signalled;
   }
 
-  Status quiet(const char *call) override { return worker_->flush(bound_, call); }
+  // The device channel's batches too (the proxy sends them at the end of its pass; acknowledgements arrive there):
+  // waited for on this thread, within the bound, before the flush.
+  Status quiet(const char *call) override {
+    if (batches_ && !batches_->settled()) {
+      const auto until = Clock::now() + bound_;
+      while (!batches_->settled()) {
+        if (Clock::now() > until)
+          return set_error(TSHMEM_ERR_TIMEOUT,
+                           "%s: batches of small puts from the device channel of PE %d were not acknowledged within "
+                           "%lld ms (TSHMEM_PROXY_TIMEOUT_MS)%s",
+                           call, worker_->my_pe(), static_cast<long long>(bound_.count()), waiting_on().c_str());
+        std::this_thread::yield();
+      }
+    }
+    return worker_->flush(bound_, call);
+  }
 
  private:
   struct Control {
@@ -367,6 +439,67 @@ class Direct final : public Transport, public HostRma {
     } else {
       *at = value;
     }
+  }
+
+  // A put the CPU can copy into a batch: small (a record that fits a batch, whose size the smallest
+  // TSHMEM_PROXY_CHUNK bounds), from host memory (a request's inline value, a kernel's staged
+  // payload, the host heap).
+  bool batchable(const PutOp &op, uint64_t done) const {
+    if (!batches_ || op.bytes - done > wire::kSmallPayload || wire::record_bytes(op.bytes - done) > batches_->limit())
+      return false;
+    if (op.immediate || op.host_src) return true;
+    const char *src = static_cast<const char *>(op.src) + done;
+    return src >= heap_ && src <= heap_ + heap_bytes_ &&
+           op.bytes - done <= static_cast<uint64_t>(heap_ + heap_bytes_ - src);
+  }
+
+  Status put_batched(const PutOp &op, uint64_t *done) {
+    bool ready = false;
+    TSHMEM_CHECK(batch_ready(op.pe, &ready));
+    if (!ready) return TSHMEM_SUCCESS;
+    const uint64_t bytes = op.bytes - *done;
+    char *at = nullptr;
+    TSHMEM_CHECK(batches_->open_record(op.pe, wire::record_bytes(bytes), &at));
+    if (at == nullptr) return TSHMEM_SUCCESS;
+    char *payload = wire::write(at, wire::put(op.offset + *done, bytes));
+    std::memcpy(payload, static_cast<const char *>(op.src) + *done, bytes);
+    std::memset(payload + bytes, 0, wire::padded(bytes) - bytes);
+    *done = op.bytes;
+    worked_ = true;
+    return TSHMEM_SUCCESS;
+  }
+
+  // *ready once a one-sided operation to `pe` may be issued: every batch to it is acknowledged (applied there).
+  Status one_sided_ready(int pe, bool *ready) {
+    *ready = true;
+    if (!batches_) return TSHMEM_SUCCESS;
+    TSHMEM_CHECK(batches_->send(pe));
+    *ready = batches_->settled(pe);
+    if (*ready) one_sided_[static_cast<size_t>(pe)] = 1;
+    return TSHMEM_SUCCESS;
+  }
+
+  // *ready once a record to `pe` may join a batch: the one-sided operations issued to it before are complete there.
+  // They are first all handed to the network (a flush counts only what was sent: see quiet()), then the endpoint
+  // is flushed; the flush is tracked as an operation of its own (its bound, its PE).
+  Status batch_ready(int pe, bool *ready) {
+    const size_t p = static_cast<size_t>(pe);
+    *ready = false;
+    if (one_sided_[p]) {
+      if (awaiting_[p].load(std::memory_order_relaxed) > 0) TSHMEM_CHECK(reap());
+      if (awaiting_[p].load(std::memory_order_relaxed) > 0) return TSHMEM_SUCCESS;
+      if (!flushing_pe_[p]) {
+        ucp_request_param_t param = {};
+        flushing_pe_[p] = 1;
+        TSHMEM_CHECK(track(ucp_ep_flush_nbx(worker_->ep(pe), &param), pe, "a flush before a batch of small puts", 0,
+                           Waiter(), SIZE_MAX, 0));
+        if (awaiting_[p].load(std::memory_order_relaxed) > 0) return TSHMEM_SUCCESS;
+      }
+      one_sided_[p] = 0;
+      flushing_pe_[p] = 0;
+    }
+    *ready = true;
+    return TSHMEM_SUCCESS;
   }
 
   // The transport's promise (transport.h): operations to one PE apply in the order issued. UCX orders one-sided
@@ -454,39 +587,83 @@ class Direct final : public Transport, public HostRma {
   }
 
   Status post_control(int i) {
+    posted_.push_back(i);
     return messenger_->irecv(control_[static_cast<size_t>(i)].data(), capacity_,
                              &control_requests_[static_cast<size_t>(i)]);
   }
 
-  // What a peer sends: its stop notice; anything else is refused (the direct mode has no replies or records).
+  // What peers send, in the order UCX matched it (the order posted): stop notices, acknowledgements of this PE's
+  // batches, batches from other PEs; anything else is refused.
   Status poll_control() {
-    for (int i = 0; i < kControlReceives; ++i) {
+    while (!posted_.empty()) {
+      const int i = posted_.front();
       bool done = false;
       int source = -1;
       size_t bytes = 0;
       TSHMEM_CHECK(messenger_->test(&control_requests_[static_cast<size_t>(i)], &done, &source, &bytes));
-      if (!done) continue;
+      if (!done) break;
+      posted_.pop_front();
       const char *message = control_[static_cast<size_t>(i)].data();
+      // A PE of the job: batches and their acknowledgements may come from this PE itself (a request to itself).
+      const bool peer = source >= 0 && source < worker_->n_pes();
       wire::Record record;
-      if (wire::is_control(message, bytes, &record) && record.kind == wire::kGone && source >= 0 &&
-          source < worker_->n_pes() && source != worker_->my_pe()) {
-        sink_.peer_stopped(source);
+      if (wire::is_control(message, bytes, &record) && peer) {
+        if (record.kind == wire::kGone) {
+          if (source != worker_->my_pe()) sink_.peer_stopped(source);
+        } else if (batches_) {
+          batches_->acknowledged(source, record.value);
+        } else {
+          refuse(source, record, "an acknowledgement of batches this PE does not send (GPU heap: one-sided only)");
+        }
       } else {
-        wire::Reader reader(message, bytes);
-        const char *at = nullptr, *rule = nullptr;
-        if (!reader.next(&record, &at, &rule)) record = wire::Record();
-        const bool reply =
-            record.kind == wire::kGetReply || record.kind == wire::kAmoReply || record.kind == wire::kFlushAck;
-        if (rule == nullptr)
-          rule = reply ? "a reply that matches no request in flight (the ucx direct mode awaits none: its operations "
-                         "are one-sided)"
-                       : "a message the ucx direct mode does not take (its operations are one-sided: no records)";
-        sink_.message_refused(wire::record_refusal(worker_->my_pe(), source, rule, record));
+        apply(source, peer, message, bytes);
       }
       TSHMEM_CHECK(post_control(i));
       worked_ = true;
     }
     return TSHMEM_SUCCESS;
+  }
+
+  void refuse(int source, const wire::Record &record, const char *rule) {
+    sink_.message_refused(wire::record_refusal(worker_->my_pe(), source, rule, record));
+  }
+
+  // A batch from `source`: its records in order, each access checked first (the target's guard of its heap,
+  // whatever a peer sends); puts copied into the heap, SET signals stored after them (release: a reader that sees
+  // the word sees the data before it). Acknowledged once handled, refused records included (the origin waits for it).
+  void apply(int source, bool peer, const char *message, size_t bytes) {
+    wire::Reader reader(message, bytes);
+    wire::Record record;
+    const char *at = nullptr, *rule = nullptr;
+    while (reader.next(&record, &at, &rule)) {
+      const bool put = record.kind == wire::kPut;
+      const bool set = record.kind == wire::kSignal && record.amo == TSHMEMI_AMO_SET;
+      const char *refused = nullptr;
+      if (!batches_ || !peer || !(put || set)) {
+        const bool reply =
+            record.kind == wire::kGetReply || record.kind == wire::kAmoReply || record.kind == wire::kFlushAck;
+        refused = reply ? "a reply that matches no request in flight (the ucx direct mode awaits none: its operations "
+                          "are one-sided)"
+                  : batches_ && peer
+                      ? "a record the ucx direct mode does not take in a batch (puts and SET signals only)"
+                      : "a message the ucx direct mode does not take (its operations are one-sided: no records)";
+      } else if ((refused = wire::check_access(record, heap_bytes_)) == nullptr) {
+        refused = wire::check_reserved(record, heap_bytes_);
+      }
+      if (refused != nullptr) {
+        refuse(source, record, refused);
+        continue;
+      }
+      if (put) {
+        std::memcpy(heap_ + record.offset, at + wire::kHeader, record.bytes);
+        std::atomic_thread_fence(std::memory_order_release);  // the records after it show after it
+      } else {
+        __atomic_store_n(reinterpret_cast<uint64_t *>(heap_ + record.offset), record.value, __ATOMIC_RELEASE);
+      }
+    }
+    if (rule != nullptr) refuse(source, record, rule);
+    if (bytes == 0 && rule == nullptr) refuse(source, wire::Record(), "an empty message");
+    if (batches_ && peer) batches_->applied(source);
   }
 
   std::unique_ptr<Worker> worker_;
@@ -496,6 +673,8 @@ class Direct final : public Transport, public HostRma {
   std::string path_;
   std::chrono::milliseconds bound_;
   size_t capacity_;
+  char *heap_;  ///< this PE's heap: batches from other PEs are applied here
+  uint64_t heap_bytes_;
   bool worked_ = false;
   bool unordered_ = false;  ///< an operation was issued since the last fence
   std::vector<Slot> slots_;
@@ -505,9 +684,13 @@ class Direct final : public Transport, public HostRma {
   ucs_status_ptr_t flush_ = nullptr;
   bool flushing_ = false;
   Clock::time_point flush_since_;
-  std::vector<std::atomic<uint32_t>> awaiting_;  ///< for waiting_on(), read by any thread
+  std::vector<std::atomic<uint32_t>> awaiting_;  ///< per PE: operations in flight; for waiting_on(), any thread
+  std::vector<uint8_t> one_sided_;               ///< per PE: one-sided operations issued since its last endpoint flush
+  std::vector<uint8_t> flushing_pe_;             ///< per PE: that flush is issued
+  std::unique_ptr<Batches> batches_;             ///< small puts and SET signals in batches (a host heap), else nullptr
   std::vector<std::vector<char>> control_;
   std::vector<Messenger::Request> control_requests_;
+  std::deque<int> posted_;  ///< control receives in the order posted
   wire::Record notice_;
   std::vector<Control> notices_;
 };
