@@ -9,7 +9,7 @@
 # the network between nodes). Two tables: every row with its target and bandwidth as % of the smallest limit; then
 # the host rows side by side (each the median of the rounds) with the ratios of ucx to each of the others.
 #   scripts/offnode-perf.sh [--out DIR] [--btl "vader ucx"] [--build DIR] [--with-tests] [--ucx-prefix DIR]
-#                           [--ucx-tls TLS] [--rounds N] [--host-max SIZE]
+#                           [--ucx-tls TLS] [--rounds N] [--host-max SIZE] [--host-only]
 #   --btl         the transports compared (default: vader, and ucx where built)
 #   --ucx-prefix  configure the build against the UCX under DIR (DIR/lib/pkgconfig/ucx.pc: a libucx wheel)
 #   --with-tests  first build and run `ctest -L offnode` (the proxy's CPU tests, the device suites across
@@ -19,6 +19,7 @@
 #                 log says which UCX transports the off-node endpoint took (UCX_LOG_LEVEL=info, ep_cfg).
 #   --rounds      host-row rounds, the columns alternating within each (default 1; the table takes the median)
 #   --host-max    the host rows' largest size (default 64M)
+#   --host-only   the host rows only (no limits, device-channel or bandwidth benchmarks, no first table)
 # On a GPU host (the heap is vmm; 2 PEs share one GPU where there is one, TSHMEM_ALLOW_SHARED_GPU=1):
 # tshmem_staged_limits, device put_bw / get_bw (1 .. 64 MiB), p ping-pong, putmem + quiet (8 B), the proxy's
 # p request rate (tshmem_proxy_rate), host tshmem_putmem / getmem (1 .. 64 MiB) and host put + quiet.
@@ -38,6 +39,7 @@ with_tests=0
 ucx_tls=tcp,self
 rounds=1
 host_max=64M
+host_only=0
 few_cores_yield=${OMPI_MCA_mpi_yield_when_idle:-0}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -49,7 +51,8 @@ while [ $# -gt 0 ]; do
     --ucx-tls) ucx_tls=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --host-max) host_max=$2; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    --host-only) host_only=1; shift ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "offnode-perf.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -84,6 +87,7 @@ else
   fi
 fi
 
+[ "$host_only" = 1 ] && targets="tshmem_host_shmem"
 tests=OFF
 [ "$with_tests" = 1 ] && tests=ON
 start=$SECONDS
@@ -135,6 +139,7 @@ run() {
 }
 
 for btl in $btls; do
+  [ "$host_only" = 1 ] && break
   echo "== across nodes over $btl ($( [ "$gpus" -ge 1 ] && echo "vmm heap, $gpus GPU(s)" || echo "shm heap, no GPU"))"
   [ "$btl" = ucx ] && TSHMEM_REMOTE_TRANSPORT=ucx "$build/tools/tshmem-info" 2>/dev/null | grep -E "^  ucx " | sed 's/^ */   /'
 
@@ -207,8 +212,8 @@ for col in ucx "${twin_cols[@]}"; do
   printf '   %-10s off-node endpoint: %s\n' "$col" "${cfg:-(not logged)}"
 done
 
-echo "== across-node table (limits at 16 MiB from tshmem_staged_limits in the same run; % of the smallest)"
-python3 - "$out" "$btls" <<'PY'
+[ "$host_only" = 0 ] && echo "== across-node table (limits at 16 MiB from tshmem_staged_limits in the same run; % of the smallest)"
+[ "$host_only" = 0 ] && python3 - "$out" "$btls" <<'PY'
 import json, os, re, sys
 out, btls = sys.argv[1], sys.argv[2].split()
 print(f"{'btl':6} {'row':34} {'size':>9} {'value':>10} {'unit':8} {'% limit':>8}  target")
