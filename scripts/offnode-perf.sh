@@ -2,15 +2,24 @@
 # The across-node perftest rows in one run: PE 1 on another "node" (TSHMEM_DEBUG_NODE_SIZE=1, 2 PEs), over each
 # remote transport side by side: "vader" and "tcp" are the mpi transport over Open MPI's shared-memory and tcp
 # transports (OMPI_MCA_btl), "ucx" the ucx transport (UCX_TLS as set, else UCX's choice; where the build has it).
-# The limits of the staged path are measured in the same run; the host rows (put+quiet and get latency 8 B - 4 KiB,
-# put/get bandwidth 4 KiB - 64 MiB: perftest/host/host_shmem.cc) run on each transport and on Open MPI's OpenSHMEM
-# (its twin, over UCX, where oshcc was found). Two tables: every row with its target and bandwidth as % of the
-# smallest limit; then the host rows side by side with the ratios ucx / OpenSHMEM and ucx / mpi.
+# The limits of the staged path are measured in the same run. Then the host rows (put+quiet and get latency 8 B -
+# 4 KiB, put/get bandwidth 4 KiB - 64 MiB: perftest/host/host_shmem.cc), in --rounds alternating rounds, on each
+# transport and on Open MPI's OpenSHMEM (its twin, over UCX, where oshcc was found) twice: at its defaults (on one
+# host UCX lets it map its peers' heaps: a put is a store) and over the transports the ucx column uses (--ucx-tls,
+# the network between nodes). Two tables: every row with its target and bandwidth as % of the smallest limit; then
+# the host rows side by side (each the median of the rounds) with the ratios of ucx to each of the others.
 #   scripts/offnode-perf.sh [--out DIR] [--btl "vader ucx"] [--build DIR] [--with-tests] [--ucx-prefix DIR]
+#                           [--ucx-tls TLS] [--rounds N] [--host-max SIZE] [--host-only]
 #   --btl         the transports compared (default: vader, and ucx where built)
 #   --ucx-prefix  configure the build against the UCX under DIR (DIR/lib/pkgconfig/ucx.pc: a libucx wheel)
 #   --with-tests  first build and run `ctest -L offnode` (the proxy's CPU tests, the device suites across
 #                 nodes) in the same build: correctness and speed of the off-node path in one call
+#   --ucx-tls     UCX_TLS of the host rows' ucx column and of the second OpenSHMEM column (default tcp,self: PEs of
+#                 other nodes reach each other over a network; "default": UCX's choice, one OpenSHMEM column). Each
+#                 log says which UCX transports the off-node endpoint took (UCX_LOG_LEVEL=info, ep_cfg).
+#   --rounds      host-row rounds, the columns alternating within each (default 1; the table takes the median)
+#   --host-max    the host rows' largest size (default 64M)
+#   --host-only   the host rows only (no limits, device-channel or bandwidth benchmarks, no first table)
 # On a GPU host (the heap is vmm; 2 PEs share one GPU where there is one, TSHMEM_ALLOW_SHARED_GPU=1):
 # tshmem_staged_limits, device put_bw / get_bw (1 .. 64 MiB), p ping-pong, putmem + quiet (8 B), the proxy's
 # p request rate (tshmem_proxy_rate), host tshmem_putmem / getmem (1 .. 64 MiB) and host put + quiet.
@@ -27,6 +36,10 @@ btls=""
 ucx_prefix=""
 build=${TSHMEM_OFFNODE_BUILD:-/tmp/tshmem-offnode-build}
 with_tests=0
+ucx_tls=tcp,self
+rounds=1
+host_max=64M
+host_only=0
 few_cores_yield=${OMPI_MCA_mpi_yield_when_idle:-0}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -35,10 +48,15 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --with-tests) with_tests=1; shift ;;
     --ucx-prefix) ucx_prefix=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --ucx-tls) ucx_tls=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --host-max) host_max=$2; shift 2 ;;
+    --host-only) host_only=1; shift ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "offnode-perf.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+case "$rounds" in ''|*[!0-9]*|0) echo "offnode-perf.sh: --rounds must be a positive integer, got '$rounds'" >&2; exit 2 ;; esac
 mkdir -p "$out"
 rm -f "$out"/*.log "$out"/*.jsonl
 
@@ -69,6 +87,7 @@ else
   fi
 fi
 
+[ "$host_only" = 1 ] && targets="tshmem_host_shmem"
 tests=OFF
 [ "$with_tests" = 1 ] && tests=ON
 start=$SECONDS
@@ -110,8 +129,8 @@ run() {
   local transport=mpi mca=$btl
   [ "$btl" = ucx ] && transport=ucx mca=vader
   local limit=90
-  case "$name" in host_proxy|host_latency|host_shmem) yield=$few_cores_yield ;; esac
-  [ "$name" = host_shmem ] && limit=300
+  case "$name" in host_proxy|host_latency|host_shmem*) yield=$few_cores_yield ;; esac
+  case "$name" in host_shmem*) limit=300 ;; esac
   TSHMEM_REMOTE_TRANSPORT=$transport OMPI_MCA_mpi_yield_when_idle=$yield OMPI_MCA_btl=self,$mca \
     timeout -k 5 "$limit" "$root/scripts/tshmemrun" -np 2 -- "$(bin "$program")" "$@" < /dev/null > "$log" 2>&1
   local rc=$?
@@ -120,6 +139,7 @@ run() {
 }
 
 for btl in $btls; do
+  [ "$host_only" = 1 ] && break
   echo "== across nodes over $btl ($( [ "$gpus" -ge 1 ] && echo "vmm heap, $gpus GPU(s)" || echo "shm heap, no GPU"))"
   [ "$btl" = ucx ] && TSHMEM_REMOTE_TRANSPORT=ucx "$build/tools/tshmem-info" 2>/dev/null | grep -E "^  ucx " | sed 's/^ */   /'
 
@@ -140,31 +160,60 @@ for btl in $btls; do
   fi
   run "$btl" host_bw tshmem_host_bw -b 1M -e 64M -f 4 -n 10 -w 2 --json "$json"
   run "$btl" host_latency tshmem_host_latency -b 8 -e 8 -n 500 -w 50 --json "$json"
-  # The host rows of the side-by-side table (latency 8 B .. 4 KiB, bandwidth 4 KiB .. 64 MiB). An OpenSHMEM
-  # program reads and writes its heap from the host, so it runs on the shm heap on every machine.
-  TSHMEM_MEM_BACKEND=shm run "$btl" host_shmem tshmem_host_shmem -e 64M -n 50 -w 5 --json "$out/$btl.host_shmem.jsonl"
 done
-# The twin: the same program on Open MPI's OpenSHMEM (over UCX), 2 PEs on this host.
+
+# The host rows side by side: host_shmem on each transport and on the twin (the same program on Open MPI's
+# OpenSHMEM, 2 PEs on this host), the columns alternating in each round. An OpenSHMEM program reads and writes its
+# heap from the host, so it runs on the shm heap on every machine. UCX_LOG_LEVEL=info: each log names the UCX
+# transports of the off-node endpoint (ep_cfg), which the summary below prints.
 twin="$build/perftest/host/oshmem_host_shmem"
+twin_cols=()
 if [ -x "$twin" ]; then
-  echo "== Open MPI's OpenSHMEM (the twin of host_shmem)"
-  t0=$SECONDS
-  launch=(mpirun -np 2 --bind-to none)
-  [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
-  # osc/rdma crashes OSHMEM's MPI_Finalize here and is no part of the twin (scripts/oshmem-compare.sh says why).
-  OMPI_MCA_mpi_yield_when_idle=$few_cores_yield timeout -k 5 300 "${launch[@]}" \
-    -x SHMEM_SYMMETRIC_SIZE="${TSHMEM_SYMMETRIC_SIZE:-512M}" -x OMPI_MCA_osc=^rdma \
-    -x OMPI_MCA_mpi_yield_when_idle "$twin" -e 64M -n 50 -w 5 --json "$out/oshmem.host_shmem.jsonl" \
-    < /dev/null > "$out/oshmem.host_shmem.log" 2>&1
-  rc=$?
-  printf '   %-6s %-26s rc=%s %4ss\n' oshmem host_shmem "$rc" "$((SECONDS - t0))"
-  [ "$rc" = 0 ] || tail -4 "$out/oshmem.host_shmem.log" | sed 's/^/      /'
+  twin_cols=(oshmem)
+  [ "$ucx_tls" != default ] && twin_cols+=(oshmem-tls)
 else
   echo "== no OpenSHMEM twin: $(cat "$build/perftest/oshmem_twin.txt" 2>/dev/null || echo "not built")"
 fi
+# twin <column> <round>: the twin at its defaults (oshmem) or over --ucx-tls (oshmem-tls).
+twin() {
+  local col=$1 r=$2 t0=$SECONDS launch=(mpirun -np 2 --bind-to none) envs=()
+  [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
+  [ "$col" = oshmem-tls ] && envs=(-x UCX_TLS="$ucx_tls")
+  local log="$out/$col.host_shmem.r$r.log"
+  # osc/rdma crashes OSHMEM's MPI_Finalize here and is no part of the twin (scripts/oshmem-compare.sh says why).
+  OMPI_MCA_mpi_yield_when_idle=$few_cores_yield timeout -k 5 300 "${launch[@]}" \
+    -x SHMEM_SYMMETRIC_SIZE="${TSHMEM_SYMMETRIC_SIZE:-512M}" -x OMPI_MCA_osc=^rdma -x UCX_LOG_LEVEL=info \
+    -x OMPI_MCA_mpi_yield_when_idle "${envs[@]}" "$twin" -e "$host_max" -n 50 -w 5 \
+    --json "$out/$col.host_shmem.r$r.jsonl" < /dev/null > "$log" 2>&1
+  local rc=$?
+  printf '   %-10s %-22s rc=%s %4ss\n' "$col" "host_shmem, round $r" "$rc" "$((SECONDS - t0))"
+  [ "$rc" = 0 ] || tail -4 "$log" | sed 's/^/      /'
+}
+echo "== host rows: $rounds round(s); ucx and oshmem-tls over UCX_TLS=$ucx_tls, oshmem at UCX's defaults"
+for r in $(seq "$rounds"); do
+  for btl in $btls; do
+    (  # a subshell: the variables are this run's only
+      status=0
+      export TSHMEM_MEM_BACKEND=shm UCX_LOG_LEVEL=info
+      [ "$btl" = ucx ] && [ "$ucx_tls" != default ] && export UCX_TLS="$ucx_tls"
+      run "$btl" "host_shmem.r$r" tshmem_host_shmem -e "$host_max" -n 50 -w 5 --json "$out/$btl.host_shmem.r$r.jsonl"
+      exit $status
+    ) || status=1
+  done
+  for col in "${twin_cols[@]}"; do twin "$col" "$r"; done
+done
+# Which UCX transports each column's off-node endpoint used (round 1's log; the endpoint of a PE to itself, over
+# self, is left out).
+for col in ucx "${twin_cols[@]}"; do
+  log="$out/$col.host_shmem.r1.log"
+  [ -f "$log" ] || continue
+  cfg=$(grep -o 'ep_cfg\[[0-9]*\]: .*' "$log" | sed 's/^ep_cfg\[[0-9]*\]: //' | grep -v '(self/memory0' | sort -u |
+    head -2 | paste -sd';' -)
+  printf '   %-10s off-node endpoint: %s\n' "$col" "${cfg:-(not logged)}"
+done
 
-echo "== across-node table (limits at 16 MiB from tshmem_staged_limits in the same run; % of the smallest)"
-python3 - "$out" "$btls" <<'PY'
+[ "$host_only" = 0 ] && echo "== across-node table (limits at 16 MiB from tshmem_staged_limits in the same run; % of the smallest)"
+[ "$host_only" = 0 ] && python3 - "$out" "$btls" <<'PY'
 import json, os, re, sys
 out, btls = sys.argv[1], sys.argv[2].split()
 print(f"{'btl':6} {'row':34} {'size':>9} {'value':>10} {'unit':8} {'% limit':>8}  target")
@@ -219,40 +268,38 @@ for btl in btls:
         print(f"{btl:6} {label:34} {size_text:>9} {value:10.3f} {unit:8} {pct:>8}  {target}")
 print(f"targets not met: {unmet}")
 PY
-echo "== host rows side by side (the slowest PE's best batch; latency in us, bandwidth in GB/s; ratios of times:"
-echo "   ucx/oshmem < 1 means ucx is faster, ucx/<mpi> likewise)"
+echo "== host rows side by side (each the median of $rounds round(s) of the slowest PE's best batch; latency in us,"
+echo "   bandwidth in GB/s; ratios of times, below 1 ucx is faster; oshmem-tls: OpenSHMEM over UCX_TLS=$ucx_tls)"
 python3 - "$out" "$btls" <<'PY'
-import json, os, sys
+import glob, json, os, statistics, sys
 out, btls = sys.argv[1], sys.argv[2].split()
-cols = btls + (["oshmem"] if os.path.exists(os.path.join(out, "oshmem.host_shmem.jsonl")) else [])
-data, keys = {}, []
+cols = [c for c in btls + ["oshmem", "oshmem-tls"] if glob.glob(os.path.join(out, f"{c}.host_shmem.r*.jsonl"))]
+values, keys = {}, []
 for c in cols:
-    path = os.path.join(out, f"{c}.host_shmem.jsonl")
-    if not os.path.exists(path):
-        continue
-    for line in open(path):
-        r = json.loads(line)
-        if r.get("table") not in ("latency", "bandwidth"):
-            continue
-        key = (r["table"], r["op"], int(r["size(B)"]))
-        if key not in keys:
-            keys.append(key)
-        data[(c, key)] = float(r["value"])
+    for path in sorted(glob.glob(os.path.join(out, f"{c}.host_shmem.r*.jsonl"))):
+        for line in open(path):
+            r = json.loads(line)
+            if r.get("table") not in ("latency", "bandwidth"):
+                continue
+            key = (r["table"], r["op"], int(r["size(B)"]))
+            if key not in keys:
+                keys.append(key)
+            values.setdefault((c, key), []).append(float(r["value"]))
+data = {k: statistics.median(v) for k, v in values.items()}
 mpi = next((c for c in btls if c != "ucx"), None)
-ratios = [("ucx/oshmem", "ucx", "oshmem"), (f"ucx/{mpi}", "ucx", mpi)] if "ucx" in cols else []
-ratios = [r for r in ratios if r[2] in cols]
-print(f"{'row':10} {'size':>9} " + " ".join(f"{c:>9}" for c in cols) + " " + " ".join(f"{r[0]:>11}" for r in ratios))
+ratios = [(f"ucx/{b}", "ucx", b) for b in ("oshmem", "oshmem-tls", mpi) if "ucx" in cols and b in cols]
+print(f"{'row':10} {'size':>9} " + " ".join(f"{c:>10}" for c in cols) + " " + " ".join(f"{r[0]:>14}" for r in ratios))
 for key in keys:
     table, op, size = key
     size_text = f"{size >> 20} MiB" if size >= 1 << 20 else (f"{size >> 10} KiB" if size >= 1024 else f"{size} B")
     vals = [data.get((c, key)) for c in cols]
-    line = f"{op:10} {size_text:>9} " + " ".join(f"{v:9.3f}" if v is not None else f"{'-':>9}" for v in vals)
+    line = f"{op:10} {size_text:>9} " + " ".join(f"{v:10.3f}" if v is not None else f"{'-':>10}" for v in vals)
     for _, a, b in ratios:
         va, vb = data.get((a, key)), data.get((b, key))
         if va and vb:  # a ratio of times: latency as is, bandwidth inverted
-            line += f" {(va / vb if table == 'latency' else vb / va):11.2f}"
+            line += f" {(va / vb if table == 'latency' else vb / va):14.2f}"
         else:
-            line += f" {'-':>11}"
+            line += f" {'-':>14}"
     print(line)
 PY
 echo "offnode-perf.sh: $((SECONDS - start)) s, logs in $out"

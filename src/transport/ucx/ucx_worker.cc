@@ -201,8 +201,11 @@ Status Worker::wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, c
   const auto start = std::chrono::steady_clock::now();
   ucs_status_t s = UCS_INPROGRESS;
   for (unsigned spins = 0; (s = ucp_request_check_status(request)) == UCS_INPROGRESS; ++spins) {
-    if (ucp_worker_progress(worker_) == 0 && spins > 1024) std::this_thread::yield();
-    if ((spins & 1023u) == 1023u && std::chrono::steady_clock::now() - start > bound) {
+    const bool yielding = spins > 1024;
+    if (ucp_worker_progress(worker_) == 0 && yielding) std::this_thread::yield();
+    // Once it yields, one pass may last a time slice of a busy core (milliseconds): 1024 of them overran a 1.5 s
+    // bound by a second on a loaded 2-core machine, so the clock is read every pass from then on.
+    if ((yielding || (spins & 1023u) == 1023u) && std::chrono::steady_clock::now() - start > bound) {
       // The request stays with UCX: it completes (or fails) whenever it does, and is freed then.
       ucp_request_free(request);
       return set_error(TSHMEM_ERR_TIMEOUT, "%s: PE %d waited %lld ms for %s%s and gives up (TSHMEM_PROXY_TIMEOUT_MS)",
