@@ -18,7 +18,8 @@ namespace {
 
 constexpr uint64_t kEntries = TSHMEMI_HOST_COLL_RING_ENTRIES;
 
-/// One broadcast as its root left it: `call` is stored last, with release.
+/// One broadcast as its root left it: `call` is stored last, with release. A line of its own, the data on the next:
+/// a member waiting for the entry polls this line alone, so the root's data writes do not take it from the member.
 struct alignas(64) EntryHeader {
   std::atomic<uint64_t> call;  ///< the broadcast's number on its team
   int32_t status;              ///< the root's verdict
