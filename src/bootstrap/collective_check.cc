@@ -116,6 +116,11 @@ std::string CollectiveRequest::describe() const {
   return text;
 }
 
+std::string CollectiveRequest::report() const {
+  if (local_status == TSHMEM_SUCCESS) return describe();
+  return !note.empty() && local_error.rfind(note, 0) == 0 ? local_error : describe() + ": " + local_error;
+}
+
 void note_next_collective(std::string description, std::string error) {
   t_note.description = std::move(description);
   t_note.error = std::move(error);
@@ -123,6 +128,19 @@ void note_next_collective(std::string description, std::string error) {
 }
 
 void drop_collective_note() { t_note = CallNote{}; }
+
+CollectiveRequest take_collective_note(const CollectiveRequest &request) {
+  CollectiveRequest noted = request;
+  if (!t_note.set) return noted;
+  // The caller's note joins the request; its error is this PE's verdict, so every PE fails the call alike.
+  noted.note = std::move(t_note.description);
+  if (!t_note.error.empty()) {
+    noted.local_status = TSHMEM_ERR_INVALID_ARG;
+    noted.local_error = std::move(t_note.error);
+  }
+  drop_collective_note();
+  return noted;
+}
 
 Status CollectiveCheck::agree(const CollectiveRequest &request) {
   const CallScope scope(request.call);  // names the call in a wait's messages
@@ -144,15 +162,7 @@ Status CollectiveCheck::agree_then_min(const CollectiveRequest &request, const i
 
 Status CollectiveCheck::agree_locked(CheckGroup &group, const CollectiveRequest &request) {
   if (!t_note.set) return agree_request(group, request);
-  // The caller's note joins the request; its error is this PE's verdict, so every PE fails the call alike.
-  CollectiveRequest noted = request;
-  noted.note = std::move(t_note.description);
-  if (!t_note.error.empty()) {
-    noted.local_status = TSHMEM_ERR_INVALID_ARG;
-    noted.local_error = std::move(t_note.error);
-  }
-  drop_collective_note();
-  return agree_request(group, noted);
+  return agree_request(group, take_collective_note(request));
 }
 
 Status CollectiveCheck::agree_request(CheckGroup &group, const CollectiveRequest &mine) {
@@ -188,13 +198,8 @@ Status CollectiveCheck::agree_request(CheckGroup &group, const CollectiveRequest
 Status CollectiveCheck::explain_failure(CheckGroup &group, const CollectiveRequest &mine, int64_t digest,
                                         uint64_t sequence) {
   const int64_t fields[kNumFields] = {static_cast<int64_t>(sequence), digest, mine.offset};
-  std::string text = mine.describe();
-  // A refusal that already names the call (a binding's own message, which begins with its note) stands alone.
-  if (mine.local_status != TSHMEM_SUCCESS)
-    text = !mine.note.empty() && mine.local_error.rfind(mine.note, 0) == 0 ? mine.local_error
-                                                                           : text + ": " + mine.local_error;
   std::vector<PeReport> reports;
-  TSHMEM_CHECK(group.gather(make_report(mine.local_status, text, fields, kNumFields), &reports));
+  TSHMEM_CHECK(group.gather(make_report(mine.local_status, mine.report(), fields, kNumFields), &reports));
   const int n = static_cast<int>(reports.size());
   // Members by index below; messages name them by PE.
   auto pes = [&group](const std::vector<int> &indices) {

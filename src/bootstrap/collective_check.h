@@ -63,6 +63,9 @@ struct CollectiveRequest {
 
   /// "tshmem_malloc(size=4096) -> offset 65536", after "<note>: " if any.
   std::string describe() const;
+  /// What a refusal shows of this PE's call: describe(), then its local error if any (a binding's error that
+  /// already begins with its note stands alone).
+  std::string report() const;
 };
 
 /// Records the calling thread's note for its next call that reaches CollectiveCheck::agree (see
@@ -70,6 +73,9 @@ struct CollectiveRequest {
 void note_next_collective(std::string description, std::string error);
 /// Drops the calling thread's pending note, if any (a call that failed before its check).
 void drop_collective_note();
+/// `request` with the calling thread's pending note joined (its error, if any, as the local verdict), and the note
+/// taken: for a checked call that completes without CollectiveCheck::agree.
+CollectiveRequest take_collective_note(const CollectiveRequest &request);
 
 struct PeReport;  // bootstrap/agree.h
 

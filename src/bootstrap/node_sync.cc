@@ -8,13 +8,6 @@
 namespace tshmemi {
 namespace {
 
-// Polls before a waiting PE starts yielding its CPU (about 2.5 us here): a rendezvous of PEs that all run completes
-// well within them, while a PE that waits for one descheduled on its own CPU (more runnable work than CPUs, for a
-// moment or for good) hands it the CPU after little waste. Plain loads, no pause instruction between them: in the
-// 2-core VM measured here a pause took about 70 ns, and a bare two-process flag barrier took 0.4-0.6 us with a pause
-// per poll, 0.07 us without.
-constexpr unsigned kPollsBeforeYield = 2048;
-
 const char *op_name(int32_t op) {
   switch (static_cast<ReduceOp>(op)) {
     case ReduceOp::kMin: return "min";
@@ -33,7 +26,7 @@ NodeSync::NodeSync(std::vector<void *> pages, int me, const WaitBounds *bounds, 
 }
 
 Status NodeSync::wait_for(const Slot &s, uint64_t call, size_t pe) const {
-  for (unsigned polls = 0; polls < kPollsBeforeYield && !oversubscribed_; ++polls)
+  for (unsigned polls = 0; polls < kNodePollsBeforeYield && !oversubscribed_; ++polls)
     if (s.call.load(std::memory_order_acquire) == call) return TSHMEM_SUCCESS;
   // A PE that is not here within the spins may be descheduled, stopped or gone: the wait is bounded.
   static const WaitBounds kDefaults;

@@ -17,6 +17,13 @@
 
 namespace tshmemi {
 
+// Polls before a waiting PE starts yielding its CPU (about 2.5 us here): a rendezvous of PEs that all run completes
+// well within them, while a PE that waits for one descheduled on its own CPU (more runnable work than CPUs, for a
+// moment or for good) hands it the CPU after little waste. Plain loads, no pause instruction between them: in the
+// 2-core VM measured here a pause took about 70 ns, and a bare two-process flag barrier took 0.4-0.6 us with a pause
+// per poll, 0.07 us without.
+inline constexpr unsigned kNodePollsBeforeYield = 2048;
+
 /// Bytes of shared memory each PE contributes (one page, zero when created).
 constexpr uint64_t kNodeSyncBytes = 4096;
 

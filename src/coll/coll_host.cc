@@ -142,6 +142,11 @@ Status host_collective(const CollRuntime &rt, CollectiveCheck &check_, Rendezvou
   call.dtype = c.dtype;
   call.op = c.op;
   call.root = c.root;
+  // Without the symmetry check nothing needs the members' calls before the root returns: a small broadcast goes
+  // through the root's ring (broadcast_ring.h) and the root waits for no member.
+  if (!CollectiveCheck::enabled() && host_memory && c.kind == HostKind::kBroadcast && known == TSHMEM_SUCCESS &&
+      BroadcastRing::takes(c.team, info, c.count))
+    return host.ring().run(rt, c.team, info, call, take_collective_note(request));
   if (host_memory && local == TSHMEM_SUCCESS) host.stage(rt, c.team, info, call);
   // Every member the same verdict, disagreeing PEs named; this is also the rendezvous: every src is ready.
   const Status agreed = group != nullptr ? check_.agree_in(*group, request) : check_.agree(request);

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "bootstrap/collective_check.h"
+#include "coll/broadcast_ring.h"
 #include "coll/coll_on_stream.h"
 #include "coll/team.h"
 #include "tshmem/device/state_types.h"
@@ -55,6 +56,9 @@ class HostCollectives {
   /// rendezvous: `group` for a team without every PE, else the bootstrap's barrier.
   Status run(const CollRuntime &rt, tshmem_team_t team, const TeamInfo &info, CheckGroup *group, const HostMemCall &c);
 
+  /// The broadcasts that do not wait for their members (builds without the symmetry check: broadcast_ring.h).
+  BroadcastRing &ring() { return ring_; }
+
  private:
   class TeamGroup;
   std::mutex mutex_;
@@ -62,6 +66,7 @@ class HostCollectives {
   uint64_t first_call_[TSHMEMI_TEAM_SLOTS] = {};
   uint64_t staged_calls_[2] = {};  ///< WORLD's and NODE's staged calls that completed: the next one's parity
   bool staged_ = false;            ///< the call between stage() and run() was staged
+  BroadcastRing ring_;
 };
 
 }  // namespace tshmemi

@@ -26,7 +26,10 @@
  * PE's report for a failed call. Never zeroed after init: a split team's calls continue the numbers of the last
  * team that held its handle (src/coll/coll_host_mem.h). After them, TSHMEMI_HOST_COLL_STAGE_BYTES for each of
  * WORLD and NODE and each call parity: a small collective's source, copied there before the rendezvous, so the
- * members read copies and the call needs no closing rendezvous.
+ * members read copies and the call needs no closing rendezvous. After them, in builds without the symmetry check,
+ * TSHMEMI_HOST_COLL_RING_BYTES for each of WORLD and NODE: the broadcast ring (src/coll/broadcast_ring.h), this
+ * PE's count of completed broadcasts in its first 64 bytes, then TSHMEMI_HOST_COLL_RING_ENTRIES entries, each a
+ * 64-byte header and the data of one broadcast this PE was the root of.
  *
  * At the end of every heap of a job that spans nodes: the spanning collectives' area, TSHMEMI_COLL_SPAN_BYTES from
  * TSHMEMI_COLL_SPAN_OFFSET(heap size), 4 KiB aligned; init zeroes its barrier words. Bounded per PE whatever the
@@ -79,6 +82,12 @@
 /** Staging of team slot s (0: WORLD, 1: NODE) for calls of parity p. */
 #define TSHMEMI_HOST_COLL_STAGE_OFFSET(s, p) \
   (TSHMEMI_HOST_COLL_SYNC_OFFSET(TSHMEMI_TEAM_SLOTS) + ((size_t)(s)*2u + (size_t)(p)) * TSHMEMI_HOST_COLL_STAGE_BYTES)
+/** The broadcast ring of team slot s (0: WORLD, 1: NODE): entries, bytes per entry, bytes per team slot. */
+#define TSHMEMI_HOST_COLL_RING_ENTRIES 256u
+#define TSHMEMI_HOST_COLL_RING_ENTRY_BYTES 1024u
+#define TSHMEMI_HOST_COLL_RING_BYTES (4096u + TSHMEMI_HOST_COLL_RING_ENTRIES * TSHMEMI_HOST_COLL_RING_ENTRY_BYTES)
+#define TSHMEMI_HOST_COLL_RING_OFFSET(s) \
+  (TSHMEMI_HOST_COLL_STAGE_OFFSET(2, 0) + (size_t)(s)*TSHMEMI_HOST_COLL_RING_BYTES)
 /** Data bytes per 16-byte LL line for elements of `elem_size` bytes (impl/coll.cuh, ll_format, says why). */
 #define TSHMEMI_COLL_LL_LINE_BYTES(elem_size) ((elem_size) == 8 ? 8u : 12u)
 /** Lines one block row can take per LL call in a team of n: (n - 1) slots per parity. */
@@ -110,8 +119,8 @@
 static_assert(TSHMEMI_GRID_GENERATION_OFFSET + 4 <= TSHMEMI_SYNC_BYTES, "device sync words overflow their 16 KiB");
 static_assert(TSHMEMI_COLL_THREAD_EPOCH_OFFSET + 8 + 8 * TSHMEMI_COLL_MAX_TEAM <= TSHMEMI_COLL_LL_OFFSET,
               "collective barrier words overflow into the LL area");
-static_assert(TSHMEMI_HOST_COLL_STAGE_OFFSET(2, 0) <= TSHMEMI_COLL_LL_OFFSET + TSHMEMI_COLL_LL_BYTES,
-              "the host collectives' rendezvous slots and staging do not fit the LL area");
+static_assert(TSHMEMI_HOST_COLL_RING_OFFSET(2) <= TSHMEMI_COLL_LL_OFFSET + TSHMEMI_COLL_LL_BYTES,
+              "the host collectives' rendezvous slots, staging and broadcast rings do not fit the LL area");
 static_assert(TSHMEMI_COLL_LL_PARITY_BYTES % 16 == 0 && TSHMEMI_COLL_LL_ROW_LINES(TSHMEMI_COLL_MAX_TEAM) >= 1,
               "an LL row must hold a line for every sender");
 static_assert(TSHMEMI_COLL_TEAM_SYNC_OFFSET(TSHMEMI_TEAM_SLOTS) <= TSHMEM_INTERNAL_HEAP_BYTES,
