@@ -328,12 +328,13 @@ TSHMEMI_DEVICE bool staged_get(size_t nbytes, const tshmemi_device_state &st) {
 /// the data lands in the put staging (host memory, written by the proxy with the CPU: no CUDA call in this process)
 /// and the group copies it out; the leader then frees the ticket (proxy_types.h).
 /// A get through the staging (staged_get): the leader posts it and waits for its quiet, the group copies the data
-/// out of the staging, then the leader hands the ticket and its staging back. A function of its own, called once:
-/// a kernel's register count is the most any function it may call uses, and inlined here this copy took a
-/// block-scope get past the 64 registers a 1024-thread block can give each thread.
+/// out of the staging, then the leader hands the ticket and its staging back. Inlined into proxy::get (thread and
+/// warp scope only: a block does not stage): a kernel keeps what is live across each call of the chain in registers
+/// of its own, so one call level less took a thread-scope getmem in a loop from 70 registers to 64, a warp-scope one
+/// from 62 to 40.
 template <class Scope>
-TSHMEMI_DEVICE_COLD void get_through_staging(void *dest, uint64_t src_offset, size_t nbytes, int pe, const char *call,
-                                             const tshmemi_device_state &st) {
+TSHMEMI_DEVICE void get_through_staging(void *dest, uint64_t src_offset, size_t nbytes, int pe, const char *call,
+                                        const tshmemi_device_state &st) {
   tshmemi_proxy_device_side *ds = device_side(st);
   unsigned long long pos = 0, ticket = 0;
   if (group<Scope>::rank() == 0) {
