@@ -135,6 +135,44 @@ INSTANTIATE_TEST_SUITE_P(Scopes, DeviceRma, ::testing::Values(0, 1, 2), [](const
   return std::string(i.param == 0 ? "Thread" : i.param == 1 ? "Warp" : "Block");
 });
 
+// ---- a full block of thread-scope gets -------------------------------------------------------------------
+
+/// Every thread gets its own slice `rounds` times, the shape of a latency kernel: the kernel's register count
+/// must let it launch with 1,024 threads (at most 64 registers a thread).
+__global__ void get_rounds_thread(unsigned char *dst, const unsigned char *src, size_t slice, int pe, int rounds) {
+  const size_t begin = (blockIdx.x * blockDim.x + threadIdx.x) * slice;
+  for (int r = 0; r < rounds; ++r) tshmem::getmem<tshmem::thread_scope>(dst + begin, src + begin, slice, pe);
+}
+
+TEST(DeviceRmaLaunch, ThreadScopeGetsFillA1024ThreadBlock) {
+  TSHMEM_REQUIRE_GPU();
+  const int me = tshmem_my_pe(), n = tshmem_n_pes();
+  const int prev = (me + n - 1) % n;
+  // Across nodes each get is a proxy request: shorter slices, fewer rounds.
+  const bool across_nodes = tshmem_device_test::job_spans_nodes();
+  const size_t slice = across_nodes ? 19 : 1041, bytes = slice * 1024;  // odd slices: misaligned starts
+  const int rounds = across_nodes ? 1 : 3;
+  tshmem_device_test::SymBuffer src(bytes + 16), dst(bytes + 16);
+  fill_pattern<<<256, 256>>>(src.get<unsigned char>() + 1, bytes, me);
+  TSHMEM_CUDA_EXPECT(cudaMemset(dst.get(), 0, bytes + 16));
+  TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+  tshmem_barrier_all();
+  get_rounds_thread<<<1, 1024>>>(dst.get<unsigned char>() + 1, src.get<unsigned char>() + 1, slice, prev, rounds);
+  const cudaError_t launched = cudaGetLastError();
+  ASSERT_EQ(launched, cudaSuccess) << "a 1024-thread kernel of thread-scope getmem did not launch: "
+                                   << cudaGetErrorString(launched);
+  TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
+  std::vector<unsigned char> host(bytes + 16);
+  TSHMEM_CUDA_EXPECT(cudaMemcpy(host.data(), dst.get(), bytes + 16, cudaMemcpyDeviceToHost));
+  size_t bad = 0;
+  for (size_t i = 0; i < bytes + 16; ++i) {
+    const bool inside = i >= 1 && i < 1 + bytes;
+    if (host[i] != (inside ? pattern(i - 1, prev) : 0)) ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << "bytes of " << bytes << " wrong after the 1024 threads' gets";
+  tshmem_barrier_all();
+}
+
 // ---- p/g and typed put/get over the standard types ---------------------------------------------------------
 
 template <class T>

@@ -126,10 +126,14 @@ TSHMEMI_DEVICE void stage_copy(unsigned char *dst, const unsigned char *src, siz
   for (size_t i = done + group<Scope>::rank(); i < bytes; i += group<Scope>::size()) dst[i] = src[i];
 }
 
-/// Posts `r` and returns its ticket: takes a ticket, waits while the ring is full (back-pressure), writes the
+/// Posts `*request` and returns its ticket: takes a ticket, waits while the ring is full (back-pressure), writes the
 /// slot and stores its seq last. With TSHMEMI_PROXY_FLAG_RESULT_SLOT, `local` becomes the ticket's result slot.
-/// Reads no host memory unless the ring looks full.
-TSHMEMI_DEVICE_COLD unsigned long long post(tshmemi_proxy_request r, const char *call, const tshmemi_device_state &st) {
+/// Reads no host memory unless the ring looks full. The request comes by pointer, not by value: its 64 bytes as
+/// arguments took registers on top of what the caller keeps across the call, and a kernel allocates registers for
+/// its deepest call chain, on-node code too (a thread-scope getmem in a loop: 86 registers by value, 64 by pointer).
+TSHMEMI_DEVICE_COLD unsigned long long post(tshmemi_proxy_request *request, const char *call,
+                                            const tshmemi_device_state &st) {
+  tshmemi_proxy_request &r = *request;
   tshmemi_proxy_channel *ch = channel(st);
   tshmemi_proxy_device_side *ds = device_side(st);
   if (ch == nullptr || ds == nullptr) trap_no_channel(call, r.pe, st);
@@ -160,7 +164,7 @@ TSHMEMI_DEVICE_COLD void quiet(const tshmemi_device_state &st) {
   tshmemi_proxy_request r = {};
   r.op = TSHMEMI_PROXY_QUIET;
   r.pe = st.my_pe;
-  const unsigned long long ticket = post(r, "tshmem_quiet", st);
+  const unsigned long long ticket = post(&r, "tshmem_quiet", st);
   tshmemi_proxy_device_side *ds = device_side(st);
   if (!wait_above(&channel(st)->done, &ds->done_seen, ticket, ds)) trap_proxy_stopped(ds);
 }
@@ -168,7 +172,7 @@ TSHMEMI_DEVICE_COLD void quiet(const tshmemi_device_state &st) {
 /// Posts a GET of at most 8 bytes or a fetching atomic and returns the value (one round trip, no QUIET).
 TSHMEMI_DEVICE_COLD uint64_t fetch(tshmemi_proxy_request r, const char *call, const tshmemi_device_state &st) {
   r.flags |= TSHMEMI_PROXY_FLAG_RESULT_SLOT;
-  const unsigned long long ticket = post(r, call, st);
+  const unsigned long long ticket = post(&r, call, st);
   tshmemi_proxy_channel *ch = channel(st);
   tshmemi_proxy_device_side *ds = device_side(st);
   tshmemi_proxy_result *slot = tshmemi_proxy_results(ch, ds->capacity) + (ticket & (ds->capacity - 1));
@@ -239,7 +243,7 @@ TSHMEMI_DEVICE_COLD void put_through_staging(tshmemi_proxy_request r, const void
   if (group<Scope>::rank() == 0) {
     r.flags = TSHMEMI_PROXY_FLAG_STAGED;
     r.local = pos;
-    post(r, call, st);
+    post(&r, call, st);
   }
   group<Scope>::sync();
 }
@@ -272,7 +276,7 @@ TSHMEMI_DEVICE_COLD void put(uint64_t dest_offset, const void *src, size_t nbyte
     } else {
       r.local = reinterpret_cast<uint64_t>(src);
     }
-    const unsigned long long ticket = post(r, call, st);
+    const unsigned long long ticket = post(&r, call, st);
     if (blocking) wait_taken(ticket, st);
   }
   group<Scope>::sync();
@@ -283,6 +287,8 @@ TSHMEMI_DEVICE_COLD void put(uint64_t dest_offset, const void *src, size_t nbyte
 template <class Scope, class Unit>
 TSHMEMI_DEVICE size_t unstage_units(unsigned char *dst, const unsigned char *src, size_t bytes) {
   const size_t units = bytes / sizeof(Unit);
+#pragma unroll 1  // unrolled, a kernel with a thread-scope get in a loop took 66 registers; src and dst may alias,
+  // so no load moves above an earlier store and unrolling put no more loads in flight
   for (size_t u = group<Scope>::rank(); u < units; u += group<Scope>::size())
     reinterpret_cast<Unit *>(dst)[u] = __ldcv(reinterpret_cast<const Unit *>(src) + u);
   return units * sizeof(Unit);
@@ -298,6 +304,7 @@ TSHMEMI_DEVICE void unstage_segment(unsigned char *dst, const unsigned char *src
     done = unstage_units<Scope, uint2>(dst, src, bytes);
   else if ((align & 3u) == 0)
     done = unstage_units<Scope, unsigned>(dst, src, bytes);
+#pragma unroll 1
   for (size_t i = done + group<Scope>::rank(); i < bytes; i += group<Scope>::size()) dst[i] = __ldcv(src + i);
 }
 
@@ -321,12 +328,13 @@ TSHMEMI_DEVICE bool staged_get(size_t nbytes, const tshmemi_device_state &st) {
 /// the data lands in the put staging (host memory, written by the proxy with the CPU: no CUDA call in this process)
 /// and the group copies it out; the leader then frees the ticket (proxy_types.h).
 /// A get through the staging (staged_get): the leader posts it and waits for its quiet, the group copies the data
-/// out of the staging, then the leader hands the ticket and its staging back. A function of its own, called once:
-/// a kernel's register count is the most any function it may call uses, and inlined here this copy took a
-/// block-scope get past the 64 registers a 1024-thread block can give each thread.
+/// out of the staging, then the leader hands the ticket and its staging back. Inlined into proxy::get (thread and
+/// warp scope only: a block does not stage): a kernel keeps what is live across each call of the chain in registers
+/// of its own, so one call level less took a thread-scope getmem in a loop from 70 registers to 64, a warp-scope one
+/// from 62 to 40.
 template <class Scope>
-TSHMEMI_DEVICE_COLD void get_through_staging(void *dest, uint64_t src_offset, size_t nbytes, int pe, const char *call,
-                                             const tshmemi_device_state &st) {
+TSHMEMI_DEVICE void get_through_staging(void *dest, uint64_t src_offset, size_t nbytes, int pe, const char *call,
+                                        const tshmemi_device_state &st) {
   tshmemi_proxy_device_side *ds = device_side(st);
   unsigned long long pos = 0, ticket = 0;
   if (group<Scope>::rank() == 0) {
@@ -337,7 +345,7 @@ TSHMEMI_DEVICE_COLD void get_through_staging(void *dest, uint64_t src_offset, si
     r.remote = checked_offset(src_offset, st);
     r.bytes = nbytes;
     r.local = pos = stage_reserve(nbytes, st);
-    ticket = post(r, call, st);
+    ticket = post(&r, call, st);
     quiet(st);
   }
   pos = group<Scope>::share(pos);
@@ -366,7 +374,7 @@ TSHMEMI_DEVICE_COLD void get(void *dest, uint64_t src_offset, size_t nbytes, int
     r.remote = checked_offset(src_offset, st);
     r.local = reinterpret_cast<uint64_t>(dest);
     r.bytes = nbytes;
-    post(r, call, st);
+    post(&r, call, st);
     quiet(st);
   }
   group<Scope>::sync();
@@ -382,7 +390,7 @@ TSHMEMI_DEVICE_COLD void put_value(uint64_t dest_offset, uint64_t bits, unsigned
   r.remote = checked_offset(dest_offset, st);
   r.bytes = bytes;
   r.value = bits;
-  post(r, call, st);
+  post(&r, call, st);
 }
 
 /// g: one round trip into the ticket's result slot.
@@ -428,7 +436,7 @@ TSHMEMI_DEVICE_COLD unsigned long long signal(uint64_t sig_offset, uint64_t valu
   r.pe = pe;
   r.remote = checked_offset(sig_offset, st);
   r.value = value;
-  return post(r, call, st);
+  return post(&r, call, st);
 }
 
 /// A barrier's arrival at a PE of another node: a SET signal, returned from once the proxy has taken it, so
@@ -460,7 +468,7 @@ TSHMEMI_DEVICE_COLD void put_signal(uint64_t dest_offset, const void *src, size_
   }
   if (group<Scope>::rank() == 0) {
     r.local = reinterpret_cast<uint64_t>(src);
-    wait_taken(post(r, call, st), st);
+    wait_taken(post(&r, call, st), st);
   }
   group<Scope>::sync();
 }
@@ -477,7 +485,7 @@ TSHMEMI_DEVICE_COLD uint64_t amo(uint64_t dest_offset, unsigned kind, unsigned w
   r.value = value;
   r.compare = compare;
   if (!(kind & TSHMEMI_AMO_FETCH)) {
-    post(r, call, st);
+    post(&r, call, st);
     return 0;
   }
   return fetch(r, call, st);
