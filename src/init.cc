@@ -254,10 +254,9 @@ Status init_steps(Context &ctx, unsigned flags, const void *mpi_comm, const tshm
     early_heap = ShmHeapReservation::start(ctx.env.symmetric_size);
   // Where the heap will be on a GPU and tshmem starts MPI, CUDA starts on its own thread meanwhile (gpu_warmup.h).
   std::unique_ptr<GpuWarmup> gpu_warmup;
-  if (env_status == TSHMEM_SUCCESS && TSHMEM_HAVE_CUDA && callbacks == nullptr &&
-      (flags & TSHMEMX_INIT_WITH_MPI_COMM) == 0 &&
-      (ctx.env.mem_backend == "vmm" || ctx.env.mem_backend == "ipc" || ctx.env.mem_backend == "auto"))
-    gpu_warmup = GpuWarmup::start(ctx.env);
+  if (env_status == TSHMEM_SUCCESS && ctx.env.mem_backend != "shm" && callbacks == nullptr &&
+      (flags & TSHMEMX_INIT_WITH_MPI_COMM) == 0)
+    gpu_warmup = GpuWarmup::start(ctx.env);  // null in a build without CUDA
   // Every wait of init on other PEs is bounded too, by the init bound (a step's own work, as mapping a large heap,
   // may keep a PE from the next collective for a while); a malformed environment keeps the defaults until init fails.
   WaitBounds bounds;

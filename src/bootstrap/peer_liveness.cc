@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "bootstrap/agree.h"
+
 namespace tshmemi {
 
 namespace {
@@ -60,10 +62,6 @@ std::vector<int> PeerLiveness::gone() const {
   return pes;
 }
 
-std::string name_pes(const std::vector<int> &pes) {
-  std::string text = pes.size() == 1 ? "PE " : "PEs ";
-  for (size_t i = 0; i < pes.size(); ++i) text += (i > 0 ? ", " : "") + std::to_string(pes[i]);
-  return text;
-}
+std::string name_pes(const std::vector<int> &pes) { return (pes.size() == 1 ? "PE " : "PEs ") + pe_list(pes); }
 
 }  // namespace tshmemi

@@ -37,7 +37,7 @@ class PeerLiveness {
   std::vector<Watched> watched_;
 };
 
-/// "PE 2" or "PEs 1, 3": for messages.
+/// "PE 2" or "PEs 1,3" (pe_list's ranges: "PEs 0-3"): for messages.
 std::string name_pes(const std::vector<int> &pes);
 
 }  // namespace tshmemi

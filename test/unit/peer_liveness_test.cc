@@ -55,7 +55,7 @@ TEST(PeerLiveness, AKilledProcessIsGoneBeforeAndAfterItIsReaped) {
   waitpid(child, nullptr, 0);
   EXPECT_EQ(liveness.gone(), std::vector<int>{2}) << "reaped";
   EXPECT_EQ(tshmemi::name_pes(liveness.gone()), "PE 2");
-  EXPECT_EQ(tshmemi::name_pes({0, 2}), "PEs 0, 2");
+  EXPECT_EQ(tshmemi::name_pes({0, 2}), "PEs 0,2");
 }
 
 // A stamp whose start time is not that of the process under its id (another pid namespace, or the id reused) is

@@ -654,11 +654,12 @@ class Direct final : public Transport, public HostRma {
         refuse(source, record, refused);
         continue;
       }
+      // Through the proxy's memory (host memory here: batches are for a host heap), as the staged target applies.
       if (put) {
-        std::memcpy(heap_ + record.offset, at + wire::kHeader, record.bytes);
+        memory_.apply_put(heap_ + record.offset, at + wire::kHeader, record.bytes);
         std::atomic_thread_fence(std::memory_order_release);  // the records after it show after it
       } else {
-        __atomic_store_n(reinterpret_cast<uint64_t *>(heap_ + record.offset), record.value, __ATOMIC_RELEASE);
+        memory_.apply_store(heap_ + record.offset, wire::value_at(at), 8);
       }
     }
     if (rule != nullptr) refuse(source, record, rule);
