@@ -27,6 +27,7 @@
   X(DEBUG_SUBSYS, debug_subsys, String, "ALL", "debug", "Comma list of INIT,BOOT,HEAP,MEM,CUDA,TOPO,NVLS or ALL.") \
   X(DEBUG_NODE_SIZE, debug_node_size, Int, "0", "debug", "Testing: treat each N consecutive PEs of a node as a node of their own (off-node paths on one host); 0 = off. Must match on all PEs.") \
   X(DEBUG_UCX_STAGED, debug_ucx_staged, Bool, "0", "debug", "Testing: UCX carries the staged protocol even where it could reach the heap directly (a host heap), as it does for a GPU heap without GPUDirect.") \
+  X(DEBUG_PROXY_PROGRESS, debug_proxy_progress, Bool, "1", "debug", "Testing: 0 = the off-node proxy thread never drives its transport's progress (it still takes requests): what other PEs' operations on this PE need from it is then done by tshmem's waits on its application threads alone (the ucx transport's direct mode can; the mpi transport cannot).") \
   X(DEBUG_FAIL, debug_fail, String, "", "debug", "Testing: make init step STEP fail on some PEs: STEP:PES[:pause], PES = all, 0,2-3 or all-but-0; :pause waits (to be killed) instead of failing. tshmem-info lists the steps.")
 // clang-format on
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "bootstrap/bounded_wait.h"
 #include "context.h"
 #if TSHMEM_HAVE_CUDA
 #include "cuda/signal_gpu.h"
@@ -227,6 +228,7 @@ int signal_wait_until(const char *call, uint64_t *sig_addr, int cmp, uint64_t va
                        call, static_cast<long long>(waited), static_cast<void *>(sig_addr),
                        static_cast<unsigned long long>(ctx->heap->offset_of(sig_addr)), ctx->peers.my_pe(),
                        cmp_name(cmp), static_cast<unsigned long long>(value), static_cast<unsigned long long>(now));
+    progress_while_waiting();  // what other PEs' operations on this PE need from it (bounded_wait.h)
     if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(spins > 10000 ? 50 : 1));
   }
   if (found != nullptr) *found = now;

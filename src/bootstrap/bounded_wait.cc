@@ -1,7 +1,7 @@
 #include "bootstrap/bounded_wait.h"
 
 #include <algorithm>
-
+#include <atomic>
 #include <thread>
 
 namespace tshmemi {
@@ -12,7 +12,24 @@ thread_local bool t_has_deadline = false;
 thread_local std::chrono::steady_clock::time_point t_deadline;  // of the outermost CallDeadline
 constexpr int64_t kLeastAfterDeadlineMs = 1000;
 
+std::atomic<WaitProgress *> g_progress{nullptr};
+std::atomic<int> g_progressing{0};  // threads inside progress_while_waiting() that may hold g_progress's value
+
 }  // namespace
+
+// The count and the pointer are both sequentially consistent: a thread that counted itself in before the pointer was
+// cleared is waited for; one that counts itself in after sees nullptr.
+void set_wait_progress(WaitProgress *progress) {
+  g_progress.store(progress);
+  while (g_progressing.load() != 0) std::this_thread::yield();
+}
+
+void progress_while_waiting() {
+  if (g_progress.load(std::memory_order_relaxed) == nullptr) return;
+  g_progressing.fetch_add(1);
+  if (WaitProgress *progress = g_progress.load()) progress->progress_while_waiting();
+  g_progressing.fetch_sub(1, std::memory_order_release);
+}
 
 CallScope::CallScope(const char *call) : outermost_(t_call == nullptr) {
   if (outermost_) t_call = call;
@@ -44,6 +61,7 @@ WaitClock::WaitClock(const WaitBounds &bounds, int my_pe, std::string what)
 }
 
 bool WaitClock::keep_waiting() {
+  progress_while_waiting();
   ++polls_;
   // Poll without pause for the first second, as MPI's blocking collectives do, looking at the clock every 256 polls:
   // on a loaded machine a yield or a sleep hands the core to others for whole time slices (host barriers over MPI

@@ -48,14 +48,30 @@ class CallDeadline {
   bool outermost_;
 };
 
+/// What a thread that waits on other PEs runs between its polls besides pausing: the off-node transport's progress
+/// (Transport::progress_from_waiter), where the operations of other PEs on this one need this PE's progress to
+/// complete (UCX's active messages over tcp). The waiting thread serves them then, rather than a proxy thread woken
+/// for each. Any thread.
+class WaitProgress {
+ public:
+  virtual ~WaitProgress() = default;
+  virtual void progress_while_waiting() = 0;
+};
+
+/// Makes `progress` what every wait runs between polls (nullptr: nothing); returns once no thread runs the one
+/// before, so the caller may then destroy it.
+void set_wait_progress(WaitProgress *progress);
+/// Runs the progress set, if any: called by every wait on other PEs between polls (keep_waiting() does).
+void progress_while_waiting();
+
 /// One wait on other PEs. The caller polls and, after each poll that found nothing, calls keep_waiting().
 class WaitClock {
  public:
   /// `what`: what is awaited, for the messages ("every PE to join an allreduce (MPI_Iallreduce)").
   WaitClock(const WaitBounds &bounds, int my_pe, std::string what);
 
-  /// Pauses briefly (spins, then yields, then sleeps up to 1 ms: a wait of seconds costs no core); logs the first
-  /// warning once it is due; false once the bound has passed.
+  /// Runs progress_while_waiting(), then pauses briefly (spins, then yields, then sleeps up to 1 ms: a wait of
+  /// seconds costs no core); logs the first warning once it is due; false once the bound has passed.
   bool keep_waiting();
 
   /// "<call>: PE 0 waited 3000 ms for <what> and gives up (TSHMEM_PROXY_TIMEOUT_MS)": the failure, the same shape

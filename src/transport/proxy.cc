@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bootstrap/agree.h"
+#include "bootstrap/bounded_wait.h"
 #include "transport/channel_reader.h"
 #include "transport/proxy_memory.h"
 #include "transport/staged/staged_transport.h"
@@ -33,7 +34,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-class ProxyEngine final : public Proxy, private TransportSink {
+class ProxyEngine final : public Proxy, private TransportSink, private WaitProgress {
  public:
   ProxyEngine(Bootstrap &boot, MemBackend &mem, uint64_t heap_bytes, const ProxyConfig &config)
       : boot_(boot),
@@ -44,6 +45,7 @@ class ProxyEngine final : public Proxy, private TransportSink {
         n_pes_(boot.size()) {}
 
   ~ProxyEngine() override {
+    if (waits_progress_) set_wait_progress(nullptr);
     boot_.on_failure(nullptr);
     stop_thread();
     transport_.reset();  // before the channels and the memory both live in
@@ -73,6 +75,9 @@ class ProxyEngine final : public Proxy, private TransportSink {
     boot_.on_failure([this](Status code, const std::string &message) { record_failure(code, message); });
     thread_ = std::thread([this] { run(); });
     watchdog_ = std::thread([this] { watch(); });
+    // tshmem's own waits on other PEs (bounded_wait.h, and the host's waits on heap words) progress the transport.
+    set_wait_progress(this);
+    waits_progress_ = true;
     return TSHMEM_SUCCESS;
   }
 
@@ -143,6 +148,8 @@ class ProxyEngine final : public Proxy, private TransportSink {
                           "PE %d, and it tears down without them: %s",
                           my_pe_, failure().c_str());
     const Status barrier = boot_.barrier();
+    set_wait_progress(nullptr);  // past the barrier no PE sends to this one any more
+    waits_progress_ = false;
     stop_thread();
     transport_->close();
     if (drained != TSHMEM_SUCCESS) return drained;
@@ -165,6 +172,12 @@ class ProxyEngine final : public Proxy, private TransportSink {
   }
 
  private:
+  // A thread waiting on other PEs, between its polls (WaitProgress): the transport's progress from that thread,
+  // while the path runs.
+  void progress_while_waiting() override {
+    if (!failed_.load(std::memory_order_relaxed)) transport_->progress_from_waiter();
+  }
+
   enum Command { kRun, kDrain, kStop };
   /// The request in progress comes from no channel: the drain's QUIET.
   static constexpr int kInternal = -1;
@@ -250,6 +263,7 @@ class ProxyEngine final : public Proxy, private TransportSink {
       const bool done = ready();
       if (failed_.load(std::memory_order_acquire)) return stopped_error(call);
       if (done) break;
+      progress_while_waiting();  // a wait of tshmem's on other PEs, as every other (bounded_wait.h)
       if (spins > 256) std::this_thread::yield();
       if ((spins & 1023u) == 1023u && !warned && std::chrono::steady_clock::now() - start > warn_after) {
         warned = true;  // the first word, long before the bound: what is awaited, and when the wait gives up
@@ -386,6 +400,7 @@ class ProxyEngine final : public Proxy, private TransportSink {
   void run() {
     Status status = memory_->bind_thread();
     const bool wakes_on_arrival = transport_->wakes_on_arrival();
+    const bool drives_progress = config_.env == nullptr || config_.env->debug_proxy_progress;  // (a test's setting)
     unsigned idle = 0;
     while (status == TSHMEM_SUCCESS && !failed_.load(std::memory_order_acquire)) {
       heartbeat_.fetch_add(1, std::memory_order_relaxed);
@@ -393,7 +408,7 @@ class ProxyEngine final : public Proxy, private TransportSink {
       bool worked = false;
       status = advance(&worked);
       const bool took = worked;  // requests from the channels, which wake nobody: they are polled for
-      if (status == TSHMEM_SUCCESS) status = transport_->progress(&worked);
+      if (status == TSHMEM_SUCCESS && drives_progress) status = transport_->progress(&worked);
       if (status != TSHMEM_SUCCESS) break;
       if (reader_->release(transport_->released())) worked = true;
       const int command = command_.load(std::memory_order_acquire);
@@ -557,6 +572,7 @@ class ProxyEngine final : public Proxy, private TransportSink {
   std::unique_ptr<ChannelReader> reader_;
   std::unique_ptr<Transport> transport_;
   HostRma *host_ = nullptr;             ///< the transport's host calls on the calling thread, or nullptr
+  bool waits_progress_ = false;         ///< this engine is the progress of tshmem's waits (set_wait_progress)
   std::string name_;                    ///< the transport's name (its table row)
   std::string choice_note_;             ///< why auto passed over the transports before it
   bool peer_gone_ = false;              ///< stopped because another PE's proxy did (no notice of our own)

@@ -6,9 +6,9 @@
 // one list of them is TSHMEM_REMOTE_TRANSPORTS in src/CMakeLists.txt, in the order TSHMEM_REMOTE_TRANSPORT=auto
 // tries them. Nothing outside a transport's folder includes its headers (the include-rules test checks it).
 //
-// Called from the proxy thread only, except waiting_on() and send_raw(). Every operation is non-blocking: one
-// that lacks a resource now (a send buffer, a reply entry) does what it can and says how far it got; the proxy
-// calls progress() and then the operation again with the same arguments.
+// Called from the proxy thread only, except waiting_on(), send_raw() and progress_from_waiter(). Every operation
+// is non-blocking: one that lacks a resource now (a send buffer, a reply entry) does what it can and says how far
+// it got; the proxy calls progress() and then the operation again with the same arguments.
 // Ordering: the operations to one PE apply there in the order issued (puts in order, a signal after its data),
 // so fence() has nothing to wait for; quiet() completes once everything issued before it is complete at its
 // target and every reply awaited has come.
@@ -140,6 +140,12 @@ class Transport {
   virtual void idle(std::chrono::microseconds most) { std::this_thread::sleep_for(most); }
   /// Whether idle() returns as soon as something arrives from another PE.
   virtual bool wakes_on_arrival() const { return false; }
+  /// From an application thread that waits on other PEs (a barrier's agreement, a host wait on a heap word), between
+  /// its polls, at once with the proxy thread: moves what other PEs' operations on this PE need from it (UCX's
+  /// emulated one-sided operations over transports without RDMA), so the waiting thread serves them instead of
+  /// the proxy thread woken for each. Touches nothing the proxy thread owns; never blocks. Default: nothing (the
+  /// proxy thread does all of it).
+  virtual void progress_from_waiter() {}
 
   // --- local completion: when a source may be reused ---
   /// A point after every operation issued so far.

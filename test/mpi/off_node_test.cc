@@ -273,6 +273,66 @@ void run_job_on(MPI_Comm comm) {
 // The proxy's messages travel on tshmem's copy of the application's communicator, not on MPI_COMM_WORLD:
 // two separate tshmem jobs (even and odd world ranks), each of PEs on "nodes" of one, both put across
 // nodes, at the same time.
+// tshmem's own waits progress the transport (bounded_wait.h): a target PE whose proxy thread never does
+// (TSHMEM_DEBUG_PROXY_PROGRESS=0) still serves the operations of other nodes on it while it waits in tshmem, where
+// the transport needs the target's progress (UCX's active messages over tcp or shared memory, on a host heap). The
+// PE of the second node waits in tshmemx_signal_wait_until while PE 0 puts and quiets, then in tshmem_barrier_all
+// while PE 0 gets; without that progress PE 0's quiet and get wait for it until the bound (10 s here) and fail.
+TEST(OffNodeWaits, ATargetWhoseProxyNeverProgressesIsServedByItsWaits) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 PEs to make 2 nodes";
+  const char *named = std::getenv("TSHMEM_REMOTE_TRANSPORT");
+  const char *staged = std::getenv("TSHMEM_DEBUG_UCX_STAGED");
+  if (!TSHMEM_TEST_UCX_BUILT || named == nullptr || std::string(named) != "ucx" ||
+      (staged != nullptr && std::string(staged) == "1"))
+    GTEST_SKIP() << "the ucx transport's direct mode moves what a target's waits progress (the mpi transport and "
+                    "the staged mode need the target's proxy)";
+  const int node_size = world_size() >= 4 ? 2 : 1;
+  const std::string size = std::to_string(node_size);
+  ScopedEnv backend("TSHMEM_MEM_BACKEND", "shm");
+  ScopedEnv heap("TSHMEM_SYMMETRIC_SIZE", "8M");
+  ScopedEnv nodes("TSHMEM_DEBUG_NODE_SIZE", size.c_str());
+  ScopedEnv no_proxy_progress("TSHMEM_DEBUG_PROXY_PROGRESS", "0");
+  ScopedEnv bound("TSHMEM_PROXY_TIMEOUT_MS", "10000");
+  ASSERT_TRUE(all_pes(tshmem_init() == 0)) << tshmemx_last_error();
+  const int me = tshmem_my_pe(), target = node_size;  // the first PE of the second node
+  auto *data = static_cast<uint64_t *>(tshmem_calloc(64, sizeof(uint64_t)));
+  auto *sig = static_cast<uint64_t *>(tshmem_calloc(1, sizeof(uint64_t)));
+  ASSERT_NE(data, nullptr);
+  ASSERT_NE(sig, nullptr);
+  uint64_t source[64];
+  for (int i = 0; i < 64; ++i) source[i] = 0x5000 + static_cast<uint64_t>(i);
+  const uint64_t one = 1;
+  tshmemx_clear_last_error();
+  if (me == 0) {
+    EXPECT_EQ(tshmem_putmem(data, source, sizeof(source), target), 0) << tshmemx_last_error();
+    tshmem_quiet();
+    EXPECT_EQ(tshmemx_last_error_code(), 0)
+        << "the quiet needs PE " << target << "'s progress: " << tshmemx_last_error();
+    EXPECT_EQ(tshmem_putmem(sig, &one, sizeof(one), target), 0) << tshmemx_last_error();
+    tshmem_quiet();
+    EXPECT_EQ(tshmemx_last_error_code(), 0) << tshmemx_last_error();
+  } else if (me == target) {
+    uint64_t found = 0;
+    EXPECT_EQ(tshmemx_signal_wait_until(sig, TSHMEM_CMP_EQ, 1, 20000, &found), 0) << tshmemx_last_error();
+    EXPECT_EQ(std::memcmp(data, source, sizeof(source)), 0) << "the flag came before the data it follows";
+    for (int i = 0; i < 64; ++i) data[i] = 0x7000 + static_cast<uint64_t>(i);
+  }
+  tshmem_barrier_all();
+  EXPECT_EQ(tshmemx_last_error_code(), 0) << tshmemx_last_error();
+  if (me == 0) {  // PE `target` waits in the barrier meanwhile
+    uint64_t got[64] = {};
+    EXPECT_EQ(tshmem_getmem(got, data, sizeof(got), target), 0)
+        << "the get needs PE " << target << "'s progress: " << tshmemx_last_error();
+    EXPECT_EQ(got[0], 0x7000u);
+    EXPECT_EQ(got[63], 0x7000u + 63);
+  }
+  tshmem_barrier_all();
+  EXPECT_EQ(tshmemx_last_error_code(), 0) << tshmemx_last_error();
+  tshmem_free(sig);
+  tshmem_free(data);
+  tshmem_finalize();
+}
+
 TEST(OffNodeConfig, OnAnApplicationCommunicator) {
   if (world_size() < 4) GTEST_SKIP() << "needs 4 PEs for two jobs of 2";
   MPI_Comm half;

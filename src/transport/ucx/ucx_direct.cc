@@ -2,8 +2,10 @@
 // operation on a PE of another node is one ucp call on the calling thread: ucp_put_nbx, ucp_get_nbx,
 // ucp_atomic_op_nbx; a signal is its data, ucp_worker_fence, then the word (SET: a put, ADD: an atomic); quiet is
 // ucp_worker_flush_nbx. The proxy thread issues the device channel's requests and progresses the worker (UCX's
-// emulated one-sided operations, over transports without RDMA, need the target's worker progressed: its proxy thread
-// does that); host calls issue on their own thread and wait there (HostRma).
+// emulated one-sided operations, over transports without RDMA, need the target's worker progressed); host calls
+// issue on their own thread and wait there (HostRma). While an application thread waits in tshmem (a host call, a
+// barrier, a signal wait: progress_from_waiter), it progresses the worker instead, and the proxy thread leaves
+// UCX's progress to it.
 // On a host-memory heap the proxy thread's small puts and SET signals travel in batches instead (ucx_batches.h: one
 // tagged message per PE and pass, applied by the target's proxy thread with the CPU); a GPU heap (GPUDirect) keeps
 // every operation one-sided.
@@ -258,8 +260,16 @@ class Direct final : public Transport, public HostRma {
     return TSHMEM_SUCCESS;
   }
 
+  // Where an application thread has progressed the worker since the pass before (it waits in tshmem: a host call,
+  // a barrier, a signal wait), the pass leaves UCX's progress to it: two threads progressing one worker take turns
+  // at UCX's lock, and on few cores the one spinning for it holds the core the other needs (measured on 2 cores:
+  // a third of the proxy thread's time in the lock's spin). What this thread owns (completions, control messages,
+  // batches) is looked at all the same.
   Status progress(bool *worked) override {
-    const unsigned events = ucp_worker_progress(worker_->worker());
+    const uint64_t application = worker_->application_progress();
+    driven_ = application != application_seen_;
+    application_seen_ = application;
+    const unsigned events = driven_ ? 0 : ucp_worker_progress(worker_->worker());
     TSHMEM_CHECK(reap());
     TSHMEM_CHECK(poll_control());
     if (batches_) {  // the pass's batches go now; then what this PE applied is acknowledged
@@ -282,11 +292,23 @@ class Direct final : public Transport, public HostRma {
 
   // Operations in flight are not waited for here: what completes some of them (room in a peer's receive queue for
   // those UCX still holds) wakes nobody, so the thread keeps passing (each yields) until none is left.
+  // While an application thread progresses the worker (a host call waiting, or a wait on other PEs:
+  // progress_from_waiter), that thread takes what arrives: the proxy thread pauses without the event descriptor,
+  // or every arrival would wake it too, and the two would share the cores for each.
   void idle(std::chrono::microseconds most) override {
     if (!in_flight_.empty() || flushing_ || (batches_ && batches_->sending())) return;
+    if (driven_) {
+      std::this_thread::sleep_for(most);
+      return;
+    }
     worker_->wait_for_event(most);
   }
   bool wakes_on_arrival() const override { return worker_->wakes(); }
+
+  // Any application thread: UCX's worker is made for several threads (ucx_worker.h); what the proxy thread owns
+  // (operations in flight, batches, control receives) is left to it: a receive this completes is handled on the
+  // proxy thread's next pass.
+  void progress_from_waiter() override { worker_->progress_from_application(); }
 
   uint64_t issued() const override { return issued_; }
   uint64_t released() const override { return in_flight_.empty() ? issued_ : oldest_seq() - 1; }
@@ -677,7 +699,9 @@ class Direct final : public Transport, public HostRma {
   char *heap_;  ///< this PE's heap: batches from other PEs are applied here
   uint64_t heap_bytes_;
   bool worked_ = false;
-  bool unordered_ = false;  ///< an operation was issued since the last fence
+  uint64_t application_seen_ = 0;  ///< Worker::application_progress() at the last progress()
+  bool driven_ = false;            ///< an application thread progressed the worker since the pass before
+  bool unordered_ = false;         ///< an operation was issued since the last fence
   std::vector<Slot> slots_;
   std::vector<size_t> free_slots_;
   std::vector<InFlight> in_flight_;

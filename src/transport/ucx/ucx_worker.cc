@@ -202,7 +202,7 @@ Status Worker::wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, c
   ucs_status_t s = UCS_INPROGRESS;
   for (unsigned spins = 0; (s = ucp_request_check_status(request)) == UCS_INPROGRESS; ++spins) {
     const bool yielding = spins > 1024;
-    if (ucp_worker_progress(worker_) == 0 && yielding) std::this_thread::yield();
+    if (progress_from_application() == 0 && yielding) std::this_thread::yield();
     // Once it yields, one pass may last a time slice of a busy core (milliseconds): 1024 of them overran a 1.5 s
     // bound by a second on a loaded 2-core machine, so the clock is read every pass from then on.
     if ((yielding || (spins & 1023u) == 1023u) && std::chrono::steady_clock::now() - start > bound) {
@@ -217,6 +217,11 @@ Status Worker::wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, c
   if (s != UCS_OK)
     return set_error(TSHMEM_ERR_SYSTEM, "%s: %s to PE %d failed in ucx: %s", call, what, pe, ucs_status_string(s));
   return TSHMEM_SUCCESS;
+}
+
+unsigned Worker::progress_from_application() {
+  application_progress_.fetch_add(1, std::memory_order_relaxed);
+  return ucp_worker_progress(worker_);
 }
 
 void Worker::wait_for_event(std::chrono::microseconds most) {

@@ -9,6 +9,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -57,6 +58,11 @@ class Worker {
   Status wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, const char *call, const char *what, int pe);
   /// Completes every operation issued on the worker so far (ucp_worker_flush_nbx), bounded as wait().
   Status flush(std::chrono::milliseconds bound, const char *call);
+  /// Progresses the worker from an application thread (wait() does so too, and a thread waiting on other PEs):
+  /// counted, so that the proxy thread knows another thread takes what arrives.
+  unsigned progress_from_application();
+  /// How often application threads have progressed the worker; any thread.
+  uint64_t application_progress() const { return application_progress_.load(std::memory_order_relaxed); }
 
  private:
   Status start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool wakeup);
@@ -68,6 +74,7 @@ class Worker {
   ucp_worker_h worker_ = nullptr;
   ucp_mem_h memh_ = nullptr;
   int efd_ = -1;  ///< the worker's event descriptor (ucp_worker_get_efd), -1 where UCX gives none
+  std::atomic<uint64_t> application_progress_{0};  ///< progress_from_application() calls
   std::vector<ucp_ep_h> eps_;
   std::vector<ucp_rkey_h> rkeys_;
   std::vector<uint64_t> bases_;
