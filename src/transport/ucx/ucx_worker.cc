@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -81,6 +82,13 @@ Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool w
   n_pes_ = boot.size();
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) local = ucx_error("ucp_config_read", s);
+  // Over tcp UCX carries a put or get as active messages of at most UCX_TCP_TX_SEG_SIZE (8 KiB by default), each
+  // handled by the target's progress: a host put of 1 MiB is 128 of them. 64 KiB ones (what UCX_TCP_RX_SEG_SIZE
+  // already takes) carry large transfers in an eighth of the messages (docs/results.md). The user's setting wins.
+  // UCX 1.13 applies a transport's setting given to ucp_config_modify by its name without the transport's prefix
+  // (TX_SEG_SIZE: tcp's only; "TCP_TX_SEG_SIZE" is accepted and ignored), checked with ucp_ep_print_info.
+  if (local == TSHMEM_SUCCESS && std::getenv("UCX_TCP_TX_SEG_SIZE") == nullptr)
+    (void)ucp_config_modify(config, "TX_SEG_SIZE", "64K");
   if (local == TSHMEM_SUCCESS) {
     ucp_params_t params = {};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
