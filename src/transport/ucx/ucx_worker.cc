@@ -209,7 +209,10 @@ Status Worker::wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, c
   const auto start = std::chrono::steady_clock::now();
   ucs_status_t s = UCS_INPROGRESS;
   for (unsigned spins = 0; (s = ucp_request_check_status(request)) == UCS_INPROGRESS; ++spins) {
-    const bool yielding = spins > 1024;
+    // A pass that moved nothing yields soon: the peer whose progress this waits for (a target serving UCX's active
+    // messages from its own wait) may share the core, and 1024 spins held it from that peer for about a millisecond
+    // a time (2 cores: host put + quiet over tcp then took 500-700 us in one run of two instead of 25-75 us).
+    const bool yielding = spins > 32;
     if (progress_from_application() == 0 && yielding) std::this_thread::yield();
     // Once it yields, one pass may last a time slice of a busy core (milliseconds): 1024 of them overran a 1.5 s
     // bound by a second on a loaded 2-core machine, so the clock is read every pass from then on.
