@@ -88,6 +88,14 @@ TEST(Fault, EndsWithinTheBoundOnEveryLivePe) {
       const std::string dead = "left unfinalized: PE " + std::to_string(np - 1) + " ended before";
       EXPECT_NE(out.find(dead), std::string::npos) << out;
     }
+  } else if (which.rfind("kill-put", 0) == 0) {
+    // Operations in flight to a dead PE at the teardown (UCX: requests pending on its endpoint, closed by force).
+    const std::string out =
+        run_case(which, 2, {0}, {"--mca", "orte_enable_recovery", "1"}, false, "TSHMEM_PROXY_RING=1024", 30);
+    EXPECT_NE(out.find("left unfinalized: PE 1 ended before"), std::string::npos) << out;
+    if (which == "kill-put-device") {
+      EXPECT_NE(out.find("the device channel's quiet after"), std::string::npos) << out;
+    }
   } else if (which == "truncate-finalize") {
     // Chunks of 256 bytes: the oversized message (2 KiB) is still an eager one. A truncated message past MPI's eager
     // limit is copied whole by Open MPI 4.1's single-copy and tcp paths, over the end of the receive buffer.
