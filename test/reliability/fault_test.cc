@@ -87,6 +87,13 @@ TEST(Fault, EndsWithinTheBoundOnEveryLivePe) {
       // tshmem started MPI and leaves it unfinalized, naming the dead PE (MPI_Finalize would wait for it).
       const std::string dead = "left unfinalized: PE " + std::to_string(np - 1) + " ended before";
       EXPECT_NE(out.find(dead), std::string::npos) << out;
+    } else {
+      // MPI_Finalize is the application's: the dead PE is named for it.
+      const std::string dead = "tshmem_finalize: PE " + std::to_string(np - 1) + " ended before this PE finalized";
+      EXPECT_NE(out.find(dead), std::string::npos) << out;
+      EXPECT_NE(out.find("MPI is the application's, and its MPI_Finalize waits in the launcher's fence"),
+                std::string::npos)
+          << out;
     }
   } else if (which.rfind("kill-put", 0) == 0) {
     // Operations in flight to a dead PE at the teardown (UCX: requests pending on its endpoint, closed by force).
