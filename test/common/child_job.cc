@@ -77,7 +77,7 @@ std::string describe_group(pid_t group) {
       }
       closedir(tasks);
     }
-    if (stacks) out += run_and_read("timeout 20 eu-stack -p " + pid + " 2>&1");
+    if (stacks) out += run_and_read("timeout 10 eu-stack -p " + pid + " 2>&1");
   }
   closedir(proc);
   return out;
