@@ -14,10 +14,12 @@ namespace {
 constexpr int kBoundMs = 3000;
 
 // The heap's backend: the environment's (a GPU machine runs the label with vmm too), else shm. The reserved-region
-// case posts to the device channel from the CPU, which only a host-memory heap (shm) lets a CPU producer do.
+// and kill-put-device cases post to the device channel from the CPU, which only a host-memory heap (shm) lets a CPU
+// producer do.
 std::string backend_of(const std::string &which) {
   const char *text = std::getenv("TSHMEM_MEM_BACKEND");
-  return text != nullptr && *text != '\0' && which != "reserved-put" ? text : "shm";
+  const bool cpu_producer = which == "reserved-put" || which == "kill-put-device";
+  return text != nullptr && *text != '\0' && !cpu_producer ? text : "shm";
 }
 
 // Runs the case on `np` PEs; every PE in `live` must print "RESULT <case> PE <n>: PASS" lines only, and finalize.
