@@ -12,7 +12,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TSHMEM_BUILD_DIR:-$root/build}
 
 need=(cmake ninja-build pkg-config g++ libopenmpi-dev openmpi-bin libhwloc-dev libgtest-dev libbenchmark-dev ccache
-      clang-format python3 slurm-wlm munge libucx-dev)
+      clang-format python3 slurm-wlm munge libucx-dev elfutils)
 missing=()
 for pkg in "${need[@]}"; do dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -117,7 +117,10 @@ class MpiBootstrap final : public Bootstrap {
     }
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (initialised_by_tshmem_ && !finalized) finalize_mpi();
+    if (initialised_by_tshmem_ && !finalized)
+      finalize_mpi();
+    else if (!finalized)
+      name_dead_for_application();
   }
 
   Status init(const void *user_comm, int node_size) {
@@ -269,6 +272,18 @@ class MpiBootstrap final : public Bootstrap {
     }
     FinalizeWatch watch(liveness_, bounds_);
     MPI_Finalize();
+  }
+
+  // MPI is the application's, and so is MPI_Finalize, whose launcher fence would wait for a dead PE of this host as
+  // it would for tshmem (finalize_mpi): in the failed state, such a PE is named, so that the application can leave it.
+  void name_dead_for_application() {
+    const std::vector<int> dead = failed() ? liveness_.gone() : std::vector<int>();
+    if (dead.empty()) return;
+    TSHMEMI_LOG(kWarn, kLogBoot,
+                "tshmem_finalize: %s ended before this PE finalized (killed, or left without MPI_Finalize); MPI is "
+                "the application's, and its MPI_Finalize waits in the launcher's fence for every process of the job, "
+                "for ever where one died: an application that knows a PE died leaves MPI unfinalized",
+                name_pes(dead).c_str());
   }
 
   // An MPI error starting a collective: the PEs' collectives are out of step from here on.

@@ -11,6 +11,10 @@
 //   kill-barrier-np2, kill-barrier-np4  the same on 2 and 4 PEs (the last one dies)
 //   kill-barrier-app-mpi  the same on 3 PEs with MPI started by the application: tshmem_finalize is as bounded;
 //                      MPI_Finalize is the application's, which leaves it (a PE died) as tshmem would
+//   kill-put           2 PEs; PE 1 dies; PE 0 puts to it (8 B and 64 KiB alternately) until a put fails: that put
+//                      ends at the bound, quiet then fails at once, finalize ends within the bound and a second
+//   kill-put-device    the same, first with requests to PE 1 in the proxy's device channel (small puts, an atomic,
+//                      a quiet): the quiet ends at the bound with them in flight, and the teardown closes them
 //   truncate-finalize  PE 0 sends PE 1's proxy a message larger than its buffers (MPI_ERR_TRUNCATE there); both
 //                      finalize and the job exits 0
 //   reserved-put       PE 0 posts kernel-style requests (the device channel) that write PE 1's reserved region:
@@ -72,6 +76,7 @@ int main(int argc, char **argv) {
   const std::string which = argc > 1 ? argv[1] : "";
   const bool application_mpi = which.rfind("stop-", 0) == 0 || which == "kill-barrier-app-mpi";
   const bool kill_barrier = which.rfind("kill-barrier", 0) == 0;
+  const bool kill_put = which.rfind("kill-put", 0) == 0;
   if (application_mpi) {
     int provided = 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -85,6 +90,8 @@ int main(int argc, char **argv) {
   const int mine = static_cast<int>(getpid());
   MPI_Allgather(&mine, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
   long *word = static_cast<long *>(tshmem_calloc(64, sizeof(long)));
+  constexpr size_t kLargePut = 64 << 10;
+  char *large = kill_put ? static_cast<char *>(tshmem_malloc(kLargePut)) : nullptr;
   tshmem_barrier_all();
 
   const bool stop_barrier = which == "stop-barrier" || which == "stop-barrier-one-node";
@@ -147,6 +154,74 @@ int main(int argc, char **argv) {
     result(
         which, me, ended_at_bound(ms, rc, message, "tshmem_barrier_all: PE") || mpi_saw_it,
         "barrier_all: rc " + std::to_string(rc) + " after " + std::to_string(static_cast<int>(ms)) + " ms: " + message);
+  }
+
+  if (kill_put) {
+    // Puts to the dead PE, small and large, until one fails: the first that cannot complete ends at the bound
+    // (nothing takes them at the target), or at once where the transport sees the death itself (UCX over tcp: the
+    // connection is refused), and the calls after it fail at once.
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == 1) raise(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // kill-put-device: first the proxy's path (the device channel: small puts, an atomic, then a quiet): its quiet
+    // ends within the bound, the path stopped, with the requests still in flight (the teardown closes them).
+    tshmemi_proxy_channel *channel = which == "kill-put-device" ? tshmemi_proxy_device_channel() : nullptr;
+    if (channel != nullptr) {
+      const uint64_t offset = static_cast<uint64_t>(large - static_cast<char *>(tshmemx_heap_base()));
+      for (uint64_t i = 0; i < 64; ++i) {
+        tshmemi_proxy_request put = {};
+        put.op = TSHMEMI_PROXY_PUT;
+        put.flags = TSHMEMI_PROXY_FLAG_INLINE;
+        put.pe = 1;
+        put.remote = offset + 8 * i;
+        put.bytes = 8;
+        put.value = i;
+        tshmemi_proxy_post(channel, &put);
+      }
+      tshmemi_proxy_request add = {};
+      add.op = TSHMEMI_PROXY_AMO;
+      add.amo = TSHMEMI_AMO_ADD;
+      add.width = 8;
+      add.pe = 1;
+      add.remote = offset + kLargePut - 8;
+      add.value = 1;
+      tshmemi_proxy_post(channel, &add);
+      tshmemi_proxy_request quiet = {};
+      quiet.op = TSHMEMI_PROXY_QUIET;
+      const uint64_t ticket = tshmemi_proxy_post(channel, &quiet);
+      const Clock::time_point posted = Clock::now();
+      while (!tshmemi_proxy_done(channel, ticket) && ms_since(posted) < static_cast<double>(2 * bound_ms() + 5000))
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const double ms = ms_since(posted);
+      result(which, me, tshmemi_proxy_done(channel, ticket) && ms <= static_cast<double>(bound_ms() + 5000),
+             "the device channel's quiet after " + std::to_string(static_cast<int>(ms)) + " ms");
+    }
+    static char payload[kLargePut] = {};
+    const Clock::time_point start = Clock::now();
+    int rc = 0;
+    long puts = 0;
+    double last_ms = 0;
+    tshmemx_clear_last_error();
+    while (rc == 0 && ms_since(start) < static_cast<double>(2 * bound_ms() + 5000)) {
+      const Clock::time_point put_start = Clock::now();
+      rc = tshmem_putmem(large, payload, puts % 2 == 0 ? sizeof(long) : kLargePut, 1);
+      last_ms = ms_since(put_start);
+      ++puts;
+    }
+    std::string message = tshmemx_last_error();
+    result(which, me,
+           rc != 0 && last_ms <= static_cast<double>(bound_ms() + 5000) && has(message, "tshmem_putmem") &&
+               (has(message, "TSHMEM_PROXY_TIMEOUT_MS") || has(message, "to PE 1 failed") ||
+                has(message, "to be sent to PE 1")),
+           "put " + std::to_string(puts) + ": rc " + std::to_string(rc) + " after " +
+               std::to_string(static_cast<int>(last_ms)) + " ms: " + message);
+    const Clock::time_point quiet_start = Clock::now();
+    tshmemx_clear_last_error();
+    tshmem_quiet();
+    const double ms = ms_since(quiet_start);
+    message = tshmemx_last_error();
+    result(which, me, ms <= 1000 && has(message, "tshmem_quiet"),
+           "quiet after " + std::to_string(static_cast<int>(ms)) + " ms: " + message);
   }
 
   if (which == "truncate-finalize") {
@@ -223,7 +298,7 @@ int main(int argc, char **argv) {
   const Clock::time_point start = Clock::now();
   tshmem_finalize();
   const double ms = ms_since(start);
-  if (kill_barrier) {
+  if (kill_barrier || kill_put) {
     // The failed state: the teardown waits for no other PE, and MPI_Finalize, which would wait for the dead one, is
     // left (tshmem started MPI; the warning names the PE) or is the application's.
     const std::string message = tshmemx_last_error();

@@ -14,10 +14,12 @@ namespace {
 constexpr int kBoundMs = 3000;
 
 // The heap's backend: the environment's (a GPU machine runs the label with vmm too), else shm. The reserved-region
-// case posts to the device channel from the CPU, which only a host-memory heap (shm) lets a CPU producer do.
+// and kill-put-device cases post to the device channel from the CPU, which only a host-memory heap (shm) lets a CPU
+// producer do.
 std::string backend_of(const std::string &which) {
   const char *text = std::getenv("TSHMEM_MEM_BACKEND");
-  return text != nullptr && *text != '\0' && which != "reserved-put" ? text : "shm";
+  const bool cpu_producer = which == "reserved-put" || which == "kill-put-device";
+  return text != nullptr && *text != '\0' && !cpu_producer ? text : "shm";
 }
 
 // Runs the case on `np` PEs; every PE in `live` must print "RESULT <case> PE <n>: PASS" lines only, and finalize.
@@ -87,6 +89,21 @@ TEST(Fault, EndsWithinTheBoundOnEveryLivePe) {
       // tshmem started MPI and leaves it unfinalized, naming the dead PE (MPI_Finalize would wait for it).
       const std::string dead = "left unfinalized: PE " + std::to_string(np - 1) + " ended before";
       EXPECT_NE(out.find(dead), std::string::npos) << out;
+    } else {
+      // MPI_Finalize is the application's: the dead PE is named for it.
+      const std::string dead = "tshmem_finalize: PE " + std::to_string(np - 1) + " ended before this PE finalized";
+      EXPECT_NE(out.find(dead), std::string::npos) << out;
+      EXPECT_NE(out.find("MPI is the application's, and its MPI_Finalize waits in the launcher's fence"),
+                std::string::npos)
+          << out;
+    }
+  } else if (which.rfind("kill-put", 0) == 0) {
+    // Operations in flight to a dead PE at the teardown (UCX: requests pending on its endpoint, closed by force).
+    const std::string out =
+        run_case(which, 2, {0}, {"--mca", "orte_enable_recovery", "1"}, false, "TSHMEM_PROXY_RING=1024", 30);
+    EXPECT_NE(out.find("left unfinalized: PE 1 ended before"), std::string::npos) << out;
+    if (which == "kill-put-device") {
+      EXPECT_NE(out.find("the device channel's quiet after"), std::string::npos) << out;
     }
   } else if (which == "truncate-finalize") {
     // Chunks of 256 bytes: the oversized message (2 KiB) is still an eager one. A truncated message past MPI's eager

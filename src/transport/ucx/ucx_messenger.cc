@@ -10,8 +10,13 @@ namespace ucx {
 namespace {
 
 ucs_status_ptr_t &handle_of(Messenger::Request *request) {
-  static_assert(sizeof(ucs_status_ptr_t) <= sizeof(request->handle), "room for UCX's request");
+  static_assert(sizeof(ucs_status_ptr_t) + sizeof(int) <= sizeof(request->handle), "room for UCX's request");
   return *reinterpret_cast<ucs_status_ptr_t *>(request->handle);
+}
+
+/// A send's target (-1: a receive), kept beside UCX's request for a failure's message.
+int &peer_of(Messenger::Request *request) {
+  return *reinterpret_cast<int *>(request->handle + sizeof(ucs_status_ptr_t));
 }
 
 class UcxMessenger final : public Messenger {
@@ -26,6 +31,7 @@ class UcxMessenger final : public Messenger {
       return set_error(TSHMEM_ERR_SYSTEM, "ucx: sending %zu bytes to PE %d failed: %s", bytes, pe,
                        ucs_status_string(UCS_PTR_STATUS(r)));
     handle_of(request) = r;  // nullptr: complete already
+    peer_of(request) = pe;
     request->active = true;
     return TSHMEM_SUCCESS;
   }
@@ -37,6 +43,7 @@ class UcxMessenger final : public Messenger {
     if (UCS_PTR_IS_ERR(r))
       return set_error(TSHMEM_ERR_SYSTEM, "ucx: posting a receive failed: %s", ucs_status_string(UCS_PTR_STATUS(r)));
     handle_of(request) = r;
+    peer_of(request) = -1;
     request->active = true;
     return TSHMEM_SUCCESS;
   }
@@ -64,7 +71,9 @@ class UcxMessenger final : public Messenger {
     }
     request->active = false;
     *done = true;
-    if (s != UCS_OK) return set_error(TSHMEM_ERR_SYSTEM, "ucx: a message failed: %s", ucs_status_string(s));
+    if (s != UCS_OK && peer_of(request) >= 0)
+      return set_error(TSHMEM_ERR_SYSTEM, "ucx: a message to PE %d failed: %s", peer_of(request), ucs_status_string(s));
+    if (s != UCS_OK) return set_error(TSHMEM_ERR_SYSTEM, "ucx: a receive failed: %s", ucs_status_string(s));
     return TSHMEM_SUCCESS;
   }
 
