@@ -148,22 +148,22 @@ TEST(DeviceRmaLaunch, ThreadScopeGetsFillA1024ThreadBlock) {
   TSHMEM_REQUIRE_GPU();
   const int me = tshmem_my_pe(), n = tshmem_n_pes();
   const int prev = (me + n - 1) % n;
-  // Across nodes each get is a proxy request: shorter slices, one round, and 128 threads per block (the launch is
-  // the on-node case's to check). Where PEs share one GPU, each round trip waits for the GPU's time slice between
-  // their contexts; 1024 gets at once did not finish within 40 s there, though every request kept moving.
+  // Across nodes each get is a proxy request: one warp of gets, each of its own short slice, one round (the
+  // 1024-thread launch is the on-node case's to check). Where the PEs of the test's "nodes" share one GPU, each get
+  // waits for the target's copy out of its GPU heap, which runs only in that context's time slice on the GPU the
+  // waiting kernels keep busy: 1024 gets at once took minutes there.
   const bool across_nodes = tshmem_device_test::job_spans_nodes();
-  const size_t slice = across_nodes ? 19 : 1041, bytes = slice * 1024;  // odd slices: misaligned starts
+  const unsigned threads = across_nodes ? 32u : 1024u;
+  const size_t slice = across_nodes ? 19 : 1041, bytes = slice * threads;  // odd slices: misaligned starts
   const int rounds = across_nodes ? 1 : 3;
-  const unsigned threads = across_nodes ? 128u : 1024u;
   tshmem_device_test::SymBuffer src(bytes + 16), dst(bytes + 16);
   fill_pattern<<<256, 256>>>(src.get<unsigned char>() + 1, bytes, me);
   TSHMEM_CUDA_EXPECT(cudaMemset(dst.get(), 0, bytes + 16));
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
   tshmem_barrier_all();
-  get_rounds_thread<<<1024 / threads, threads>>>(dst.get<unsigned char>() + 1, src.get<unsigned char>() + 1, slice,
-                                                 prev, rounds);
+  get_rounds_thread<<<1, threads>>>(dst.get<unsigned char>() + 1, src.get<unsigned char>() + 1, slice, prev, rounds);
   const cudaError_t launched = cudaGetLastError();
-  ASSERT_EQ(launched, cudaSuccess) << "a 1024-thread kernel of thread-scope getmem did not launch: "
+  ASSERT_EQ(launched, cudaSuccess) << "a " << threads << "-thread kernel of thread-scope getmem did not launch: "
                                    << cudaGetErrorString(launched);
   TSHMEM_CUDA_EXPECT(cudaDeviceSynchronize());
   std::vector<unsigned char> host(bytes + 16);
@@ -173,7 +173,7 @@ TEST(DeviceRmaLaunch, ThreadScopeGetsFillA1024ThreadBlock) {
     const bool inside = i >= 1 && i < 1 + bytes;
     if (host[i] != (inside ? pattern(i - 1, prev) : 0)) ++bad;
   }
-  EXPECT_EQ(bad, 0u) << "bytes of " << bytes << " wrong after the 1024 threads' gets";
+  EXPECT_EQ(bad, 0u) << "bytes of " << bytes << " wrong after the " << threads << " threads' gets";
   tshmem_barrier_all();
 }
 
