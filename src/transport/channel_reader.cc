@@ -138,6 +138,12 @@ bool ChannelReader::release(uint64_t released) {
 
 void ChannelReader::complete(int ring, uint64_t ticket) { store_unless_stopped(&rings_[ring]->done, ticket + 1); }
 
+void ChannelReader::staged_get_complete(int ring, uint64_t ticket) {
+  tshmemi_proxy_channel *channel = rings_[ring];
+  tshmemi_proxy_result *slot = tshmemi_proxy_results(channel, channel->capacity) + (ticket & (channel->capacity - 1));
+  store_unless_stopped(&slot->tag, ticket + 1);
+}
+
 void ChannelReader::deliver(uint64_t value_at, uint64_t tag) {
   static_assert(offsetof(tshmemi_proxy_result, tag) - offsetof(tshmemi_proxy_result, value) == 8, "result slot");
   if (tag != 0) store_unless_stopped(reinterpret_cast<uint64_t *>(value_at + 8), tag);

@@ -65,6 +65,8 @@ class ChannelReader {
   bool release(uint64_t released);
   /// A QUIET posted as `ticket` of `ring` is complete.
   void complete(int ring, uint64_t ticket);
+  /// A staged GET posted as `ticket` of `ring` is complete, its data in the staging: its result tag says so.
+  void staged_get_complete(int ring, uint64_t ticket);
   /// The value of a result slot (`value_at`, the slot's value word) is written: now its tag, with release order.
   static void deliver(uint64_t value_at, uint64_t tag);
 

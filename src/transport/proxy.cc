@@ -451,8 +451,10 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
     const ChannelReader::Taken &taken = current_.taken;
     // A staged get's staging is the kernel's until it has read it: it frees the ticket as a result slot's reader does.
     const bool staged_get = taken.request.op == TSHMEMI_PROXY_GET && (taken.request.flags & TSHMEMI_PROXY_FLAG_STAGED);
-    // (refused too: the kernel's wait ends all the same, and it then reads the staging and frees the ticket).
+    // (refused too: its result tag ends the kernel's wait all the same, and it then reads the staging and frees the
+    // ticket).
     const bool result_slot = (!refused && (taken.request.flags & TSHMEMI_PROXY_FLAG_RESULT_SLOT) != 0) || staged_get;
+    if (refused && staged_get && taken.ring != kInternal) reader_->staged_get_complete(taken.ring, taken.ticket);
     if (taken.ring != kInternal) reader_->finish(taken, transport_->issued(), result_slot);
   }
 
@@ -548,6 +550,13 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
       case TSHMEMI_PROXY_GET:
         TSHMEM_CHECK(get(r, waiter));
         if (current_.progress < r.bytes) return TSHMEM_SUCCESS;
+        if (r.flags & TSHMEMI_PROXY_FLAG_STAGED) {
+          // The kernel waits on this ticket's result tag, not on a QUIET of its own: a QUIET needs a ticket, and the
+          // staged GETs that hold every ticket of the ring until their readers take them would leave none for it.
+          TSHMEM_CHECK(transport_->quiet(waiter, &issued));
+          if (!issued) return TSHMEM_SUCCESS;
+          reader_->staged_get_complete(taken.ring, taken.ticket);
+        }
         break;
       case TSHMEMI_PROXY_FENCE: TSHMEM_CHECK(transport_->fence()); break;
       case TSHMEMI_PROXY_QUIET:

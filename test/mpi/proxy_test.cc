@@ -149,6 +149,18 @@ class ProxyTest : public ::testing::Test {
       std::this_thread::yield();
     }
   }
+  // Waits, as a kernel's staged get does, until the proxy says the staged GET `ticket` is complete (its result tag
+  // is ticket + 1); false after 60 s.
+  bool staged_get_complete(uint64_t ticket) const {
+    const tshmemi_proxy_result *slot =
+        tshmemi_proxy_results(channel_, channel_->capacity) + (ticket & (channel_->capacity - 1));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (__atomic_load_n(&slot->tag, __ATOMIC_ACQUIRE) != ticket + 1) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
   // Waits until the 64-bit word in this PE's heap reaches `value` (it changes under the proxy's hands).
   static bool wait_until(const uint64_t *word, uint64_t value) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -702,8 +714,9 @@ TEST_F(ProxyTest, StagingFullWaitsForTheProxyToSend) {
   tshmem_free(dst);
 }
 
-// Staged gets (a kernel's get of up to TSHMEM_PROXY_STAGE_MAX): the data lands in the staging, the producer reads it
-// after its QUIET and then frees the ticket (its result tag); the staging is not freed before, and wraps many times.
+// Staged gets (a kernel's get of up to TSHMEM_PROXY_STAGE_MAX): the data lands in the staging, the proxy raises the
+// ticket's result tag, the producer reads the data and then frees the ticket (its result tag again); the staging is
+// not freed before, and wraps many times.
 TEST_F(ProxyTest, StagedGetsLandInTheStagingAndAreFreedOnceRead) {
   ScopedEnv stage_max("TSHMEM_PROXY_STAGE_MAX", "1K");
   start("64", "256");
@@ -729,7 +742,7 @@ TEST_F(ProxyTest, StagedGetsLandInTheStagingAndAreFreedOnceRead) {
     r.bytes = bytes;
     r.local = pos;
     const uint64_t ticket = post(r);
-    quiet();
+    ASSERT_TRUE(staged_get_complete(ticket)) << "staged GET " << ticket << ": its result tag never said complete";
     if (__atomic_load_n(&channel_->stage_freed, __ATOMIC_ACQUIRE) > pos) ++early;  // freed before it was read
     for (size_t i = 0; i < bytes; ++i) got[i] = channel_->staging[(pos + i) % size];
     for (size_t i = 0; i < bytes; ++i)
@@ -741,6 +754,55 @@ TEST_F(ProxyTest, StagedGetsLandInTheStagingAndAreFreedOnceRead) {
   EXPECT_GE(reserved, 2 * size) << "the gets wrapped the staging ring";
   EXPECT_EQ(wrong, 0u) << "bytes of staged gets wrong";
   EXPECT_EQ(early, 0u) << "a staged get's staging was freed before its reader had taken the data";
+  tshmem_barrier_all();
+  tshmem_free(src);
+}
+
+// More producers of staged gets than the ring has tickets (a warp of a kernel's thread-scope gets through a ring of
+// 2): each holds its ticket until it has read its data, so a producer that needed a further ticket to learn that
+// its get is complete (a QUIET) would wait for ever behind the others; each waits on its own ticket's result tag.
+TEST_F(ProxyTest, StagedGetsFromMoreProducersThanTheRingHoldsComplete) {
+  ScopedEnv stage_max("TSHMEM_PROXY_STAGE_MAX", "256");
+  start("2", "64");
+  constexpr int kThreads = 8, kPerThread = 40;
+  constexpr size_t kBytes = 4096;
+  auto *src = static_cast<uint8_t *>(tshmem_malloc(kBytes));
+  ASSERT_NE(src, nullptr);
+  for (size_t i = 0; i < kBytes; ++i) src[i] = pattern(me_, i, 5);
+  tshmem_barrier_all();
+  const int from = other_node();
+  const uint64_t size = channel_->stage_bytes;
+  std::atomic<int> wrong{0}, never{0};
+  std::atomic<bool> given_up{false};  // once one wait failed, the others only hand their tickets back
+  std::vector<std::thread> producers;
+  for (int t = 0; t < kThreads; ++t)
+    producers.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const size_t bytes = 1 + static_cast<size_t>(t * 37 + i * 11) % 200;
+        const size_t offset = static_cast<size_t>(t * 401 + i * 97) % (kBytes - 256);
+        tshmemi_proxy_request r = {};
+        r.op = TSHMEMI_PROXY_GET;
+        r.flags = TSHMEMI_PROXY_FLAG_STAGED;
+        r.pe = from;
+        r.remote = offset_of(src + offset);
+        r.bytes = bytes;
+        r.local = tshmemi_proxy_stage_reserve(channel_, bytes);
+        const uint64_t ticket = post(r);
+        if (!given_up.load() && !staged_get_complete(ticket)) {
+          ++never;
+          given_up = true;
+        }
+        if (!given_up.load())
+          for (size_t k = 0; k < bytes; ++k)
+            if (channel_->staging[(r.local + k) % size] != pattern(from, offset + k, 5)) ++wrong;
+        tshmemi_proxy_result *slot =
+            tshmemi_proxy_results(channel_, channel_->capacity) + (ticket & (channel_->capacity - 1));
+        __atomic_store_n(&slot->tag, TSHMEMI_PROXY_RESULT_TAKEN(ticket), __ATOMIC_RELEASE);
+      }
+    });
+  for (std::thread &p : producers) p.join();
+  EXPECT_EQ(never.load(), 0) << "a staged get's result tag never said complete: its producer would wait for ever";
+  EXPECT_EQ(wrong.load(), 0) << "bytes of staged gets wrong";
   tshmem_barrier_all();
   tshmem_free(src);
 }
@@ -990,6 +1052,19 @@ TEST_F(ProxyTest, MalformedRequestsAreRefusedWithAMessage) {
     EXPECT_NE(std::string(text).find(std::string("refused: ") + c.rule), std::string::npos) << text;
   }
   EXPECT_EQ(tshmemi_proxy_refused(nullptr, 0) - before, cases.size());
+  // A refused staged GET ends its producer's wait all the same: its result tag says complete.
+  tshmemi_proxy_request big_get = {};
+  big_get.op = TSHMEMI_PROXY_GET;
+  big_get.flags = TSHMEMI_PROXY_FLAG_STAGED;
+  big_get.pe = other_node();
+  big_get.bytes = channel_->stage_max + 1;
+  big_get.local = tshmemi_proxy_stage_reserve(channel_, channel_->stage_max);
+  const uint64_t big_ticket = post(big_get);
+  EXPECT_TRUE(staged_get_complete(big_ticket)) << "a refused staged GET left its producer waiting";
+  tshmemi_proxy_result *big_slot =
+      tshmemi_proxy_results(channel_, channel_->capacity) + (big_ticket & (channel_->capacity - 1));
+  __atomic_store_n(&big_slot->tag, TSHMEMI_PROXY_RESULT_TAKEN(big_ticket), __ATOMIC_RELEASE);
+  EXPECT_EQ(tshmemi_proxy_refused(nullptr, 0) - before, cases.size() + 1);
   // A good request after the bad ones still works.
   const uint64_t value = 77;
   put(p, &value, sizeof(value), other_node());

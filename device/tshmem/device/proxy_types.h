@@ -20,9 +20,11 @@
  * raises `stage_freed` once the requests of every reservation below it have been read out by the transport, in
  * position order (reservations and tickets may be taken in different orders by concurrent producers). A producer
  * reserves its staging before it takes its ticket, so a ticket is never held by a producer that waits for staging.
- * A staged GET's data lands at its position instead: the producer reads it once the GET is complete (a QUIET after
- * it is done) and then stores the ticket's result tag = TSHMEMI_PROXY_RESULT_TAKEN(ticket), as a result slot's reader
- * does; the ticket and its staging are freed only then.
+ * A staged GET's data lands at its position instead. Once the GET is complete the proxy stores the ticket's result
+ * tag = ticket + 1 (a refused one's too); the producer waits for that tag (not for a QUIET: a QUIET needs a ticket,
+ * and producers whose staged GETs hold every ticket of the ring would wait for one for ever), reads the data and
+ * then stores tag = TSHMEMI_PROXY_RESULT_TAKEN(ticket), as a result slot's reader does; the ticket and its staging
+ * are freed only then.
  *
  * A request with a result slot (TSHMEMI_PROXY_FLAG_RESULT_SLOT) keeps its ticket from being freed until its
  * reader has taken the value and stored `tag = TSHMEMI_PROXY_RESULT_TAKEN(ticket)`: the slot's next ticket
@@ -35,7 +37,7 @@
 #include <stdint.h>
 
 /** Bump when the request or channel layout changes. */
-#define TSHMEMI_PROXY_LAYOUT 4u
+#define TSHMEMI_PROXY_LAYOUT 5u
 
 enum tshmemi_proxy_op {
   TSHMEMI_PROXY_PUT = 1,        /**< bytes from `local` (this PE) to heap offset `remote` of `pe`. */

@@ -169,6 +169,17 @@ TSHMEMI_DEVICE_COLD void quiet(const tshmemi_device_state &st) {
   if (!wait_above(&channel(st)->done, &ds->done_seen, ticket, ds)) trap_proxy_stopped(ds);
 }
 
+/// Waits until the staged GET posted as `ticket` is complete: its data is in the staging (proxy_types.h).
+TSHMEMI_DEVICE_COLD void wait_staged_get(unsigned long long ticket, const tshmemi_device_state &st) {
+  tshmemi_proxy_device_side *ds = device_side(st);
+  const tshmemi_proxy_result *slot = tshmemi_proxy_results(channel(st), ds->capacity) + (ticket & (ds->capacity - 1));
+  uint64_t tag = 0;
+  while (!read_host_word_gated(&slot->tag, ds, &tag) || (tag != ticket + 1 && tag != TSHMEMI_PROXY_STOPPED))
+    __nanosleep(128);
+  if (tag == TSHMEMI_PROXY_STOPPED) trap_proxy_stopped(ds);
+  __threadfence_system();  // the tag before the data it announces
+}
+
 /// Posts a GET of at most 8 bytes or a fetching atomic and returns the value (one round trip, no QUIET).
 TSHMEMI_DEVICE_COLD uint64_t fetch(tshmemi_proxy_request r, const char *call, const tshmemi_device_state &st) {
   r.flags |= TSHMEMI_PROXY_FLAG_RESULT_SLOT;
@@ -327,8 +338,10 @@ TSHMEMI_DEVICE bool staged_get(size_t nbytes, const tshmemi_device_state &st) {
 /// get / get_nbi of any scope: complete on return (an nbi get is allowed to be). Up to TSHMEM_PROXY_STAGE_MAX bytes
 /// the data lands in the put staging (host memory, written by the proxy with the CPU: no CUDA call in this process)
 /// and the group copies it out; the leader then frees the ticket (proxy_types.h).
-/// A get through the staging (staged_get): the leader posts it and waits for its quiet, the group copies the data
-/// out of the staging, then the leader hands the ticket and its staging back. Inlined into proxy::get (thread and
+/// A get through the staging (staged_get): the leader posts it and waits for its result tag (the proxy sets it once
+/// the data is in the staging; a QUIET of its own would need a ticket, which staged gets holding the whole ring could
+/// leave it none of), the group copies the data out of the staging, then the leader hands the ticket and its staging
+/// back. Inlined into proxy::get (thread and
 /// warp scope only: a block does not stage): a kernel keeps what is live across each call of the chain in registers
 /// of its own, so one call level less took a thread-scope getmem in a loop from 70 registers to 64, a warp-scope one
 /// from 62 to 40.
@@ -346,7 +359,7 @@ TSHMEMI_DEVICE void get_through_staging(void *dest, uint64_t src_offset, size_t 
     r.bytes = nbytes;
     r.local = pos = stage_reserve(nbytes, st);
     ticket = post(&r, call, st);
-    quiet(st);
+    wait_staged_get(ticket, st);
   }
   pos = group<Scope>::share(pos);
   unstage_copy<Scope>(static_cast<unsigned char *>(dest), pos, nbytes, ds);
