@@ -148,7 +148,7 @@ TEST(DeviceRmaLaunch, ThreadScopeGetsFillA1024ThreadBlock) {
   TSHMEM_REQUIRE_GPU();
   const int me = tshmem_my_pe(), n = tshmem_n_pes();
   const int prev = (me + n - 1) % n;
-  // Across nodes each get is a proxy request, 1,024 of them at once from one block: more than the ring holds (the
+  // Across nodes each get is a proxy request, 1,024 of them at once from one block: as many as the ring holds (the
   // suite also runs through a ring of 2), so every get must complete without a further ticket. Shorter slices and
   // one round there.
   const bool across_nodes = tshmem_device_test::job_spans_nodes();
