@@ -149,6 +149,23 @@ class ProxyTest : public ::testing::Test {
       std::this_thread::yield();
     }
   }
+  // A kernel's staged get of `bytes` at `source` on `pe` into the staging it reserved at `pos`; returns the ticket.
+  uint64_t staged_get(const void *source, uint64_t bytes, int pe, uint64_t pos) {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_GET;
+    r.flags = TSHMEMI_PROXY_FLAG_STAGED;
+    r.pe = pe;
+    r.remote = offset_of(source);
+    r.bytes = bytes;
+    r.local = pos;
+    return post(r);
+  }
+  // Hands the ticket of a staged get (or a result slot) back once its reader has the data, as a kernel does.
+  void hand_back(uint64_t ticket) const {
+    tshmemi_proxy_result *slot =
+        tshmemi_proxy_results(channel_, channel_->capacity) + (ticket & (channel_->capacity - 1));
+    __atomic_store_n(&slot->tag, TSHMEMI_PROXY_RESULT_TAKEN(ticket), __ATOMIC_RELEASE);
+  }
   // Waits, as a kernel's staged get does, until the proxy says the staged GET `ticket` is complete (its result tag
   // is ticket + 1); false after 60 s.
   bool staged_get_complete(uint64_t ticket) const {
@@ -734,22 +751,13 @@ TEST_F(ProxyTest, StagedGetsLandInTheStagingAndAreFreedOnceRead) {
     const size_t bytes = 1 + (k * 53) % 1024, offset = (k * 131) % (kBytes - 1024);
     const uint64_t pos = tshmemi_proxy_stage_reserve(channel_, bytes);
     reserved += TSHMEMI_PROXY_STAGE_RESERVED(bytes);
-    tshmemi_proxy_request r = {};
-    r.op = TSHMEMI_PROXY_GET;
-    r.flags = TSHMEMI_PROXY_FLAG_STAGED;
-    r.pe = from;
-    r.remote = offset_of(src + offset);
-    r.bytes = bytes;
-    r.local = pos;
-    const uint64_t ticket = post(r);
+    const uint64_t ticket = staged_get(src + offset, bytes, from, pos);
     ASSERT_TRUE(staged_get_complete(ticket)) << "staged GET " << ticket << ": its result tag never said complete";
     if (__atomic_load_n(&channel_->stage_freed, __ATOMIC_ACQUIRE) > pos) ++early;  // freed before it was read
     for (size_t i = 0; i < bytes; ++i) got[i] = channel_->staging[(pos + i) % size];
     for (size_t i = 0; i < bytes; ++i)
       if (got[i] != pattern(from, offset + i, 9)) ++wrong;
-    tshmemi_proxy_result *slot =
-        tshmemi_proxy_results(channel_, channel_->capacity) + (ticket & (channel_->capacity - 1));
-    __atomic_store_n(&slot->tag, TSHMEMI_PROXY_RESULT_TAKEN(ticket), __ATOMIC_RELEASE);
+    hand_back(ticket);
   }
   EXPECT_GE(reserved, 2 * size) << "the gets wrapped the staging ring";
   EXPECT_EQ(wrong, 0u) << "bytes of staged gets wrong";
@@ -780,24 +788,16 @@ TEST_F(ProxyTest, StagedGetsFromMoreProducersThanTheRingHoldsComplete) {
       for (int i = 0; i < kPerThread; ++i) {
         const size_t bytes = 1 + static_cast<size_t>(t * 37 + i * 11) % 200;
         const size_t offset = static_cast<size_t>(t * 401 + i * 97) % (kBytes - 256);
-        tshmemi_proxy_request r = {};
-        r.op = TSHMEMI_PROXY_GET;
-        r.flags = TSHMEMI_PROXY_FLAG_STAGED;
-        r.pe = from;
-        r.remote = offset_of(src + offset);
-        r.bytes = bytes;
-        r.local = tshmemi_proxy_stage_reserve(channel_, bytes);
-        const uint64_t ticket = post(r);
+        const uint64_t pos = tshmemi_proxy_stage_reserve(channel_, bytes);
+        const uint64_t ticket = staged_get(src + offset, bytes, from, pos);
         if (!given_up.load() && !staged_get_complete(ticket)) {
           ++never;
           given_up = true;
         }
         if (!given_up.load())
           for (size_t k = 0; k < bytes; ++k)
-            if (channel_->staging[(r.local + k) % size] != pattern(from, offset + k, 5)) ++wrong;
-        tshmemi_proxy_result *slot =
-            tshmemi_proxy_results(channel_, channel_->capacity) + (ticket & (channel_->capacity - 1));
-        __atomic_store_n(&slot->tag, TSHMEMI_PROXY_RESULT_TAKEN(ticket), __ATOMIC_RELEASE);
+            if (channel_->staging[(pos + k) % size] != pattern(from, offset + k, 5)) ++wrong;
+        hand_back(ticket);
       }
     });
   for (std::thread &p : producers) p.join();
@@ -1053,17 +1053,10 @@ TEST_F(ProxyTest, MalformedRequestsAreRefusedWithAMessage) {
   }
   EXPECT_EQ(tshmemi_proxy_refused(nullptr, 0) - before, cases.size());
   // A refused staged GET ends its producer's wait all the same: its result tag says complete.
-  tshmemi_proxy_request big_get = {};
-  big_get.op = TSHMEMI_PROXY_GET;
-  big_get.flags = TSHMEMI_PROXY_FLAG_STAGED;
-  big_get.pe = other_node();
-  big_get.bytes = channel_->stage_max + 1;
-  big_get.local = tshmemi_proxy_stage_reserve(channel_, channel_->stage_max);
-  const uint64_t big_ticket = post(big_get);
+  const uint64_t big_ticket = staged_get(tshmemx_heap_base(), channel_->stage_max + 1, other_node(),
+                                         tshmemi_proxy_stage_reserve(channel_, channel_->stage_max));
   EXPECT_TRUE(staged_get_complete(big_ticket)) << "a refused staged GET left its producer waiting";
-  tshmemi_proxy_result *big_slot =
-      tshmemi_proxy_results(channel_, channel_->capacity) + (big_ticket & (channel_->capacity - 1));
-  __atomic_store_n(&big_slot->tag, TSHMEMI_PROXY_RESULT_TAKEN(big_ticket), __ATOMIC_RELEASE);
+  hand_back(big_ticket);
   EXPECT_EQ(tshmemi_proxy_refused(nullptr, 0) - before, cases.size() + 1);
   // A good request after the bad ones still works.
   const uint64_t value = 77;

@@ -64,6 +64,29 @@ bool ended_at_bound(double ms, int rc, const std::string &message, const char *c
          has(message, "TSHMEM_PROXY_TIMEOUT_MS") && has(message, "failed state");
 }
 
+// Requests posted into the proxy's device channel from the CPU, in the shapes a kernel posts them.
+void post_inline_put(tshmemi_proxy_channel *channel, int pe, uint64_t remote, uint64_t value) {
+  tshmemi_proxy_request put = {};
+  put.op = TSHMEMI_PROXY_PUT;
+  put.flags = TSHMEMI_PROXY_FLAG_INLINE;
+  put.pe = pe;
+  put.remote = remote;
+  put.bytes = 8;
+  put.value = value;
+  tshmemi_proxy_post(channel, &put);
+}
+
+void post_add(tshmemi_proxy_channel *channel, int pe, uint64_t remote, uint64_t value) {
+  tshmemi_proxy_request add = {};
+  add.op = TSHMEMI_PROXY_AMO;
+  add.amo = TSHMEMI_AMO_ADD;
+  add.width = 8;
+  add.pe = pe;
+  add.remote = remote;
+  add.value = value;
+  tshmemi_proxy_post(channel, &add);
+}
+
 int barrier_all_status() {
   tshmemx_clear_last_error();
   tshmem_barrier_all();
@@ -168,24 +191,8 @@ int main(int argc, char **argv) {
     tshmemi_proxy_channel *channel = which == "kill-put-device" ? tshmemi_proxy_device_channel() : nullptr;
     if (channel != nullptr) {
       const uint64_t offset = static_cast<uint64_t>(large - static_cast<char *>(tshmemx_heap_base()));
-      for (uint64_t i = 0; i < 64; ++i) {
-        tshmemi_proxy_request put = {};
-        put.op = TSHMEMI_PROXY_PUT;
-        put.flags = TSHMEMI_PROXY_FLAG_INLINE;
-        put.pe = 1;
-        put.remote = offset + 8 * i;
-        put.bytes = 8;
-        put.value = i;
-        tshmemi_proxy_post(channel, &put);
-      }
-      tshmemi_proxy_request add = {};
-      add.op = TSHMEMI_PROXY_AMO;
-      add.amo = TSHMEMI_AMO_ADD;
-      add.width = 8;
-      add.pe = 1;
-      add.remote = offset + kLargePut - 8;
-      add.value = 1;
-      tshmemi_proxy_post(channel, &add);
+      for (uint64_t i = 0; i < 64; ++i) post_inline_put(channel, 1, offset + 8 * i, i);
+      post_add(channel, 1, offset + kLargePut - 8, 1);
       tshmemi_proxy_request quiet = {};
       quiet.op = TSHMEMI_PROXY_QUIET;
       const uint64_t ticket = tshmemi_proxy_post(channel, &quiet);
@@ -242,22 +249,8 @@ int main(int argc, char **argv) {
     uint64_t refused_before = tshmemi_proxy_refused(nullptr, 0);
     MPI_Barrier(MPI_COMM_WORLD);
     if (me == 0 && channel != nullptr) {
-      tshmemi_proxy_request put = {};
-      put.op = TSHMEMI_PROXY_PUT;
-      put.flags = TSHMEMI_PROXY_FLAG_INLINE;
-      put.pe = 1;
-      put.remote = epoch_word;
-      put.bytes = 8;
-      put.value = 0x5eed;
-      tshmemi_proxy_post(channel, &put);
-      tshmemi_proxy_request add = {};
-      add.op = TSHMEMI_PROXY_AMO;
-      add.amo = TSHMEMI_AMO_ADD;
-      add.width = 8;
-      add.pe = 1;
-      add.remote = epoch_word;
-      add.value = 3;
-      tshmemi_proxy_post(channel, &add);
+      post_inline_put(channel, 1, epoch_word, 0x5eed);
+      post_add(channel, 1, epoch_word, 3);
       tshmemi_proxy_request arrive = {};  // the shape of tshmem's own barrier arrival: taken
       arrive.op = TSHMEMI_PROXY_SIGNAL;
       arrive.amo = TSHMEMI_PROXY_SIGNAL_SET;
