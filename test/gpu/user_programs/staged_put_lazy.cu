@@ -93,8 +93,8 @@ int main(int argc, char **argv) {
   CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
   fill<<<8, 256, 0, a>>>(src + offset, bytes);
   CHECK(cudaStreamSynchronize(a));
+  tshmem_barrier_all();  // waits for this PE's kernels (tshmem_quiet): the waiting kernel starts after it
   if (me == 1 && !get) wait_for<<<1, 32, 0, a>>>(sig);
-  tshmem_barrier_all();
   int wrong = 0;
   if (get && me == 0) {  // PE 0 gets PE 1's source into dst, with the same first launch meanwhile
     if (std::strcmp(scope, "thread") == 0) fetch<tshmem::thread_scope><<<1, 1, 0, a>>>(dst, src + offset, bytes, 1);
