@@ -5,8 +5,14 @@
 //     then one QUIET; rows for 1, 2, 4, ... -t threads. The off-node path's target: >= 500 k/s.
 //   - p ping-pong: PE 0 p's a counter to PE 1, which waits for it in its heap and p's it back; half round trip.
 //   - put + quiet: an 8-byte put from PE 0's memory, then a QUIET waited for; per pair.
-// The device twins are proxy_rate, p_ping_pong_latency and put_latency run across nodes on a GPU.
+//   - staged get rate: producers post a kernel's staged gets (19 bytes of PE 1's heap into the put staging), each
+//     keeping a window of them in flight as a warp of thread-scope getmem does, and wait on each ticket's result
+//     tag, read the data and hand the ticket back; rows for 1 get in flight, one per producer (-t producers) and
+//     the whole ring (-t producers sharing its tickets: a 1,024-thread block of gets through the default ring).
+// The device twins are proxy_rate, p_ping_pong_latency, put_latency run across nodes on a GPU, and for the staged
+// gets DeviceRmaLaunch.ThreadScopeGetsFillA1024ThreadBlock (tshmem_device_rma_test) across nodes.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -47,6 +53,24 @@ struct Channel {
     r.local = reinterpret_cast<uint64_t>(source);
     r.bytes = sizeof(uint64_t);
     return tshmemi_proxy_post(ring, &r);
+  }
+  // A kernel's staged get of `bytes` at `source` on `pe` into the put staging at `pos`; returns the ticket.
+  uint64_t staged_get(const void *source, uint64_t bytes, int pe, uint64_t pos) const {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_GET;
+    r.flags = TSHMEMI_PROXY_FLAG_STAGED;
+    r.pe = pe;
+    r.remote = offset_of(source);
+    r.bytes = bytes;
+    r.local = pos;
+    return tshmemi_proxy_post(ring, &r);
+  }
+  // Waits for the staged get `ticket` (its result tag), reads its `bytes` at `pos` into `out`, hands the ticket back.
+  void staged_get_read(uint64_t ticket, uint64_t pos, uint64_t bytes, unsigned char *out) const {
+    tshmemi_proxy_result *slot = tshmemi_proxy_results(ring, ring->capacity) + (ticket & (ring->capacity - 1));
+    while (__atomic_load_n(&slot->tag, __ATOMIC_ACQUIRE) != ticket + 1) std::this_thread::yield();
+    for (uint64_t i = 0; i < bytes; ++i) out[i] = ring->staging[(pos + i) % ring->stage_bytes];
+    __atomic_store_n(&slot->tag, TSHMEMI_PROXY_RESULT_TAKEN(ticket), __ATOMIC_RELEASE);
   }
   void quiet() const {
     tshmemi_proxy_request r = {};
@@ -165,6 +189,64 @@ int main(int argc, char **argv) {
   tshmem_barrier_all();
   report.row({"8", "put+quiet", fmt_double(us, 3)});
 
+  // Staged get rate: every producer keeps `window` gets in flight (posts them, then waits for each in turn).
+  int wrong_gets = 0;
+  if (channel.ring->stage_bytes > 0) {
+    constexpr uint64_t kGetBytes = 19;  // the device twin's slice: misaligned, not a word
+    constexpr uint64_t span = 64 * 1024;
+    auto *source = static_cast<unsigned char *>(tshmem_malloc(span));
+    const auto expected = [](uint64_t i) { return static_cast<unsigned char>(i * 7 + 3); };
+    if (source != nullptr)
+      for (uint64_t i = 0; i < span; ++i) source[i] = expected(i);
+    report.header("staged get rate (CPU producers)",
+                  {"producers", "gets in flight", "gets per row", "rate (k gets/s)"});
+    const int ring_size = static_cast<int>(channel.ring->capacity);
+    struct Row {
+      int producers, window;
+    };
+    const std::vector<Row> get_rows = {{1, 1}, {most_threads, 1}, {most_threads, ring_size / most_threads}};
+    for (const Row &row : get_rows) {
+      const int in_flight = row.producers * row.window;
+      const int gets = std::max(4 * in_flight, (std::max(1, config.iters / 10) / in_flight) * in_flight);
+      double rate = 0;
+      tshmem_barrier_all();
+      if (me == 0 && source != nullptr) {
+        std::atomic<int> bad{0};
+        for (int pass = 0; pass < 2; ++pass) {  // warm-up (one window each), then timed
+          const int windows = pass == 0 ? 1 : gets / in_flight;
+          const auto start = Clock::now();
+          std::vector<std::thread> producers;
+          for (int t = 0; t < row.producers; ++t)
+            producers.emplace_back([&, t, windows] {
+              std::vector<uint64_t> tickets(static_cast<size_t>(row.window)), at(tickets.size()), pos(tickets.size());
+              unsigned char got[kGetBytes];
+              for (int round = 0; round < windows; ++round) {
+                for (size_t w = 0; w < tickets.size(); ++w) {
+                  const uint64_t i = (static_cast<uint64_t>(round * in_flight + t * row.window) + w) * 41;
+                  at[w] = i % (span - kGetBytes);
+                  pos[w] = tshmemi_proxy_stage_reserve(channel.ring, kGetBytes);
+                  tickets[w] = channel.staged_get(source + at[w], kGetBytes, 1, pos[w]);
+                }
+                for (size_t w = 0; w < tickets.size(); ++w) {
+                  channel.staged_get_read(tickets[w], pos[w], kGetBytes, got);
+                  for (uint64_t k = 0; k < kGetBytes; ++k)
+                    if (got[k] != expected(at[w] + k)) ++bad;
+                }
+              }
+            });
+          for (std::thread &producer : producers) producer.join();
+          const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+          rate = static_cast<double>(windows) * in_flight / seconds / 1e3;
+        }
+        wrong_gets = bad.load();
+      }
+      tshmem_barrier_all();
+      report.row({std::to_string(row.producers), std::to_string(in_flight), std::to_string(gets), fmt_double(rate, 2)});
+    }
+    if (wrong_gets != 0) std::fprintf(stderr, "host_proxy: PE 0: %d bytes of staged gets wrong\n", wrong_gets);
+    tshmem_free(source);
+  }
+
   // Every producer's word holds its last value at PE 1 (the last row wrote all of them).
   int wrong = 0;
   if (me == 1)
@@ -175,5 +257,5 @@ int main(int argc, char **argv) {
                  most_threads, static_cast<unsigned long long>(base));
   tshmem_free(words);
   tshmem_finalize();
-  return wrong == 0 ? 0 : 1;
+  return wrong == 0 && wrong_gets == 0 ? 0 : 1;
 }

@@ -1,5 +1,6 @@
 // Two-sided messages between PEs on a communicator of their own: what the off-node proxy needs from the
-// engine under the bootstrap (MPI: messenger_mpi.cc). Transports reach MPI only through this.
+// engine under the bootstrap (MPI: messenger_mpi.cc). Transports reach MPI only through this. Messages are sent from
+// and received into host memory (staging, records), never GPU memory.
 #pragma once
 
 #include <cstddef>

@@ -60,6 +60,7 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
       memory_ = std::move(*memory);
       reader_ = std::make_unique<ChannelReader>(*memory_);
       TSHMEM_CHECK(reader_->create(config_.ring_entries, config_.stage_max, my_pe_));
+      staged_gets_.assign(reader_->channel(ChannelReader::kDevice)->capacity, StagedGet());
     }
     in.heap = heap_;
     in.heap_bytes = heap_bytes_;
@@ -335,7 +336,29 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
 
   // --- what the transport tells (the proxy thread) ---
 
-  void delivered(uint64_t dst, const Waiter &waiter) override { ChannelReader::deliver(dst, waiter.tag); }
+  void delivered(uint64_t dst, uint64_t bytes, const Waiter &waiter) override {
+    if (waiter.mark != 0)
+      staged_get_arrived(waiter.mark - 1, bytes);
+    else
+      ChannelReader::deliver(dst, waiter.tag);
+  }
+
+  // --- staged gets: each completes by itself, once all of its bytes have arrived ---
+
+  // The staged GET `ticket` of the device channel (being issued) awaits `bytes`.
+  void staged_get_awaits(uint64_t ticket, uint64_t bytes) {
+    staged_gets_[ticket & (staged_gets_.size() - 1)] = StagedGet{ticket, bytes};
+    if (bytes == 0) reader_->staged_get_complete(ChannelReader::kDevice, ticket);
+  }
+
+  // `bytes` of the staged GET `ticket` are in its staging: with the last of them its result tag says complete.
+  void staged_get_arrived(uint64_t ticket, uint64_t bytes) {
+    StagedGet &get = staged_gets_[ticket & (staged_gets_.size() - 1)];
+    if (get.ticket != ticket || get.awaited == 0) return;
+    get.awaited -= std::min(get.awaited, bytes);
+    if (get.awaited == 0) reader_->staged_get_complete(ChannelReader::kDevice, ticket);
+  }
+
   void message_refused(const std::string &message) override { note_refusal(message); }
   void peer_stopped(int pe) override {
     peer_gone_ = true;  // it told every PE itself
@@ -507,6 +530,11 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
   Status get(const tshmemi_proxy_request &r, const Waiter &waiter) {
     const GetOp whole = wire::get_of(r, waiter);
     if (!(r.flags & TSHMEMI_PROXY_FLAG_STAGED)) return transport_->get(whole, &current_.progress);
+    const uint64_t ticket = current_.taken.ticket;
+    if (!current_.awaited) {  // before the first piece: the transport may deliver it within its get()
+      current_.awaited = true;
+      staged_get_awaits(ticket, r.bytes);
+    }
     while (current_.progress < r.bytes) {
       uint64_t bytes = r.bytes - current_.progress;
       GetOp piece = whole;
@@ -514,6 +542,7 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
       piece.offset += current_.progress;
       piece.bytes = bytes;
       piece.waiter.host = true;
+      piece.waiter.mark = ticket + 1;
       uint64_t done = 0;
       TSHMEM_CHECK(transport_->get(piece, &done));
       current_.progress += done;
@@ -548,15 +577,12 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
         if (!issued) return TSHMEM_SUCCESS;
         break;
       case TSHMEMI_PROXY_GET:
+        // A staged GET's kernel waits on this ticket's result tag, not on a QUIET of its own (a QUIET needs a
+        // ticket, and staged GETs that hold every ticket of the ring until their readers take them would leave none
+        // for it). The tag is raised once its last byte has arrived (delivered()): the thread goes on to the next
+        // request meanwhile, so the gets of many kernel threads are in flight together.
         TSHMEM_CHECK(get(r, waiter));
         if (current_.progress < r.bytes) return TSHMEM_SUCCESS;
-        if (r.flags & TSHMEMI_PROXY_FLAG_STAGED) {
-          // The kernel waits on this ticket's result tag, not on a QUIET of its own: a QUIET needs a ticket, and the
-          // staged GETs that hold every ticket of the ring until their readers take them would leave none for it.
-          TSHMEM_CHECK(transport_->quiet(waiter, &issued));
-          if (!issued) return TSHMEM_SUCCESS;
-          reader_->staged_get_complete(taken.ring, taken.ticket);
-        }
         break;
       case TSHMEMI_PROXY_FENCE: TSHMEM_CHECK(transport_->fence()); break;
       case TSHMEMI_PROXY_QUIET:
@@ -598,7 +624,17 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
     ChannelReader::Taken taken;
     uint64_t progress = 0;   ///< bytes of a put or get issued
     bool signalled = false;  ///< a PUT_SIGNAL's signal is issued
+    bool awaited = false;    ///< a staged GET's bytes are counted in staged_gets_
   } current_;
+
+  /// A staged GET issued (or complete, until its ticket's index is reused): the bytes it still awaits.
+  struct StagedGet {
+    uint64_t ticket = UINT64_MAX;
+    uint64_t awaited = 0;
+  };
+  /// By ticket modulo the device channel's capacity: a staged GET holds its ticket until its reader has the data,
+  /// so no two in flight share an entry.
+  std::vector<StagedGet> staged_gets_;
 
   std::thread thread_;
   std::atomic<int> command_{kRun};

@@ -34,6 +34,7 @@ namespace tshmemi {
 /// Who waits for an operation's reply (a get's data, a fetched value, a quiet's acknowledgement).
 struct Waiter {
   uint64_t tag = 0;     ///< nonzero: a result slot waits for the value (handed back as is on delivery)
+  uint64_t mark = 0;    ///< nonzero: the engine's own mark of the request (a staged get's), handed back as is
   bool kernel = false;  ///< asked for by a kernel (the device channel): for a timeout's message
   bool host = false;    ///< the data goes to host memory (a kernel's put staging): the CPU writes it, no CUDA call
 };
@@ -81,8 +82,9 @@ struct SignalOp {
 class TransportSink {
  public:
   virtual ~TransportSink() = default;
-  /// The data or value of a get or fetching atomic is at its `dst`: the waiter may have it.
-  virtual void delivered(uint64_t dst, const Waiter &waiter) = 0;
+  /// The data or value of a get (`bytes` of it: the whole piece issued, also where the target refused it and sent
+  /// none) or of a fetching atomic is at its `dst`: the waiter may have it. Every piece of every get is delivered.
+  virtual void delivered(uint64_t dst, uint64_t bytes, const Waiter &waiter) = 0;
   /// Something a peer sent was refused (malformed, or a reply that matches no request): logged and counted.
   virtual void message_refused(const std::string &message) = 0;
   /// `pe`'s off-node path has stopped; it has told every PE itself.
@@ -122,7 +124,7 @@ class Transport {
   /// issued() as it was after the last byte.
   virtual Status put(const PutOp &op, uint64_t *done) = 0;
   /// Issues the get of bytes [*done, op.bytes) as far as it can and advances *done; the data is at `dst` once
-  /// delivered() says so, or at the latest when a later quiet() completes.
+  /// delivered() has said so for each of its bytes (and when a later quiet() completes).
   virtual Status get(const GetOp &op, uint64_t *done) = 0;
   /// *issued when the atomic was issued (else call again). A fetched value is delivered like a get's data.
   virtual Status amo(const AmoOp &op, bool *issued) = 0;

@@ -807,6 +807,62 @@ TEST_F(ProxyTest, StagedGetsFromMoreProducersThanTheRingHoldsComplete) {
   tshmem_free(src);
 }
 
+// Staged gets in flight together, as a block of thread-scope gets posts them (the proxy completes each when its last
+// byte has arrived, not one after another): each of up to 16 chunks, more chunks than replies may be awaited at
+// once (so a get's first chunks arrive before its last are asked for), the staging wrapping. A ticket's result tag
+// may say complete only once every byte of its get is in the staging, and each get reads what the put posted just
+// before it wrote there (a put and a get to one PE apply in the order posted).
+TEST_F(ProxyTest, StagedGetsInFlightTogetherCompleteWithAllTheirBytes) {
+  ScopedEnv stage_max("TSHMEM_PROXY_STAGE_MAX", "1K");
+  start("64", "64");
+  constexpr size_t kMost = 1024;
+  const size_t window = channel_->capacity / 2;  // a put and a get each: the ring holds the whole window
+  auto *buf = static_cast<uint8_t *>(tshmem_calloc(window, kMost));
+  ASSERT_NE(buf, nullptr);
+  tshmem_barrier_all();
+  const int target = other_node();  // the only PE that writes `buf` of its target
+  const uint64_t size = channel_->stage_bytes;
+  std::vector<std::vector<uint8_t>> sources(window, std::vector<uint8_t>(kMost));
+  std::vector<uint64_t> tickets(window), pos(window);
+  size_t wrong = 0, never = 0;
+  uint64_t reserved = 0;
+  constexpr size_t kRounds = 40;
+  for (size_t round = 0; round < kRounds; ++round) {
+    const auto bytes_of = [&](size_t w) { return 1 + (round * 389 + w * 173) % kMost; };
+    for (size_t w = 0; w < window; ++w) {
+      for (size_t i = 0; i < kMost; ++i) sources[w][i] = pattern(me_, i, round);
+      put(buf + w * kMost, sources[w].data(), bytes_of(w), target);
+      pos[w] = tshmemi_proxy_stage_reserve(channel_, bytes_of(w));
+      reserved += TSHMEMI_PROXY_STAGE_RESERVED(bytes_of(w));
+      tickets[w] = staged_get(buf + w * kMost, bytes_of(w), target, pos[w]);
+    }
+    // Each get's data is read the moment its tag says complete (while the others are still in flight).
+    const tshmemi_proxy_result *results = tshmemi_proxy_results(channel_, channel_->capacity);
+    std::vector<bool> read(window, false);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (size_t left = window; left > 0 && std::chrono::steady_clock::now() < deadline;) {
+      for (size_t k = 0; k < window; ++k) {
+        const uint64_t tag = __atomic_load_n(&results[tickets[k] & (channel_->capacity - 1)].tag, __ATOMIC_ACQUIRE);
+        if (read[k] || tag != tickets[k] + 1) continue;
+        for (size_t i = 0; i < bytes_of(k); ++i)
+          if (channel_->staging[(pos[k] + i) % size] != pattern(me_, i, round)) ++wrong;
+        read[k] = true;
+        --left;
+      }
+      std::this_thread::yield();
+    }
+    never += static_cast<size_t>(std::count(read.begin(), read.end(), false));
+    for (size_t w = 0; w < window; ++w) hand_back(tickets[w]);
+    ASSERT_EQ(never, 0u) << "round " << round << ": a staged get's result tag never said complete";
+    quiet();  // the puts' sources are read: the next round rewrites them
+  }
+  EXPECT_EQ(wrong, 0u) << "bytes of staged gets wrong (a tag raised before all of a get's bytes had come, or a get "
+                          "that overtook the put before it)";
+  EXPECT_GE(reserved, 2 * size) << "the gets wrapped the staging ring";
+  tshmem_barrier_all();
+  tshmem_free(buf);
+}
+
 // Without put staging (TSHMEM_PROXY_STAGE_MAX=0) a staged request is refused by name, and puts still go.
 TEST_F(ProxyTest, StagedPayloadWithoutStagingIsRefused) {
   ScopedEnv stage_max("TSHMEM_PROXY_STAGE_MAX", "0");

@@ -44,7 +44,7 @@ Status StagedTransport::poll_receives() {
       break;
     }
     for (const Expected &e : a.results) {
-      sink_.delivered(e.token, e.waiter);
+      sink_.delivered(e.token, e.bytes, e.waiter);
       release_expected(e.id);
     }
     TSHMEM_CHECK(post_receive(a.buffer));

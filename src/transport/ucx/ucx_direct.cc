@@ -40,6 +40,7 @@ struct InFlight {
   int pe = -1;
   const char *what = "";  ///< for a timeout's message
   uint64_t dst = 0;       ///< a get's or fetched value's destination, delivered on completion (0: none)
+  uint64_t bytes = 0;     ///< a get's bytes, or the fetched value's width
   Waiter waiter;
   size_t slot = SIZE_MAX;  ///< its operand / fetched-value slot
   unsigned width = 0;      ///< a fetched value's bytes
@@ -130,8 +131,8 @@ class Direct final : public Transport, public HostRma {
     const ucs_status_ptr_t r =
         ucp_get_nbx(worker_->ep(op.pe), reinterpret_cast<void *>(op.dst + *done), op.bytes - *done,
                     worker_->remote(op.pe, op.offset + *done), worker_->rkey(op.pe), &param);
-    TSHMEM_CHECK(
-        track(r, op.pe, op.waiter.tag != 0 ? "the value of a g" : "the data of a get", op.dst, op.waiter, SIZE_MAX, 0));
+    TSHMEM_CHECK(track(r, op.pe, op.waiter.tag != 0 ? "the value of a g" : "the data of a get", op.dst, op.waiter,
+                       SIZE_MAX, 0, op.bytes - *done));
     *done = op.bytes;
     return TSHMEM_SUCCESS;
   }
@@ -173,7 +174,7 @@ class Direct final : public Transport, public HostRma {
     const ucs_status_ptr_t r = ucp_atomic_op_nbx(worker_->ep(op.pe), code, &s.operand, 1,
                                                  worker_->remote(op.pe, op.offset), worker_->rkey(op.pe), &param);
     TSHMEM_CHECK(track(r, op.pe, fetching ? "the old value of a fetching atomic" : "an atomic", fetching ? op.dst : 0,
-                       op.waiter, slot, op.width));
+                       op.waiter, slot, op.width, op.width));
     *issued = true;
     return TSHMEM_SUCCESS;
   }
@@ -547,7 +548,7 @@ class Direct final : public Transport, public HostRma {
 
   // An operation issued: done at once (nullptr), failed, or in flight until reap() sees it complete.
   Status track(ucs_status_ptr_t r, int pe, const char *what, uint64_t dst, const Waiter &waiter, size_t slot,
-               unsigned width) {
+               unsigned width, uint64_t bytes = 0) {
     worked_ = true;
     if (UCS_PTR_IS_ERR(r)) {
       if (slot != SIZE_MAX) free_slots_.push_back(slot);
@@ -563,6 +564,7 @@ class Direct final : public Transport, public HostRma {
     f.waiter = waiter;
     f.slot = slot;
     f.width = width;
+    f.bytes = bytes;
     if (r == nullptr) return complete(f);
     f.since = Clock::now();
     awaiting_[static_cast<size_t>(pe)].fetch_add(1, std::memory_order_relaxed);
@@ -582,7 +584,7 @@ class Direct final : public Transport, public HostRma {
         for (bool done = false; !done;) TSHMEM_CHECK(memory_.passed(kOriginLane, point, &done));
       }
     }
-    if (f.dst != 0) sink_.delivered(f.dst, f.waiter);
+    if (f.dst != 0) sink_.delivered(f.dst, f.bytes, f.waiter);
     if (f.slot != SIZE_MAX) free_slots_.push_back(f.slot);
     return TSHMEM_SUCCESS;
   }

@@ -1,5 +1,7 @@
 // Two-sided messages over UCX's tag API: the tag is the sender's PE, receives match any tag, in the order they were
-// posted (UCX keeps MPI's matching order, which the staged protocol relies on).
+// posted (UCX keeps MPI's matching order, which the staged protocol relies on). Every buffer is host memory
+// (messenger.h), and UCX is told so: a UCX with CUDA support otherwise asks the CUDA driver what each buffer is, a
+// driver call per message on the proxy thread of a GPU process.
 #include <cstring>
 #include <thread>
 
@@ -25,6 +27,8 @@ class UcxMessenger final : public Messenger {
 
   Status isend(const void *data, size_t bytes, int pe, Request *request) override {
     ucp_request_param_t param = {};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memory_type = UCS_MEMORY_TYPE_HOST;
     const ucs_status_ptr_t r =
         ucp_tag_send_nbx(worker_.ep(pe), data, bytes, static_cast<ucp_tag_t>(worker_.my_pe()), &param);
     if (UCS_PTR_IS_ERR(r))
@@ -38,7 +42,9 @@ class UcxMessenger final : public Messenger {
 
   Status irecv(void *data, size_t capacity, Request *request) override {
     ucp_request_param_t param = {};
-    param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;  // always a request: test() reads the sender from it
+    // Always a request (no immediate completion): test() reads the sender from it.
+    param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memory_type = UCS_MEMORY_TYPE_HOST;
     const ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_.worker(), data, capacity, 0, 0, &param);
     if (UCS_PTR_IS_ERR(r))
       return set_error(TSHMEM_ERR_SYSTEM, "ucx: posting a receive failed: %s", ucs_status_string(UCS_PTR_STATUS(r)));
