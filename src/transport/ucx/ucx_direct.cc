@@ -68,8 +68,13 @@ class Direct final : public Transport, public HostRma {
         awaiting_(static_cast<size_t>(worker_->n_pes())),
         one_sided_(static_cast<size_t>(worker_->n_pes()), 0),
         flushing_pe_(static_cast<size_t>(worker_->n_pes()), 0),
-        notices_(static_cast<size_t>(worker_->n_pes())) {
+        notice_(wire::gone()),
+        notices_(static_cast<size_t>(worker_->n_pes())),
+        notified_(static_cast<size_t>(worker_->n_pes())) {
     for (size_t i = kSlots; i > 0; --i) free_slots_.push_back(i - 1);
+    // A PE whose endpoint is cancelled is sent the stop notice first, on that endpoint (what is in its receive queue
+    // stays there once the endpoint closes): the path stops right after, and the PE learns it when it runs again.
+    worker_->on_cancel([this](int pe) { notify(pe); });
     if (!in.heap_on_gpu)
       batches_ = std::make_unique<Batches>(*messenger_, worker_->n_pes(), worker_->my_pe(),
                                            wire::Message::batch_limit(capacity_));
@@ -360,10 +365,7 @@ class Direct final : public Transport, public HostRma {
 
   // Best effort: a PE whose notice cannot be sent learns of the failure by its own bound.
   void tell_stopped() override {
-    notice_ = wire::gone();
-    for (int pe = 0; pe < worker_->n_pes(); ++pe)
-      if (worker_->cancelled(pe).empty())  // a PE whose endpoint was closed learns by its own bound
-        (void)messenger_->isend(&notice_, wire::kHeader, pe, &notices_[static_cast<size_t>(pe)].request);
+    for (int pe = 0; pe < worker_->n_pes(); ++pe) notify(pe);
     const auto until = Clock::now() + std::chrono::milliseconds(200);  // a moment to hand the notices to the wire
     while (Clock::now() < until && ucp_worker_progress(worker_->worker()) != 0) {
     }
@@ -487,6 +489,12 @@ class Direct final : public Transport, public HostRma {
   struct Control {
     Messenger::Request request;
   };
+
+  // Sends `pe` the stop notice, once (any thread: a host call's cancel, or the proxy thread's tell_stopped).
+  void notify(int pe) {
+    if (notified_[static_cast<size_t>(pe)].exchange(true, std::memory_order_acq_rel)) return;
+    (void)messenger_->isend(&notice_, wire::kHeader, pe, &notices_[static_cast<size_t>(pe)].request);
+  }
 
   static void write_width(uint64_t *at, uint64_t value, unsigned width) {
     if (width == sizeof(uint32_t)) {
@@ -753,9 +761,10 @@ class Direct final : public Transport, public HostRma {
   std::unique_ptr<Batches> batches_;             ///< small puts and SET signals in batches (a host heap), else nullptr
   std::vector<std::vector<char>> control_;
   std::vector<Messenger::Request> control_requests_;
-  std::deque<int> posted_;  ///< control receives in the order posted
-  wire::Record notice_;
-  std::vector<Control> notices_;
+  std::deque<int> posted_;                   ///< control receives in the order posted
+  const wire::Record notice_;                ///< the stop notice (wire::gone)
+  std::vector<Control> notices_;             ///< per PE: its notice's send
+  std::vector<std::atomic<bool>> notified_;  ///< per PE: its notice was sent (or tried)
 };
 
 }  // namespace

@@ -28,6 +28,22 @@ namespace {
 // the status, which is what the waits report. Installed so that UCX does not log the failure as unhandled.
 void endpoint_failed(void *, ucp_ep_h, ucs_status_t) {}
 
+// Whether UCX_TLS leaves UCX its shared-memory transports (posix, sysv): unset, an exclusion list ("^..."), or a list
+// naming them, "sm", "shm", "mm" or "all". A setting of theirs given to a UCX that loads neither is warned of.
+bool shared_memory_transports() {
+  const char *tls = std::getenv("UCX_TLS");
+  if (tls == nullptr || tls[0] == '^') return true;
+  std::string list = tls;
+  for (size_t at = 0; at <= list.size();) {
+    const size_t end = std::min(list.find(',', at), list.size());
+    const std::string name = list.substr(at, end - at);
+    for (const char *memory : {"sm", "shm", "mm", "posix", "sysv", "all"})
+      if (name == memory) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
 }  // namespace
 
 Status ucx_error(const char *call, ucs_status_t status) {
@@ -104,8 +120,8 @@ Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool w
   // (UCX_{POSIX,SYSV}_ERROR_HANDLING, "n" by default); without them UCX would reach a PE of this host over tcp.
   // They detect a peer's death by its shared-memory file, which ERROR_HANDLING=y exposes; UCX 1.13 matches the name
   // with the prefix of the table they share ("MM_"), for both (a name it matches nowhere, it warns of at start).
-  if (local == TSHMEM_SUCCESS && cancellable && std::getenv("UCX_POSIX_ERROR_HANDLING") == nullptr &&
-      std::getenv("UCX_SYSV_ERROR_HANDLING") == nullptr)
+  if (local == TSHMEM_SUCCESS && cancellable && shared_memory_transports() &&
+      std::getenv("UCX_POSIX_ERROR_HANDLING") == nullptr && std::getenv("UCX_SYSV_ERROR_HANDLING") == nullptr)
     (void)ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
   if (local == TSHMEM_SUCCESS) {
     ucp_params_t params = {};
@@ -227,6 +243,7 @@ Status Worker::endpoints(Bootstrap &boot, const std::vector<int> &node_of_pe) {
 
 void Worker::cancel(int pe, const std::string &why) {
   const size_t p = static_cast<size_t>(pe);
+  if (on_cancel_ && cancelled(pe).empty()) on_cancel_(pe);  // it issues on the endpoint: before the lock below
   std::unique_lock<std::shared_mutex> closing(endpoints_mutex_);
   if (eps_[p] == nullptr || !cancelled_[p].empty()) return;
   cancelled_[p] = why;

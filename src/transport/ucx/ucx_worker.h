@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -74,6 +75,9 @@ class Worker {
   /// Returns without waiting for the requests: wait_cancelled() does. Without `cancellable` endpoints only the later
   /// operations fail (the endpoint stays, for the teardown).
   void cancel(int pe, const std::string &why);
+  /// What cancel() does first, on the endpoint still open: `hook(pe)` (a last message to the PE). Set before any
+  /// thread may cancel.
+  void on_cancel(std::function<void(int)> hook) { on_cancel_ = std::move(hook); }
   /// Progresses the worker until `request` is no longer in progress (a request on an endpoint cancel() closed: UCX
   /// completes it with UCS_ERR_CANCELED, possibly within progress), at most a second; whether it completed (never
   /// without `cancellable` endpoints).
@@ -116,6 +120,7 @@ class Worker {
   std::vector<ucp_ep_h> eps_;           ///< nullptr: none (not made, or closed by cancel())
   std::vector<ucp_rkey_h> rkeys_;       ///< nullptr with its endpoint
   std::vector<std::string> cancelled_;  ///< per PE: why cancel() closed its endpoint (under endpoints_mutex_)
+  std::function<void(int)> on_cancel_;
   std::vector<uint64_t> bases_;
   int my_pe_ = -1, n_pes_ = 0;
   bool cuda_memory_ = false;
