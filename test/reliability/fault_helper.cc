@@ -24,6 +24,8 @@
 //                      the earlier timeout) and through its finalize
 //   stop-put           the same for a put larger than what the network holds for a stopped target: PE 0 overwrites
 //                      the put's source after the timeout; PE 1, continued, never receives the overwritten bytes
+//   stop-get-device    the same for a get the proxy issues (the device channel: a get into PE 0's heap, then a
+//                      quiet): the quiet is answered at the bound, and the heap is not written afterwards
 // The stop-* cases initialise MPI themselves, so that tshmem_finalize is measured without MPI_Finalize (whose
 // launcher fence waits for every process, the stopped one too).
 #include <mpi.h>
@@ -108,18 +110,22 @@ bool all_bytes(const unsigned char *at, size_t bytes, unsigned char value, size_
   return true;
 }
 
-// stop-get / stop-put: a transfer to a stopped PE ends at the bound, and nothing of it moves once the call has
-// returned, also after the target runs again: a get's destination is never written, a put's source never read.
+// stop-get / stop-put / stop-get-device: a transfer to a stopped PE ends at the bound, and nothing of it moves once
+// the call (or the quiet) has returned, also after the target runs again: a get's destination is never written, a
+// put's source never read.
 int stop_transfer(const std::string &which, int me, const int *pids) {
-  const bool get = which == "stop-get";
+  const bool device = which == "stop-get-device";
+  const bool get = which != "stop-put";
   // Larger than what a network holds for a target that takes nothing (a shared-memory FIFO, tcp's socket
   // buffers), so that a put cannot complete locally either.
-  constexpr size_t kBytes = 16 << 20;
+  constexpr size_t kBytes = 16 << 20, kDeviceBytes = 1 << 20;
   constexpr unsigned char kTarget = 0x11, kSource = 0xaa, kOverwritten = 0xbb, kUntouched = 0x5a;
   auto *remote = static_cast<unsigned char *>(tshmem_malloc(kBytes));
+  auto *landing = static_cast<unsigned char *>(tshmem_malloc(kDeviceBytes));  // the device channel's get lands here
   static unsigned char local[kBytes];
   std::memset(remote, kTarget, kBytes);
   std::memset(local, get ? kUntouched : kSource, kBytes);
+  std::memset(landing, kUntouched, kDeviceBytes);
   tshmem_barrier_all();
   MPI_Barrier(MPI_COMM_WORLD);
   if (me == 1) {
@@ -142,25 +148,47 @@ int stop_transfer(const std::string &which, int me, const int *pids) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // PE 1 has stopped by now
   const char *call = get ? "tshmem_getmem" : "tshmem_putmem";
+  const double bound = static_cast<double>(bound_ms());
   tshmemx_clear_last_error();
   Clock::time_point start = Clock::now();
-  int rc = get ? tshmem_getmem(local, remote, kBytes, 1) : tshmem_putmem(remote, local, kBytes, 1);
-  double ms = ms_since(start);
-  const std::string first_error = tshmemx_last_error();
-  const double bound = static_cast<double>(bound_ms());
-  result(which, me,
-         rc != 0 && ms >= 0.9 * bound && ms <= bound + 5000 && has(first_error, call) &&
-             has(first_error, "TSHMEM_PROXY_TIMEOUT_MS") && has(first_error, "PE 1"),
-         std::string(call) + ": rc " + std::to_string(rc) + " after " + std::to_string(static_cast<int>(ms)) +
-             " ms: " + first_error);
+  double ms = 0;
+  if (device) {  // a kernel's get, from the CPU: into the heap, then a quiet that ends when the path stops
+    tshmemi_proxy_channel *channel = tshmemi_proxy_device_channel();
+    tshmemi_proxy_request get_request = {};
+    get_request.op = TSHMEMI_PROXY_GET;
+    get_request.pe = 1;
+    get_request.remote = static_cast<uint64_t>(remote - static_cast<unsigned char *>(tshmemx_heap_base()));
+    get_request.local = reinterpret_cast<uint64_t>(landing);
+    get_request.bytes = kDeviceBytes;
+    tshmemi_proxy_post(channel, &get_request);
+    tshmemi_proxy_request quiet = {};
+    quiet.op = TSHMEMI_PROXY_QUIET;
+    const uint64_t ticket = tshmemi_proxy_post(channel, &quiet);
+    while (!tshmemi_proxy_done(channel, ticket) && ms_since(start) < 2 * bound + 5000)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ms = ms_since(start);
+    result(which, me, tshmemi_proxy_done(channel, ticket) && ms >= 0.9 * bound && ms <= bound + 5000,
+           "the device channel's get and quiet answered after " + std::to_string(static_cast<int>(ms)) + " ms");
+  } else {
+    const int rc = get ? tshmem_getmem(local, remote, kBytes, 1) : tshmem_putmem(remote, local, kBytes, 1);
+    ms = ms_since(start);
+    const std::string first_error = tshmemx_last_error();
+    result(which, me,
+           rc != 0 && ms >= 0.9 * bound && ms <= bound + 5000 && has(first_error, call) &&
+               has(first_error, "TSHMEM_PROXY_TIMEOUT_MS") && has(first_error, "PE 1"),
+           std::string(call) + ": rc " + std::to_string(rc) + " after " + std::to_string(static_cast<int>(ms)) +
+               " ms: " + first_error);
+  }
   if (!get) std::memset(local, kOverwritten, kBytes);  // the caller's to reuse once the call returned
   kill(pids[1], SIGCONT);
   // PE 1 serves what it was sent while it stood still; nothing of the abandoned call may follow.
+  unsigned char *destination = device ? landing : local;
+  const size_t destination_bytes = device ? kDeviceBytes : kBytes;
   size_t first = 0;
   bool untouched = true;
   const Clock::time_point watch = Clock::now();
   while (untouched && ms_since(watch) < 200) {
-    untouched = !get || all_bytes(local, kBytes, kUntouched, &first);
+    untouched = !get || all_bytes(destination, destination_bytes, kUntouched, &first);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   // A second call to PE 1 fails at once, naming the call and the earlier timeout.
@@ -173,13 +201,20 @@ int stop_transfer(const std::string &which, int me, const int *pids) {
          rc_again != 0 && ms < 500 && has(again, call) && has(again, "PE 1") && has(again, "TSHMEM_PROXY_TIMEOUT_MS"),
          "a second call: rc " + std::to_string(rc_again) + " after " + std::to_string(static_cast<int>(ms)) +
              " ms: " + again);
+  if (device) {  // the heap goes at finalize: looked at once more before
+    untouched = untouched && all_bytes(landing, kDeviceBytes, kUntouched, &first);
+    result(which, me, untouched,
+           untouched ? "the get's destination in the heap was never written after the quiet was answered"
+                     : "the get's destination in the heap was written after the quiet was answered (byte " +
+                           std::to_string(first) + " of it)");
+  }
   start = Clock::now();
   tshmem_finalize();
   ms = ms_since(start);
   const std::string finalized = tshmemx_last_error();
-  result(which, me, tshmem_my_pe() == -1 && ms <= bound + 2500 && has(finalized, "tears down without waiting"),
+  result(which, me, tshmem_my_pe() == -1 && ms <= bound + 5000 && has(finalized, "tears down without waiting"),
          "finalize after " + std::to_string(static_cast<int>(ms)) + " ms: " + finalized);
-  if (get) {
+  if (get && !device) {
     untouched = untouched && all_bytes(local, kBytes, kUntouched, &first);
     result(which, me, untouched,
            untouched ? "the get's destination was never written after the call returned"
@@ -217,7 +252,7 @@ int main(int argc, char **argv) {
   char *large = kill_put ? static_cast<char *>(tshmem_malloc(kLargePut)) : nullptr;
   tshmem_barrier_all();
 
-  if (which == "stop-get" || which == "stop-put") return stop_transfer(which, me, pids);
+  if (which == "stop-get" || which == "stop-put" || which == "stop-get-device") return stop_transfer(which, me, pids);
 
   const bool stop_barrier = which == "stop-barrier" || which == "stop-barrier-one-node";
   if (stop_barrier || which == "stop-finalize") {
