@@ -92,7 +92,7 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
 
   Status put(uint64_t heap_offset, const void *src, size_t bytes, int pe) override {
     if (host_ != nullptr)
-      return direct("tshmem_putmem", [&] { return host_->put("tshmem_putmem", pe, heap_offset, src, bytes); });
+      return direct("tshmem_putmem", pe, [&] { return host_->put("tshmem_putmem", pe, heap_offset, src, bytes); });
     uint64_t ticket = 0;
     TSHMEM_CHECK(post_host("tshmem_putmem", transfer(TSHMEMI_PROXY_PUT, heap_offset, src, bytes, pe), &ticket));
     return wait_for("tshmem_putmem", "its off-node proxy to take the put", pe,
@@ -101,7 +101,7 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
 
   Status get(void *dst, uint64_t heap_offset, size_t bytes, int pe) override {
     if (host_ != nullptr)
-      return direct("tshmem_getmem", [&] { return host_->get("tshmem_getmem", pe, heap_offset, dst, bytes); });
+      return direct("tshmem_getmem", pe, [&] { return host_->get("tshmem_getmem", pe, heap_offset, dst, bytes); });
     uint64_t ticket = 0;
     TSHMEM_CHECK(post_host("tshmem_getmem", transfer(TSHMEMI_PROXY_GET, heap_offset, dst, bytes, pe), &ticket));
     return quiet_ring("tshmem_getmem", pe);
@@ -114,7 +114,7 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
     request.value = value;
     request.signal = signal_offset;
     if (host_ != nullptr)
-      return direct(call, [&] { return host_->put_signal(call, wire::put_of(request), wire::signal_of(request)); });
+      return direct(call, pe, [&] { return host_->put_signal(call, wire::put_of(request), wire::signal_of(request)); });
     // Through the host channel: the data is read before the proxy takes the request, and the call returns once
     // the signal is complete at the target (a blocking put with signal delivers both).
     uint64_t ticket = 0;
@@ -126,7 +126,7 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
     if (host_ != nullptr && device_channel_issued()) {
       // Host calls went out on their own threads and every request of the device channel posted so far has been
       // issued: one flush on this thread completes them all, without the proxy thread's hop.
-      return direct("tshmem_quiet", [&] { return host_->quiet("tshmem_quiet"); });
+      return direct("tshmem_quiet", -1, [&] { return host_->quiet("tshmem_quiet"); });
     }
     return quiet_ring("tshmem_quiet", -1);
   }
@@ -236,7 +236,8 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
   // Posts to the host ring, waiting (bounded) while it is full. A ticket taken and never written would stop the
   // ring for good: when the wait for room fails, the path is stopped anyway.
   Status post_host(const char *call, const tshmemi_proxy_request &request, uint64_t *ticket) {
-    if (failed_.load(std::memory_order_acquire)) return stopped_error(call);
+    if (failed_.load(std::memory_order_acquire))
+      return stopped_error(call, request.op == TSHMEMI_PROXY_QUIET ? -1 : static_cast<int>(request.pe));
     tshmemi_proxy_channel *ring = host_ring();
     *ticket = __atomic_fetch_add(ring->head_ptr, 1, __ATOMIC_RELAXED);
     const uint64_t t = *ticket;
@@ -262,7 +263,7 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
     for (unsigned spins = 0;; ++spins) {
       // Checked after ready() too: a stopped path's counters read TSHMEMI_PROXY_STOPPED, which looks ready.
       const bool done = ready();
-      if (failed_.load(std::memory_order_acquire)) return stopped_error(call);
+      if (failed_.load(std::memory_order_acquire)) return stopped_error(call, pe);
       if (done) break;
       progress_while_waiting();  // a wait of tshmem's on other PEs, as every other (bounded_wait.h)
       if (spins > 256) std::this_thread::yield();
@@ -290,8 +291,8 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
   // A host call served on the calling thread: refused at once on a stopped path; a wait that passed its bound (or
   // a transport error) stops the path, as a wait on the proxy does.
   template <class Call>
-  Status direct(const char *call, Call issue) {
-    if (failed_.load(std::memory_order_acquire)) return stopped_error(call);
+  Status direct(const char *call, int pe, Call issue) {
+    if (failed_.load(std::memory_order_acquire)) return stopped_error(call, pe);
     const Status status = issue();
     if (status == TSHMEM_SUCCESS || status == TSHMEM_ERR_INVALID_ARG) return status;
     const std::string message = last_error_message();
@@ -299,8 +300,10 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
     return set_error(status, "%s", message.c_str());
   }
 
-  Status stopped_error(const char *call) {
-    return set_error(failure_code(), "%s: the off-node path of PE %d has stopped: %s", call, my_pe_, failure().c_str());
+  // Names the call, the PE it was for (-1: none) and why the path stopped (the first failure: an earlier bound).
+  Status stopped_error(const char *call, int pe) {
+    return set_error(failure_code(), "%s%s: the off-node path of PE %d has stopped: %s", call,
+                     pe >= 0 ? format(" (to PE %d)", pe).c_str() : "", my_pe_, failure().c_str());
   }
 
   std::string failure() {
@@ -457,6 +460,7 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
       if (idle > kSpinsBeforeSleep) transport_->idle(std::chrono::microseconds(50));
     }
     if (status != TSHMEM_SUCCESS) record_failure(status, last_error_message());
+    transport_->abandon(failure());  // nothing in flight lands after its waiter was answered (transport.h)
     if (!peer_gone_) transport_->tell_stopped();
   }
 

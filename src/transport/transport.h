@@ -161,6 +161,11 @@ class Transport {
   virtual std::string overdue(std::chrono::milliseconds bound) = 0;
   /// Whom this PE awaits now, for a timeout's message ("; awaiting replies from PE(s) 1, 3"); any thread.
   virtual std::string waiting_on() const = 0;
+  /// The path has stopped (`why`): what is still in flight will never be delivered, and the waiters were told so.
+  /// A transport whose network could still deliver it later (into the heap, a staging buffer, or from a source)
+  /// cancels it here and waits, bounded, until its network says it is cancelled. Default: nothing (what the transport
+  /// receives later lands in its own buffers, and nobody applies it once the path stopped).
+  virtual void abandon(const std::string &why) { (void)why; }
   /// Tells every other PE, best effort, that this PE's off-node path has stopped (theirs stop too).
   virtual void tell_stopped() = 0;
   /// Teardown, after the last progress(): withdraws what waits for peers (posted receives).

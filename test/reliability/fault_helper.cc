@@ -19,6 +19,13 @@
 //                      finalize and the job exits 0
 //   reserved-put       PE 0 posts kernel-style requests (the device channel) that write PE 1's reserved region:
 //                      refused at PE 1; a barrier arrival's shape there is still taken
+//   stop-get           PE 1 stops; PE 0's getmem into a host buffer ends at the bound; PE 1 is continued; PE 0's
+//                      buffer stays untouched while it watches, through a second call (which fails at once naming
+//                      the earlier timeout) and through its finalize
+//   stop-put           the same for a put larger than what the network holds for a stopped target: PE 0 overwrites
+//                      the put's source after the timeout; PE 1, continued, never receives the overwritten bytes
+//   stop-get-device    the same for a get the proxy issues (the device channel: a get into PE 0's heap, then a
+//                      quiet): the quiet is answered at the bound, and the heap is not written afterwards
 // The stop-* cases initialise MPI themselves, so that tshmem_finalize is measured without MPI_Finalize (whose
 // launcher fence waits for every process, the stopped one too).
 #include <mpi.h>
@@ -93,6 +100,134 @@ int barrier_all_status() {
   return tshmemx_last_error_code();
 }
 
+// Whether every byte of [at, at + bytes) is `value`; where one is not, *first is its index.
+bool all_bytes(const unsigned char *at, size_t bytes, unsigned char value, size_t *first) {
+  for (size_t i = 0; i < bytes; ++i)
+    if (at[i] != value) {
+      *first = i;
+      return false;
+    }
+  return true;
+}
+
+// stop-get / stop-put / stop-get-device: a transfer to a stopped PE ends at the bound, and nothing of it moves once
+// the call (or the quiet) has returned, also after the target runs again: a get's destination is never written, a
+// put's source never read.
+int stop_transfer(const std::string &which, int me, const int *pids) {
+  const bool device = which == "stop-get-device";
+  const bool get = which != "stop-put";
+  // Larger than what a network holds for a target that takes nothing (a shared-memory FIFO, tcp's socket
+  // buffers), so that a put cannot complete locally either.
+  constexpr size_t kBytes = 16 << 20, kDeviceBytes = 1 << 20;
+  constexpr unsigned char kTarget = 0x11, kSource = 0xaa, kOverwritten = 0xbb, kUntouched = 0x5a;
+  auto *remote = static_cast<unsigned char *>(tshmem_malloc(kBytes));
+  auto *landing = static_cast<unsigned char *>(tshmem_malloc(kDeviceBytes));  // the device channel's get lands here
+  static unsigned char local[kBytes];
+  std::memset(remote, kTarget, kBytes);
+  std::memset(local, get ? kUntouched : kSource, kBytes);
+  std::memset(landing, kUntouched, kDeviceBytes);
+  tshmem_barrier_all();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me == 1) {
+    raise(SIGSTOP);  // continued by PE 0 once its call has ended
+    // PE 0 has checked everything and finalized: what arrived here is all that ever will.
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (!get) {
+      size_t first = 0;
+      const bool clean = !std::memchr(remote, kOverwritten, kBytes);
+      const bool whole = all_bytes(remote, kBytes, kSource, &first);
+      result(which, me, clean,
+             std::string(clean ? "no overwritten byte arrived" : "overwritten bytes arrived") + " (the put " +
+                 (whole ? "arrived whole" : "arrived up to byte " + std::to_string(first)) + ")");
+    }
+    tshmem_finalize();
+    std::printf("PE %d finalized\n", me);
+    std::fflush(stdout);
+    MPI_Finalize();
+    return 0;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // PE 1 has stopped by now
+  const char *call = get ? "tshmem_getmem" : "tshmem_putmem";
+  const double bound = static_cast<double>(bound_ms());
+  tshmemx_clear_last_error();
+  Clock::time_point start = Clock::now();
+  double ms = 0;
+  if (device) {  // a kernel's get, from the CPU: into the heap, then a quiet that ends when the path stops
+    tshmemi_proxy_channel *channel = tshmemi_proxy_device_channel();
+    tshmemi_proxy_request get_request = {};
+    get_request.op = TSHMEMI_PROXY_GET;
+    get_request.pe = 1;
+    get_request.remote = static_cast<uint64_t>(remote - static_cast<unsigned char *>(tshmemx_heap_base()));
+    get_request.local = reinterpret_cast<uint64_t>(landing);
+    get_request.bytes = kDeviceBytes;
+    tshmemi_proxy_post(channel, &get_request);
+    tshmemi_proxy_request quiet = {};
+    quiet.op = TSHMEMI_PROXY_QUIET;
+    const uint64_t ticket = tshmemi_proxy_post(channel, &quiet);
+    while (!tshmemi_proxy_done(channel, ticket) && ms_since(start) < 2 * bound + 5000)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ms = ms_since(start);
+    result(which, me, tshmemi_proxy_done(channel, ticket) && ms >= 0.9 * bound && ms <= bound + 5000,
+           "the device channel's get and quiet answered after " + std::to_string(static_cast<int>(ms)) + " ms");
+  } else {
+    const int rc = get ? tshmem_getmem(local, remote, kBytes, 1) : tshmem_putmem(remote, local, kBytes, 1);
+    ms = ms_since(start);
+    const std::string first_error = tshmemx_last_error();
+    result(which, me,
+           rc != 0 && ms >= 0.9 * bound && ms <= bound + 5000 && has(first_error, call) &&
+               has(first_error, "TSHMEM_PROXY_TIMEOUT_MS") && has(first_error, "PE 1"),
+           std::string(call) + ": rc " + std::to_string(rc) + " after " + std::to_string(static_cast<int>(ms)) +
+               " ms: " + first_error);
+  }
+  if (!get) std::memset(local, kOverwritten, kBytes);  // the caller's to reuse once the call returned
+  kill(pids[1], SIGCONT);
+  // PE 1 serves what it was sent while it stood still; nothing of the abandoned call may follow.
+  unsigned char *destination = device ? landing : local;
+  const size_t destination_bytes = device ? kDeviceBytes : kBytes;
+  size_t first = 0;
+  bool untouched = true;
+  const Clock::time_point watch = Clock::now();
+  while (untouched && ms_since(watch) < 200) {
+    untouched = !get || all_bytes(destination, destination_bytes, kUntouched, &first);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // A second call to PE 1 fails at once, naming the call and the earlier timeout.
+  tshmemx_clear_last_error();
+  start = Clock::now();
+  const int rc_again = get ? tshmem_getmem(local, remote, 8, 1) : tshmem_putmem(remote, local, 8, 1);
+  ms = ms_since(start);
+  const std::string again = tshmemx_last_error();
+  result(which, me,
+         rc_again != 0 && ms < 500 && has(again, call) && has(again, "PE 1") && has(again, "TSHMEM_PROXY_TIMEOUT_MS"),
+         "a second call: rc " + std::to_string(rc_again) + " after " + std::to_string(static_cast<int>(ms)) +
+             " ms: " + again);
+  if (device) {  // the heap goes at finalize: looked at once more before
+    untouched = untouched && all_bytes(landing, kDeviceBytes, kUntouched, &first);
+    result(which, me, untouched,
+           untouched ? "the get's destination in the heap was never written after the quiet was answered"
+                     : "the get's destination in the heap was written after the quiet was answered (byte " +
+                           std::to_string(first) + " of it)");
+  }
+  start = Clock::now();
+  tshmem_finalize();
+  ms = ms_since(start);
+  const std::string finalized = tshmemx_last_error();
+  result(which, me, tshmem_my_pe() == -1 && ms <= bound + 5000 && has(finalized, "tears down without waiting"),
+         "finalize after " + std::to_string(static_cast<int>(ms)) + " ms: " + finalized);
+  if (get && !device) {
+    untouched = untouched && all_bytes(local, kBytes, kUntouched, &first);
+    result(which, me, untouched,
+           untouched ? "the get's destination was never written after the call returned"
+                     : "the get's destination was written after the call returned (byte " + std::to_string(first) +
+                           " of it)");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // PE 1 may look at its heap now
+  std::printf("PE %d finalized\n", me);
+  std::fflush(stdout);
+  MPI_Finalize();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -116,6 +251,8 @@ int main(int argc, char **argv) {
   constexpr size_t kLargePut = 64 << 10;
   char *large = kill_put ? static_cast<char *>(tshmem_malloc(kLargePut)) : nullptr;
   tshmem_barrier_all();
+
+  if (which == "stop-get" || which == "stop-put" || which == "stop-get-device") return stop_transfer(which, me, pids);
 
   const bool stop_barrier = which == "stop-barrier" || which == "stop-barrier-one-node";
   if (stop_barrier || which == "stop-finalize") {

@@ -13,12 +13,12 @@ namespace {
 
 constexpr int kBoundMs = 3000;
 
-// The heap's backend: the environment's (a GPU machine runs the label with vmm too), else shm. The reserved-region
-// and kill-put-device cases post to the device channel from the CPU, which only a host-memory heap (shm) lets a CPU
-// producer do.
+// The heap's backend: the environment's (a GPU machine runs the label with vmm too), else shm. The reserved-region,
+// kill-put-device and stop-get-device cases post to the device channel from the CPU, which only a host-memory heap
+// (shm) lets a CPU producer do.
 std::string backend_of(const std::string &which) {
   const char *text = std::getenv("TSHMEM_MEM_BACKEND");
-  const bool cpu_producer = which == "reserved-put" || which == "kill-put-device";
+  const bool cpu_producer = which == "reserved-put" || which == "kill-put-device" || which == "stop-get-device";
   return text != nullptr && *text != '\0' && !cpu_producer ? text : "shm";
 }
 
@@ -76,6 +76,10 @@ TEST(Fault, EndsWithinTheBoundOnEveryLivePe) {
     EXPECT_TRUE(node_sync || (backend_of(which) != "shm" && mpi)) << out;
   } else if (which == "stop-finalize") {
     run_case(which, 2, {0});
+  } else if (which == "stop-get" || which == "stop-put" || which == "stop-get-device") {
+    // A short bound: the case ends in a few seconds (PE 1, continued, may wait for PE 0 at its finalize that long).
+    run_case(which, 2, which == "stop-put" ? std::vector<int>{0, 1} : std::vector<int>{0}, {}, true,
+             "TSHMEM_PROXY_TIMEOUT_MS=1000");
   } else if (which.rfind("kill-barrier", 0) == 0) {
     // The launcher keeps the job when a process dies (Open MPI 4.1: orte_enable_recovery); its exit code then
     // reports the death. Each live PE checks that its finalize ended within the bound and a second; the job's limit

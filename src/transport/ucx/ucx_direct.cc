@@ -69,8 +69,13 @@ class Direct final : public Transport, public HostRma {
         awaiting_(static_cast<size_t>(worker_->n_pes())),
         one_sided_(static_cast<size_t>(worker_->n_pes()), 0),
         flushing_pe_(static_cast<size_t>(worker_->n_pes()), 0),
-        notices_(static_cast<size_t>(worker_->n_pes())) {
+        notice_(wire::gone()),
+        notices_(static_cast<size_t>(worker_->n_pes())),
+        notified_(static_cast<size_t>(worker_->n_pes())) {
     for (size_t i = kSlots; i > 0; --i) free_slots_.push_back(i - 1);
+    // A PE whose endpoint is cancelled is sent the stop notice first, on that endpoint (what is in its receive queue
+    // stays there once the endpoint closes): the path stops right after, and the PE learns it when it runs again.
+    worker_->on_cancel([this](int pe) { notify(pe); });
     if (!in.heap_on_gpu)
       batches_ = std::make_unique<Batches>(*messenger_, worker_->n_pes(), worker_->my_pe(),
                                            wire::Message::batch_limit(capacity_));
@@ -113,9 +118,11 @@ class Direct final : public Transport, public HostRma {
       src = &slots_[slot].operand;
     }
     TSHMEM_CHECK(order());
-    ucp_request_param_t param = {};
-    const ucs_status_ptr_t r = ucp_put_nbx(worker_->ep(op.pe), src, op.bytes - *done,
-                                           worker_->remote(op.pe, op.offset + *done), worker_->rkey(op.pe), &param);
+    const uint64_t remote = worker_->remote(op.pe, op.offset + *done);
+    const ucs_status_ptr_t r = worker_->issue(op.pe, [&](ucp_ep_h ep, ucp_rkey_h rkey) {
+      ucp_request_param_t param = {};
+      return ucp_put_nbx(ep, src, op.bytes - *done, remote, rkey, &param);
+    });
     TSHMEM_CHECK(track(r, op.pe, "a put", 0, Waiter(), slot, 0));
     *done = op.bytes;
     return TSHMEM_SUCCESS;
@@ -127,10 +134,11 @@ class Direct final : public Transport, public HostRma {
     TSHMEM_CHECK(one_sided_ready(op.pe, &ready));
     if (!ready) return TSHMEM_SUCCESS;
     TSHMEM_CHECK(order());
-    ucp_request_param_t param = {};
-    const ucs_status_ptr_t r =
-        ucp_get_nbx(worker_->ep(op.pe), reinterpret_cast<void *>(op.dst + *done), op.bytes - *done,
-                    worker_->remote(op.pe, op.offset + *done), worker_->rkey(op.pe), &param);
+    const uint64_t remote = worker_->remote(op.pe, op.offset + *done);
+    const ucs_status_ptr_t r = worker_->issue(op.pe, [&](ucp_ep_h ep, ucp_rkey_h rkey) {
+      ucp_request_param_t param = {};
+      return ucp_get_nbx(ep, reinterpret_cast<void *>(op.dst + *done), op.bytes - *done, remote, rkey, &param);
+    });
     TSHMEM_CHECK(track(r, op.pe, op.waiter.tag != 0 ? "the value of a g" : "the data of a get", op.dst, op.waiter,
                        SIZE_MAX, 0, op.bytes - *done));
     *done = op.bytes;
@@ -167,12 +175,14 @@ class Direct final : public Transport, public HostRma {
     Slot &s = slots_[slot];
     write_width(&s.operand, operand, op.width);
     write_width(&s.reply, reply, op.width);
-    ucp_request_param_t param = {};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-    param.datatype = ucp_dt_make_contig(op.width);
-    param.reply_buffer = &s.reply;  // SWAP and CSWAP need one whether or not the value is wanted
-    const ucs_status_ptr_t r = ucp_atomic_op_nbx(worker_->ep(op.pe), code, &s.operand, 1,
-                                                 worker_->remote(op.pe, op.offset), worker_->rkey(op.pe), &param);
+    const uint64_t remote = worker_->remote(op.pe, op.offset);
+    const ucs_status_ptr_t r = worker_->issue(op.pe, [&](ucp_ep_h ep, ucp_rkey_h rkey) {
+      ucp_request_param_t param = {};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+      param.datatype = ucp_dt_make_contig(op.width);
+      param.reply_buffer = &s.reply;  // SWAP and CSWAP need one whether or not the value is wanted
+      return ucp_atomic_op_nbx(ep, code, &s.operand, 1, remote, rkey, &param);
+    });
     TSHMEM_CHECK(track(r, op.pe, fetching ? "the old value of a fetching atomic" : "an atomic", fetching ? op.dst : 0,
                        op.waiter, slot, op.width, op.width));
     *issued = true;
@@ -203,17 +213,15 @@ class Direct final : public Transport, public HostRma {
     unordered_ = true;
     const size_t slot = take_slot();
     slots_[slot].operand = op.value;
-    ucp_request_param_t param = {};
-    ucs_status_ptr_t r;
-    if (op.kind == TSHMEMI_AMO_SET) {
-      r = ucp_put_nbx(worker_->ep(op.pe), &slots_[slot].operand, sizeof(uint64_t), worker_->remote(op.pe, op.offset),
-                      worker_->rkey(op.pe), &param);
-    } else {
+    const uint64_t remote = worker_->remote(op.pe, op.offset);
+    const ucs_status_ptr_t r = worker_->issue(op.pe, [&](ucp_ep_h ep, ucp_rkey_h rkey) {
+      ucp_request_param_t param = {};
+      if (op.kind == TSHMEMI_AMO_SET)
+        return ucp_put_nbx(ep, &slots_[slot].operand, sizeof(uint64_t), remote, rkey, &param);
       param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
       param.datatype = ucp_dt_make_contig(sizeof(uint64_t));
-      r = ucp_atomic_op_nbx(worker_->ep(op.pe), UCP_ATOMIC_OP_ADD, &slots_[slot].operand, 1,
-                            worker_->remote(op.pe, op.offset), worker_->rkey(op.pe), &param);
-    }
+      return ucp_atomic_op_nbx(ep, UCP_ATOMIC_OP_ADD, &slots_[slot].operand, 1, remote, rkey, &param);
+    });
     TSHMEM_CHECK(track(r, op.pe, "a signal", 0, Waiter(), slot, 0));
     *issued = true;
     return TSHMEM_SUCCESS;
@@ -325,12 +333,15 @@ class Direct final : public Transport, public HostRma {
     const InFlight *oldest = nullptr;
     for (const InFlight &f : in_flight_)
       if (oldest == nullptr || f.since < oldest->since) oldest = &f;
-    if (oldest != nullptr && now - oldest->since > bound)
-      return format(
+    if (oldest != nullptr && now - oldest->since > bound) {
+      const std::string late = format(
           "%s%s to PE %d has not completed in ucx for %lld ms (TSHMEM_PROXY_TIMEOUT_MS); the off-node path of PE %d "
           "is stopped",
           oldest->waiter.kernel ? "for a kernel, " : "", oldest->what, oldest->pe,
           static_cast<long long>(bound.count()), worker_->my_pe());
+      abandon(late);  // before the engine answers the requests' waiters with it
+      return late;
+    }
     if (flushing_ && now - flush_since_ > bound)
       return format(
           "a quiet (ucp_worker_flush) has not completed for %lld ms (TSHMEM_PROXY_TIMEOUT_MS); the off-node path of "
@@ -355,13 +366,32 @@ class Direct final : public Transport, public HostRma {
 
   // Best effort: a PE whose notice cannot be sent learns of the failure by its own bound.
   void tell_stopped() override {
-    notice_ = wire::gone();
-    for (int pe = 0; pe < worker_->n_pes(); ++pe)
-      if (worker_->ep(pe) != nullptr)
-        (void)messenger_->isend(&notice_, wire::kHeader, pe, &notices_[static_cast<size_t>(pe)].request);
+    for (int pe = 0; pe < worker_->n_pes(); ++pe) notify(pe);
     const auto until = Clock::now() + std::chrono::milliseconds(200);  // a moment to hand the notices to the wire
     while (Clock::now() < until && ucp_worker_progress(worker_->worker()) != 0) {
     }
+  }
+
+  // The proxy thread, once the path has stopped (or an operation's bound expired: overdue()): what is in flight will
+  // never be delivered. The endpoint of every PE it went to is closed by force (Worker::cancel), UCX completes the
+  // operations as cancelled (waited for here, a second at most) and they are freed without delivery: no get or
+  // fetched value lands in the heap or a staging buffer, and no put reads its source, after the waiter was answered.
+  void abandon(const std::string &why) override {
+    if (in_flight_.empty()) return;
+    for (const InFlight &f : in_flight_) worker_->cancel(f.pe, why);
+    const auto until = Clock::now() + std::chrono::seconds(1);
+    const auto in_progress = [this] {
+      return std::any_of(in_flight_.begin(), in_flight_.end(),
+                         [](const InFlight &f) { return ucp_request_check_status(f.request) == UCS_INPROGRESS; });
+    };
+    while (in_progress() && Clock::now() < until)
+      if (worker_->progress_from_application() == 0) std::this_thread::yield();
+    for (const InFlight &f : in_flight_) {
+      ucp_request_free(f.request);  // one UCX has not cancelled within the second is released to it all the same
+      awaiting_[static_cast<size_t>(f.pe)].fetch_sub(1, std::memory_order_relaxed);
+      if (f.slot != SIZE_MAX) free_slots_.push_back(f.slot);
+    }
+    in_flight_.clear();
   }
 
   void close() override {
@@ -388,48 +418,54 @@ class Direct final : public Transport, public HostRma {
   // Host calls order as OpenSHMEM's do: a fence or quiet orders them (a put with signal fences between its data
   // and its word). A fence before every call would cost a round trip each (measured: put + quiet 3.4 -> 45 us).
   Status put(const char *call, int pe, uint64_t offset, const void *src, size_t bytes) override {
-    ucp_request_param_t param = {};
-    return worker_->wait(
-        ucp_put_nbx(worker_->ep(pe), src, bytes, worker_->remote(pe, offset), worker_->rkey(pe), &param), bound_, call,
-        "the put's source to be sent", pe);
+    const uint64_t remote = worker_->remote(pe, offset);
+    const ucs_status_ptr_t r = worker_->issue(pe, [&](ucp_ep_h ep, ucp_rkey_h rkey) {
+      ucp_request_param_t param = {};
+      return ucp_put_nbx(ep, src, bytes, remote, rkey, &param);
+    });
+    return worker_->wait(r, bound_, call, "the put's source to be sent", pe);
   }
 
   Status get(const char *call, int pe, uint64_t offset, void *dst, size_t bytes) override {
-    ucp_request_param_t param = {};
-    return worker_->wait(
-        ucp_get_nbx(worker_->ep(pe), dst, bytes, worker_->remote(pe, offset), worker_->rkey(pe), &param), bound_, call,
-        "the data of a get", pe);
+    const uint64_t remote = worker_->remote(pe, offset);
+    const ucs_status_ptr_t r = worker_->issue(pe, [&](ucp_ep_h ep, ucp_rkey_h rkey) {
+      ucp_request_param_t param = {};
+      return ucp_get_nbx(ep, dst, bytes, remote, rkey, &param);
+    });
+    return worker_->wait(r, bound_, call, "the data of a get", pe);
   }
 
   Status put_signal(const char *call, const PutOp &data, const SignalOp &signal) override {
     const int pe = data.pe;
-    ucp_request_param_t param = {};
     ucs_status_ptr_t put = nullptr;
+    const uint64_t data_at = worker_->remote(pe, data.offset), word_at = worker_->remote(pe, signal.offset);
     if (data.bytes > 0)
-      put = ucp_put_nbx(worker_->ep(pe), data.src, data.bytes, worker_->remote(pe, data.offset), worker_->rkey(pe),
-                        &param);
+      put = worker_->issue(pe, [&](ucp_ep_h ep, ucp_rkey_h rkey) {
+        ucp_request_param_t param = {};
+        return ucp_put_nbx(ep, data.src, data.bytes, data_at, rkey, &param);
+      });
     if (UCS_PTR_IS_ERR(put)) return worker_->wait(put, bound_, call, "the data of a put with signal", pe);
     const ucs_status_t fenced = ucp_worker_fence(worker_->worker());
     uint64_t value = signal.value;
     ucs_status_ptr_t word = nullptr;
-    if (fenced == UCS_OK && signal.kind == TSHMEMI_AMO_SET) {
-      word = ucp_put_nbx(worker_->ep(pe), &value, sizeof(value), worker_->remote(pe, signal.offset), worker_->rkey(pe),
-                         &param);
-    } else if (fenced == UCS_OK) {
-      ucp_request_param_t atomic = {};
-      atomic.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
-      atomic.datatype = ucp_dt_make_contig(sizeof(uint64_t));
-      word = ucp_atomic_op_nbx(worker_->ep(pe), UCP_ATOMIC_OP_ADD, &value, 1, worker_->remote(pe, signal.offset),
-                               worker_->rkey(pe), &atomic);
-    }
-    // Both are waited for (the value lives on this stack), the data's source first.
+    if (fenced == UCS_OK)
+      word = worker_->issue(pe, [&](ucp_ep_h ep, ucp_rkey_h rkey) {
+        ucp_request_param_t param = {};
+        if (signal.kind == TSHMEMI_AMO_SET) return ucp_put_nbx(ep, &value, sizeof(value), word_at, rkey, &param);
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+        param.datatype = ucp_dt_make_contig(sizeof(uint64_t));
+        return ucp_atomic_op_nbx(ep, UCP_ATOMIC_OP_ADD, &value, 1, word_at, rkey, &param);
+      });
+    // Both are waited for (the value lives on this stack), the data's source first. Where the data's wait expired,
+    // the word was cancelled with it (one endpoint), and the data's message is the one the caller gets.
     const Status sent = worker_->wait(put, bound_, call, "the data of a put with signal", pe);
+    const std::string sent_message = sent == TSHMEM_SUCCESS ? std::string() : last_error_message();
     if (fenced != UCS_OK) {
       TSHMEM_CHECK(sent);
       return ucx_error("ucp_worker_fence", fenced);
     }
     const Status signalled = worker_->wait(word, bound_, call, "the signal of a put with signal", pe);
-    TSHMEM_CHECK(sent);
+    if (sent != TSHMEM_SUCCESS) return set_error(sent, "%s", sent_message.c_str());
     return signalled;
   }
 
@@ -454,6 +490,12 @@ class Direct final : public Transport, public HostRma {
   struct Control {
     Messenger::Request request;
   };
+
+  // Sends `pe` the stop notice, once (any thread: a host call's cancel, or the proxy thread's tell_stopped).
+  void notify(int pe) {
+    if (notified_[static_cast<size_t>(pe)].exchange(true, std::memory_order_acq_rel)) return;
+    (void)messenger_->isend(&notice_, wire::kHeader, pe, &notices_[static_cast<size_t>(pe)].request);
+  }
 
   static void write_width(uint64_t *at, uint64_t value, unsigned width) {
     if (width == sizeof(uint32_t)) {
@@ -514,8 +556,9 @@ class Direct final : public Transport, public HostRma {
       if (!flushing_pe_[p]) {
         ucp_request_param_t param = {};
         flushing_pe_[p] = 1;
-        TSHMEM_CHECK(track(ucp_ep_flush_nbx(worker_->ep(pe), &param), pe, "a flush before a batch of small puts", 0,
-                           Waiter(), SIZE_MAX, 0));
+        const ucs_status_ptr_t r =
+            worker_->issue(pe, [&param](ucp_ep_h ep, ucp_rkey_h) { return ucp_ep_flush_nbx(ep, &param); });
+        TSHMEM_CHECK(track(r, pe, "a flush before a batch of small puts", 0, Waiter(), SIZE_MAX, 0));
         if (awaiting_[p].load(std::memory_order_relaxed) > 0) return TSHMEM_SUCCESS;
       }
       one_sided_[p] = 0;
@@ -603,6 +646,9 @@ class Direct final : public Transport, public HostRma {
       in_flight_[i] = in_flight_.back();
       in_flight_.pop_back();
       worked_ = true;
+      if (s == UCS_ERR_CANCELED && !worker_->cancelled(done.pe).empty())  // a host call's bound expired on that PE
+        return set_error(TSHMEM_ERR_TIMEOUT, "ucx: %s to PE %d was cancelled: an earlier bound expired (%s)", done.what,
+                         done.pe, worker_->cancelled(done.pe).c_str());
       if (s != UCS_OK)
         return set_error(TSHMEM_ERR_SYSTEM, "ucx: %s to PE %d failed: %s", done.what, done.pe, ucs_status_string(s));
       TSHMEM_CHECK(complete(done));
@@ -717,9 +763,10 @@ class Direct final : public Transport, public HostRma {
   std::unique_ptr<Batches> batches_;             ///< small puts and SET signals in batches (a host heap), else nullptr
   std::vector<std::vector<char>> control_;
   std::vector<Messenger::Request> control_requests_;
-  std::deque<int> posted_;  ///< control receives in the order posted
-  wire::Record notice_;
-  std::vector<Control> notices_;
+  std::deque<int> posted_;                   ///< control receives in the order posted
+  const wire::Record notice_;                ///< the stop notice (wire::gone)
+  std::vector<Control> notices_;             ///< per PE: its notice's send
+  std::vector<std::atomic<bool>> notified_;  ///< per PE: its notice was sent (or tried)
 };
 
 }  // namespace

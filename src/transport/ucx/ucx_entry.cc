@@ -126,8 +126,9 @@ Status make(const TransportInputs &in, std::unique_ptr<Transport> *out, std::str
   auto worker = std::make_unique<Worker>();
   // A host heap takes the direct mode (below), where an idle proxy is woken by what arrives (UCX's emulated
   // operations need the target's progress); a GPU heap may stage, and leaves UCX's choice of transports as it is.
+  // The direct mode on a host heap moves the callers' memory: its endpoints can be cancelled (ucx_worker.h).
   const bool wakeup = !in.heap_on_gpu && !in.env->debug_ucx_staged;
-  TSHMEM_CHECK(worker->create(boot, in.node_of_pe, wakeup, unavailable));
+  TSHMEM_CHECK(worker->create(boot, in.node_of_pe, wakeup, wakeup, unavailable));
   if (!unavailable->empty()) return TSHMEM_SUCCESS;
 
   // The mode, per memory type; then the same on every PE.

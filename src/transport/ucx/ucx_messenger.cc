@@ -26,11 +26,12 @@ class UcxMessenger final : public Messenger {
   explicit UcxMessenger(Worker &worker) : worker_(worker) {}
 
   Status isend(const void *data, size_t bytes, int pe, Request *request) override {
-    ucp_request_param_t param = {};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-    param.memory_type = UCS_MEMORY_TYPE_HOST;
-    const ucs_status_ptr_t r =
-        ucp_tag_send_nbx(worker_.ep(pe), data, bytes, static_cast<ucp_tag_t>(worker_.my_pe()), &param);
+    const ucs_status_ptr_t r = worker_.issue(pe, [&](ucp_ep_h ep, ucp_rkey_h) {
+      ucp_request_param_t param = {};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+      param.memory_type = UCS_MEMORY_TYPE_HOST;
+      return ucp_tag_send_nbx(ep, data, bytes, static_cast<ucp_tag_t>(worker_.my_pe()), &param);
+    });
     if (UCS_PTR_IS_ERR(r))
       return set_error(TSHMEM_ERR_SYSTEM, "ucx: sending %zu bytes to PE %d failed: %s", bytes, pe,
                        ucs_status_string(UCS_PTR_STATUS(r)));

@@ -22,6 +22,30 @@ std::string loaded_library() {
   return info.dli_fname;
 }
 
+namespace {
+
+// UCX's report that an endpoint failed (its peer died, or closed its side by force): every request on it fails with
+// the status, which is what the waits report. Installed so that UCX does not log the failure as unhandled.
+void endpoint_failed(void *, ucp_ep_h, ucs_status_t) {}
+
+// Whether UCX_TLS leaves UCX its shared-memory transports (posix, sysv): unset, an exclusion list ("^..."), or a list
+// naming them, "sm", "shm", "mm" or "all". A setting of theirs given to a UCX that loads neither is warned of.
+bool shared_memory_transports() {
+  const char *tls = std::getenv("UCX_TLS");
+  if (tls == nullptr || tls[0] == '^') return true;
+  std::string list = tls;
+  for (size_t at = 0; at <= list.size();) {
+    const size_t end = std::min(list.find(',', at), list.size());
+    const std::string name = list.substr(at, end - at);
+    for (const char *memory : {"sm", "shm", "mm", "posix", "sysv", "all"})
+      if (name == memory) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 Status ucx_error(const char *call, ucs_status_t status) {
   return set_error(TSHMEM_ERR_SYSTEM, "ucx: %s failed: %s", call, ucs_status_string(status));
 }
@@ -53,10 +77,11 @@ Worker::~Worker() {
   if (context_ != nullptr) ucp_cleanup(context_);
 }
 
-Status Worker::create(Bootstrap &boot, const std::vector<int> &node_of_pe, bool wakeup, std::string *unavailable) {
+Status Worker::create(Bootstrap &boot, const std::vector<int> &node_of_pe, bool wakeup, bool cancellable,
+                      std::string *unavailable) {
   // Every step's verdict is agreed before the next collective one (start), so a PE whose UCX fails does not leave
   // the others waiting in an exchange, and every PE reaches the same verdict.
-  if (start(boot, node_of_pe, wakeup) != TSHMEM_SUCCESS) *unavailable = last_error_message();
+  if (start(boot, node_of_pe, wakeup, cancellable) != TSHMEM_SUCCESS) *unavailable = last_error_message();
   return TSHMEM_SUCCESS;
 }
 
@@ -75,8 +100,9 @@ Status Worker::exchange(Bootstrap &boot, const void *mine, size_t bytes, std::ve
 
 // Collective steps are run on every PE whatever happened locally before them (a local failure is carried to the
 // end and agreed there), so no PE waits in an exchange another has left.
-Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool wakeup) {
+Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool wakeup, bool cancellable) {
   Status local = TSHMEM_SUCCESS;
+  cancellable_ = cancellable;
   ucp_config_t *config = nullptr;
   my_pe_ = boot.rank();
   n_pes_ = boot.size();
@@ -89,6 +115,14 @@ Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool w
   // (TX_SEG_SIZE: tcp's only; "TCP_TX_SEG_SIZE" is accepted and ignored), checked with ucp_ep_print_info.
   if (local == TSHMEM_SUCCESS && std::getenv("UCX_TCP_TX_SEG_SIZE") == nullptr)
     (void)ucp_config_modify(config, "TX_SEG_SIZE", "64K");
+  // The endpoints handle errors (UCP_ERR_HANDLING_MODE_PEER: ucx_worker.h, cancelling), and UCX gives such an
+  // endpoint only transports that say they do. Its shared-memory transports (posix, sysv) say so only when asked
+  // (UCX_{POSIX,SYSV}_ERROR_HANDLING, "n" by default); without them UCX would reach a PE of this host over tcp.
+  // They detect a peer's death by its shared-memory file, which ERROR_HANDLING=y exposes; UCX 1.13 matches the name
+  // with the prefix of the table they share ("MM_"), for both (a name it matches nowhere, it warns of at start).
+  if (local == TSHMEM_SUCCESS && cancellable && shared_memory_transports() &&
+      std::getenv("UCX_POSIX_ERROR_HANDLING") == nullptr && std::getenv("UCX_SYSV_ERROR_HANDLING") == nullptr)
+    (void)ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
   if (local == TSHMEM_SUCCESS) {
     ucp_params_t params = {};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
@@ -187,9 +221,16 @@ Status Worker::endpoints(Bootstrap &boot, const std::vector<int> &node_of_pe) {
   if (address != nullptr) ucp_worker_release_address(worker_, address);
   TSHMEM_CHECK(exchanged);
   eps_.assign(static_cast<size_t>(n_pes_), nullptr);
+  cancelled_.assign(static_cast<size_t>(n_pes_), std::string());
   for (int pe = 0; pe < n_pes_ && local == TSHMEM_SUCCESS; ++pe) {
     ucp_ep_params_t ep = {};
     ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    if (cancellable_) {  // so that cancel() may close it by force
+      ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      ep.err_handler.cb = &endpoint_failed;
+      ep.err_handler.arg = nullptr;
+    }
     ep.address =
         reinterpret_cast<const ucp_address_t *>(addresses.data() + static_cast<size_t>(pe) * stride + sizeof(uint64_t));
     s = ucp_ep_create(worker_, &ep, &eps_[static_cast<size_t>(pe)]);
@@ -200,12 +241,53 @@ Status Worker::endpoints(Bootstrap &boot, const std::vector<int> &node_of_pe) {
   return agree_on_status(boot, local, "ucx: endpoints");
 }
 
+void Worker::cancel(int pe, const std::string &why) {
+  const size_t p = static_cast<size_t>(pe);
+  if (on_cancel_ && cancelled(pe).empty()) on_cancel_(pe);  // it issues on the endpoint: before the lock below
+  std::unique_lock<std::shared_mutex> closing(endpoints_mutex_);
+  if (eps_[p] == nullptr || !cancelled_[p].empty()) return;
+  cancelled_[p] = why;
+  if (!cancellable_) return;  // UCX closes no endpoint without error handling by force: it stays for the teardown
+  if (p < rkeys_.size() && rkeys_[p] != nullptr) ucp_rkey_destroy(rkeys_[p]);  // unpacked on the endpoint
+  if (p < rkeys_.size()) rkeys_[p] = nullptr;
+  ucp_request_param_t param = {};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  // A forced close completes at once (its request, if any, is released: nothing waits on it); the requests on the
+  // endpoint are completed with UCS_ERR_CANCELED once its transports are discarded, which may take progress.
+  const ucs_status_ptr_t closed = ucp_ep_close_nbx(eps_[p], &param);
+  if (UCS_PTR_IS_PTR(closed)) ucp_request_free(closed);
+  eps_[p] = nullptr;
+}
+
+bool Worker::wait_cancelled(ucs_status_ptr_t request) {
+  if (!cancellable_) return false;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (ucp_request_check_status(request) == UCS_INPROGRESS) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    if (progress_from_application() == 0) std::this_thread::yield();
+  }
+  return true;
+}
+
+std::string Worker::cancelled(int pe) const {
+  std::shared_lock<std::shared_mutex> held(endpoints_mutex_);
+  return cancelled_[static_cast<size_t>(pe)];
+}
+
 Status Worker::wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, const char *call, const char *what,
                     int pe) {
   if (request == nullptr) return TSHMEM_SUCCESS;
-  if (UCS_PTR_IS_ERR(request))
+  if (UCS_PTR_IS_ERR(request)) {
+    const std::string why = pe >= 0 ? cancelled(pe) : std::string();
+    if (!why.empty())
+      return set_error(TSHMEM_ERR_TIMEOUT,
+                       "%s: PE %d does not reach PE %d through ucx any more: its endpoint was closed when an earlier "
+                       "bound expired (%s)",
+                       call, my_pe_, pe, why.c_str());
     return set_error(TSHMEM_ERR_SYSTEM, "%s: ucx could not issue %s to PE %d: %s", call, what, pe,
                      ucs_status_string(UCS_PTR_STATUS(request)));
+  }
   const auto start = std::chrono::steady_clock::now();
   ucs_status_t s = UCS_INPROGRESS;
   for (unsigned spins = 0; (s = ucp_request_check_status(request)) == UCS_INPROGRESS; ++spins) {
@@ -217,16 +299,34 @@ Status Worker::wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, c
     // Once it yields, one pass may last a time slice of a busy core (milliseconds): 1024 of them overran a 1.5 s
     // bound by a second on a loaded 2-core machine, so the clock is read every pass from then on.
     if ((yielding || (spins & 1023u) == 1023u) && std::chrono::steady_clock::now() - start > bound) {
-      // The request stays with UCX: it completes (or fails) whenever it does, and is freed then.
+      const std::string message = format("%s: PE %d waited %lld ms for %s%s and gives up (TSHMEM_PROXY_TIMEOUT_MS)",
+                                         call, my_pe_, static_cast<long long>(bound.count()), what,
+                                         pe >= 0 ? format(" (to PE %d, through ucx)", pe).c_str() : " (through ucx)");
+      if (pe < 0) {  // a flush: what it waits for was issued and waited for by calls that have returned
+        ucp_request_free(request);
+        return set_error(TSHMEM_ERR_TIMEOUT, "%s", message.c_str());
+      }
+      // Given up: what is outstanding to the PE is cancelled before the caller learns it, so that UCX neither
+      // writes its destination nor reads its source later (the PE may run again).
+      cancel(pe, message);
+      const bool cancelled_in_time = wait_cancelled(request);
       ucp_request_free(request);
-      return set_error(TSHMEM_ERR_TIMEOUT, "%s: PE %d waited %lld ms for %s%s and gives up (TSHMEM_PROXY_TIMEOUT_MS)",
-                       call, my_pe_, static_cast<long long>(bound.count()), what,
-                       pe >= 0 ? format(" (to PE %d, through ucx)", pe).c_str() : " (through ucx)");
+      return set_error(TSHMEM_ERR_TIMEOUT, "%s; %s", message.c_str(),
+                       cancelled_in_time ? "what was outstanding to that PE is cancelled (its ucx endpoint closed)"
+                       : cancellable_
+                           ? "its ucx endpoint is closed, but ucx had not cancelled the request a second later"
+                           : "what was outstanding to that PE could not be cancelled (this mode's ucx endpoints have "
+                             "no error handling) and may still complete");
     }
   }
   ucp_request_free(request);
-  if (s != UCS_OK)
+  if (s != UCS_OK) {
+    const std::string why = pe >= 0 ? cancelled(pe) : std::string();
+    if (s == UCS_ERR_CANCELED && !why.empty())
+      return set_error(TSHMEM_ERR_TIMEOUT, "%s: %s to PE %d was cancelled: an earlier bound expired (%s)", call, what,
+                       pe, why.c_str());
     return set_error(TSHMEM_ERR_SYSTEM, "%s: %s to PE %d failed in ucx: %s", call, what, pe, ucs_status_string(s));
+  }
   return TSHMEM_SUCCESS;
 }
 
