@@ -29,8 +29,8 @@ BulkPuts::~BulkPuts() {
 
 Status BulkPuts::create() {
   ucp_am_handler_param_t param = {};
-  param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
-                     UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                     UCP_AM_HANDLER_PARAM_FIELD_ARG;
   param.id = kPutId;
   param.flags = UCP_AM_FLAG_WHOLE_MSG;  // a message UCX sends eagerly arrives in one piece
   param.cb = &BulkPuts::on_put;
@@ -59,8 +59,7 @@ ucs_status_t BulkPuts::on_put(void *arg, const void *header, size_t header_lengt
 }
 
 // On the thread that progresses the worker. A refusal is logged here and returned to the origin, whose put fails.
-ucs_status_t BulkPuts::receive(const Header &header, size_t header_length, void *data, size_t length,
-                               bool rendezvous) {
+ucs_status_t BulkPuts::receive(const Header &header, size_t header_length, void *data, size_t length, bool rendezvous) {
   wire::Record record;
   record.kind = wire::kPut;
   record.offset = header.offset;
@@ -70,7 +69,7 @@ ucs_status_t BulkPuts::receive(const Header &header, size_t header_length, void 
   if (rule == nullptr) rule = wire::check_reserved(record, heap_bytes_);
   if (rule != nullptr) {
     sink_.message_refused(wire::record_refusal(worker_.my_pe(), header.origin, rule, record));
-    return UCS_ERR_INVALID_PARAM;  // the origin's send completes with it (a rendezvous; an eager one is dropped)
+    return rendezvous ? kRefused : UCS_OK;  // the origin's send completes with it; an eager one is just dropped
   }
   char *dst = heap_ + header.offset;
   if (!rendezvous) {  // sent eagerly after all: the data is here
@@ -81,10 +80,11 @@ ucs_status_t BulkPuts::receive(const Header &header, size_t header_length, void 
   ucp_request_param_t param = {};
   const ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker_.worker(), data, dst, length, &param);
   if (UCS_PTR_IS_ERR(r)) {
-    sink_.message_refused(format("off-node proxy of PE %d: the data of a bulk put from PE %d (offset %llu, bytes %zu) "
-                                 "could not be received: %s",
-                                 worker_.my_pe(), header.origin, static_cast<unsigned long long>(header.offset),
-                                 length, ucs_status_string(UCS_PTR_STATUS(r))));
+    sink_.message_refused(
+        format("off-node proxy of PE %d: the data of a bulk put from PE %d (offset %llu, bytes %zu) "
+               "could not be received: %s",
+               worker_.my_pe(), header.origin, static_cast<unsigned long long>(header.offset), length,
+               ucs_status_string(UCS_PTR_STATUS(r))));
   } else if (r != nullptr) {
     ucp_request_free(r);  // UCX completes the receive; nothing here waits for it (the origin's flush does)
   }

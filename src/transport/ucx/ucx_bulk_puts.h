@@ -8,7 +8,7 @@
 // The target's handler checks the range as a batch's record is checked (wire::check_access, check_reserved) and
 // starts the receive into its heap; it runs in whichever thread progresses the worker there (its proxy thread, or
 // an application thread waiting in tshmem), as the emulated put's handler does. A refused put completes at its
-// origin with the error. The origin's send completes once the data is handed to the network (its source may be
+// origin with kRefused. The origin's send completes once the data is handed to the network (its source may be
 // reused); the data is at the target after an endpoint or worker flush (UCX's tcp put is acknowledged by the target
 // once received), which a quiet is and a put with signal issues between its data and its word.
 #pragma once
@@ -29,6 +29,8 @@ class BulkPuts {
   /// Host puts of at least this many bytes go as rendezvous messages: below it, the rendezvous handshake (a round
   /// trip through the target's progress before any data moves) costs more than the copies it saves.
   static constexpr size_t kMinBytes = 64 << 10;
+  /// The status a refused put completes with at its origin.
+  static constexpr ucs_status_t kRefused = UCS_ERR_INVALID_PARAM;
 
   /// What travels ahead of the data: where it goes, and from whom (for a refusal's message).
   struct Header {

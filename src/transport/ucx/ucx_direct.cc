@@ -392,11 +392,8 @@ class Direct final : public Transport, public HostRma {
   // Host calls order as OpenSHMEM's do: a fence or quiet orders them (a put with signal fences between its data
   // and its word). A fence before every call would cost a round trip each (measured: put + quiet 3.4 -> 45 us).
   Status put(const char *call, int pe, uint64_t offset, const void *src, size_t bytes) override {
-    if (bulk_ && bytes >= BulkPuts::kMinBytes) {
-      BulkPuts::Header header;
-      return worker_->wait(bulk_->issue(pe, offset, src, bytes, &header), bound_, call, "the put's source to be sent",
-                           pe);
-    }
+    if (bulk_ && bytes >= BulkPuts::kMinBytes)
+      return bulk_put(call, pe, offset, src, bytes, "the put's source to be sent");
     ucp_request_param_t param = {};
     return worker_->wait(
         ucp_put_nbx(worker_->ep(pe), src, bytes, worker_->remote(pe, offset), worker_->rkey(pe), &param), bound_, call,
@@ -416,9 +413,7 @@ class Direct final : public Transport, public HostRma {
     ucs_status_ptr_t put = nullptr;
     if (bulk_ && data.bytes >= BulkPuts::kMinBytes) {
       // The data by rendezvous (its own lanes): at the target, by an endpoint flush, before the word is issued.
-      BulkPuts::Header header;
-      TSHMEM_CHECK(worker_->wait(bulk_->issue(pe, data.offset, data.src, data.bytes, &header), bound_, call,
-                                 "the data of a put with signal", pe));
+      TSHMEM_CHECK(bulk_put(call, pe, data.offset, data.src, data.bytes, "the data of a put with signal"));
       TSHMEM_CHECK(worker_->wait(ucp_ep_flush_nbx(worker_->ep(pe), &param), bound_, call,
                                  "the data of a put with signal to arrive", pe));
     } else if (data.bytes > 0) {
@@ -479,6 +474,21 @@ class Direct final : public Transport, public HostRma {
     } else {
       *at = value;
     }
+  }
+
+  // A large host put by rendezvous (ucx_bulk_puts.h), waited for until its source may be reused. One its target
+  // refused (outside the heap, or into the region tshmem keeps: what only a peer that skipped its own checks sends)
+  // fails as a bad argument, which leaves the off-node path running.
+  Status bulk_put(const char *call, int pe, uint64_t offset, const void *src, size_t bytes, const char *what) {
+    BulkPuts::Header header;
+    ucs_status_t outcome = UCS_OK;
+    const Status s = worker_->wait(bulk_->issue(pe, offset, src, bytes, &header), bound_, call, what, pe, &outcome);
+    if (outcome == BulkPuts::kRefused)
+      return set_error(TSHMEM_ERR_INVALID_ARG,
+                       "%s: PE %d refused the put of %zu bytes at its heap offset %llu (outside its heap or into the "
+                       "region tshmem keeps; its log says which)",
+                       call, pe, bytes, static_cast<unsigned long long>(offset));
+    return s;
   }
 
   // A put the CPU can copy into a batch: small (a record that fits a batch, whose size the smallest

@@ -201,8 +201,10 @@ Status Worker::endpoints(Bootstrap &boot, const std::vector<int> &node_of_pe) {
 }
 
 Status Worker::wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, const char *call, const char *what,
-                    int pe) {
+                    int pe, ucs_status_t *outcome) {
+  if (outcome != nullptr) *outcome = UCS_OK;
   if (request == nullptr) return TSHMEM_SUCCESS;
+  if (outcome != nullptr && UCS_PTR_IS_ERR(request)) *outcome = UCS_PTR_STATUS(request);
   if (UCS_PTR_IS_ERR(request))
     return set_error(TSHMEM_ERR_SYSTEM, "%s: ucx could not issue %s to PE %d: %s", call, what, pe,
                      ucs_status_string(UCS_PTR_STATUS(request)));
@@ -225,6 +227,7 @@ Status Worker::wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, c
     }
   }
   ucp_request_free(request);
+  if (outcome != nullptr) *outcome = s;
   if (s != UCS_OK)
     return set_error(TSHMEM_ERR_SYSTEM, "%s: %s to PE %d failed in ucx: %s", call, what, pe, ucs_status_string(s));
   return TSHMEM_SUCCESS;
