@@ -168,7 +168,7 @@ TEST_F(OffNode, EveryPeerSaysHowItIsReached) {
 TEST_F(OffNode, PutSignalReachesOtherNodes) {
   const int target = (me_ + node_size_) % n_;
   const int source = (me_ - node_size_ + n_) % n_;
-  const size_t bytes = 100 * 1024 + 3;
+  const size_t bytes = 300 * 1024 + 3;  // the ucx direct mode's rendezvous
   auto *block = static_cast<unsigned char *>(tshmem_calloc(bytes, 1));
   auto *sig = static_cast<uint64_t *>(tshmem_calloc(2, sizeof(uint64_t)));
   ASSERT_NE(block, nullptr);

@@ -1110,7 +1110,7 @@ TEST_F(ProxyTest, RepliesThatMatchNoRequestAreRefused) {
 TEST_F(ProxyTest, LargeHostPutsIntoTheKeptRegionAreRefusedAtTheTarget) {
   start();
   const uint64_t area = TSHMEMI_COLL_SPAN_OFFSET(tshmemx_heap_size());
-  const size_t bytes = 128 * 1024;  // a large put: the ucx direct mode's rendezvous
+  const size_t bytes = 256 * 1024;  // a large put: the ucx direct mode's rendezvous
   ASSERT_LE(area + bytes, tshmemx_heap_size());
   auto *word = static_cast<uint64_t *>(tshmem_calloc(1, sizeof(uint64_t)));
   ASSERT_NE(word, nullptr);
@@ -1123,7 +1123,7 @@ TEST_F(ProxyTest, LargeHostPutsIntoTheKeptRegionAreRefusedAtTheTarget) {
   const int rc = tshmemi_proxy_put_unchecked(other_node(), area, junk.data(), bytes);
   if (verdict_returned) {
     EXPECT_EQ(rc, TSHMEM_ERR_INVALID_ARG) << tshmemx_last_error();
-    EXPECT_NE(std::string(tshmemx_last_error()).find("refused the put of 131072 bytes"), std::string::npos)
+    EXPECT_NE(std::string(tshmemx_last_error()).find("refused the put of 262144 bytes"), std::string::npos)
         << tshmemx_last_error();
   }
   tshmem_quiet();

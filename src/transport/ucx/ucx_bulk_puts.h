@@ -28,7 +28,7 @@ class BulkPuts {
  public:
   /// Host puts of at least this many bytes go as rendezvous messages: below it, the rendezvous handshake (a round
   /// trip through the target's progress before any data moves) costs more than the copies it saves.
-  static constexpr size_t kMinBytes = 64 << 10;
+  static constexpr size_t kMinBytes = 256 << 10;
   /// The status a refused put completes with at its origin.
   static constexpr ucs_status_t kRefused = UCS_ERR_INVALID_PARAM;
 
