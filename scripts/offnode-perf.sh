@@ -7,7 +7,8 @@
 # transport and on Open MPI's OpenSHMEM (its twin, over UCX, where oshcc was found) twice: at its defaults (on one
 # host UCX lets it map its peers' heaps: a put is a store) and over the transports the ucx column uses (--ucx-tls,
 # the network between nodes). Two tables: every row with its target and bandwidth as % of the smallest limit; then
-# the host rows side by side (each the median of the rounds) with the ratios of ucx to each of the others.
+# the host rows side by side (each the median of the rounds) with the ratios of ucx to each of the others (each the
+# median of the rounds' own ratios), then each round's figures of the 8-byte rows and the largest size.
 #   scripts/offnode-perf.sh [--out DIR] [--btl "vader ucx"] [--build DIR] [--with-tests] [--ucx-prefix DIR]
 #                           [--ucx-tls TLS] [--rounds N] [--host-max SIZE] [--host-only]
 #   --btl         the transports compared (default: vader, and ucx where built)
@@ -52,7 +53,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --host-max) host_max=$2; shift 2 ;;
     --host-only) host_only=1; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "offnode-perf.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
