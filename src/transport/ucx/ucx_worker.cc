@@ -94,6 +94,7 @@ Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool w
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     // WAKEUP: an idle proxy thread sleeps on the worker's event descriptor, so a peer's operation that needs this
     // PE's progress (an emulated put over shared memory or tcp) wakes it at once rather than after its pause.
+    // AM: the direct mode's large host puts by rendezvous (ucx_bulk_puts.h).
     params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_TAG | UCP_FEATURE_AM;
     if (wakeup) params.features |= UCP_FEATURE_WAKEUP;
     params.mt_workers_shared = 1;
