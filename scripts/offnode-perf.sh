@@ -7,7 +7,8 @@
 # transport and on Open MPI's OpenSHMEM (its twin, over UCX, where oshcc was found) twice: at its defaults (on one
 # host UCX lets it map its peers' heaps: a put is a store) and over the transports the ucx column uses (--ucx-tls,
 # the network between nodes). Two tables: every row with its target and bandwidth as % of the smallest limit; then
-# the host rows side by side (each the median of the rounds) with the ratios of ucx to each of the others.
+# the host rows side by side (each the median of the rounds) with the ratios of ucx to each of the others (each the
+# median of the rounds' own ratios), then each round's figures of the 8-byte rows and the largest size.
 #   scripts/offnode-perf.sh [--out DIR] [--btl "vader ucx"] [--build DIR] [--with-tests] [--ucx-prefix DIR]
 #                           [--ucx-tls TLS] [--rounds N] [--host-max SIZE] [--host-only]
 #   --btl         the transports compared (default: vader, and ucx where built)
@@ -52,7 +53,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --host-max) host_max=$2; shift 2 ;;
     --host-only) host_only=1; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "offnode-perf.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -269,7 +270,8 @@ for btl in btls:
 print(f"targets not met: {unmet}")
 PY
 echo "== host rows side by side (each the median of $rounds round(s) of the slowest PE's best batch; latency in us,"
-echo "   bandwidth in GB/s; ratios of times, below 1 ucx is faster; oshmem-tls: OpenSHMEM over UCX_TLS=$ucx_tls)"
+echo "   bandwidth in GB/s; ratios of times, below 1 ucx is faster, each the median of the rounds' own ratios;"
+echo "   oshmem-tls: OpenSHMEM over UCX_TLS=$ucx_tls)"
 python3 - "$out" "$btls" <<'PY'
 import glob, json, os, statistics, sys
 out, btls = sys.argv[1], sys.argv[2].split()
@@ -286,6 +288,15 @@ for c in cols:
                 keys.append(key)
             values.setdefault((c, key), []).append(float(r["value"]))
 data = {k: statistics.median(v) for k, v in values.items()}
+# A ratio is the median of each round's ratio: the columns of one round ran minutes apart, those of two rounds may
+# not. On a few shared cores one run of either library may be 2-5x slower in every row than the next (where the
+# scheduler put its threads): a ratio of medians taken from different rounds swings with that, a round's own does
+# less. The figures of each round are printed below the table for the 8-byte rows and the largest size.
+def ratio(a, b, key, table):
+    pairs = [(x, y) for x, y in zip(values.get((a, key), []), values.get((b, key), [])) if x and y]
+    if not pairs:
+        return None
+    return statistics.median([(x / y if table == "latency" else y / x) for x, y in pairs])
 mpi = next((c for c in btls if c != "ucx"), None)
 ratios = [(f"ucx/{b}", "ucx", b) for b in ("oshmem", "oshmem-tls", mpi) if "ucx" in cols and b in cols]
 print(f"{'row':10} {'size':>9} " + " ".join(f"{c:>10}" for c in cols) + " " + " ".join(f"{r[0]:>14}" for r in ratios))
@@ -295,12 +306,18 @@ for key in keys:
     vals = [data.get((c, key)) for c in cols]
     line = f"{op:10} {size_text:>9} " + " ".join(f"{v:10.3f}" if v is not None else f"{'-':>10}" for v in vals)
     for _, a, b in ratios:
-        va, vb = data.get((a, key)), data.get((b, key))
-        if va and vb:  # a ratio of times: latency as is, bandwidth inverted
-            line += f" {(va / vb if table == 'latency' else vb / va):14.2f}"
-        else:
-            line += f" {'-':>14}"
+        r = ratio(a, b, key, table)  # a ratio of times: latency as is, bandwidth inverted
+        line += f" {r:14.2f}" if r is not None else f" {'-':>14}"
     print(line)
+largest = max((k[2] for k in keys), default=0)
+print("   each round's figures (round 1, 2, ...):")
+for key in keys:
+    table, op, size = key
+    if size != 8 and size != largest:
+        continue
+    size_text = f"{size >> 20} MiB" if size >= 1 << 20 else (f"{size >> 10} KiB" if size >= 1024 else f"{size} B")
+    cells = "; ".join(f"{c} " + "/".join(f"{v:.3g}" for v in values.get((c, key), [])) for c in cols)
+    print(f"   {op} {size_text}: {cells}")
 PY
 echo "offnode-perf.sh: $((SECONDS - start)) s, logs in $out"
 exit $status

@@ -33,6 +33,13 @@ TSHMEM_API int tshmemi_proxy_send_unsolicited_reply(int pe, uint64_t id, uint64_
   return ctx->proxy->send_unsolicited_reply(pe, id, bytes);
 }
 
+TSHMEM_API int tshmemi_proxy_put_unchecked(int pe, uint64_t heap_offset, const void *src, size_t bytes) {
+  ContextRef ctx = context();
+  if (!ctx || !ctx->proxy || pe < 0 || pe >= ctx->peers.n_pes() || ctx->peers.base(pe) != 0)
+    return TSHMEM_ERR_INVALID_ARG;
+  return ctx->proxy->put(heap_offset, src, bytes, pe);
+}
+
 TSHMEM_API int tshmemx_peer_path(int pe, char *text, size_t text_bytes) {
   const char *call = "tshmemx_peer_path";
   return guarded_status(call, [&]() -> int {

@@ -168,7 +168,7 @@ TEST_F(OffNode, EveryPeerSaysHowItIsReached) {
 TEST_F(OffNode, PutSignalReachesOtherNodes) {
   const int target = (me_ + node_size_) % n_;
   const int source = (me_ - node_size_ + n_) % n_;
-  const size_t bytes = 100 * 1024 + 3;
+  const size_t bytes = 300 * 1024 + 3;  // the ucx direct mode's rendezvous
   auto *block = static_cast<unsigned char *>(tshmem_calloc(bytes, 1));
   auto *sig = static_cast<uint64_t *>(tshmem_calloc(2, sizeof(uint64_t)));
   ASSERT_NE(block, nullptr);
@@ -276,8 +276,9 @@ void run_job_on(MPI_Comm comm) {
 // tshmem's own waits progress the transport (bounded_wait.h): a target PE whose proxy thread never does
 // (TSHMEM_DEBUG_PROXY_PROGRESS=0) still serves the operations of other nodes on it while it waits in tshmem, where
 // the transport needs the target's progress (UCX's active messages over tcp or shared memory, on a host heap). The
-// PE of the second node waits in tshmemx_signal_wait_until while PE 0 puts and quiets, then in tshmem_barrier_all
-// while PE 0 gets; without that progress PE 0's quiet and get wait for it until the bound (10 s here) and fail.
+// PE of the second node waits in tshmemx_signal_wait_until while PE 0 puts (a small and a large put) and quiets, then
+// in tshmem_barrier_all while PE 0 gets; without that progress PE 0's quiet and get wait for it until the bound (10 s
+// here) and fail.
 TEST(OffNodeWaits, ATargetWhoseProxyNeverProgressesIsServedByItsWaits) {
   if (world_size() < 2) GTEST_SKIP() << "needs 2 PEs to make 2 nodes";
   const char *named = std::getenv("TSHMEM_REMOTE_TRANSPORT");
@@ -302,9 +303,16 @@ TEST(OffNodeWaits, ATargetWhoseProxyNeverProgressesIsServedByItsWaits) {
   uint64_t source[64];
   for (int i = 0; i < 64; ++i) source[i] = 0x5000 + static_cast<uint64_t>(i);
   const uint64_t one = 1;
+  // A large put too: the ucx direct mode sends it by rendezvous, whose start the target's handler takes.
+  const size_t block_bytes = 256 * 1024;
+  auto *block = static_cast<unsigned char *>(tshmem_calloc(block_bytes, 1));
+  ASSERT_NE(block, nullptr);
+  const std::vector<unsigned char> pattern(block_bytes, 0x3c);
   tshmemx_clear_last_error();
   if (me == 0) {
     EXPECT_EQ(tshmem_putmem(data, source, sizeof(source), target), 0) << tshmemx_last_error();
+    EXPECT_EQ(tshmem_putmem(block, pattern.data(), block_bytes, target), 0)
+        << "the large put needs PE " << target << "'s progress: " << tshmemx_last_error();
     tshmem_quiet();
     EXPECT_EQ(tshmemx_last_error_code(), 0)
         << "the quiet needs PE " << target << "'s progress: " << tshmemx_last_error();
@@ -315,6 +323,7 @@ TEST(OffNodeWaits, ATargetWhoseProxyNeverProgressesIsServedByItsWaits) {
     uint64_t found = 0;
     EXPECT_EQ(tshmemx_signal_wait_until(sig, TSHMEM_CMP_EQ, 1, 20000, &found), 0) << tshmemx_last_error();
     EXPECT_EQ(std::memcmp(data, source, sizeof(source)), 0) << "the flag came before the data it follows";
+    EXPECT_EQ(std::memcmp(block, pattern.data(), block_bytes), 0) << "the flag came before the large put it follows";
     for (int i = 0; i < 64; ++i) data[i] = 0x7000 + static_cast<uint64_t>(i);
   }
   tshmem_barrier_all();
@@ -328,6 +337,7 @@ TEST(OffNodeWaits, ATargetWhoseProxyNeverProgressesIsServedByItsWaits) {
   }
   tshmem_barrier_all();
   EXPECT_EQ(tshmemx_last_error_code(), 0) << tshmemx_last_error();
+  tshmem_free(block);
   tshmem_free(sig);
   tshmem_free(data);
   tshmem_finalize();

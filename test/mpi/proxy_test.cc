@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mpi_test_env.h"
+#include "tshmem/device/internal_regions.h"
 #include "tshmem/device/proxy_types.h"
 #include "tshmem/tshmem.h"
 #include "tshmem/tshmemx.h"
@@ -1155,6 +1156,47 @@ TEST_F(ProxyTest, RepliesThatMatchNoRequestAreRefused) {
   EXPECT_EQ(fetched, 0x77u);
   tshmem_barrier_all();
   tshmem_free(victim);
+}
+
+// A large host put that skipped tshmem_putmem's checks (a broken or hostile peer) into the region tshmem keeps at the
+// end of the target's heap is refused: by the target (the ucx direct mode's large puts, which its target receives by
+// rendezvous) or by the origin's proxy, which checks what it takes from a channel (the staged protocols). Nothing of
+// it is written, the refusal is counted and says why; where the target's verdict comes back to the origin, the put
+// fails as a bad argument. Either way the off-node path goes on.
+TEST_F(ProxyTest, LargeHostPutsIntoTheKeptRegionAreRefusedAtTheTarget) {
+  start();
+  const uint64_t area = TSHMEMI_COLL_SPAN_OFFSET(tshmemx_heap_size());
+  const size_t bytes = 256 * 1024;  // a large put: the ucx direct mode's rendezvous
+  ASSERT_LE(area + bytes, tshmemx_heap_size());
+  auto *word = static_cast<uint64_t *>(tshmem_calloc(1, sizeof(uint64_t)));
+  ASSERT_NE(word, nullptr);
+  char path[256] = {};
+  ASSERT_EQ(tshmemx_peer_path(other_node(), path, sizeof(path)), 0) << tshmemx_last_error();
+  const bool verdict_returned = std::string(path).rfind("ucx direct", 0) == 0;
+  const uint64_t before = tshmemi_proxy_refused(nullptr, 0);
+  MPI_Barrier(MPI_COMM_WORLD);  // every PE has its count before any such put arrives
+  const std::vector<unsigned char> junk(bytes, 0xee);
+  const int rc = tshmemi_proxy_put_unchecked(other_node(), area, junk.data(), bytes);
+  if (verdict_returned) {
+    EXPECT_EQ(rc, TSHMEM_ERR_INVALID_ARG) << tshmemx_last_error();
+    EXPECT_NE(std::string(tshmemx_last_error()).find("refused the put of 262144 bytes"), std::string::npos)
+        << tshmemx_last_error();
+  }
+  tshmem_quiet();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (tshmemi_proxy_refused(nullptr, 0) == before && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  char text[512] = {};
+  EXPECT_EQ(tshmemi_proxy_refused(text, sizeof(text)) - before, 1u) << "one such put each";
+  EXPECT_NE(std::string(text).find("refused"), std::string::npos) << text;
+  EXPECT_NE(std::memcmp(static_cast<const char *>(tshmemx_heap_base()) + area, junk.data(), bytes), 0)
+      << "the refused put was written";
+  MPI_Barrier(MPI_COMM_WORLD);
+  const uint64_t value = 0x5151;  // the path goes on
+  EXPECT_EQ(tshmem_putmem(word, &value, sizeof(value), other_node()), 0) << tshmemx_last_error();
+  tshmem_barrier_all();
+  EXPECT_EQ(*word, 0x5151u);
+  tshmem_free(word);
 }
 
 TEST_F(ProxyTest, HostBarrierCompletesWhatWasPosted) {

@@ -217,6 +217,12 @@ __attribute__((visibility("default"))) uint64_t tshmemi_proxy_refused(char *text
  *  (what a broken or hostile peer could send); the target must refuse it. 0 when sent. */
 __attribute__((visibility("default"))) int tshmemi_proxy_send_unsolicited_reply(int pe, uint64_t id, uint64_t bytes);
 
+/** For tests: a host put of `bytes` from `src` to heap offset `heap_offset` of PE `pe`, a PE of another node, through
+ *  the off-node transport without the checks of tshmem_putmem (what a broken or hostile peer could send); the
+ *  target must refuse what falls outside its heap or into the region tshmem keeps. The put's status. */
+__attribute__((visibility("default"))) int tshmemi_proxy_put_unchecked(int pe, uint64_t heap_offset, const void *src,
+                                                                       size_t bytes);
+
 #ifdef __cplusplus
 }
 #endif

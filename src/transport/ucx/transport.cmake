@@ -22,6 +22,7 @@ if(TSHMEM_UCX_ABSENT_REASON STREQUAL "")
     transport/ucx/ucx_worker.cc
     transport/ucx/ucx_direct.cc
     transport/ucx/ucx_batches.cc
+    transport/ucx/ucx_bulk_puts.cc
     transport/ucx/ucx_messenger.cc)
   list(APPEND TSHMEM_TRANSPORT_LIBS PkgConfig::UCX)
 else()

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "transport/ucx/ucx_batches.h"
+#include "transport/ucx/ucx_bulk_puts.h"
 #include "transport/ucx/ucx_parts.h"
 #include "transport/wire.h"
 
@@ -76,9 +77,11 @@ class Direct final : public Transport, public HostRma {
     // A PE whose endpoint is cancelled is sent the stop notice first, on that endpoint (what is in its receive queue
     // stays there once the endpoint closes): the path stops right after, and the PE learns it when it runs again.
     worker_->on_cancel([this](int pe) { notify(pe); });
-    if (!in.heap_on_gpu)
+    if (!in.heap_on_gpu) {
       batches_ = std::make_unique<Batches>(*messenger_, worker_->n_pes(), worker_->my_pe(),
                                            wire::Message::batch_limit(capacity_));
+      bulk_ = std::make_unique<BulkPuts>(*worker_, heap_, heap_bytes_, sink_);
+    }
   }
 
   ~Direct() override {
@@ -88,6 +91,7 @@ class Direct final : public Transport, public HostRma {
     close();
     for (Control &n : notices_) messenger_->release(&n.request);
     batches_.reset();    // before the messenger it sends with
+    bulk_.reset();       // before the worker its handler is registered on
     messenger_.reset();  // before the worker it runs on
   }
 
@@ -95,6 +99,7 @@ class Direct final : public Transport, public HostRma {
     control_.assign(kControlReceives, std::vector<char>(capacity_));
     control_requests_.resize(kControlReceives);
     for (int i = 0; i < kControlReceives; ++i) TSHMEM_CHECK(post_control(i));
+    if (bulk_) TSHMEM_CHECK(bulk_->create());
     return TSHMEM_SUCCESS;
   }
 
@@ -418,6 +423,8 @@ class Direct final : public Transport, public HostRma {
   // Host calls order as OpenSHMEM's do: a fence or quiet orders them (a put with signal fences between its data
   // and its word). A fence before every call would cost a round trip each (measured: put + quiet 3.4 -> 45 us).
   Status put(const char *call, int pe, uint64_t offset, const void *src, size_t bytes) override {
+    if (bulk_ && bytes >= BulkPuts::kMinBytes)
+      return bulk_put(call, pe, offset, src, bytes, "the put's source to be sent");
     const uint64_t remote = worker_->remote(pe, offset);
     const ucs_status_ptr_t r = worker_->issue(pe, [&](ucp_ep_h ep, ucp_rkey_h rkey) {
       ucp_request_param_t param = {};
@@ -439,11 +446,20 @@ class Direct final : public Transport, public HostRma {
     const int pe = data.pe;
     ucs_status_ptr_t put = nullptr;
     const uint64_t data_at = worker_->remote(pe, data.offset), word_at = worker_->remote(pe, signal.offset);
-    if (data.bytes > 0)
+    if (bulk_ && data.bytes >= BulkPuts::kMinBytes) {
+      // The data by rendezvous (its own lanes): at the target, by an endpoint flush, before the word is issued.
+      TSHMEM_CHECK(bulk_put(call, pe, data.offset, data.src, data.bytes, "the data of a put with signal"));
+      const ucs_status_ptr_t flushed = worker_->issue(pe, [&](ucp_ep_h ep, ucp_rkey_h) {
+        ucp_request_param_t param = {};
+        return ucp_ep_flush_nbx(ep, &param);
+      });
+      TSHMEM_CHECK(worker_->wait(flushed, bound_, call, "the data of a put with signal to arrive", pe));
+    } else if (data.bytes > 0) {
       put = worker_->issue(pe, [&](ucp_ep_h ep, ucp_rkey_h rkey) {
         ucp_request_param_t param = {};
         return ucp_put_nbx(ep, data.src, data.bytes, data_at, rkey, &param);
       });
+    }
     if (UCS_PTR_IS_ERR(put)) return worker_->wait(put, bound_, call, "the data of a put with signal", pe);
     const ucs_status_t fenced = ucp_worker_fence(worker_->worker());
     uint64_t value = signal.value;
@@ -504,6 +520,21 @@ class Direct final : public Transport, public HostRma {
     } else {
       *at = value;
     }
+  }
+
+  // A large host put by rendezvous (ucx_bulk_puts.h), waited for until its source may be reused. One its target
+  // refused (outside the heap, or into the region tshmem keeps: what only a peer that skipped its own checks sends)
+  // fails as a bad argument, which leaves the off-node path running.
+  Status bulk_put(const char *call, int pe, uint64_t offset, const void *src, size_t bytes, const char *what) {
+    BulkPuts::Header header;
+    ucs_status_t outcome = UCS_OK;
+    const Status s = worker_->wait(bulk_->issue(pe, offset, src, bytes, &header), bound_, call, what, pe, &outcome);
+    if (outcome == BulkPuts::kRefused)
+      return set_error(TSHMEM_ERR_INVALID_ARG,
+                       "%s: PE %d refused the put of %zu bytes at its heap offset %llu (outside its heap or into the "
+                       "region tshmem keeps; its log says which)",
+                       call, pe, bytes, static_cast<unsigned long long>(offset));
+    return s;
   }
 
   // A put the CPU can copy into a batch: small (a record that fits a batch, whose size the smallest
@@ -761,6 +792,7 @@ class Direct final : public Transport, public HostRma {
   std::vector<uint8_t> one_sided_;               ///< per PE: one-sided operations issued since its last endpoint flush
   std::vector<uint8_t> flushing_pe_;             ///< per PE: that flush is issued
   std::unique_ptr<Batches> batches_;             ///< small puts and SET signals in batches (a host heap), else nullptr
+  std::unique_ptr<BulkPuts> bulk_;               ///< large host puts by rendezvous (a host heap), else nullptr
   std::vector<std::vector<char>> control_;
   std::vector<Messenger::Request> control_requests_;
   std::deque<int> posted_;                   ///< control receives in the order posted

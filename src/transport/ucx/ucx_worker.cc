@@ -128,7 +128,8 @@ Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool w
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     // WAKEUP: an idle proxy thread sleeps on the worker's event descriptor, so a peer's operation that needs this
     // PE's progress (an emulated put over shared memory or tcp) wakes it at once rather than after its pause.
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_TAG;
+    // AM: the direct mode's large host puts by rendezvous (ucx_bulk_puts.h).
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_TAG | UCP_FEATURE_AM;
     if (wakeup) params.features |= UCP_FEATURE_WAKEUP;
     params.mt_workers_shared = 1;
     s = ucp_init(&params, config, &context_);
@@ -276,9 +277,11 @@ std::string Worker::cancelled(int pe) const {
 }
 
 Status Worker::wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, const char *call, const char *what,
-                    int pe) {
+                    int pe, ucs_status_t *outcome) {
+  if (outcome != nullptr) *outcome = UCS_OK;
   if (request == nullptr) return TSHMEM_SUCCESS;
   if (UCS_PTR_IS_ERR(request)) {
+    if (outcome != nullptr) *outcome = UCS_PTR_STATUS(request);
     const std::string why = pe >= 0 ? cancelled(pe) : std::string();
     if (!why.empty())
       return set_error(TSHMEM_ERR_TIMEOUT,
@@ -320,6 +323,7 @@ Status Worker::wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, c
     }
   }
   ucp_request_free(request);
+  if (outcome != nullptr) *outcome = s;
   if (s != UCS_OK) {
     const std::string why = pe >= 0 ? cancelled(pe) : std::string();
     if (s == UCS_ERR_CANCELED && !why.empty())

@@ -94,8 +94,10 @@ class Worker {
   /// Waits for `request` (a status pointer from a *_nbx call) while progressing the worker, at most `bound`;
   /// frees it. A wait past the bound fails with TSHMEM_ERR_TIMEOUT naming `call`, what it waited for and `pe`; it
   /// first cancels what is outstanding to `pe` (cancel(), then the request's own completion), so nothing of the
-  /// call moves after it returned.
-  Status wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, const char *call, const char *what, int pe);
+  /// call moves after it returned. `outcome`, where given: UCX's status of the operation (UCS_OK where it
+  /// completed, or timed out).
+  Status wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, const char *call, const char *what, int pe,
+              ucs_status_t *outcome = nullptr);
   /// Completes every operation issued on the worker so far (ucp_worker_flush_nbx), bounded as wait().
   Status flush(std::chrono::milliseconds bound, const char *call);
   /// Progresses the worker from an application thread (wait() does so too, and a thread waiting on other PEs):

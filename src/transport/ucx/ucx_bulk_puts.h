@@ -1,0 +1,69 @@
+// The direct mode's large host puts on a host-memory heap: an active message whose data UCX moves by rendezvous
+// straight into the target's heap, instead of a one-sided put. Over transports without RDMA into memory UCX did not
+// allocate (tcp), UCX emulates a one-sided put with active messages of UCX_TCP_TX_SEG_SIZE that it copies into its
+// send buffers and the target copies out of its receive buffers; its rendezvous moves the data with tcp's zero-copy
+// put, which the target's socket reads straight into the destination (and over several interfaces where UCX has
+// them). Measured on 2 cores over tcp: 1 MiB puts 2-3x the emulated put's bandwidth (docs/results.md).
+//
+// The target's handler checks the range as a batch's record is checked (wire::check_access, check_reserved) and
+// starts the receive into its heap; it runs in whichever thread progresses the worker there (its proxy thread, or
+// an application thread waiting in tshmem), as the emulated put's handler does. A refused put completes at its
+// origin with kRefused. The origin's send completes once the data is handed to the network (its source may be
+// reused); the data is at the target after an endpoint or worker flush (UCX's tcp put is acknowledged by the target
+// once received), which a quiet is and a put with signal issues between its data and its word.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "transport/transport.h"
+#include "transport/ucx/ucx_worker.h"
+
+namespace tshmemi {
+namespace ucx {
+
+class BulkPuts {
+ public:
+  /// Host puts of at least this many bytes go as rendezvous messages: below it, the rendezvous handshake (a round
+  /// trip through the target's progress before any data moves) costs more than the copies it saves.
+  static constexpr size_t kMinBytes = 256 << 10;
+  /// The status a refused put completes with at its origin.
+  static constexpr ucs_status_t kRefused = UCS_ERR_INVALID_PARAM;
+
+  /// What travels ahead of the data: where it goes, and from whom (for a refusal's message).
+  struct Header {
+    uint64_t offset = 0;
+    int32_t origin = -1;
+    uint32_t pad = 0;
+  };
+
+  /// `heap`, `heap_bytes`: this PE's heap, where the puts of other PEs land. `worker` and `sink` outlive it.
+  BulkPuts(Worker &worker, char *heap, uint64_t heap_bytes, TransportSink &sink);
+  /// Removes the handler: nothing arrives for it after.
+  ~BulkPuts();
+  BulkPuts(const BulkPuts &) = delete;
+  BulkPuts &operator=(const BulkPuts &) = delete;
+
+  /// Registers the handler on the worker (before any PE may send: init's collectives follow).
+  Status create();
+
+  /// Issues the put of `bytes` from `src` to `pe`'s heap offset `offset`: the request to wait for (ucp_am_send_nbx's
+  /// status pointer). `header` is written here and read by UCX until the request completes.
+  ucs_status_ptr_t issue(int pe, uint64_t offset, const void *src, size_t bytes, Header *header);
+
+ private:
+  static ucs_status_t on_put(void *arg, const void *header, size_t header_length, void *data, size_t length,
+                             const ucp_am_recv_param_t *param);
+  ucs_status_t receive(const Header &header, size_t header_length, void *data, size_t length, bool rendezvous);
+
+  Worker &worker_;
+  char *heap_;
+  uint64_t heap_bytes_;
+  TransportSink &sink_;
+  bool registered_ = false;
+};
+
+}  // namespace ucx
+}  // namespace tshmemi
