@@ -9,14 +9,19 @@
 // starts the receive into its heap; it runs in whichever thread progresses the worker there (its proxy thread, or
 // an application thread waiting in tshmem), as the emulated put's handler does. A refused put completes at its
 // origin with kRefused. The origin's send completes once the data is handed to the network (its source may be
-// reused); the data is at the target after an endpoint or worker flush (UCX's tcp put is acknowledged by the target
-// once received), which a quiet is and a put with signal issues between its data and its word.
+// reused), which says nothing of its arrival: with error handling on the endpoints UCX may move a rendezvous's data
+// in messages the target copies in its own progress, after a flush has returned at the origin. So the target says
+// when the data is in its heap: an acknowledgement (a second message id, carrying the put's ticket) sent once the
+// receive has completed, and the origin's put returns only then; a quiet, and a put with signal's word, find the
+// data in place.
 #pragma once
 
 #include <ucp/api/ucp.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <unordered_map>
 
 #include "transport/transport.h"
 #include "transport/ucx/ucx_worker.h"
@@ -32,11 +37,13 @@ class BulkPuts {
   /// The status a refused put completes with at its origin.
   static constexpr ucs_status_t kRefused = UCS_ERR_INVALID_PARAM;
 
-  /// What travels ahead of the data: where it goes, and from whom (for a refusal's message).
+  /// What travels ahead of the data: where it goes, from whom (for a refusal's message and the acknowledgement),
+  /// and the ticket the acknowledgement carries back.
   struct Header {
     uint64_t offset = 0;
     int32_t origin = -1;
     uint32_t pad = 0;
+    uint64_t ticket = 0;
   };
 
   /// `heap`, `heap_bytes`: this PE's heap, where the puts of other PEs land. `worker` and `sink` outlive it.
@@ -51,18 +58,32 @@ class BulkPuts {
 
   /// Issues the put of `bytes` from `src` to `pe`'s heap offset `offset`: the request to wait for (ucp_am_send_nbx's
   /// status pointer). `header` is written here and read by UCX until the request completes.
+  /// `header->ticket` is the put's: arrived() says when the target has acknowledged it, forget() drops it.
   ucs_status_ptr_t issue(int pe, uint64_t offset, const void *src, size_t bytes, Header *header);
+  /// Whether the target has acknowledged the put of `ticket` (its data is in the target's heap).
+  bool arrived(uint64_t ticket);
+  /// Drops `ticket` (arrived, refused or given up on): an acknowledgement that comes later finds nothing.
+  void forget(uint64_t ticket);
 
  private:
   static ucs_status_t on_put(void *arg, const void *header, size_t header_length, void *data, size_t length,
                              const ucp_am_recv_param_t *param);
+  static ucs_status_t on_ack(void *arg, const void *header, size_t header_length, void *data, size_t length,
+                             const ucp_am_recv_param_t *param);
+  static void on_received(void *request, ucs_status_t status, size_t length, void *user_data);
   ucs_status_t receive(const Header &header, size_t header_length, void *data, size_t length, bool rendezvous);
+  /// Tells `origin` that the put of `ticket` is in this PE's heap (on the thread that progresses the worker).
+  void acknowledge(int origin, uint64_t ticket);
+  Status set_handler(unsigned id, ucp_am_recv_callback_t cb);
 
   Worker &worker_;
   char *heap_;
   uint64_t heap_bytes_;
   TransportSink &sink_;
   bool registered_ = false;
+  std::mutex tickets_mutex_;
+  uint64_t last_ticket_ = 0;
+  std::unordered_map<uint64_t, bool> tickets_;  ///< puts issued here and not yet forgotten: acknowledged or not
 };
 
 }  // namespace ucx

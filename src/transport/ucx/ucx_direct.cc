@@ -447,13 +447,8 @@ class Direct final : public Transport, public HostRma {
     ucs_status_ptr_t put = nullptr;
     const uint64_t data_at = worker_->remote(pe, data.offset), word_at = worker_->remote(pe, signal.offset);
     if (bulk_ && data.bytes >= BulkPuts::kMinBytes) {
-      // The data by rendezvous (its own lanes): at the target, by an endpoint flush, before the word is issued.
+      // The data by rendezvous (its own lanes): acknowledged in the target's heap before the word is issued.
       TSHMEM_CHECK(bulk_put(call, pe, data.offset, data.src, data.bytes, "the data of a put with signal"));
-      const ucs_status_ptr_t flushed = worker_->issue(pe, [&](ucp_ep_h ep, ucp_rkey_h) {
-        ucp_request_param_t param = {};
-        return ucp_ep_flush_nbx(ep, &param);
-      });
-      TSHMEM_CHECK(worker_->wait(flushed, bound_, call, "the data of a put with signal to arrive", pe));
     } else if (data.bytes > 0) {
       put = worker_->issue(pe, [&](ucp_ep_h ep, ucp_rkey_h rkey) {
         ucp_request_param_t param = {};
@@ -525,16 +520,37 @@ class Direct final : public Transport, public HostRma {
   // A large host put by rendezvous (ucx_bulk_puts.h), waited for until its source may be reused. One its target
   // refused (outside the heap, or into the region tshmem keeps: what only a peer that skipped its own checks sends)
   // fails as a bad argument, which leaves the off-node path running.
+  // It returns once the target has acknowledged the data in its heap (ucx_bulk_puts.h), within the call's bound.
   Status bulk_put(const char *call, int pe, uint64_t offset, const void *src, size_t bytes, const char *what) {
+    const auto start = Clock::now();
     BulkPuts::Header header;
     ucs_status_t outcome = UCS_OK;
-    const Status s = worker_->wait(bulk_->issue(pe, offset, src, bytes, &header), bound_, call, what, pe, &outcome);
-    if (outcome == BulkPuts::kRefused)
+    const Status sent = worker_->wait(bulk_->issue(pe, offset, src, bytes, &header), bound_, call, what, pe, &outcome);
+    if (outcome == BulkPuts::kRefused) {
+      bulk_->forget(header.ticket);
       return set_error(TSHMEM_ERR_INVALID_ARG,
                        "%s: PE %d refused the put of %zu bytes at its heap offset %llu (outside its heap or into the "
                        "region tshmem keeps; its log says which)",
                        call, pe, bytes, static_cast<unsigned long long>(offset));
-    return s;
+    }
+    if (sent != TSHMEM_SUCCESS) {
+      bulk_->forget(header.ticket);
+      return sent;
+    }
+    for (unsigned spins = 0; !bulk_->arrived(header.ticket); ++spins) {
+      if (worker_->progress_from_application() == 0 && spins > 32) std::this_thread::yield();
+      if (Clock::now() - start > bound_) {
+        bulk_->forget(header.ticket);
+        const std::string message =
+            format("%s: PE %d waited %lld ms for PE %d to acknowledge %s (%zu bytes, through ucx) and gives up "
+                   "(TSHMEM_PROXY_TIMEOUT_MS)",
+                   call, worker_->my_pe(), static_cast<long long>(bound_.count()), pe, what, bytes);
+        worker_->cancel(pe, message);  // what is outstanding to the PE moves no more
+        return set_error(TSHMEM_ERR_TIMEOUT, "%s", message.c_str());
+      }
+    }
+    bulk_->forget(header.ticket);
+    return TSHMEM_SUCCESS;
   }
 
   // A put the CPU can copy into a batch: small (a record that fits a batch, whose size the smallest
