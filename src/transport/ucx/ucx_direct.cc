@@ -541,10 +541,10 @@ class Direct final : public Transport, public HostRma {
       if (worker_->progress_from_application() == 0 && spins > 32) std::this_thread::yield();
       if (Clock::now() - start > bound_) {
         bulk_->forget(header.ticket);
-        const std::string message =
-            format("%s: PE %d waited %lld ms for PE %d to acknowledge %s (%zu bytes, through ucx) and gives up "
-                   "(TSHMEM_PROXY_TIMEOUT_MS)",
-                   call, worker_->my_pe(), static_cast<long long>(bound_.count()), pe, what, bytes);
+        const std::string message = format(
+            "%s: PE %d waited %lld ms for PE %d to acknowledge %s (%zu bytes, through ucx) and gives up "
+            "(TSHMEM_PROXY_TIMEOUT_MS)",
+            call, worker_->my_pe(), static_cast<long long>(bound_.count()), pe, what, bytes);
         worker_->cancel(pe, message);  // what is outstanding to the PE moves no more
         return set_error(TSHMEM_ERR_TIMEOUT, "%s", message.c_str());
       }
