@@ -1,8 +1,10 @@
 // Large host puts as rendezvous active messages (ucx_bulk_puts.h).
 #include "transport/ucx/ucx_bulk_puts.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <iterator>
 
 #include "transport/wire.h"
 
@@ -62,7 +64,7 @@ ucs_status_ptr_t BulkPuts::issue(int pe, uint64_t offset, const void *src, size_
   {
     const std::lock_guard<std::mutex> lock(tickets_mutex_);
     header->ticket = ++last_ticket_;
-    tickets_[header->ticket] = false;
+    pending_[header->ticket] = pe;
   }
   ucp_request_param_t param = {};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -74,13 +76,33 @@ ucs_status_ptr_t BulkPuts::issue(int pe, uint64_t offset, const void *src, size_
 
 bool BulkPuts::arrived(uint64_t ticket) {
   const std::lock_guard<std::mutex> lock(tickets_mutex_);
-  const auto it = tickets_.find(ticket);
-  return it != tickets_.end() && it->second;
+  return pending_.find(ticket) == pending_.end();
+}
+
+bool BulkPuts::all_arrived() {
+  const std::lock_guard<std::mutex> lock(tickets_mutex_);
+  return pending_.empty();
+}
+
+std::vector<int> BulkPuts::pending() {
+  std::vector<int> pes;
+  {
+    const std::lock_guard<std::mutex> lock(tickets_mutex_);
+    for (const auto &entry : pending_) pes.push_back(entry.second);
+  }
+  std::sort(pes.begin(), pes.end());
+  pes.erase(std::unique(pes.begin(), pes.end()), pes.end());
+  return pes;
 }
 
 void BulkPuts::forget(uint64_t ticket) {
   const std::lock_guard<std::mutex> lock(tickets_mutex_);
-  tickets_.erase(ticket);
+  pending_.erase(ticket);
+}
+
+void BulkPuts::forget_pe(int pe) {
+  const std::lock_guard<std::mutex> lock(tickets_mutex_);
+  for (auto it = pending_.begin(); it != pending_.end();) it = it->second == pe ? pending_.erase(it) : std::next(it);
 }
 
 ucs_status_t BulkPuts::on_ack(void *arg, const void *header, size_t header_length, void *, size_t,
@@ -90,8 +112,7 @@ ucs_status_t BulkPuts::on_ack(void *arg, const void *header, size_t header_lengt
   std::memcpy(&ticket, header, sizeof(ticket));
   BulkPuts *self = static_cast<BulkPuts *>(arg);
   const std::lock_guard<std::mutex> lock(self->tickets_mutex_);
-  const auto it = self->tickets_.find(ticket);
-  if (it != self->tickets_.end()) it->second = true;
+  self->pending_.erase(ticket);
   return UCS_OK;
 }
 

@@ -12,8 +12,8 @@
 // reused), which says nothing of its arrival: with error handling on the endpoints UCX may move a rendezvous's data
 // in messages the target copies in its own progress, after a flush has returned at the origin. So the target says
 // when the data is in its heap: an acknowledgement (a second message id, carrying the put's ticket) sent once the
-// receive has completed, and the origin's put returns only then; a quiet, and a put with signal's word, find the
-// data in place.
+// receive has completed. The put returns when its source may be reused (OpenSHMEM's put); a quiet waits for every
+// acknowledgement, a put with signal for its data's before it issues the word.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "transport/transport.h"
 #include "transport/ucx/ucx_worker.h"
@@ -58,12 +59,18 @@ class BulkPuts {
 
   /// Issues the put of `bytes` from `src` to `pe`'s heap offset `offset`: the request to wait for (ucp_am_send_nbx's
   /// status pointer). `header` is written here and read by UCX until the request completes.
-  /// `header->ticket` is the put's: arrived() says when the target has acknowledged it, forget() drops it.
+  /// `header->ticket` is the put's: pending until the target acknowledges it or forget() drops it.
   ucs_status_ptr_t issue(int pe, uint64_t offset, const void *src, size_t bytes, Header *header);
   /// Whether the target has acknowledged the put of `ticket` (its data is in the target's heap).
   bool arrived(uint64_t ticket);
-  /// Drops `ticket` (arrived, refused or given up on): an acknowledgement that comes later finds nothing.
+  /// Whether every put issued here has been acknowledged (or forgotten).
+  bool all_arrived();
+  /// The PEs of the puts not yet acknowledged (ascending, each once); empty when every put has arrived.
+  std::vector<int> pending();
+  /// Drops `ticket` (refused, or given up on): an acknowledgement that comes later finds nothing.
   void forget(uint64_t ticket);
+  /// Drops every pending put to `pe` (given up on).
+  void forget_pe(int pe);
 
  private:
   static ucs_status_t on_put(void *arg, const void *header, size_t header_length, void *data, size_t length,
@@ -83,7 +90,7 @@ class BulkPuts {
   bool registered_ = false;
   std::mutex tickets_mutex_;
   uint64_t last_ticket_ = 0;
-  std::unordered_map<uint64_t, bool> tickets_;  ///< puts issued here and not yet forgotten: acknowledged or not
+  std::unordered_map<uint64_t, int> pending_;  ///< ticket -> target PE of each put not yet acknowledged
 };
 
 }  // namespace ucx

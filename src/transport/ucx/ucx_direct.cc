@@ -448,7 +448,10 @@ class Direct final : public Transport, public HostRma {
     const uint64_t data_at = worker_->remote(pe, data.offset), word_at = worker_->remote(pe, signal.offset);
     if (bulk_ && data.bytes >= BulkPuts::kMinBytes) {
       // The data by rendezvous (its own lanes): acknowledged in the target's heap before the word is issued.
-      TSHMEM_CHECK(bulk_put(call, pe, data.offset, data.src, data.bytes, "the data of a put with signal"));
+      const auto start = Clock::now();
+      uint64_t ticket = 0;
+      TSHMEM_CHECK(bulk_put(call, pe, data.offset, data.src, data.bytes, "the data of a put with signal", &ticket));
+      TSHMEM_CHECK(await_bulk(call, start, [&] { return bulk_->arrived(ticket); }));
     } else if (data.bytes > 0) {
       put = worker_->issue(pe, [&](ucp_ep_h ep, ucp_rkey_h rkey) {
         ucp_request_param_t param = {};
@@ -483,6 +486,7 @@ class Direct final : public Transport, public HostRma {
   // The device channel's batches too (the proxy sends them at the end of its pass; acknowledgements arrive there):
   // waited for on this thread, within the bound, before the flush.
   Status quiet(const char *call) override {
+    if (bulk_) TSHMEM_CHECK(await_bulk(call, Clock::now(), [&] { return bulk_->all_arrived(); }));
     if (batches_ && !batches_->settled()) {
       const auto until = Clock::now() + bound_;
       while (!batches_->settled()) {
@@ -520,9 +524,10 @@ class Direct final : public Transport, public HostRma {
   // A large host put by rendezvous (ucx_bulk_puts.h), waited for until its source may be reused. One its target
   // refused (outside the heap, or into the region tshmem keeps: what only a peer that skipped its own checks sends)
   // fails as a bad argument, which leaves the off-node path running.
-  // It returns once the target has acknowledged the data in its heap (ucx_bulk_puts.h), within the call's bound.
-  Status bulk_put(const char *call, int pe, uint64_t offset, const void *src, size_t bytes, const char *what) {
-    const auto start = Clock::now();
+  // It returns once its source may be reused; the target acknowledges the data in its heap later (ucx_bulk_puts.h),
+  // which a quiet waits for (all_arrived), and a put with signal for its data's before the word (arrived).
+  Status bulk_put(const char *call, int pe, uint64_t offset, const void *src, size_t bytes, const char *what,
+                  uint64_t *ticket = nullptr) {
     BulkPuts::Header header;
     ucs_status_t outcome = UCS_OK;
     const Status sent = worker_->wait(bulk_->issue(pe, offset, src, bytes, &header), bound_, call, what, pe, &outcome);
@@ -533,23 +538,31 @@ class Direct final : public Transport, public HostRma {
                        "region tshmem keeps; its log says which)",
                        call, pe, bytes, static_cast<unsigned long long>(offset));
     }
-    if (sent != TSHMEM_SUCCESS) {
-      bulk_->forget(header.ticket);
-      return sent;
-    }
-    for (unsigned spins = 0; !bulk_->arrived(header.ticket); ++spins) {
+    if (sent != TSHMEM_SUCCESS) bulk_->forget(header.ticket);
+    if (ticket != nullptr) *ticket = header.ticket;
+    return sent;
+  }
+
+  // Waits, within the bound from `start`, until `done()`: the bulk puts' acknowledgements. Past the bound the PEs
+  // `pending()` names are cancelled (nothing of theirs moves any more) and forgotten, and the call fails naming them.
+  template <class Done>
+  Status await_bulk(const char *call, Clock::time_point start, Done done) {
+    for (unsigned spins = 0; !done(); ++spins) {
       if (worker_->progress_from_application() == 0 && spins > 32) std::this_thread::yield();
-      if (Clock::now() - start > bound_) {
-        bulk_->forget(header.ticket);
-        const std::string message = format(
-            "%s: PE %d waited %lld ms for PE %d to acknowledge %s (%zu bytes, through ucx) and gives up "
-            "(TSHMEM_PROXY_TIMEOUT_MS)",
-            call, worker_->my_pe(), static_cast<long long>(bound_.count()), pe, what, bytes);
+      if (Clock::now() - start <= bound_) continue;
+      const std::vector<int> pes = bulk_->pending();
+      std::string names;
+      for (int pe : pes) names += (names.empty() ? "" : ",") + std::to_string(pe);
+      const std::string message = format(
+          "%s: PE %d waited %lld ms for PE %s to acknowledge large puts (through ucx) and gives up "
+          "(TSHMEM_PROXY_TIMEOUT_MS)",
+          call, worker_->my_pe(), static_cast<long long>(bound_.count()), names.c_str());
+      for (int pe : pes) {
         worker_->cancel(pe, message);  // what is outstanding to the PE moves no more
-        return set_error(TSHMEM_ERR_TIMEOUT, "%s", message.c_str());
+        bulk_->forget_pe(pe);
       }
+      return set_error(TSHMEM_ERR_TIMEOUT, "%s", message.c_str());
     }
-    bulk_->forget(header.ticket);
     return TSHMEM_SUCCESS;
   }
 
