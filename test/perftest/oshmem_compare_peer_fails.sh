@@ -2,7 +2,8 @@
 # scripts/oshmem-compare.sh when the peer library fails a round: the peer is played by tshmem's own program under
 # the OSHMEM twin's name (its rows relabelled oshmem); it fails in round 2, leaving a file in /dev/shm. The script
 # must exit 0, print the finding with the peer's log lines, build the table from rounds 1 and 3 only, say so, and
-# remove the leftover; a tshmem run that fails must still fail it.
+# remove the leftover; a tshmem run that fails must still fail it. Init alone runs at the default heap only (the
+# script's other heaps are perftest_smoke_host_shmem_twin's).
 #   oshmem_compare_peer_fails.sh <tshmem_host_shmem>
 set -uo pipefail
 program=${1:?the tshmem_host_shmem program}
@@ -28,7 +29,8 @@ PEER
 chmod +x "$work/perftest/host/oshmem_host_shmem"
 fail() { echo "FAIL: $*"; echo "--- output"; cat "$work/out"; exit 1; }
 
-TSHMEM_BUILD_DIR=$work bash "$root/scripts/oshmem-compare.sh" --np 2 --rounds 3 -- -e 4K -n 20 -w 2 > "$work/out" 2>&1
+TSHMEM_BUILD_DIR=$work bash "$root/scripts/oshmem-compare.sh" --np 2 --rounds 3 --heaps default -- -e 4K -n 20 -w 2 \
+  > "$work/out" 2>&1
 rc=$?
 [ $rc = 0 ] || fail "exit status $rc with only the peer failing"
 grep -q 'round 2/3, 2 PEs: oshmem did not finish (exit status 1)' "$work/out" || fail "round 2 not reported"
@@ -42,7 +44,8 @@ grep -Eq '^2 +barrier_all +- +us +[0-9.]+ +[0-9.]+ +[0-9.]+' "$work/out" || fail
 rm -f "$work/perftest/host/tshmem_host_shmem"
 printf '#!/usr/bin/env bash\necho "tshmem: refused (on purpose)"; exit 3\n' > "$work/perftest/host/tshmem_host_shmem"
 chmod +x "$work/perftest/host/tshmem_host_shmem"
-TSHMEM_BUILD_DIR=$work bash "$root/scripts/oshmem-compare.sh" --np 2 --rounds 1 -- -e 4K -n 20 -w 2 > "$work/out" 2>&1
+TSHMEM_BUILD_DIR=$work bash "$root/scripts/oshmem-compare.sh" --np 2 --rounds 1 --heaps default -- -e 4K -n 20 -w 2 \
+  > "$work/out" 2>&1
 rc=$?
 [ $rc = 1 ] || fail "exit status $rc with tshmem failing (expected 1)"
 grep -q 'tshmem FAILED (exit status 3' "$work/out" || fail "tshmem's failure not reported"

@@ -45,7 +45,9 @@ munged --force --key-file="$work/munge/munge.key" --socket="$work/munge/munge.so
 wait_for 10 "munged's pid file" test -s "$work/munge/munged.pid"
 pids+=("$(cat "$work/munge/munged.pid")")
 
-# slurm.conf: one node (this host, its CPUs), private ports, state under $work.
+# slurm.conf: one node (this host, its CPUs), private ports, state under $work. MinJobAge=5: `sbatch --wait` polls
+# the job every 2 s, then every 8 s and 32 s while MinJobAge is 300 (its default) or more; a finished job's record
+# stays 5 s, longer than one 2 s poll (sbatch reads the job's exit code from it).
 host=$(hostname -s)
 cpus=$(nproc)
 port=$(( 20000 + RANDOM % 20000 ))
@@ -72,6 +74,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MpiDefault=none
 ReturnToService=2
+MinJobAge=5
 SchedulerType=sched/builtin
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
@@ -86,8 +89,19 @@ pids+=($!)
 wait_for 60 "the node to become idle" sh -c "sinfo -h -o '%T' | grep -qE '^idle'"
 echo "slurm up: node $host, $cpus CPUs, port $port"
 
+# tshmem-single-node.sbatch runs every device benchmark of the build folder, and without a GPU each only says it
+# skipped (each has its own smoke test): the jobs here see a folder of links to the host benchmarks and to one
+# device benchmark, whose skip line the single-node jobs must print.
+view=$work/build
+mkdir -p "$view/perftest/device" "$view/perftest/host"
+ln -s "$build"/perftest/host/tshmem_host_* "$view/perftest/host/"
+device_bench=""
+for bench in "$build"/perftest/device/tshmem_*; do
+  [ -x "$bench" ] && { device_bench=$(basename "$bench"); ln -s "$bench" "$view/perftest/device/"; break; }
+done
+
 # The job scripts as users submit them, with the node's shape instead of 8 GPUs per node, on shm.
-export TSHMEM_MEM_BACKEND=shm TSHMEM_SYMMETRIC_SIZE=64M TSHMEM_DISABLE_NVLS=1 TSHMEM_BUILD_DIR=$build
+export TSHMEM_MEM_BACKEND=shm TSHMEM_SYMMETRIC_SIZE=64M TSHMEM_DISABLE_NVLS=1 TSHMEM_BUILD_DIR=$view
 export TSHMEM_JOB_MAX_SIZE=1M OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
 ntasks=2
 common=(--wait --chdir="$work" --ntasks-per-node=$ntasks --cpus-per-task=1 --gpus-per-node=0 --time=5)
@@ -101,6 +115,9 @@ for job in single-node:mpirun multi-node:mpirun single-node:srun; do
   [ $rc -eq 0 ] || fail "sbatch --wait $script returned $rc"
   grep -q "done" "$out" || fail "$script: no 'done' line"
   grep -qE "^1048576 +get" "$out" || fail "$script: the perftest table is missing"
+  if [ "$script" = tshmem-single-node.sbatch ] && [ -n "$device_bench" ]; then
+    grep -q "^${device_bench#tshmem_} (tshmem)" "$out" || fail "$script: no line of $device_bench"
+  fi
   echo "PASS: $script ($launch) ran $ntasks PEs under SLURM ($(grep -o "job [0-9]*" "$out" | head -1))"
 done
 
