@@ -177,9 +177,10 @@ TSHMEM_API int TSHMEMI_HD_NAME(getmem)(void *dest, const void *src, size_t nbyte
 
 /** Completes every put issued by this PE (host side and, on GPU backends, the device; puts to other nodes
  *  at their targets), and makes what other nodes put here visible to this PE's loads. On a GPU backend the
- *  device's part waits for every kernel running on this PE's GPU (cudaDeviceSynchronize): a kernel still waiting
- *  for another PE keeps this call waiting until its bound. (NVSHMEM's host calls wait for their own stream only;
- *  tshmemx_barrier_all_on_stream orders with one stream and leaves other kernels running.) */
+ *  device's part waits for every kernel running on this PE's GPU (cudaDeviceSynchronize): a kernel still
+ *  waiting for another PE keeps this call waiting as long as that kernel waits. (NVSHMEM's host calls wait
+ *  for their own stream only; tshmemx_barrier_all_on_stream orders with one stream and leaves other kernels
+ *  running.) */
 TSHMEM_API void TSHMEMI_HD_NAME(quiet)(void);
 
 /** Collective: quiet, then every PE waits for all others. Failures are reported by tshmemx_last_error.
