@@ -14,7 +14,7 @@ build=${TSHMEM_BUILD_DIR:-$root/build}
 need=(cmake ninja-build pkg-config g++ libopenmpi-dev openmpi-bin libhwloc-dev libgtest-dev libbenchmark-dev ccache
       clang-format python3 slurm-wlm munge libucx-dev elfutils)
 missing=()
-for pkg in "${need[@]}"; do dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg"); done
+for pkg in "${need[@]}"; do [[ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" == *"ok installed"* ]] || missing+=("$pkg"); done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "== installing: ${missing[*]}"

@@ -67,12 +67,12 @@ fi
 
 for exe in "$work/consumer/hello" "$work/hello-pc"; do
   out=$(TSHMEM_MEM_BACKEND=shm TSHMEM_SYMMETRIC_SIZE=8M LD_LIBRARY_PATH="$work/prefix/lib" "$launcher" 2 "$exe" 2>&1)
-  echo "$out" | grep -q "PE 1 of 2: sum of notes = 100" || { echo "$out"; fail "$exe with 2 PEs"; }
+  grep -q "PE 1 of 2: sum of notes = 100" <<< "$out" || { echo "$out"; fail "$exe with 2 PEs"; }
 done
 echo "PASS: installed program ran with 2 PEs on shm"
 for exe in "$work/consumer/nvshmem_hello" "$work/nvshmem-hello-pc"; do
   out=$(TSHMEM_MEM_BACKEND=shm TSHMEM_SYMMETRIC_SIZE=8M LD_LIBRARY_PATH="$work/prefix/lib" "$launcher" 2 "$exe" 2>&1)
-  echo "$out" | grep -q "nvshmem PE 1 of 2: got 500, expected 500" || { echo "$out"; fail "$exe with 2 PEs"; }
+  grep -q "nvshmem PE 1 of 2: got 500, expected 500" <<< "$out" || { echo "$out"; fail "$exe with 2 PEs"; }
 done
 echo "PASS: NVSHMEM program (find_package COMPONENTS nvshmem, pkg-config) ran with 2 PEs on shm"
 
@@ -81,7 +81,7 @@ if [ -e "$build/src/moe/libtshmem_moe.so" ]; then
   [ -e "$work/prefix/include/tshmem/moe.h" ] || fail "installed tree lacks include/tshmem/moe.h"
   [ -x "$work/consumer/moe_hello" ] || fail "the outside project did not build moe_hello (tshmem::moe not found)"
   out=$(LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer/moe_hello" 2>&1)
-  echo "$out" | grep -q "moe topk_gate: 1 3 / 0 1" || { echo "$out"; fail "moe_hello"; }
+  grep -q "moe topk_gate: 1 3 / 0 1" <<< "$out" || { echo "$out"; fail "moe_hello"; }
   echo "PASS: tshmem_moe program (tshmem/moe.h, tshmem::moe) ran its CPU reference"
 fi
 
@@ -91,12 +91,12 @@ if [ -e "$build/src/ep/libtshmem_ep.so" ]; then
   # Versioned like libtshmem, and it finds libtshmem beside itself wherever the prefix is moved.
   ep_lib=$(readlink -f "$work/prefix/lib/libtshmem_ep.so")
   dynamic=$(readelf -d "$ep_lib" 2>&1)
-  echo "$dynamic" | grep -q 'SONAME.*\[libtshmem_ep\.so\.[0-9]*\]' || { echo "$dynamic"; fail "libtshmem_ep has no SOVERSION"; }
-  echo "$dynamic" | grep -q 'R[UN]*PATH.*\[\$ORIGIN\]' || { echo "$dynamic"; fail "libtshmem_ep's RUNPATH is not \$ORIGIN"; }
+  grep -q 'SONAME.*\[libtshmem_ep\.so\.[0-9]*\]' <<< "$dynamic" || { echo "$dynamic"; fail "libtshmem_ep has no SOVERSION"; }
+  grep -q 'R[UN]*PATH.*\[\$ORIGIN\]' <<< "$dynamic" || { echo "$dynamic"; fail "libtshmem_ep's RUNPATH is not \$ORIGIN"; }
   echo "PASS: libtshmem_ep installed as $(basename "$ep_lib"), SONAME with its SOVERSION, RUNPATH \$ORIGIN"
   [ -x "$work/consumer/ep_hello" ] || fail "the outside project did not build ep_hello (tshmem::ep not found)"
   out=$(LD_LIBRARY_PATH="$work/prefix/lib" "$work/consumer/ep_hello" 2>&1)
-  echo "$out" | grep -q "ep row: 7504 / TSHMEM_EP_ERR_INVALID_ARGUMENT" || { echo "$out"; fail "ep_hello"; }
+  grep -q "ep row: 7504 / TSHMEM_EP_ERR_INVALID_ARGUMENT" <<< "$out" || { echo "$out"; fail "ep_hello"; }
   echo "PASS: tshmem_ep program (tshmem/ep.h, tshmem::ep) ran its host calls"
 fi
 
@@ -105,7 +105,7 @@ for kernel in consumer/ring consumer/nvshmem_ring consumer/ring_rdc consumer/nvs
 if [ -x "$work/$kernel" ]; then
   out=$(LD_LIBRARY_PATH="$work/prefix/lib" "$launcher" 2 "$work/$kernel" 2>&1)
   rc=$?
-  if echo "$out" | grep -q "SKIPPED: no GPU"; then
+  if grep -q "SKIPPED: no GPU" <<< "$out"; then
     echo "kernel part skipped: no GPU here"
   else
     echo "$out"

@@ -85,7 +85,7 @@ for np in $nps; do
     good=0
     for ((pe = 0; pe < np; ++pe)); do
       prev=$(((pe + np - 1) % np))
-      echo "$out" | grep -q "^PE $pe: slot = $((1000 + prev)) (from PE $prev)$" && good=$((good + 1))
+      grep -q "^PE $pe: slot = $((1000 + prev)) (from PE $prev)$" <<< "$out" && good=$((good + 1))
     done
     if [ $rc -ne 0 ] || [ "$good" -ne "$np" ]; then
       echo "$out"

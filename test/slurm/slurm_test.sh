@@ -123,5 +123,5 @@ done
 
 # The launcher inside an allocation prints what it runs.
 dry=$(timeout 60 salloc -n 2 "$src/scripts/tshmemrun" --dry-run -- /bin/true 2>/dev/null)
-echo "$dry" | grep -q "^srun " || fail "tshmemrun inside an allocation should use srun, printed: $dry"
+grep -q "^srun " <<< "$dry" || fail "tshmemrun inside an allocation should use srun, printed: $dry"
 echo "PASS: slurm job scripts and launcher"
