@@ -384,13 +384,10 @@ class Direct final : public Transport, public HostRma {
   void abandon(const std::string &why) override {
     if (in_flight_.empty()) return;
     for (const InFlight &f : in_flight_) worker_->cancel(f.pe, why);
-    const auto until = Clock::now() + std::chrono::seconds(1);
-    const auto in_progress = [this] {
-      return std::any_of(in_flight_.begin(), in_flight_.end(),
-                         [](const InFlight &f) { return ucp_request_check_status(f.request) == UCS_INPROGRESS; });
-    };
-    while (in_progress() && Clock::now() < until)
-      if (worker_->progress_from_application() == 0) std::this_thread::yield();
+    (void)worker_->progress_until(Clock::now(), std::chrono::seconds(1), [this] {
+      return std::none_of(in_flight_.begin(), in_flight_.end(),
+                          [](const InFlight &f) { return ucp_request_check_status(f.request) == UCS_INPROGRESS; });
+    });
     for (const InFlight &f : in_flight_) {
       ucp_request_free(f.request);  // one UCX has not cancelled within the second is released to it all the same
       awaiting_[static_cast<size_t>(f.pe)].fetch_sub(1, std::memory_order_relaxed);
@@ -547,23 +544,19 @@ class Direct final : public Transport, public HostRma {
   // `pending()` names are cancelled (nothing of theirs moves any more) and forgotten, and the call fails naming them.
   template <class Done>
   Status await_bulk(const char *call, Clock::time_point start, Done done) {
-    for (unsigned spins = 0; !done(); ++spins) {
-      if (worker_->progress_from_application() == 0 && spins > 32) std::this_thread::yield();
-      if (Clock::now() - start <= bound_) continue;
-      const std::vector<int> pes = bulk_->pending();
-      std::string names;
-      for (int pe : pes) names += (names.empty() ? "" : ",") + std::to_string(pe);
-      const std::string message = format(
-          "%s: PE %d waited %lld ms for PE %s to acknowledge large puts (through ucx) and gives up "
-          "(TSHMEM_PROXY_TIMEOUT_MS)",
-          call, worker_->my_pe(), static_cast<long long>(bound_.count()), names.c_str());
-      for (int pe : pes) {
-        worker_->cancel(pe, message);  // what is outstanding to the PE moves no more
-        bulk_->forget_pe(pe);
-      }
-      return set_error(TSHMEM_ERR_TIMEOUT, "%s", message.c_str());
+    if (worker_->progress_until(start, bound_, done)) return TSHMEM_SUCCESS;
+    const std::vector<int> pes = bulk_->pending();
+    std::string names;
+    for (int pe : pes) names += (names.empty() ? "" : ",") + std::to_string(pe);
+    const std::string message = format(
+        "%s: PE %d waited %lld ms for PE %s to acknowledge large puts (through ucx) and gives up "
+        "(TSHMEM_PROXY_TIMEOUT_MS)",
+        call, worker_->my_pe(), static_cast<long long>(bound_.count()), names.c_str());
+    for (int pe : pes) {
+      worker_->cancel(pe, message);  // what is outstanding to the PE moves no more
+      bulk_->forget_pe(pe);
     }
-    return TSHMEM_SUCCESS;
+    return set_error(TSHMEM_ERR_TIMEOUT, "%s", message.c_str());
   }
 
   // A put the CPU can copy into a batch: small (a record that fits a batch, whose size the smallest

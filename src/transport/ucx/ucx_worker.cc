@@ -108,13 +108,19 @@ Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool w
   n_pes_ = boot.size();
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) local = ucx_error("ucp_config_read", s);
-  // Over tcp UCX carries a put or get as active messages of at most UCX_TCP_TX_SEG_SIZE (8 KiB by default), each
-  // handled by the target's progress: a host put of 1 MiB is 128 of them. 64 KiB ones (what UCX_TCP_RX_SEG_SIZE
-  // already takes) carry large transfers in an eighth of the messages (docs/results.md). The user's setting wins.
+  // Over tcp UCX carries what it does not send by its zero-copy rendezvous in messages of at most the segment
+  // sizes (UCX_TCP_TX_SEG_SIZE 8 KiB and UCX_TCP_RX_SEG_SIZE 64 KiB by default), each copied at both ends and handled
+  // by the target's progress: a put or get (no RMA lane over tcp), and, on endpoints with error handling, the
+  // rendezvous data of the large host puts too. 512 KiB segments take a 1 MiB transfer in 2 messages instead of 128
+  // or 16: 1.5-3.7x the bandwidth of 64 KiB ones at 1-4 MiB (docs/results.md), for 8 segments each way per process
+  // once used (UCX_TCP_{TX,RX}_BUFS_GROW), 8 MiB. A user who sets either size keeps UCX's other one.
   // UCX 1.13 applies a transport's setting given to ucp_config_modify by its name without the transport's prefix
-  // (TX_SEG_SIZE: tcp's only; "TCP_TX_SEG_SIZE" is accepted and ignored), checked with ucp_ep_print_info.
-  if (local == TSHMEM_SUCCESS && std::getenv("UCX_TCP_TX_SEG_SIZE") == nullptr)
-    (void)ucp_config_modify(config, "TX_SEG_SIZE", "64K");
+  // ({TX,RX}_SEG_SIZE: tcp's only; "TCP_TX_SEG_SIZE" is accepted and ignored), checked with ucp_ep_print_info.
+  if (local == TSHMEM_SUCCESS && std::getenv("UCX_TCP_TX_SEG_SIZE") == nullptr &&
+      std::getenv("UCX_TCP_RX_SEG_SIZE") == nullptr) {
+    (void)ucp_config_modify(config, "TX_SEG_SIZE", "512K");
+    (void)ucp_config_modify(config, "RX_SEG_SIZE", "512K");
+  }
   // The endpoints handle errors (UCP_ERR_HANDLING_MODE_PEER: ucx_worker.h, cancelling), and UCX gives such an
   // endpoint only transports that say they do. Its shared-memory transports (posix, sysv) say so only when asked
   // (UCX_{POSIX,SYSV}_ERROR_HANDLING, "n" by default); without them UCX would reach a PE of this host over tcp.
@@ -263,12 +269,8 @@ void Worker::cancel(int pe, const std::string &why) {
 
 bool Worker::wait_cancelled(ucs_status_ptr_t request) {
   if (!cancellable_) return false;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-  while (ucp_request_check_status(request) == UCS_INPROGRESS) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    if (progress_from_application() == 0) std::this_thread::yield();
-  }
-  return true;
+  return progress_until(std::chrono::steady_clock::now(), std::chrono::seconds(1),
+                        [&] { return ucp_request_check_status(request) != UCS_INPROGRESS; });
 }
 
 std::string Worker::cancelled(int pe) const {
@@ -291,36 +293,27 @@ Status Worker::wait(ucs_status_ptr_t request, std::chrono::milliseconds bound, c
     return set_error(TSHMEM_ERR_SYSTEM, "%s: ucx could not issue %s to PE %d: %s", call, what, pe,
                      ucs_status_string(UCS_PTR_STATUS(request)));
   }
-  const auto start = std::chrono::steady_clock::now();
   ucs_status_t s = UCS_INPROGRESS;
-  for (unsigned spins = 0; (s = ucp_request_check_status(request)) == UCS_INPROGRESS; ++spins) {
-    // A pass that moved nothing yields soon: the peer whose progress this waits for (a target serving UCX's active
-    // messages from its own wait) may share the core, and 1024 spins held it from that peer for about a millisecond
-    // a time (2 cores: host put + quiet over tcp then took 500-700 us in one run of two instead of 25-75 us).
-    const bool yielding = spins > 32;
-    if (progress_from_application() == 0 && yielding) std::this_thread::yield();
-    // Once it yields, one pass may last a time slice of a busy core (milliseconds): 1024 of them overran a 1.5 s
-    // bound by a second on a loaded 2-core machine, so the clock is read every pass from then on.
-    if ((yielding || (spins & 1023u) == 1023u) && std::chrono::steady_clock::now() - start > bound) {
-      const std::string message = format("%s: PE %d waited %lld ms for %s%s and gives up (TSHMEM_PROXY_TIMEOUT_MS)",
-                                         call, my_pe_, static_cast<long long>(bound.count()), what,
-                                         pe >= 0 ? format(" (to PE %d, through ucx)", pe).c_str() : " (through ucx)");
-      if (pe < 0) {  // a flush: what it waits for was issued and waited for by calls that have returned
-        ucp_request_free(request);
-        return set_error(TSHMEM_ERR_TIMEOUT, "%s", message.c_str());
-      }
-      // Given up: what is outstanding to the PE is cancelled before the caller learns it, so that UCX neither
-      // writes its destination nor reads its source later (the PE may run again).
-      cancel(pe, message);
-      const bool cancelled_in_time = wait_cancelled(request);
+  if (!progress_until(std::chrono::steady_clock::now(), bound,
+                      [&] { return (s = ucp_request_check_status(request)) != UCS_INPROGRESS; })) {
+    const std::string message = format("%s: PE %d waited %lld ms for %s%s and gives up (TSHMEM_PROXY_TIMEOUT_MS)", call,
+                                       my_pe_, static_cast<long long>(bound.count()), what,
+                                       pe >= 0 ? format(" (to PE %d, through ucx)", pe).c_str() : " (through ucx)");
+    if (pe < 0) {  // a flush: what it waits for was issued and waited for by calls that have returned
       ucp_request_free(request);
-      return set_error(TSHMEM_ERR_TIMEOUT, "%s; %s", message.c_str(),
-                       cancelled_in_time ? "what was outstanding to that PE is cancelled (its ucx endpoint closed)"
-                       : cancellable_
-                           ? "its ucx endpoint is closed, but ucx had not cancelled the request a second later"
-                           : "what was outstanding to that PE could not be cancelled (this mode's ucx endpoints have "
-                             "no error handling) and may still complete");
+      return set_error(TSHMEM_ERR_TIMEOUT, "%s", message.c_str());
     }
+    // Given up: what is outstanding to the PE is cancelled before the caller learns it, so that UCX neither
+    // writes its destination nor reads its source later (the PE may run again).
+    cancel(pe, message);
+    const bool cancelled_in_time = wait_cancelled(request);
+    ucp_request_free(request);
+    return set_error(TSHMEM_ERR_TIMEOUT, "%s; %s", message.c_str(),
+                     cancelled_in_time ? "what was outstanding to that PE is cancelled (its ucx endpoint closed)"
+                     : cancellable_
+                         ? "its ucx endpoint is closed, but ucx had not cancelled the request a second later"
+                         : "what was outstanding to that PE could not be cancelled (this mode's ucx endpoints have "
+                           "no error handling) and may still complete");
   }
   ucp_request_free(request);
   if (outcome != nullptr) *outcome = s;

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "transport/transport.h"
@@ -100,6 +101,11 @@ class Worker {
               ucs_status_t *outcome = nullptr);
   /// Completes every operation issued on the worker so far (ucp_worker_flush_nbx), bounded as wait().
   Status flush(std::chrono::milliseconds bound, const char *call);
+  /// Progresses the worker from this thread until `done()`, or until `bound` has passed since `start`: whether
+  /// `done()` came first. What every wait of an application thread on UCX runs (wait(), the bulk puts'
+  /// acknowledgements).
+  template <class Done>
+  bool progress_until(std::chrono::steady_clock::time_point start, std::chrono::milliseconds bound, Done done);
   /// Progresses the worker from an application thread (wait() does so too, and a thread waiting on other PEs):
   /// counted, so that the proxy thread knows another thread takes what arrives.
   unsigned progress_from_application();
@@ -128,6 +134,21 @@ class Worker {
   bool cuda_memory_ = false;
   bool cancellable_ = false;  ///< endpoints with error handling (UCP_ERR_HANDLING_MODE_PEER)
 };
+
+template <class Done>
+bool Worker::progress_until(std::chrono::steady_clock::time_point start, std::chrono::milliseconds bound, Done done) {
+  for (unsigned spins = 0; !done(); ++spins) {
+    // A pass that moved nothing yields soon: the peer whose progress this waits for (a target serving UCX's active
+    // messages from its own wait) may share the core, and 1024 spins held it from that peer for about a millisecond
+    // a time (2 cores: host put + quiet over tcp then took 500-700 us in one run of two instead of 25-75 us).
+    const bool yielding = spins > 32;
+    if (progress_from_application() == 0 && yielding) std::this_thread::yield();
+    // Once it yields, one pass may last a time slice of a busy core (milliseconds): 1024 of them overran a 1.5 s
+    // bound by a second on a loaded 2-core machine, so the clock is read every pass from then on.
+    if ((yielding || (spins & 1023u) == 1023u) && std::chrono::steady_clock::now() - start > bound) return done();
+  }
+  return true;
+}
 
 /// "ucx: <ucs status text>" for a failed call.
 Status ucx_error(const char *call, ucs_status_t status);
