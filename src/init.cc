@@ -156,6 +156,7 @@ Status create_proxy(Context &ctx) {
   config.warn_ms = ctx.env.wait_warn_ms;
   config.device_wait_timeout_ms = ctx.env.wait_timeout_ms;
   config.env = &ctx.env;
+  config.host_pes = std::max(ctx.env.launcher.local_size, ctx.boot->local_size());
   TSHMEM_CHECK(make_proxy(*ctx.boot, *ctx.mem, ctx.env.symmetric_size, config,
                           ctx.mem->device_memory() ? ctx.cuda_device : -1, &ctx.proxy, &ctx.offnode_reason));
   if (ctx.proxy) {

@@ -63,7 +63,13 @@ struct ProxyConfig {
   int64_t warn_ms = 10000;             ///< TSHMEM_WAIT_WARN_MS: a host call's first word on a long wait (0: none)
   int64_t device_wait_timeout_ms = 0;  ///< TSHMEM_WAIT_TIMEOUT_MS: a kernel's waits end at the smaller nonzero bound
   const EnvOptions *env = nullptr;     ///< the transports' own rows (TSHMEM_REMOTE_TRANSPORT, TSHMEM_UCX_*)
+  int host_pes = 0;                    ///< the PEs on this host (the launcher's count; 0: unknown): see cores_shared
 };
+
+/// Whether the `host_pes` PEs of this host have fewer cores than threads that want one (each PE's application
+/// thread and its proxy thread), from the CPUs this process may run on. Where they do, an idle proxy that is woken
+/// by what arrives pauses longer between its looks at the channels (proxy.cc, "pause").
+bool cores_shared(int host_pes);
 
 /// Bytes of staging memory one PE's proxy holds: independent of the number of PEs and of message sizes.
 uint64_t proxy_staging_bytes(const ProxyConfig &config);
