@@ -23,19 +23,9 @@ thread_local CallNote t_note;  // the calling thread's note for its next checked
 // bytes takes well under a microsecond), so the hash must cost a few nanoseconds.
 class Digest {
  public:
-  void add(const char *text) {  // one pass, 8 bytes to a word; the length ends it: ("ab", "c") != ("a", "bc")
-    uint64_t w = 0;
-    size_t n = 0;
-    for (; text[n] != '\0'; ++n) {
-      w |= static_cast<uint64_t>(static_cast<unsigned char>(text[n])) << (8 * (n & 7));
-      if ((n & 7) == 7) {
-        word(w);
-        w = 0;
-      }
-    }
-    if ((n & 7) != 0) word(w);
-    word(n);
-  }
+  // A name: its bytes as add_bytes() takes them, the same digest as a loop over its bytes (strlen finds the end a
+  // word at a time).
+  void add(const char *text) { add_bytes(text, std::strlen(text)); }
   void add(const std::string &text) { add_bytes(text.data(), text.size()); }
   void add(int64_t value) { word(static_cast<uint64_t>(value)); }
   int64_t value() const {
