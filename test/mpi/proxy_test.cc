@@ -1218,6 +1218,38 @@ TEST_F(ProxyTest, HostBarrierCompletesWhatWasPosted) {
   tshmem_free(block);
 }
 
+// After the channels have been quiet a while the proxy's pause may have grown (where the host's PEs have fewer cores
+// than threads: cores_shared); what a producer posts then, and what other PEs send, still completes, each round
+// after a longer spell, on every transport.
+TEST_F(ProxyTest, RequestsAfterQuietSpellsComplete) {
+  start();
+  const int n = n_;
+  auto *inbox = static_cast<uint64_t *>(tshmem_calloc(static_cast<size_t>(n) * 2, sizeof(uint64_t)));
+  ASSERT_NE(inbox, nullptr);
+  for (int round = 1; round <= 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150 * round));  // longer than the 100 ms before it grows
+    const uint64_t from_channel = 1000u * static_cast<uint64_t>(round) + static_cast<uint64_t>(me_);
+    const uint64_t from_host = from_channel + 500u;
+    for (int pe = 0; pe < n; ++pe) {
+      if (same_node(pe)) continue;
+      put(&inbox[2 * me_], &from_channel, sizeof from_channel, pe);  // a kernel's put (device channel)
+      ASSERT_EQ(tshmem_putmem(&inbox[2 * me_ + 1], &from_host, sizeof from_host, pe), 0) << tshmemx_last_error();
+    }
+    quiet();
+    tshmem_quiet();
+    tshmem_barrier_all();
+    for (int pe = 0; pe < n; ++pe) {
+      if (same_node(pe)) continue;
+      EXPECT_EQ(inbox[2 * pe], 1000u * static_cast<uint64_t>(round) + static_cast<uint64_t>(pe))
+          << "round " << round << ": the device channel's put from PE " << pe;
+      EXPECT_EQ(inbox[2 * pe + 1], 1000u * static_cast<uint64_t>(round) + static_cast<uint64_t>(pe) + 500u)
+          << "round " << round << ": the host put from PE " << pe;
+    }
+    tshmem_barrier_all();
+  }
+  tshmem_free(inbox);
+}
+
 TEST_F(ProxyTest, FinalizeWithRequestsInFlight) {
   start("8", "1K");
   auto *block = static_cast<uint8_t *>(tshmem_malloc(16 * 1024));
