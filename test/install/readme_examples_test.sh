@@ -3,7 +3,8 @@
 # README.md, builds them as an outside project against an installed tshmem, and runs them.
 #   readme_examples_test.sh <build dir> <source dir> <mpi launcher> <shm|gpu> "<PE counts>" [cuda: ON|OFF]
 #                           [GPU architectures of the kernel, comma-separated: the build's]
-#   shm  the host program on the shm backend (the kernel is built when CUDA is, not run): CI
+#   shm  the host program on the shm backend, on one node and across nodes over each remote transport built (the
+#        kernel is built when CUDA is, not run): CI
 #   gpu  the host program on shm, vmm and ipc, the kernel on vmm and ipc; more PEs than GPUs share them
 #        (TSHMEM_ALLOW_SHARED_GPU=1). Without a GPU: "SKIPPED: no GPU", exit 0.
 set -uo pipefail
@@ -72,7 +73,7 @@ for np in $nps; do
   for backend in $host_backends; do
     out=$(TSHMEM_MEM_BACKEND=$backend TSHMEM_ALLOW_SHARED_GPU=$shared "$launcher" "$np" "$work/out/hello" 2>&1)
     rc=$?
-    lines=$(echo "$out" | grep -c "of $np: sum of notes = $sum$" || true)
+    lines=$(grep -c "of $np: sum of notes = $sum$" <<< "$out" || true)
     if [ $rc -ne 0 ] || [ "$lines" -ne "$np" ]; then
       echo "$out"
       fail "host program, $np PEs, $backend (want $np lines 'sum of notes = $sum')"
@@ -96,4 +97,30 @@ for np in $nps; do
     echo "PASS: kernel program, $how, $backend: every PE got its neighbour's number"
   done
 done
+# The host program across nodes, unchanged (shm mode: CI): every PE a node of its own (2 PEs) and two nodes of 2
+# (4 PEs), over each remote transport the installed build has (tshmem-info lists them; ucx over shared memory and
+# over tcp, the network between nodes).
+if [ "$mode" = shm ]; then
+  transports=("mpi:TSHMEM_REMOTE_TRANSPORT=mpi")
+  if "$work/prefix/bin/tshmem-info" 2>/dev/null | grep -qE '^  ucx +UCX [0-9.]+ loaded from'; then
+    transports+=("ucx-sm:TSHMEM_REMOTE_TRANSPORT=ucx UCX_TLS=sm,self" "ucx-tcp:TSHMEM_REMOTE_TRANSPORT=ucx UCX_TLS=tcp,self")
+  fi
+  for shape in "2:1" "4:2"; do
+    np=${shape%:*} node_size=${shape#*:}
+    sum=$((100 * np * (np - 1) / 2))
+    for transport in "${transports[@]}"; do
+      name=${transport%%:*}
+      # shellcheck disable=SC2086  # the transport's variables, one word each
+      out=$(env TSHMEM_MEM_BACKEND=shm TSHMEM_DEBUG_NODE_SIZE="$node_size" ${transport#*:} \
+            "$launcher" "$np" "$work/out/hello" 2>&1)
+      rc=$?
+      lines=$(grep -c "of $np: sum of notes = $sum$" <<< "$out" || true)
+      if [ $rc -ne 0 ] || [ "$lines" -ne "$np" ]; then
+        echo "$out"
+        fail "host program across nodes, $np PEs in nodes of $node_size, $name"
+      fi
+      echo "PASS: host program across nodes, $np PEs in nodes of $node_size, $name: every PE's sum of notes = $sum"
+    done
+  done
+fi
 echo "PASS: README examples"
