@@ -112,10 +112,14 @@ Status run_local(const CollRuntime &rt, const TeamInfo &info, const HostMemCall 
     case CollKind::kReduceScatter: {
       const size_t elem = dtype_size(c.dtype);
       const size_t offset = c.kind == CollKind::kReduceScatter ? static_cast<size_t>(me) * c.count * elem : 0;
-      std::vector<const void *> srcs(static_cast<size_t>(n));
-      for (int k = 0; k < n; ++k) srcs[static_cast<size_t>(k)] = at(rt, info, src + offset, k);
+      // The members' sources: on the stack for teams of up to kInlineMembers (no allocation in a small call).
+      constexpr int kInlineMembers = 64;
+      const void *inline_srcs[kInlineMembers];
+      std::vector<const void *> more_srcs(n > kInlineMembers ? static_cast<size_t>(n) : 0);
+      const void **srcs = n > kInlineMembers ? more_srcs.data() : inline_srcs;
+      for (int k = 0; k < n; ++k) srcs[k] = at(rt, info, src + offset, k);
       if (staged || (c.dst != c.src && (c.kind == CollKind::kReduceScatter || c.count * elem < kSplitBytes))) {
-        host_reduce(c.dtype, c.op, dst, srcs.data(), n, c.count);
+        host_reduce(c.dtype, c.op, dst, srcs, n, c.count);
         return meet();
       }
       if (c.dst != c.src) {
@@ -123,16 +127,15 @@ Status run_local(const CollRuntime &rt, const TeamInfo &info, const HostMemCall 
         // stores the result into every member's dst, so each element is reduced once, not on every member.
         const size_t first = c.count * static_cast<size_t>(me) / static_cast<size_t>(n);
         const size_t last = c.count * static_cast<size_t>(me + 1) / static_cast<size_t>(n);
-        for (int k = 0; k < n; ++k)
-          srcs[static_cast<size_t>(k)] = static_cast<const char *>(srcs[static_cast<size_t>(k)]) + first * elem;
+        for (int k = 0; k < n; ++k) srcs[k] = static_cast<const char *>(srcs[k]) + first * elem;
         char *mine = dst + first * elem;
-        host_reduce(c.dtype, c.op, mine, srcs.data(), n, last - first);
+        host_reduce(c.dtype, c.op, mine, srcs, n, last - first);
         for (int i = 1; i < n; ++i) std::memcpy(at(rt, info, mine, (me + i) % n), mine, (last - first) * elem);
         return meet();  // every dst complete, every source read
       }
       // In place: the other members still read this dst (their src) until all have met.
       std::vector<char> result(c.count * elem);
-      host_reduce(c.dtype, c.op, result.data(), srcs.data(), n, c.count);
+      host_reduce(c.dtype, c.op, result.data(), srcs, n, c.count);
       TSHMEM_CHECK(meet());
       std::memcpy(dst, result.data(), result.size());
       return TSHMEM_SUCCESS;

@@ -115,11 +115,22 @@ inline A combine(A acc, A x) {
 
 template <class T, tshmemx_redop_t Op>
 void reduce_typed(void *dst_v, const void *const *srcs, int n, size_t count) {
+  T *dst = static_cast<T *>(dst_v);
+  // A few elements (a small collective's whole call): element by element, its sum in a register, the members in
+  // the same order as below, so the result is the same.
+  constexpr size_t kFew = 16;
+  if (count <= kFew) {
+    for (size_t j = 0; j < count; ++j) {
+      acc_t<T> a = to_acc(static_cast<const T *>(srcs[0])[j]);
+      for (int k = 1; k < n; ++k) a = combine<Op>(a, to_acc(static_cast<const T *>(srcs[k])[j]));
+      dst[j] = from_acc<T>(a);
+    }
+    return;
+  }
   // Blocks of elements, member by member: each element still sees its members in order, and the inner loops
   // stream through memory (and vectorise).
   constexpr size_t kBlock = 1024;
   acc_t<T> acc[kBlock];
-  T *dst = static_cast<T *>(dst_v);
   for (size_t first = 0; first < count; first += kBlock) {
     const size_t len = std::min(kBlock, count - first);
     const T *s0 = static_cast<const T *>(srcs[0]) + first;

@@ -2,9 +2,11 @@
 // in member order.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "coll/host_reduce.h"
 
@@ -43,6 +45,24 @@ TEST(HostReduce, FloatSumsFoldInMemberOrder) {
   uint16_t hout = 0;
   host_reduce(TSHMEMX_DTYPE_HALF, TSHMEMX_OP_SUM, &hout, halves, 3, 1);
   EXPECT_EQ(hout, float_to_half(1.0f + 2 * std::ldexp(1.0f, -10)));
+}
+
+// A few elements are folded one at a time, more in blocks of members: both in member order, at every count.
+TEST(HostReduce, EveryCountFoldsInMemberOrder) {
+  for (size_t count : {size_t{1}, size_t{16}, size_t{17}, size_t{1024}, size_t{1025}, size_t{3000}}) {
+    std::vector<float> a(count), b(count, 3.0f), c(count, 3.0f), out(count, 0.0f);
+    for (size_t j = 0; j < count; ++j) a[j] = 1e8f + static_cast<float>(j % 7) * 8.0f;
+    const void *srcs[] = {a.data(), b.data(), c.data()};
+    host_reduce(TSHMEMX_DTYPE_FLOAT, TSHMEMX_OP_SUM, out.data(), srcs, 3, count);
+    size_t bad = count;
+    for (size_t j = 0; j < count && bad == count; ++j)
+      if (out[j] != (a[j] + 3.0f) + 3.0f) bad = j;
+    EXPECT_EQ(bad, count) << count << " elements: element " << bad << " was not folded as ((a + b) + c)";
+    std::vector<int64_t> i0(count, 5), i1(count, -9), iout(count, 0);
+    const void *isrcs[] = {i0.data(), i1.data()};
+    host_reduce(TSHMEMX_DTYPE_INT64, TSHMEMX_OP_MIN, iout.data(), isrcs, 2, count);
+    EXPECT_TRUE(std::all_of(iout.begin(), iout.end(), [](int64_t v) { return v == -9; })) << count << " elements";
+  }
 }
 
 TEST(HostReduce, IntegersWrapAndUnsignedCompareUnsigned) {
