@@ -28,6 +28,29 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+/// The producers of a row with windows of several gets meet here after each round (C++17 has no std::barrier). The
+/// channel frees its slots in ticket order and a staged get holds its slot until its producer has read it: a
+/// producer a round ahead of another that was descheduled mid-window could fill the ring behind that one's unread
+/// tickets, and both would wait to post for ever.
+class RoundBarrier {
+ public:
+  explicit RoundBarrier(int producers) : producers_(producers) {}
+  void wait() {
+    const int round = round_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == producers_) {
+      arrived_.store(0, std::memory_order_relaxed);
+      round_.fetch_add(1, std::memory_order_acq_rel);
+      return;
+    }
+    while (round_.load(std::memory_order_acquire) == round) std::this_thread::yield();
+  }
+
+ private:
+  const int producers_;
+  std::atomic<int> arrived_{0};
+  std::atomic<int> round_{0};
+};
+
 struct Channel {
   tshmemi_proxy_channel *ring;
   const char *heap;
@@ -215,6 +238,7 @@ int main(int argc, char **argv) {
         for (int pass = 0; pass < 2; ++pass) {  // warm-up (one window each), then timed
           const int windows = pass == 0 ? 1 : gets / in_flight;
           const auto start = Clock::now();
+          RoundBarrier next_round(row.producers);
           std::vector<std::thread> producers;
           for (int t = 0; t < row.producers; ++t)
             producers.emplace_back([&, t, windows] {
@@ -232,6 +256,7 @@ int main(int argc, char **argv) {
                   for (uint64_t k = 0; k < kGetBytes; ++k)
                     if (got[k] != expected(at[w] + k)) ++bad;
                 }
+                if (row.window > 1) next_round.wait();  // one ticket each is read before the next is posted
               }
             });
           for (std::thread &producer : producers) producer.join();

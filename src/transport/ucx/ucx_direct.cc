@@ -274,15 +274,20 @@ class Direct final : public Transport, public HostRma {
     return TSHMEM_SUCCESS;
   }
 
-  // Where an application thread has progressed the worker since the pass before (it waits in tshmem: a host call,
-  // a barrier, a signal wait), the pass leaves UCX's progress to it: two threads progressing one worker take turns
-  // at UCX's lock, and on few cores the one spinning for it holds the core the other needs (measured on 2 cores,
-  // perf: 70-93 % of the proxy threads' samples in the lock's spin). What this thread owns (completions, control
-  // messages, batches) is looked at all the same.
+  // Where an application thread progresses the worker (it spins in a wait of tshmem's: a host call, a barrier, a
+  // signal wait), the pass leaves UCX's progress to it: two threads progressing one worker take turns at UCX's lock,
+  // and on few cores the one spinning for it holds the core the other needs (measured on 2 cores, perf: 70-93 % of
+  // the proxy threads' samples in the lock's spin). What this thread owns (completions, control messages, batches)
+  // is looked at all the same. Spinning: at least one progress per kDrivenPollEvery since the pass before; a wait
+  // that has gone on for a second polls once a millisecond, and serves arrivals no faster than that, so this thread
+  // takes them (woken by them) as where nobody waits.
   Status progress(bool *worked) override {
+    const Clock::time_point now = Clock::now();
     const uint64_t application = worker_->application_progress();
-    driven_ = application != application_seen_;
+    const uint64_t polls = application - application_seen_;
+    driven_ = polls > 0 && polls * kDrivenPollEvery >= now - last_pass_;
     application_seen_ = application;
+    last_pass_ = now;
     const unsigned events = driven_ ? 0 : ucp_worker_progress(worker_->worker());
     TSHMEM_CHECK(reap());
     TSHMEM_CHECK(poll_control());
@@ -801,8 +806,11 @@ class Direct final : public Transport, public HostRma {
   uint64_t heap_bytes_;
   bool worked_ = false;
   uint64_t application_seen_ = 0;  ///< Worker::application_progress() at the last progress()
-  bool driven_ = false;            ///< an application thread progressed the worker since the pass before
-  bool unordered_ = false;         ///< an operation was issued since the last fence
+  bool driven_ = false;            ///< an application thread spins progressing the worker (progress())
+  Clock::time_point last_pass_;    ///< of progress()
+  /// An application thread that progresses the worker at least this often drives it (progress()).
+  static constexpr std::chrono::microseconds kDrivenPollEvery{10};
+  bool unordered_ = false;  ///< an operation was issued since the last fence
   std::vector<Slot> slots_;
   std::vector<size_t> free_slots_;
   std::vector<InFlight> in_flight_;
