@@ -444,9 +444,10 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
     if (pause_grows)
       TSHMEMI_LOG(kInfo, kLogInit,
                   "off-node proxy of PE %d: the %d PEs of this host have fewer cores than threads (an application "
-                  "thread and a proxy thread each): after 100 ms of empty channels its idle pause grows from 50 us "
-                  "to 1 ms (what arrives from other PEs still wakes it)",
-                  my_pe_, std::max(config_.host_pes, 1));
+                  "thread and a proxy thread each): after %lld ms of empty channels its idle pause grows from %lld us "
+                  "to %lld us (what arrives from other PEs still wakes it)",
+                  my_pe_, std::max(config_.host_pes, 1), static_cast<long long>(kChannelsQuiet.count()),
+                  static_cast<long long>(kPause.count()), static_cast<long long>(kLongestPause.count()));
     std::chrono::microseconds pause = kPause;
     Clock::time_point last_take = Clock::now();
     unsigned idle = 0;

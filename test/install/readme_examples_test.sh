@@ -64,21 +64,28 @@ cmake --build "$work/out" > "$work/build.log" 2>&1 || { cat "$work/build.log"; f
 echo "PASS: README examples built against the installed tshmem (kernel: $kernel)"
 
 export LD_LIBRARY_PATH="$work/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" TSHMEM_SYMMETRIC_SIZE=8M TSHMEM_DISABLE_NVLS=1
+# run_hello <np> <what> [VAR=value ...]: the host program on <np> PEs with those variables set; every PE must print
+# the sum of every PE's note.
+run_hello() {
+  local np=$1 what=$2 out rc lines sum
+  shift 2
+  sum=$((100 * np * (np - 1) / 2))
+  out=$(env "$@" "$launcher" "$np" "$work/out/hello" 2>&1)
+  rc=$?
+  lines=$(grep -c "of $np: sum of notes = $sum$" <<< "$out" || true)
+  if [ $rc -ne 0 ] || [ "$lines" -ne "$np" ]; then
+    echo "$out"
+    fail "host program, $what (want $np lines 'sum of notes = $sum')"
+  fi
+  echo "PASS: host program, $what: every PE's sum of notes = $sum"
+}
 host_backends=shm kernel_backends=""
 [ "$mode" = gpu ] && host_backends="shm vmm ipc" kernel_backends="vmm ipc"
 for np in $nps; do
   shared=0
   [ "$mode" = gpu ] && [ "$np" -gt "$gpus" ] && shared=1
-  sum=$((100 * np * (np - 1) / 2))
   for backend in $host_backends; do
-    out=$(TSHMEM_MEM_BACKEND=$backend TSHMEM_ALLOW_SHARED_GPU=$shared "$launcher" "$np" "$work/out/hello" 2>&1)
-    rc=$?
-    lines=$(grep -c "of $np: sum of notes = $sum$" <<< "$out" || true)
-    if [ $rc -ne 0 ] || [ "$lines" -ne "$np" ]; then
-      echo "$out"
-      fail "host program, $np PEs, $backend (want $np lines 'sum of notes = $sum')"
-    fi
-    echo "PASS: host program, $np PEs, $backend: every PE's sum of notes = $sum"
+    run_hello "$np" "$np PEs, $backend" TSHMEM_MEM_BACKEND="$backend" TSHMEM_ALLOW_SHARED_GPU="$shared"
   done
   for backend in $kernel_backends; do
     out=$(TSHMEM_MEM_BACKEND=$backend TSHMEM_ALLOW_SHARED_GPU=$shared "$launcher" "$np" "$work/out/ring" 2>&1)
@@ -102,24 +109,16 @@ done
 # over tcp, the network between nodes).
 if [ "$mode" = shm ]; then
   transports=("mpi:TSHMEM_REMOTE_TRANSPORT=mpi")
-  if "$work/prefix/bin/tshmem-info" 2>/dev/null | grep -qE '^  ucx +UCX [0-9.]+ loaded from'; then
+  info=$("$work/prefix/bin/tshmem-info" 2>/dev/null)
+  if grep -qE '^  ucx +UCX [0-9.]+ loaded from' <<< "$info"; then
     transports+=("ucx-sm:TSHMEM_REMOTE_TRANSPORT=ucx UCX_TLS=sm,self" "ucx-tcp:TSHMEM_REMOTE_TRANSPORT=ucx UCX_TLS=tcp,self")
   fi
   for shape in "2:1" "4:2"; do
     np=${shape%:*} node_size=${shape#*:}
-    sum=$((100 * np * (np - 1) / 2))
     for transport in "${transports[@]}"; do
-      name=${transport%%:*}
       # shellcheck disable=SC2086  # the transport's variables, one word each
-      out=$(env TSHMEM_MEM_BACKEND=shm TSHMEM_DEBUG_NODE_SIZE="$node_size" ${transport#*:} \
-            "$launcher" "$np" "$work/out/hello" 2>&1)
-      rc=$?
-      lines=$(grep -c "of $np: sum of notes = $sum$" <<< "$out" || true)
-      if [ $rc -ne 0 ] || [ "$lines" -ne "$np" ]; then
-        echo "$out"
-        fail "host program across nodes, $np PEs in nodes of $node_size, $name"
-      fi
-      echo "PASS: host program across nodes, $np PEs in nodes of $node_size, $name: every PE's sum of notes = $sum"
+      run_hello "$np" "across nodes, $np PEs in nodes of $node_size, ${transport%%:*}" \
+        TSHMEM_MEM_BACKEND=shm TSHMEM_DEBUG_NODE_SIZE="$node_size" ${transport#*:}
     done
   done
 fi

@@ -108,17 +108,16 @@ Status Worker::start(Bootstrap &boot, const std::vector<int> &node_of_pe, bool w
   n_pes_ = boot.size();
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) local = ucx_error("ucp_config_read", s);
-  // Over tcp UCX carries what it does not send by its zero-copy rendezvous in messages of at most the segment
-  // sizes (UCX_TCP_TX_SEG_SIZE 8 KiB and UCX_TCP_RX_SEG_SIZE 64 KiB in UCX 1.13), each copied at both ends and
-  // handled by the target's progress: a put or get (no RMA lane over tcp), and, on endpoints with error handling
-  // (`cancellable`: the direct mode), the rendezvous data of the large host puts too. There 512 KiB segments take a
-  // 1 MiB transfer in 2 messages instead of 16: 1.3-1.8x the MPI transport's bandwidth at 1-4 MiB, where 64 KiB ones
-  // gave 0.55-0.75x of it (docs/results.md), for 8 segments each way per process once used
-  // (UCX_TCP_{TX,RX}_BUFS_GROW), 8 MiB. The staged mode's endpoints (no error handling) keep tcp's zero-copy
-  // rendezvous for its chunks and 64 KiB sends, as measured on the GPU host. A user who sets either size keeps
-  // UCX's other one. UCX applies a transport's setting given to ucp_config_modify by its name without the
-  // transport's prefix ({TX,RX}_SEG_SIZE: tcp's only; "TCP_TX_SEG_SIZE" is accepted and ignored), checked with
-  // ucp_ep_print_info.
+  // Over tcp UCX carries what it does not send by its zero-copy rendezvous in messages of at most the segment sizes
+  // (UCX_TCP_TX_SEG_SIZE 8 KiB and UCX_TCP_RX_SEG_SIZE 64 KiB in UCX 1.13), each copied at both ends and handled by
+  // the target's progress: a put or get (no RMA lane over tcp), and, on endpoints with error handling (`cancellable`:
+  // the direct mode), the rendezvous data of the large host puts too. There 512 KiB segments take a 1 MiB transfer in
+  // 2 messages instead of 16: 1.3-1.8x the MPI transport's bandwidth at 1-4 MiB, where 64 KiB ones gave 0.55-0.75x of
+  // it (docs/results.md), for 8 segments each way per process once used (UCX_TCP_{TX,RX}_BUFS_GROW), 8 MiB. The staged
+  // mode's endpoints (no error handling) keep tcp's zero-copy rendezvous for its chunks and 64 KiB sends (their
+  // bandwidth on a 1 x H200 host: docs/results.md). A user who sets either size keeps UCX's other one. UCX applies a
+  // transport's setting given to ucp_config_modify by its name without the transport's prefix ({TX,RX}_SEG_SIZE: tcp's
+  // only; "TCP_TX_SEG_SIZE" is accepted and ignored), checked with ucp_ep_print_info.
   if (local == TSHMEM_SUCCESS && std::getenv("UCX_TCP_TX_SEG_SIZE") == nullptr &&
       std::getenv("UCX_TCP_RX_SEG_SIZE") == nullptr) {
     (void)ucp_config_modify(config, "TX_SEG_SIZE", cancellable ? "512K" : "64K");

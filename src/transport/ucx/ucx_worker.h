@@ -102,8 +102,8 @@ class Worker {
   /// Completes every operation issued on the worker so far (ucp_worker_flush_nbx), bounded as wait().
   Status flush(std::chrono::milliseconds bound, const char *call);
   /// Progresses the worker from this thread until `done()`, or until `bound` has passed since `start`: whether
-  /// `done()` came first. What every wait of an application thread on UCX runs (wait(), the bulk puts'
-  /// acknowledgements).
+  /// `done()` came first. What every bounded wait on UCX runs (wait(), wait_cancelled(), the bulk puts'
+  /// acknowledgements, the proxy's cancel of what it has in flight).
   template <class Done>
   bool progress_until(std::chrono::steady_clock::time_point start, std::chrono::milliseconds bound, Done done);
   /// Progresses the worker from an application thread (wait() does so too, and a thread waiting on other PEs):
