@@ -9,7 +9,8 @@
 # environment in <build>/python-venv (or $TSHMEM_PY_VENV) and installs numpy, pytest, nanobind and scikit-build-core
 # from PyPI (CI: no torch there, so the tests run on numpy arrays). The interpreter is written to <build>/python-interpreter
 # for ctest's entries (test/python).
-# TSHMEM_PY_BUILD_ONLY=1 builds without testing; extra pytest arguments: TSHMEM_PYTEST_ARGS="-k put -s".
+# TSHMEM_PY_BUILD_ONLY=1 builds without testing; TSHMEM_PY_MOE=OFF leaves tshmem_moe's CUDA kernels out of a CUDA
+# build; extra pytest arguments: TSHMEM_PYTEST_ARGS="-k put -s".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(mkdir -p "${1:-$root/build}" && cd "${1:-$root/build}" && pwd)
@@ -30,7 +31,7 @@ if [ -e "$build/src/libtshmem.so" ]; then
   defines+=(--config-settings=cmake.define.TSHMEM_PREBUILT_DIR="$build")
   # tshmem_moe only beside a CUDA build of tshmem (the host-only build's packages have no CUDA to test). Said
   # either way: the package's CMake cache keeps the last value.
-  moe=ON
+  moe=${TSHMEM_PY_MOE:-ON}
   grep -q '^TSHMEM_ENABLE_CUDA:BOOL=OFF' "$build/CMakeCache.txt" 2>/dev/null && moe=OFF
   defines+=("--config-settings=cmake.define.TSHMEM_PYTHON_MOE=$moe")
 fi

@@ -9,7 +9,7 @@
 #   --budget S      stop starting stages once S seconds have passed, and bound each by what is left (default 560);
 #                   stages done are recorded in build-gpu/ucx-gpu-check.done, so the same command run again goes on
 #                   where the budget stopped (delete that file to start over)
-#   --only STAGES   a comma list of: build, info, ucx-tcp, mpi, arrangements, ucx-default, cpu, perf
+#   --only STAGES   a comma list of: build, info, ucx-tcp, mpi, arrangements, ucx-default, python, cpu, perf
 # Stages, in order:
 #   build         configure build-gpu (preset gpu, -DTSHMEM_UCX=ON) against the wheel's UCX; build what the off-node
 #                 tests and benchmarks need
@@ -21,10 +21,13 @@
 #   arrangements  the two-kernel program (CUDA started first, a third kernel's first launch while a kernel waits
 #                 across nodes) and the arrangements test on both transports, lazy and eager module loading
 #   ucx-default   the device offnode suites with UCX's own choice of transports
+#   python        the Python package over build-gpu's libtshmem (without tshmem_moe), then its off-node tests
+#                 (python/tests/tshmem/test_offnode.py: put, get, put_signal across nodes, torch tensors on the vmm
+#                 heap) at 2 PEs, with UCX_TLS=tcp,cuda_copy,self and with UCX's defaults; a skip fails the stage
 #   cpu           the CPU offnode suites (ctest -L offnode -LE gpu: each sets its transport) with the wheel's UCX
+#   perf          scripts/offnode-perf.sh: vader (mpi) and ucx side by side, and Open MPI's OpenSHMEM where built
 # A ctest stage cut off by the budget keeps what passed (build-gpu/ucx-gpu-check.<stage>.passed): the next run of
 # the same command runs the rest.
-#   perf          scripts/offnode-perf.sh: vader (mpi) and ucx side by side, and Open MPI's OpenSHMEM where built
 # Which UCX loads: tshmem's libucp.so.0 (the wheel's, through LD_LIBRARY_PATH and the build's run path) is loaded
 # with the program, before MPI_Init opens Open MPI's UCX components; they link the system's libucp.so.0 (the same
 # soname), so the dynamic linker hands them the one already loaded: one UCX per process, the wheel's. tshmem-info
@@ -36,7 +39,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --budget) budget=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     -*) echo "ucx-gpu-check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) [ -z "$wheel" ] || { echo "ucx-gpu-check.sh: one WHEEL_DIR, got '$1' too" >&2; exit 2; }; wheel=$1; shift ;;
   esac
@@ -167,8 +170,22 @@ two_kernels() {
   return $rc
 }
 
+python_offnode() {
+  TSHMEM_PY_BUILD_ONLY=1 TSHMEM_PY_MOE=OFF "$root/scripts/python-test.sh" "$build" || return 1
+  local rc=0 tls log
+  for tls in tcp,cuda_copy,self ""; do
+    echo "--- UCX_TLS=${tls:-unset: the defaults of UCX}"
+    log=$(env ${tls:+UCX_TLS=$tls} TSHMEM_MEM_BACKEND=vmm TSHMEM_ALLOW_SHARED_GPU=1 TSHMEM_PYTEST_LIMIT=300 \
+      "$root/test/python/run_pytest.sh" "$build" 2 -rs -k test_offnode 2>&1) || rc=1
+    echo "$log"
+    # The tests skip the ucx transport where the build has none: here that is a failure, not a pass.
+    grep -qE "[0-9]+ skipped|^SKIPPED" <<<"$log" && { echo "FAIL: a test skipped"; rc=1; }
+  done
+  return $rc
+}
+
 export root build ucx out wheel
-export -f build_step info_step offnode_tests two_kernels
+export -f build_step info_step offnode_tests two_kernels python_offnode
 echo "ucx-gpu-check.sh: wheel $wheel ($(cat "$ucx/UCX_WHEEL_VERSION.txt" 2>/dev/null || echo "?")), budget ${budget} s, logs $out"
 mkdir -p "$build"
 stage build build_step
@@ -177,6 +194,7 @@ stage ucx-tcp TSHMEM_REMOTE_TRANSPORT=ucx UCX_TLS=tcp,cuda_copy,self offnode_tes
 stage mpi TSHMEM_REMOTE_TRANSPORT=mpi offnode_tests mpi -L offnode -L gpu
 stage arrangements two_kernels
 stage ucx-default TSHMEM_REMOTE_TRANSPORT=ucx offnode_tests ucx-default -L offnode -L gpu
+stage python python_offnode
 stage cpu offnode_tests cpu -L offnode -LE gpu
 stage perf '"$root/scripts/offnode-perf.sh" --build "$build" --out "$out/offnode-perf"'
 echo "ucx-gpu-check.sh: $((SECONDS - start)) s; stages done: $(tr '\n' ' ' 2>/dev/null < "$done_file")"
