@@ -153,8 +153,8 @@ int put_signal(const char *call, void *dest, const void *src, size_t bytes, uint
                        ctx->offnode_reason.empty() ? "no off-node transport" : ctx->offnode_reason.c_str());
     if (on_stream) TSHMEM_CHECK(ctx->mem->quiet());  // after the work queued before it (see off_node_put)
     const unsigned op = sig_op == TSHMEM_SIGNAL_SET ? TSHMEMI_PROXY_SIGNAL_SET : TSHMEMI_PROXY_SIGNAL_ADD;
-    return ctx->proxy->put_signal(call, ctx->heap->offset_of(dest), src, bytes, ctx->heap->offset_of(sig_addr), signal,
-                                  op, pe);
+    // Without data, dest is any address (an empty torch tensor's is NULL): resolve() checked it only with bytes.
+    return ctx->proxy->put_signal(call, target.heap_offset, src, bytes, ctx->heap->offset_of(sig_addr), signal, op, pe);
   }
   if (!ctx->mem->device_memory()) {
     if (bytes > 0) TSHMEM_CHECK(ctx->mem->copy(target.remote, src, bytes));

@@ -189,7 +189,9 @@ const char *check_access(const Record &r, uint64_t heap_bytes) {
   switch (r.kind) {
     case kPut:
     case kGet:
-      if (!within(r.offset, r.bytes, heap_bytes)) return "remote range outside the symmetric heap";
+      // A put of no bytes touches nothing: a put with signal without data may name any address (NULL too).
+      if ((r.kind == kGet || r.bytes != 0) && !within(r.offset, r.bytes, heap_bytes))
+        return "remote range outside the symmetric heap";
       return nullptr;
     case kSignal:
       if (!within(r.offset, 8, heap_bytes) || r.offset % 8 != 0)
@@ -208,7 +210,7 @@ const char *check_access(const Record &r, uint64_t heap_bytes) {
 
 const char *check_reserved(const Record &r, uint64_t heap_bytes) {
   switch (r.kind) {
-    case kPut: return remote_write_rule(r.offset, r.bytes, false, heap_bytes);
+    case kPut: return r.bytes != 0 ? remote_write_rule(r.offset, r.bytes, false, heap_bytes) : nullptr;
     case kSignal: return remote_write_rule(r.offset, 8, r.amo == TSHMEMI_AMO_SET, heap_bytes);
     case kAmo: return remote_write_rule(r.offset, r.width, false, heap_bytes);
   }

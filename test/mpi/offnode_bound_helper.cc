@@ -4,7 +4,7 @@
 // after the bound (stopped_peer.h), so that the job can end either way; then both PEs finalise (the path has
 // stopped on both: finalize tears down without draining, and MPI is finalised).
 // PE 0 prints "RESULT <case>: PASS ..." or "RESULT <case>: FAIL ...", and every PE "PE <n> finalized" at the end.
-//   offnode_bound_helper putmem|getmem|quiet|device-p|barrier|finalize|dead-proxy
+//   offnode_bound_helper putmem|putmem-large|getmem|quiet|device-p|device-put-large|barrier|finalize|dead-proxy
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -25,6 +25,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr size_t kBlockBytes = 64 * 1024;
+
 long long bound_ms() {
   const char *text = std::getenv("TSHMEM_PROXY_TIMEOUT_MS");
   return text != nullptr ? std::atoll(text) : 300000;
@@ -35,12 +37,17 @@ double ms_since(Clock::time_point start) {
 }
 
 // PE 0's call that needs the stopped PE 1; returns its status (nonzero expected).
-int call_needing_pe1(const std::string &which, long *word) {
+int call_needing_pe1(const std::string &which, long *word, char *block) {
   long value = 7;
-  static char buffer[64 * 1024];
+  static char buffer[kBlockBytes];
   if (which == "putmem") {  // a stopped target handles no message: credits, then the ring, run out
     int rc = 0;
     for (int i = 0; i < 100000 && rc == 0; ++i) rc = tshmem_putmem(word, &value, sizeof value, 1);
+    return rc;
+  }
+  if (which == "putmem-large") {  // messages above MPI's eager size: every send buffer held by a send not received
+    int rc = 0;
+    for (int i = 0; i < 100000 && rc == 0; ++i) rc = tshmem_putmem(block, buffer, sizeof buffer, 1);
     return rc;
   }
   if (which == "getmem") return tshmem_getmem(buffer, word, sizeof buffer, 1);
@@ -64,6 +71,21 @@ int call_needing_pe1(const std::string &which, long *word) {
       r.value = static_cast<uint64_t>(i);
       tshmemi_proxy_post(channel, &r);
     }
+    tshmem_quiet();
+    return tshmemx_last_error_code();
+  }
+  if (which == "device-put-large") {  // a kernel's large puts, then no host wait until the bound has passed
+    tshmemi_proxy_channel *channel = tshmemi_proxy_device_channel();
+    if (channel == nullptr) return -2;
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_PUT;
+    r.pe = 1;
+    r.bytes = kBlockBytes;
+    r.local = reinterpret_cast<uint64_t>(buffer);
+    r.remote = static_cast<uint64_t>(block - static_cast<char *>(tshmemx_heap_base()));
+    for (int i = 0; i < 32; ++i) tshmemi_proxy_post(channel, &r);
+    // The proxy must stop the path by itself (a kernel has no wait of its own); the quiet then fails at once.
+    std::this_thread::sleep_for(std::chrono::milliseconds(bound_ms() + 1000));
     tshmem_quiet();
     return tshmemx_last_error_code();
   }
@@ -99,6 +121,7 @@ int main(int argc, char **argv) {
   const int me = tshmem_my_pe();
   tshmem_test::StoppedPeer peer;
   long *word = static_cast<long *>(tshmem_calloc(64, sizeof(long)));
+  char *block = static_cast<char *>(tshmem_malloc(kBlockBytes));
   tshmem_barrier_all();
 
   const Clock::time_point start = Clock::now();
@@ -123,7 +146,7 @@ int main(int argc, char **argv) {
       if (tshmem_putmem(word, &value, sizeof value, 1) != 0) std::printf("RESULT finalize: FAIL (putmem)\n");
     } else {
       const Clock::time_point call = Clock::now();
-      const int rc = call_needing_pe1(which, word);
+      const int rc = call_needing_pe1(which, word, block);
       const double ms = ms_since(call);
       const std::string message = tshmemx_last_error();
       const double bound = static_cast<double>(bound_ms());

@@ -39,6 +39,17 @@ TEST(OffNodeBound, PutmemToAStoppedPeEndsWhenCreditsAndTheRingRunOut) {
   if (puts_complete_locally()) GTEST_SKIP() << "ucx: a put needs nothing of its target";
   expect_case("putmem");
 }
+// Large puts from the host: each call's own wait (for the proxy to take or send it) has the bound.
+TEST(OffNodeBound, LargePutmemsToAStoppedPeEnd) { expect_case("putmem-large"); }
+// A kernel's large puts (the device channel), with no host call waiting: the proxy itself must stop the path, which
+// is what ends a kernel's waits. The MPI transport sends each by rendezvous, so the sends to a stopped PE never
+// complete and hold every send buffer before the credits are counted out: the oldest send's age is the bound.
+TEST(OffNodeBound, DeviceChannelLargePutsToAStoppedPeStopThePath) {
+  const std::string output = expect_case("device-put-large");
+  if (!puts_complete_locally()) {
+    EXPECT_NE(output.find("PE 1 has not handled PE 0's messages for 1500 ms"), std::string::npos) << output;
+  }
+}
 TEST(OffNodeBound, GetmemFromAStoppedPeEnds) { expect_case("getmem"); }
 TEST(OffNodeBound, QuietWithAStoppedPeEnds) { expect_case("quiet"); }
 // A kernel's p's to the stopped PE (over UCX: batches it never acknowledges), then a host quiet.

@@ -90,6 +90,13 @@ TEST(WireRequest, TransfersStayInsideTheHeap) {
     r.remote = kHeap;
     r.bytes = 0;
     EXPECT_EQ(rule_of(r), "") << "an empty transfer at the end";
+    // A put of no bytes touches nothing: a put with signal without data may name any address (an empty torch
+    // tensor's is NULL, far below the heap), the reserved region too; a get's range stays checked.
+    for (uint64_t remote : {~uint64_t{0} - 4095, kHeap + 1, uint64_t{0}}) {
+      r.remote = remote;
+      EXPECT_EQ(rule_of(r), op == TSHMEMI_PROXY_GET && remote != 0 ? "remote range outside the symmetric heap" : "")
+          << wire::op_name(op) << " of no bytes at offset " << remote;
+    }
   }
 }
 

@@ -165,6 +165,8 @@ Status StagedTransport::send_ready() {
     TSHMEM_CHECK(msg_->isend(send_[static_cast<size_t>(o.buffer)], o.bytes, o.pe,
                              &send_requests_[static_cast<size_t>(o.buffer)]));
     in_flight_.push_back(o.buffer);
+    send_pe_[static_cast<size_t>(o.buffer)] = o.pe;
+    send_since_[static_cast<size_t>(o.buffer)] = Clock::now();
     sent_seq_ = o.seq;
     outbox_.pop_front();
     worked_ = true;

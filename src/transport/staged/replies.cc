@@ -19,6 +19,18 @@ std::string StagedTransport::overdue(std::chrono::milliseconds bound) {
         "is stopped",
         oldest->waiter.kernel ? "for a kernel, " : "", what, oldest->pe, static_cast<long long>(bound.count()), my_pe_);
   }
+  // A send the target does not receive (MPI's rendezvous waits for its receive) holds its buffer: with every
+  // buffer held, nothing more goes out before the credits are counted out.
+  int oldest_send = -1;
+  for (int b : in_flight_)
+    if (oldest_send < 0 || send_since_[static_cast<size_t>(b)] < send_since_[static_cast<size_t>(oldest_send)])
+      oldest_send = b;
+  if (oldest_send >= 0 && now - send_since_[static_cast<size_t>(oldest_send)] > bound)
+    return format(
+        "PE %d has not handled PE %d's messages for %lld ms (TSHMEM_PROXY_TIMEOUT_MS: a send to it has not "
+        "completed, and sends hold the buffers that the next messages need: the channels fill); the off-node path "
+        "of PE %d is stopped",
+        send_pe_[static_cast<size_t>(oldest_send)], my_pe_, static_cast<long long>(bound.count()), my_pe_);
   const int blocked = credit_blocked_pe_.load(std::memory_order_relaxed);
   if (blocked >= 0 && now - credit_blocked_since_ > bound)
     return format(

@@ -49,6 +49,8 @@ Status StagedTransport::create() {
   send_.assign(kProxySendBuffers, nullptr);
   recv_.assign(kProxyRecvBuffers, nullptr);
   send_requests_.resize(kProxySendBuffers);
+  send_pe_.assign(kProxySendBuffers, -1);
+  send_since_.resize(kProxySendBuffers);
   recv_requests_.resize(kProxyRecvBuffers);
   for (char *&b : send_) TSHMEM_CHECK(memory_.alloc_staging(capacity_, reinterpret_cast<void **>(&b)));
   for (char *&b : recv_) TSHMEM_CHECK(memory_.alloc_staging(capacity_, reinterpret_cast<void **>(&b)));
