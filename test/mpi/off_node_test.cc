@@ -181,9 +181,9 @@ TEST_F(OffNode, PutSignalReachesOtherNodes) {
       << tshmemx_last_error();
   // ADD, data-less: no address of the data matters then (an empty torch tensor's is NULL, a numpy view's is not)
   for (void *dest : {static_cast<void *>(block), static_cast<void *>(nullptr), static_cast<void *>(&data[0])})
-    ASSERT_EQ(tshmemx_putmem_signal(dest, dest == nullptr ? nullptr : data.data(), 0, &sig[1], 5, TSHMEM_SIGNAL_ADD,
-                                    target),
-              0)
+    ASSERT_EQ(
+        tshmemx_putmem_signal(dest, dest == nullptr ? nullptr : data.data(), 0, &sig[1], 5, TSHMEM_SIGNAL_ADD, target),
+        0)
         << tshmemx_last_error();
   uint64_t found = 0;
   ASSERT_EQ(tshmemx_signal_wait_until(&sig[0], TSHMEM_CMP_EQ, 7 + static_cast<uint64_t>(source), 30000, &found), 0)

@@ -221,9 +221,9 @@ class StagedTransport final : public Transport {
 
   std::vector<char *> send_, recv_;
   std::vector<Messenger::Request> send_requests_, recv_requests_;
-  std::vector<int> free_;       ///< send buffers not in use
-  std::vector<int> in_flight_;  ///< send buffers handed to MPI
-  std::vector<int> send_pe_;    ///< per send buffer in flight: the PE it goes to
+  std::vector<int> free_;                      ///< send buffers not in use
+  std::vector<int> in_flight_;                 ///< send buffers handed to MPI
+  std::vector<int> send_pe_;                   ///< per send buffer in flight: the PE it goes to
   std::vector<Clock::time_point> send_since_;  ///< per send buffer in flight: when it was handed to MPI
   std::deque<Outgoing> outbox_;
   uint64_t last_seq_ = 0, sent_seq_ = 0;
