@@ -44,11 +44,12 @@ TEST(OffNodeBound, LargePutmemsToAStoppedPeEnd) { expect_case("putmem-large"); }
 // A kernel's large puts (the device channel), with no host call waiting: the proxy itself must stop the path, which
 // is what ends a kernel's waits. The MPI transport sends each by rendezvous, so the sends to a stopped PE never
 // complete and hold every send buffer before the credits are counted out: the oldest send's age is the bound.
+// Over UCX the proxy hands the puts to UCX, which holds them: the channel never fills and nothing waits until a
+// quiet, whose bound QuietAfterDeviceChannelPsToAStoppedPeEnds covers (this case's quiet comes as PE 1 continues).
 TEST(OffNodeBound, DeviceChannelLargePutsToAStoppedPeStopThePath) {
+  if (puts_complete_locally()) GTEST_SKIP() << "ucx: the proxy hands a kernel's puts to UCX, and nothing waits";
   const std::string output = expect_case("device-put-large");
-  if (!puts_complete_locally()) {
-    EXPECT_NE(output.find("PE 1 has not handled PE 0's messages for 1500 ms"), std::string::npos) << output;
-  }
+  EXPECT_NE(output.find("PE 1 has not handled PE 0's messages for 1500 ms"), std::string::npos) << output;
 }
 TEST(OffNodeBound, GetmemFromAStoppedPeEnds) { expect_case("getmem"); }
 TEST(OffNodeBound, QuietWithAStoppedPeEnds) { expect_case("quiet"); }
