@@ -25,7 +25,7 @@
 # tshmem_staged_limits, device put_bw / get_bw (1 .. 64 MiB), p ping-pong, putmem + quiet (8 B), the proxy's
 # p request rate (tshmem_proxy_rate), host tshmem_putmem / getmem (1 .. 64 MiB) and host put + quiet.
 # Without a GPU (the heap is shm): the same limits (memcpy instead of PCIe copies), host put/get, and the
-# device-channel rows driven by CPU producers (tshmem_host_proxy: p rate, p ping-pong, put + quiet).
+# device-channel rows driven by CPU producers (tshmem_host_proxy: p rate, p ping-pong, put + quiet, put bandwidth).
 # Builds the targets it needs in --build (default /tmp/tshmem-offnode-build) unless built there already.
 # Targets of the off-node path: put/get bandwidth at >= 16 MiB >= 70 % of the smallest limit; p ping-pong and 8-byte
 # put + quiet <= 15 us (half round trip) over shared memory; >= 0.5 M p/s through one proxy.

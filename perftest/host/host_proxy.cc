@@ -9,6 +9,9 @@
 //     keeping a window of them in flight as a warp of thread-scope getmem does, and wait on each ticket's result
 //     tag, read the data and hand the ticket back; rows for 1 get in flight, one per producer (-t producers) and
 //     the whole ring (-t producers sharing its tickets: a 1,024-thread block of gets through the default ring).
+//   - put bandwidth: one producer posts puts of 64 KiB - 16 MiB from PE 0's heap (a kernel's putmem_nbi of a size
+//     the kernel does not stage), 64 MiB a row, then one QUIET; PE 1 checks the last put's bytes. The staged path's
+//     pipeline (the copy into send buffers, the messages, the target's copy) as a kernel's large puts drive it.
 // The device twins are proxy_rate, p_ping_pong_latency, put_latency run across nodes on a GPU, and for the staged
 // gets DeviceRmaLaunch.ThreadScopeGetsFillA1024ThreadBlock (tshmem_device_rma_test) across nodes.
 #include <algorithm>
@@ -75,6 +78,15 @@ struct Channel {
     r.remote = offset_of(word);
     r.local = reinterpret_cast<uint64_t>(source);
     r.bytes = sizeof(uint64_t);
+    return tshmemi_proxy_post(ring, &r);
+  }
+  uint64_t put_block(char *dest, const char *source, uint64_t bytes, int pe) const {
+    tshmemi_proxy_request r = {};
+    r.op = TSHMEMI_PROXY_PUT;
+    r.pe = pe;
+    r.remote = offset_of(dest);
+    r.local = reinterpret_cast<uint64_t>(source);
+    r.bytes = bytes;
     return tshmemi_proxy_post(ring, &r);
   }
   // A kernel's staged get of `bytes` at `source` on `pe` into the put staging at `pos`; returns the ticket.
@@ -272,6 +284,42 @@ int main(int argc, char **argv) {
     tshmem_free(source);
   }
 
+  // Put bandwidth: PE 0's heap to PE 1's, one producer, every row 64 MiB, then a QUIET.
+  int wrong_bytes = 0;
+  {
+    constexpr uint64_t kLargest = 16 << 20, kRowBytes = 64 << 20;
+    auto *from = static_cast<char *>(tshmem_malloc(kLargest));
+    auto *into = static_cast<char *>(tshmem_malloc(kLargest));
+    report.header("put bandwidth (CPU producer)", {"size(B)", "op", "BW (GB/sec)"});
+    if (from == nullptr || into == nullptr) {
+      if (me == 0) std::printf("host_proxy: put bandwidth skipped: %s\n", tshmemx_last_error());
+    } else {
+      for (uint64_t size = 64 << 10; size <= kLargest; size *= 4) {
+        const auto pattern = [size](uint64_t i) { return static_cast<char>((i * 131 + size / 4096) & 0xff); };
+        for (uint64_t i = 0; i < size; ++i) from[i] = pattern(i);
+        tshmem_barrier_all();
+        double gbps = 0;
+        if (me == 0) {
+          for (int pass = 0; pass < 2; ++pass) {  // warm-up (one put), then timed
+            const uint64_t puts = pass == 0 ? 1 : kRowBytes / size;
+            const auto start = Clock::now();
+            for (uint64_t i = 0; i < puts; ++i) channel.put_block(into, from, size, 1);
+            channel.quiet();
+            const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+            gbps = static_cast<double>(puts * size) / seconds / 1e9;
+          }
+        }
+        tshmem_barrier_all();
+        if (me == 1)
+          for (uint64_t i = 0; i < size; ++i) wrong_bytes += into[i] != pattern(i);
+        report.row({std::to_string(size), "put", fmt_double(gbps, 2)});
+      }
+    }
+    if (wrong_bytes != 0) std::fprintf(stderr, "host_proxy: PE 1: %d bytes of the puts wrong\n", wrong_bytes);
+    tshmem_free(into);
+    tshmem_free(from);
+  }
+
   // Every producer's word holds its last value at PE 1 (the last row wrote all of them).
   int wrong = 0;
   if (me == 1)
@@ -282,5 +330,5 @@ int main(int argc, char **argv) {
                  most_threads, static_cast<unsigned long long>(base));
   tshmem_free(words);
   tshmem_finalize();
-  return wrong == 0 && wrong_gets == 0 ? 0 : 1;
+  return wrong == 0 && wrong_gets == 0 && wrong_bytes == 0 ? 0 : 1;
 }
