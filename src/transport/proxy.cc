@@ -176,9 +176,13 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
 
  private:
   // A thread waiting on other PEs, between its polls (WaitProgress): the transport's progress from that thread,
-  // while the path runs.
+  // while the path runs; once it has stopped, what carries the stop notice to the other PEs (finalize's barrier
+  // waits for a stopped peer that may yet continue and read it).
   void progress_while_waiting() override {
-    if (!failed_.load(std::memory_order_relaxed)) transport_->progress_from_waiter();
+    if (!failed_.load(std::memory_order_relaxed))
+      transport_->progress_from_waiter();
+    else
+      transport_->progress_after_stop();
   }
 
   enum Command { kRun, kDrain, kStop };

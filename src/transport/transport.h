@@ -148,6 +148,10 @@ class Transport {
   /// the proxy thread woken for each. Touches nothing the proxy thread owns; never blocks. Default: nothing (the
   /// proxy thread does all of it).
   virtual void progress_from_waiter() {}
+  /// The same once the path has stopped: moves what tell_stopped() sent, where the network needs this process to
+  /// deliver it (a connection to a peer that was stopped completes only when both progress). Any thread, at once
+  /// with the proxy thread; never blocks. Default: nothing (MPI moves it in the bootstrap's own MPI calls).
+  virtual void progress_after_stop() {}
 
   // --- local completion: when a source may be reused ---
   /// A point after every operation issued so far.

@@ -96,12 +96,19 @@ class Staged final : public Transport {
   uint64_t released() const override { return staged_->released(); }
   std::string overdue(std::chrono::milliseconds bound) override { return staged_->overdue(bound); }
   std::string waiting_on() const override { return staged_->waiting_on(); }
+  void abandon(const std::string &why) override {
+    staged_->abandon(why);
+    worker_->abandon();  // its endpoints to a stopped peer cannot be closed (ucx_worker.cc)
+  }
   void tell_stopped() override {
     staged_->tell_stopped();
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
     while (std::chrono::steady_clock::now() < until && ucp_worker_progress(worker_->worker()) != 0) {
     }
   }
+  // The stop notice to a peer whose connection was still being set up when it stopped goes out only when this
+  // worker progresses after the peer continues: a waiting thread does that here (the proxy thread has ended).
+  void progress_after_stop() override { ucp_worker_progress(worker_->worker()); }
   void close() override { staged_->close(); }
   Status send_raw(int pe, const void *message, size_t bytes) override {
     // The staged protocol's send_raw tests its request until done: the worker must move meanwhile.

@@ -51,6 +51,12 @@ Status ucx_error(const char *call, ucs_status_t status) {
 }
 
 Worker::~Worker() {
+  // After a stopped path, endpoints without error handling (the staged mode's) stay open, and so do the worker and
+  // context: UCX closes such an endpoint only by flushing it, which a stopped peer never completes, and destroying
+  // the worker then purges what is pending on it, which aborts the process where a connection's setup to that peer
+  // was under way (UCX 1.13 over tcp: an assertion in uct_tcp_ep_pending_purge, offnode_bound_test). The process
+  // keeps them until it exits; finalize has said that it tore down without the peers.
+  if (abandoned_ && !cancellable_) return;
   // Endpoints close without waiting for peers (ucp_ep_close_nbx, force: a peer may be gone or stopped). Every close
   // is posted first; their requests then get one second in all, however many peers there are; then the rest, which
   // waits for no peer.

@@ -76,6 +76,9 @@ class Worker {
   /// Returns without waiting for the requests: wait_cancelled() does. Without `cancellable` endpoints only the later
   /// operations fail (the endpoint stays, for the teardown).
   void cancel(int pe, const std::string &why);
+  /// The off-node path has stopped (a peer may be stopped or gone): endpoints without error handling are then left
+  /// open at teardown, with the worker (the destructor says why).
+  void abandon() { abandoned_ = true; }
   /// What cancel() does first, on the endpoint still open: `hook(pe)` (a last message to the PE). Set before any
   /// thread may cancel.
   void on_cancel(std::function<void(int)> hook) { on_cancel_ = std::move(hook); }
@@ -133,6 +136,7 @@ class Worker {
   int my_pe_ = -1, n_pes_ = 0;
   bool cuda_memory_ = false;
   bool cancellable_ = false;  ///< endpoints with error handling (UCP_ERR_HANDLING_MODE_PEER)
+  bool abandoned_ = false;    ///< the path stopped (set by the proxy thread, read after it has been joined)
 };
 
 template <class Done>
