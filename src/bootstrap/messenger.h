@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bootstrap/bootstrap.h"
 
@@ -26,8 +27,10 @@ class Messenger {
   virtual Status irecv(void *data, size_t capacity, Request *request) = 0;
   /// Whether `request` has completed; for a receive, from which PE and how many bytes.
   virtual Status test(Request *request, bool *done, int *source = nullptr, size_t *bytes = nullptr) = 0;
-  /// Withdraws a receive that no message will match (at teardown).
-  virtual void cancel(Request *request) = 0;
+  /// Withdraws `count` receives at teardown. A receive a message has matched may not be withdrawn (its data still
+  /// to come from a peer that stopped): it is released to the engine, and (*held)[i] says its buffer must then
+  /// outlive the messenger (leaked). Bounded: at most about a second in all, however many.
+  virtual void cancel(Request *requests, size_t count, std::vector<bool> *held) = 0;
   /// Forgets `request` without waiting for it (teardown after a failure: a send to a PE that is gone may never
   /// complete). Its buffer must then outlive the messenger.
   virtual void release(Request *request) = 0;

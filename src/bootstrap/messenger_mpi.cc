@@ -80,10 +80,14 @@ class MpiMessenger final : public Messenger {
 
   // Only on a request MPI still holds for us (active, not null): a handle MPI completed is invalid, and an invalid
   // handle's error goes to MPI_COMM_WORLD's handler, which aborts the job by default.
-  void cancel(Request *request) override {
-    if (!request->active || *handle_of(request) == MPI_REQUEST_NULL) return;
-    request->active = false;
-    if (MPI_Cancel(handle_of(request)) == MPI_SUCCESS) MPI_Wait(handle_of(request), MPI_STATUS_IGNORE);
+  void cancel(Request *requests, size_t count, std::vector<bool> *held) override {
+    held->assign(count, false);  // MPI completes a cancelled receive at once
+    for (size_t i = 0; i < count; ++i) {
+      Request *request = &requests[i];
+      if (!request->active || *handle_of(request) == MPI_REQUEST_NULL) continue;
+      request->active = false;
+      if (MPI_Cancel(handle_of(request)) == MPI_SUCCESS) MPI_Wait(handle_of(request), MPI_STATUS_IGNORE);
+    }
   }
 
   void release(Request *request) override {

@@ -132,6 +132,8 @@ class StagedTransport final : public Transport {
   void tell_stopped() override;
 
   void close() override;
+  /// Withdraws the posted receives (teardown); those the messenger could not withdraw keep their buffers.
+  void withdraw_receives();
 
   Status send_raw(int pe, const void *message, size_t bytes) override;
 
@@ -221,9 +223,10 @@ class StagedTransport final : public Transport {
 
   std::vector<char *> send_, recv_;
   std::vector<Messenger::Request> send_requests_, recv_requests_;
-  std::vector<int> free_;                      ///< send buffers not in use
-  std::vector<int> in_flight_;                 ///< send buffers handed to MPI
-  std::vector<int> send_pe_;                   ///< per send buffer in flight: the PE it goes to
+  std::vector<bool> recv_held_;  ///< receive buffers a message may still land in after the teardown (leaked)
+  std::vector<int> free_;        ///< send buffers not in use
+  std::vector<int> in_flight_;   ///< send buffers handed to MPI
+  std::vector<int> send_pe_;     ///< per send buffer in flight: the PE it goes to
   std::vector<Clock::time_point> send_since_;  ///< per send buffer in flight: when it was handed to MPI
   std::deque<Outgoing> outbox_;
   uint64_t last_seq_ = 0, sent_seq_ = 0;

@@ -27,7 +27,7 @@ StagedTransport::StagedTransport(std::unique_ptr<Messenger> messenger, ProxyMemo
 
 StagedTransport::~StagedTransport() {
   bool leak = false;
-  for (Messenger::Request &r : recv_requests_) msg_->cancel(&r);
+  withdraw_receives();
   for (std::vector<Control> *slots : {&credit_slots_, &notice_slots_})
     for (Control &c : *slots) {
       leak |= c.request.active;
@@ -40,7 +40,8 @@ StagedTransport::~StagedTransport() {
     }
     memory_.free_staging(send_[i]);
   }
-  for (char *b : recv_) memory_.free_staging(b);
+  for (size_t i = 0; i < recv_.size(); ++i)
+    if (!recv_held_[i]) memory_.free_staging(recv_[i]);  // else a message may still land there: leaked
   if (amo_slots_ != nullptr) memory_.free_staging(amo_slots_);
   if (leak) TSHMEMI_LOG(kInfo, kLogInit, "off-node proxy: control sends still in flight at teardown were released");
 }
@@ -52,6 +53,7 @@ Status StagedTransport::create() {
   send_pe_.assign(kProxySendBuffers, -1);
   send_since_.resize(kProxySendBuffers);
   recv_requests_.resize(kProxyRecvBuffers);
+  recv_held_.assign(kProxyRecvBuffers, false);
   for (char *&b : send_) TSHMEM_CHECK(memory_.alloc_staging(capacity_, reinterpret_cast<void **>(&b)));
   for (char *&b : recv_) TSHMEM_CHECK(memory_.alloc_staging(capacity_, reinterpret_cast<void **>(&b)));
   for (int i = 0; i < kProxySendBuffers; ++i) free_.push_back(i);
@@ -72,8 +74,13 @@ Status StagedTransport::progress(bool *worked) {
   return TSHMEM_SUCCESS;
 }
 
-void StagedTransport::close() {
-  for (Messenger::Request &r : recv_requests_) msg_->cancel(&r);
+void StagedTransport::close() { withdraw_receives(); }
+
+void StagedTransport::withdraw_receives() {
+  std::vector<bool> held;
+  msg_->cancel(recv_requests_.data(), recv_requests_.size(), &held);
+  for (size_t i = 0; i < held.size(); ++i)
+    if (held[i]) recv_held_[i] = true;
 }
 
 Status StagedTransport::send_raw(int pe, const void *message, size_t bytes) {

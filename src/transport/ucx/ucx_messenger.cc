@@ -84,16 +84,31 @@ class UcxMessenger final : public Messenger {
     return TSHMEM_SUCCESS;
   }
 
-  void cancel(Request *request) override {
-    if (!request->active) return;
-    ucs_status_ptr_t r = handle_of(request);
-    request->active = false;
-    if (r == nullptr) return;
-    ucp_request_cancel(worker_.worker(), r);
+  // Every cancel is posted first, then they get one second in all: a receive matched by a rendezvous whose sender
+  // stopped stays in progress (UCX cancels only what nothing has matched), and one second each made a finalize
+  // after a stopped path take eight.
+  void cancel(Request *requests, size_t count, std::vector<bool> *held) override {
+    held->assign(count, false);
+    for (size_t i = 0; i < count; ++i)
+      if (requests[i].active && handle_of(&requests[i]) != nullptr)
+        ucp_request_cancel(worker_.worker(), handle_of(&requests[i]));
+    const auto in_progress = [&] {
+      for (size_t i = 0; i < count; ++i)
+        if (requests[i].active && handle_of(&requests[i]) != nullptr &&
+            ucp_request_check_status(handle_of(&requests[i])) == UCS_INPROGRESS)
+          return true;
+      return false;
+    };
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    while (ucp_request_check_status(r) == UCS_INPROGRESS && std::chrono::steady_clock::now() < until)
-      ucp_worker_progress(worker_.worker());
-    ucp_request_free(r);
+    while (in_progress() && std::chrono::steady_clock::now() < until) ucp_worker_progress(worker_.worker());
+    for (size_t i = 0; i < count; ++i) {
+      if (!requests[i].active) continue;
+      requests[i].active = false;
+      const ucs_status_ptr_t r = handle_of(&requests[i]);
+      if (r == nullptr) continue;
+      (*held)[i] = ucp_request_check_status(r) == UCS_INPROGRESS;
+      ucp_request_free(r);  // one still in progress is UCX's to finish
+    }
   }
 
   void release(Request *request) override {
