@@ -3,7 +3,10 @@
 // a pair of PEs is the ordering the proxy builds on.
 #include <mpi.h>
 
+#include <chrono>
 #include <climits>
+#include <thread>
+#include <vector>
 
 #include "bootstrap/messenger.h"
 #include "bootstrap/mpi_status.h"
@@ -80,13 +83,36 @@ class MpiMessenger final : public Messenger {
 
   // Only on a request MPI still holds for us (active, not null): a handle MPI completed is invalid, and an invalid
   // handle's error goes to MPI_COMM_WORLD's handler, which aborts the job by default.
+  // Every cancel is posted first, then they get one second in all: MPI cannot cancel a receive a message matched,
+  // which completes only when its data comes (never, from a stopped sender's rendezvous); such a one is freed to
+  // MPI and its buffer kept.
   void cancel(Request *requests, size_t count, std::vector<bool> *held) override {
-    held->assign(count, false);  // MPI completes a cancelled receive at once
+    held->assign(count, false);
+    std::vector<size_t> pending;
     for (size_t i = 0; i < count; ++i) {
       Request *request = &requests[i];
       if (!request->active || *handle_of(request) == MPI_REQUEST_NULL) continue;
       request->active = false;
-      if (MPI_Cancel(handle_of(request)) == MPI_SUCCESS) MPI_Wait(handle_of(request), MPI_STATUS_IGNORE);
+      if (MPI_Cancel(handle_of(request)) == MPI_SUCCESS) pending.push_back(i);
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (!pending.empty()) {
+      for (size_t k = 0; k < pending.size();) {
+        int done = 0;
+        MPI_Test(handle_of(&requests[pending[k]]), &done, MPI_STATUS_IGNORE);
+        if (done != 0) {
+          pending[k] = pending.back();
+          pending.pop_back();
+        } else {
+          ++k;
+        }
+      }
+      if (pending.empty() || std::chrono::steady_clock::now() >= until) break;
+      std::this_thread::yield();
+    }
+    for (size_t i : pending) {
+      MPI_Request_free(handle_of(&requests[i]));
+      (*held)[i] = true;
     }
   }
 
