@@ -11,17 +11,20 @@ except ImportError:
     torch = None
 
 
-@pytest.fixture(params=['mpi', 'ucx'])
+@pytest.fixture(params=['mpi', 'ucx', 'ucx-staged'])
 def offnode(request, monkeypatch):
-    """tshmem initialised with every PE on a node of its own, over the transport named; yields (my_pe, n_pes)."""
+    """tshmem initialised with every PE on a node of its own, over the transport named; yields (my_pe, n_pes).
+    ucx-staged: UCX carrying the staged protocol, which a GPU heap without GPUDirect takes, on any heap."""
     if SIZE < 2:
         pytest.skip('needs 2 PEs to make 2 nodes')
     monkeypatch.setenv('TSHMEM_DEBUG_NODE_SIZE', '1')
-    monkeypatch.setenv('TSHMEM_REMOTE_TRANSPORT', request.param)
+    monkeypatch.setenv('TSHMEM_REMOTE_TRANSPORT', request.param.split('-')[0])
+    if request.param == 'ucx-staged':
+        monkeypatch.setenv('TSHMEM_DEBUG_UCX_STAGED', '1')
     try:
         tshmem.init()
     except tshmem.ConfigError as e:  # the same on every PE: init agrees
-        if request.param == 'ucx' and 'cannot reach other nodes' in str(e):
+        if request.param.startswith('ucx') and 'cannot reach other nodes' in str(e):
             pytest.skip(f'this build has no ucx transport: {e}')
         raise
     yield tshmem.my_pe(), tshmem.n_pes()
