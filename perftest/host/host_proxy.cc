@@ -71,16 +71,8 @@ struct Channel {
     r.value = value;
     return tshmemi_proxy_post(ring, &r);
   }
-  uint64_t put(uint64_t *word, const uint64_t *source, int pe) const {
-    tshmemi_proxy_request r = {};
-    r.op = TSHMEMI_PROXY_PUT;
-    r.pe = pe;
-    r.remote = offset_of(word);
-    r.local = reinterpret_cast<uint64_t>(source);
-    r.bytes = sizeof(uint64_t);
-    return tshmemi_proxy_post(ring, &r);
-  }
-  uint64_t put_block(char *dest, const char *source, uint64_t bytes, int pe) const {
+  // A kernel's putmem_nbi of `bytes` from `source` (not staged by the kernel) to `dest` on `pe`.
+  uint64_t put(void *dest, const void *source, uint64_t bytes, int pe) const {
     tshmemi_proxy_request r = {};
     r.op = TSHMEMI_PROXY_PUT;
     r.pe = pe;
@@ -215,7 +207,7 @@ int main(int argc, char **argv) {
       const int iters = pass == 0 ? std::max(1, config.warmup_iters / 10) : rounds;
       const auto start = Clock::now();
       for (int i = 0; i < iters; ++i) {
-        channel.put(words + most_threads + 1, &source, 1);
+        channel.put(words + most_threads + 1, &source, sizeof source, 1);
         channel.quiet();
       }
       us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / iters;
@@ -303,7 +295,7 @@ int main(int argc, char **argv) {
           for (int pass = 0; pass < 2; ++pass) {  // warm-up (one put), then timed
             const uint64_t puts = pass == 0 ? 1 : kRowBytes / size;
             const auto start = Clock::now();
-            for (uint64_t i = 0; i < puts; ++i) channel.put_block(into, from, size, 1);
+            for (uint64_t i = 0; i < puts; ++i) channel.put(into, from, size, 1);
             channel.quiet();
             const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
             gbps = static_cast<double>(puts * size) / seconds / 1e9;
