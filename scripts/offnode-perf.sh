@@ -18,8 +18,9 @@
 #   --ucx-tls     UCX_TLS of the host rows' ucx column and of the second OpenSHMEM column (default tcp,self: PEs of
 #                 other nodes reach each other over a network; "default": UCX's choice, one OpenSHMEM column). Each
 #                 log says which UCX transports the off-node endpoint took (UCX_LOG_LEVEL=info, ep_cfg).
-#   --rounds      host-row rounds, the columns alternating within each (default 1; the table takes the median)
-#   --host-max    the host rows' largest size (default 64M)
+#   --rounds      rounds of every row, the transports (and the host rows' columns) alternating within each
+#                 (default 1; the tables take the median of the rounds, a ratio the median of each round's own)
+#   --host-max    the host rows' largest size (default 64M; host_bw's too, where smaller)
 #   --host-only   the host rows only (no limits, device-channel or bandwidth benchmarks, no first table)
 # On a GPU host (the heap is vmm; 2 PEs share one GPU where there is one, TSHMEM_ALLOW_SHARED_GPU=1):
 # tshmem_staged_limits, device put_bw / get_bw (1 .. 64 MiB), p ping-pong, putmem + quiet (8 B), the proxy's
@@ -58,6 +59,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$rounds" in ''|*[!0-9]*|0) echo "offnode-perf.sh: --rounds must be a positive integer, got '$rounds'" >&2; exit 2 ;; esac
+# host_bw's sizes: 1 .. 64 MiB, none above --host-max (a small heap, as in the tests)
+bytes_of() { numfmt --from=iec "${1%B}" 2>/dev/null || echo 0; }
+host_max_bytes=$(bytes_of "$host_max")
+[ "$host_max_bytes" -gt 0 ] || { echo "offnode-perf.sh: --host-max takes a size (64M, 1G, 4096), got '$host_max'" >&2; exit 2; }
+bw_max=$((host_max_bytes < 64 << 20 ? host_max_bytes : 64 << 20))
+bw_min=$((bw_max < 1 << 20 ? bw_max : 1 << 20))
 mkdir -p "$out"
 rm -f "$out"/*.log "$out"/*.jsonl
 
@@ -130,7 +137,7 @@ run() {
   local transport=mpi mca=$btl
   [ "$btl" = ucx ] && transport=ucx mca=vader
   local limit=90
-  case "$name" in host_proxy|host_latency|host_shmem*) yield=$few_cores_yield ;; esac
+  case "$name" in host_proxy*|host_latency*|host_shmem*) yield=$few_cores_yield ;; esac
   case "$name" in host_shmem*) limit=300 ;; esac
   TSHMEM_REMOTE_TRANSPORT=$transport OMPI_MCA_mpi_yield_when_idle=$yield OMPI_MCA_btl=self,$mca \
     timeout -k 5 "$limit" "$root/scripts/tshmemrun" -np 2 -- "$(bin "$program")" "$@" < /dev/null > "$log" 2>&1
@@ -139,28 +146,33 @@ run() {
   [ "$rc" = 0 ] || { tail -4 "$log" | sed 's/^/      /'; status=1; }
 }
 
-for btl in $btls; do
+# The rows of each transport, in --rounds rounds, the transports alternating within each: two runs of one
+# benchmark minutes apart on a shared host may differ by more than the transports do (a GPU both PEs share, another
+# job), so a comparison takes each round's own ratio.
+for r in $(seq "$rounds"); do
   [ "$host_only" = 1 ] && break
-  echo "== across nodes over $btl ($( [ "$gpus" -ge 1 ] && echo "vmm heap, $gpus GPU(s)" || echo "shm heap, no GPU"))"
-  [ "$btl" = ucx ] && TSHMEM_REMOTE_TRANSPORT=ucx "$build/tools/tshmem-info" 2>/dev/null | grep -E "^  ucx " | sed 's/^ */   /'
-
-  json="$out/$btl.jsonl"
-  [ -x "$(bin tshmem_staged_limits)" ] && run "$btl" staged_limits tshmem_staged_limits
-  if [ "$gpus" -ge 1 ]; then
-    # 50 transfers per timed launch: a launch has a fixed cost beside its transfers (the last QUIET's round
-    # trip; on a GPU shared by both PEs, about one 2.2 ms time slice), which 10 left at a tenth of the time.
-    run "$btl" put_bw tshmem_put_bw -b 1M -e 64M -f 4 -n 50 -w 5 -c 32 -t 1024 --json "$json"
-    run "$btl" get_bw tshmem_get_bw -b 1M -e 64M -f 4 -n 50 -w 5 -c 32 -t 1024 --json "$json"
-    run "$btl" p_ping_pong tshmem_p_ping_pong_latency -n 200 -w 20 --json "$json"
-    run "$btl" put_latency tshmem_put_latency -b 8 -e 8 -n 200 -w 20 -s thread --json "$json"
-    run "$btl" get_latency tshmem_get_latency -b 8 -e 8 -n 200 -w 20 -s thread --json "$json"
-    run "$btl" g_latency tshmem_g_latency -n 200 -w 20 --json "$json"
-    run "$btl" proxy_rate tshmem_proxy_rate -c 16 -t 256 -n 32 -w 2 --json "$json"
-  else
-    run "$btl" host_proxy tshmem_host_proxy -n 50000 -w 2000 -t 2 --json "$json"
-  fi
-  run "$btl" host_bw tshmem_host_bw -b 1M -e 64M -f 4 -n 10 -w 2 --json "$json"
-  run "$btl" host_latency tshmem_host_latency -b 8 -e 8 -n 500 -w 50 --json "$json"
+  for btl in $btls; do
+    echo "== round $r: across nodes over $btl ($( [ "$gpus" -ge 1 ] && echo "vmm heap, $gpus GPU(s)" || echo "shm heap, no GPU"))"
+    [ "$r" = 1 ] && [ "$btl" = ucx ] && TSHMEM_REMOTE_TRANSPORT=ucx "$build/tools/tshmem-info" 2>/dev/null \
+      | grep -E "^  ucx " | sed 's/^ */   /'
+    json="$out/$btl.r$r.jsonl"
+    [ "$r" = 1 ] && [ -x "$(bin tshmem_staged_limits)" ] && run "$btl" staged_limits tshmem_staged_limits
+    if [ "$gpus" -ge 1 ]; then
+      # 50 transfers per timed launch: a launch has a fixed cost beside its transfers (the last QUIET's round
+      # trip; on a GPU shared by both PEs, about one 2.2 ms time slice), which 10 left at a tenth of the time.
+      run "$btl" "put_bw.r$r" tshmem_put_bw -b 1M -e 64M -f 4 -n 50 -w 5 -c 32 -t 1024 --json "$json"
+      run "$btl" "get_bw.r$r" tshmem_get_bw -b 1M -e 64M -f 4 -n 50 -w 5 -c 32 -t 1024 --json "$json"
+      run "$btl" "p_ping_pong.r$r" tshmem_p_ping_pong_latency -n 200 -w 20 --json "$json"
+      run "$btl" "put_latency.r$r" tshmem_put_latency -b 8 -e 8 -n 200 -w 20 -s thread --json "$json"
+      run "$btl" "get_latency.r$r" tshmem_get_latency -b 8 -e 8 -n 200 -w 20 -s thread --json "$json"
+      run "$btl" "g_latency.r$r" tshmem_g_latency -n 200 -w 20 --json "$json"
+      run "$btl" "proxy_rate.r$r" tshmem_proxy_rate -c 16 -t 256 -n 32 -w 2 --json "$json"
+    else
+      run "$btl" "host_proxy.r$r" tshmem_host_proxy -n 50000 -w 2000 -t 2 --json "$json"
+    fi
+    run "$btl" "host_bw.r$r" tshmem_host_bw -b "$bw_min" -e "$bw_max" -f 4 -n 10 -w 2 --json "$json"
+    run "$btl" "host_latency.r$r" tshmem_host_latency -b 8 -e 8 -n 500 -w 50 --json "$json"
+  done
 done
 
 # The host rows side by side: host_shmem on each transport and on the twin (the same program on Open MPI's
@@ -213,12 +225,39 @@ for col in ucx "${twin_cols[@]}"; do
   printf '   %-10s off-node endpoint: %s\n' "$col" "${cfg:-(not logged)}"
 done
 
-[ "$host_only" = 0 ] && echo "== across-node table (limits at 16 MiB from tshmem_staged_limits in the same run; % of the smallest)"
+[ "$host_only" = 0 ] && echo "== across-node table (each row the median of $rounds round(s); limits at 16 MiB from tshmem_staged_limits in the same run; % of the smallest)"
 [ "$host_only" = 0 ] && python3 - "$out" "$btls" <<'PY'
-import json, os, re, sys
+import glob, json, os, re, statistics, sys
 out, btls = sys.argv[1], sys.argv[2].split()
-print(f"{'btl':6} {'row':34} {'size':>9} {'value':>10} {'unit':8} {'% limit':>8}  target")
+
+MEASURED = {"metric", "value", "iters"}  # a row is what it measures at, not what it measured
+
+
+def key_of(r):
+    return tuple(sorted((k, str(v)) for k, v in r.items() if k not in MEASURED and k != r.get("metric")))
+
+def rounds_of(btl):
+    """{key: [value per round]} in the order rows first appear, and each key's first row."""
+    values, first = {}, {}
+    paths = sorted(glob.glob(os.path.join(out, f"{btl}.r*.jsonl")), key=lambda p: int(re.search(r"\.r(\d+)\.jsonl$", p)[1]))
+    for path in paths:
+        for line in open(path):
+            r = json.loads(line)
+            values.setdefault(key_of(r), []).append(float(r.get("value", 0)))
+            first.setdefault(key_of(r), r)
+    return values, first
+
+def size_text_of(r):
+    size = r.get("size(B)")
+    if size is None:
+        if "gets in flight" in r:  # producers/gets in flight
+            return f"{r.get('producers')}/{r['gets in flight']}"
+        return str(r.get("blocks x threads", r.get("producers", r.get("threads", ""))))
+    return f"{int(size) >> 20} MiB" if int(size) >= 1 << 20 else f"{size} B"
+
+print(f"{'btl':6} {'row':34} {'size':>9} {'value':>10} {'unit':8} {'% limit':>8}  {'target':22} rounds")
 unmet = 0
+data = {}
 for btl in btls:
     limits = {}
     log = os.path.join(out, f"{btl}.staged_limits.log")
@@ -233,14 +272,17 @@ for btl in btls:
                      "mpi": "limit: MPI host->host"}[name]
             print(f"{btl:6} {label:34} {'16 MiB':>9} {limits[name]:10.2f} {'GB/s':8} {100 * limits[name] / limits['smallest']:7.0f}%")
     smallest = limits.get("smallest")
-    path = os.path.join(out, f"{btl}.jsonl")
-    rows = [json.loads(l) for l in open(path)] if os.path.exists(path) else []
-    for r in rows:
-        metric, value = r.get("metric", ""), float(r.get("value", 0))
+    values, first = rounds_of(btl)
+    data[btl] = values
+    rate_tables = {}
+    for key in values:
+        if "rate" in first[key].get("metric", ""):
+            rate_tables[first[key].get("table")] = key  # the last row of a rate table: the most blocks
+    for key, vals in values.items():
+        r = first[key]
+        metric, value = r.get("metric", ""), statistics.median(vals)
         size = r.get("size(B)")
-        size_text = "" if size is None else (f"{int(size) >> 20} MiB" if int(size) >= 1 << 20 else f"{size} B")
-        table = r.get("table", "")
-        label = f"{r['bench']}: {table}"[:34]
+        label = f"{r['bench']}: {r.get('table', '')}"[:34]
         target, pct = "", ""
         if "GB/sec" in metric:
             if smallest:
@@ -252,22 +294,40 @@ for btl in btls:
             unit = "GB/s"
         elif "latency" in metric:
             unit = "us"
-            if btl == "vader" and (size is None or int(size) <= 8) and ("ping-pong" in table or "quiet" in table):
+            if btl == "vader" and (size is None or int(size) <= 8) and ("ping-pong" in label or "quiet" in label):
                 ok = value <= 15
                 target = "<= 15 us: " + ("met" if ok else "NOT met")
                 unmet += not ok
         elif "rate" in metric:
-            unit = "M p/s"
-            last = r is [x for x in rows if x.get("table") == table][-1]
-            if last:
+            unit = metric[metric.find("(") + 1:metric.rfind(")")] if "(" in metric else metric
+            if metric == "rate (M p/s)" and rate_tables.get(r.get("table")) == key:
                 ok = value >= 0.5
                 target = ">= 0.5 M/s: " + ("met" if ok else "NOT met")
                 unmet += not ok
-            size_text = str(r.get("blocks x threads", r.get("threads", "")))
         else:
             unit = metric
-        print(f"{btl:6} {label:34} {size_text:>9} {value:10.3f} {unit:8} {pct:>8}  {target}")
+        each = "/".join(f"{v:.3g}" for v in vals)
+        print(f"{btl:6} {label:34} {size_text_of(r):>9} {value:10.3f} {unit:8} {pct:>8}  {target:22} {each}")
 print(f"targets not met: {unmet}")
+
+# ucx against the mpi transport, row by row: each round's own ratio of times (bandwidth and rates inverted; below 1
+# ucx is faster), the median of the rounds.
+mpi = next((b for b in btls if b != "ucx"), None)
+if "ucx" in data and mpi in data:
+    print(f"== ucx / {mpi}, ratio of times (below 1 ucx is faster), the median of each round's own ratio")
+    print(f"{'row':40} {'size':>9} {'ucx/' + mpi:>10}  rounds")
+    values, first = rounds_of("ucx")
+    for key, ucx_vals in values.items():
+        mpi_vals = data[mpi].get(key)
+        if not mpi_vals:
+            continue
+        slower = "latency" in first[key].get("metric", "")
+        ratios = [(u / m if slower else m / u) for u, m in zip(ucx_vals, mpi_vals) if u and m]
+        if not ratios:
+            continue
+        label = f"{first[key]['bench']}: {first[key].get('table', '')}"[:40]
+        print(f"{label:40} {size_text_of(first[key]):>9} {statistics.median(ratios):10.2f}  " +
+              "/".join(f"{x:.2f}" for x in ratios))
 PY
 echo "== host rows side by side (each the median of $rounds round(s) of the slowest PE's best batch; latency in us,"
 echo "   bandwidth in GB/s; ratios of times, below 1 ucx is faster, each the median of the rounds' own ratios;"

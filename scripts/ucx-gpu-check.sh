@@ -2,7 +2,7 @@
 # The UCX transport on a GPU host, in one bounded command: builds build-gpu against the UCX of an unpacked
 # libucx wheel (UCX with its CUDA transports: `pip download libucx-cu13`, unzipped), then runs the off-node tests
 # and benchmarks on both transports. Logs go to $OUT/ucx-gpu-check (else ./ucx-gpu-check).
-#   scripts/ucx-gpu-check.sh WHEEL [--budget SECONDS] [--only STAGES]
+#   scripts/ucx-gpu-check.sh WHEEL [--budget SECONDS] [--only STAGES] [--rounds N]
 #   WHEEL           the wheel file (libucx_cu13-*.whl, 42 MB), a folder holding it, or the unpacked wheel
 #                   (WHEEL/libucx/{include,lib,bin} and WHEEL/libucx_cu13.libs: 147 MB); a wheel file is unpacked
 #                   into build-gpu/ucx-wheel once
@@ -10,6 +10,7 @@
 #                   stages done are recorded in build-gpu/ucx-gpu-check.done, so the same command run again goes on
 #                   where the budget stopped (delete that file to start over)
 #   --only STAGES   a comma list of: build, info, ucx-tcp, mpi, arrangements, ucx-default, python, cpu, perf
+#   --rounds N      the perf stage's rounds, the transports alternating within each (default 3)
 # Stages, in order:
 #   build         configure build-gpu (preset gpu, -DTSHMEM_UCX=ON) against the wheel's UCX; build what the off-node
 #                 tests and benchmarks need
@@ -25,7 +26,8 @@
 #                 (python/tests/tshmem/test_offnode.py: put, get, put_signal across nodes, torch tensors on the vmm
 #                 heap) at 2 PEs, with UCX_TLS=tcp,cuda_copy,self and with UCX's defaults; a skip fails the stage
 #   cpu           the CPU offnode suites (ctest -L offnode -LE gpu: each sets its transport) with the wheel's UCX
-#   perf          scripts/offnode-perf.sh: vader (mpi) and ucx side by side, and Open MPI's OpenSHMEM where built
+#   perf          scripts/offnode-perf.sh --rounds N: vader (mpi) and ucx side by side, and Open MPI's OpenSHMEM
+#                 where built
 # A ctest stage cut off by the budget keeps what passed (build-gpu/ucx-gpu-check.<stage>.passed): the next run of
 # the same command runs the rest.
 # Which UCX loads: tshmem's libucp.so.0 (the wheel's, through LD_LIBRARY_PATH and the build's run path) is loaded
@@ -34,17 +36,20 @@
 # and the init log (TSHMEM_DEBUG=info) print the version and path loaded.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-wheel="" budget=560 only=""
+wheel="" budget=560 only="" rounds=3
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget) budget=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     -*) echo "ucx-gpu-check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) [ -z "$wheel" ] || { echo "ucx-gpu-check.sh: one WHEEL_DIR, got '$1' too" >&2; exit 2; }; wheel=$1; shift ;;
   esac
 done
 [ -n "$wheel" ] || { echo "ucx-gpu-check.sh: no WHEEL given (see --help)" >&2; exit 2; }
+case "$budget" in ''|*[!0-9]*) echo "ucx-gpu-check.sh: --budget takes seconds, got '$budget'" >&2; exit 2 ;; esac
+case "$rounds" in ""|*[!0-9]*|0) echo "ucx-gpu-check.sh: --rounds takes a positive count, got '$rounds'" >&2; exit 2 ;; esac
 build=$root/build-gpu
 if [ -d "$wheel" ] && [ ! -d "$wheel/libucx" ]; then  # a folder holding the wheel file
   found=$(find "$wheel" -maxdepth 1 -name 'libucx*.whl' | head -1)
@@ -64,7 +69,6 @@ fi
 wheel=$(cd "$wheel" 2>/dev/null && pwd) || { echo "ucx-gpu-check.sh: WHEEL does not exist" >&2; exit 2; }
 ucx=$wheel/libucx
 [ -f "$ucx/lib/pkgconfig/ucx.pc" ] || { echo "ucx-gpu-check.sh: $ucx/lib/pkgconfig/ucx.pc not found" >&2; exit 2; }
-case "$budget" in ''|*[!0-9]*) echo "ucx-gpu-check.sh: --budget takes seconds, got '$budget'" >&2; exit 2 ;; esac
 
 out=${OUT:+$OUT/ucx-gpu-check}
 out=${out:-$PWD/ucx-gpu-check}
@@ -113,7 +117,8 @@ stage() {
 }
 
 build_step() {
-  cmake -S "$root" --preset gpu -DTSHMEM_UCX=ON || return 1
+  # Tests on explicitly: a build-gpu configured before without them (a benchmark-only build) keeps its cache.
+  cmake -S "$root" --preset gpu -DTSHMEM_UCX=ON -DTSHMEM_BUILD_TESTS=ON || return 1
   grep -E "^TSHMEM_UCX_BUILT" "$build/CMakeCache.txt"
   # The targets of every test labelled offnode (their commands name the binaries), the tools and the benchmarks.
   local targets
@@ -153,6 +158,8 @@ offnode_tests() {
   local stage=$1 passed=$build/ucx-gpu-check.$1.passed
   shift
   local skip=()
+  # A first run finds tests or fails: a build-gpu without the tests (a benchmark-only build) must not pass a stage.
+  skip=(--no-tests=error)
   [ -s "$passed" ] && skip=(-E "^($(sort -u "$passed" | paste -sd'|'))\$")
   cd "$build" && ctest "$@" "${skip[@]}" --output-on-failure -j 2 --timeout 900
 }
@@ -184,7 +191,7 @@ python_offnode() {
   return $rc
 }
 
-export root build ucx out wheel
+export root build ucx out wheel rounds
 export -f build_step info_step offnode_tests two_kernels python_offnode
 echo "ucx-gpu-check.sh: wheel $wheel ($(cat "$ucx/UCX_WHEEL_VERSION.txt" 2>/dev/null || echo "?")), budget ${budget} s, logs $out"
 mkdir -p "$build"
@@ -196,6 +203,6 @@ stage arrangements two_kernels
 stage ucx-default TSHMEM_REMOTE_TRANSPORT=ucx offnode_tests ucx-default -L offnode -L gpu
 stage python python_offnode
 stage cpu offnode_tests cpu -L offnode -LE gpu
-stage perf '"$root/scripts/offnode-perf.sh" --build "$build" --out "$out/offnode-perf"'
+stage perf '"$root/scripts/offnode-perf.sh" --build "$build" --out "$out/offnode-perf" --rounds "$rounds"'
 echo "ucx-gpu-check.sh: $((SECONDS - start)) s; stages done: $(tr '\n' ' ' 2>/dev/null < "$done_file")"
 exit $status

@@ -44,6 +44,7 @@ class Reporter {
   /// Which library ran ("tshmem", "nvshmem") and which build variant ("default", "pe_check=0").
   void set_labels(std::string lib, std::string build);
   /// Starts a table: `columns` like {"size(B)", "scope", "BW (GB/sec)"}; the last column is the measurement.
+  /// A column may not take a name of the JSON line's own keys ("threads", "value", ...): it aborts naming it.
   void header(const std::string &title, const std::vector<std::string> &columns);
   /// One row; numbers are printed with the table's widths; also one JSON line with the same keys.
   void row(const std::vector<std::string> &values);

@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
   Reporter report(config, "host_fanin", me == 0);
   report.note("every PE but PE 0 puts 2 KiB from -t threads to PE 0 (another node) for -n ms; PE 0's RssAnon");
   report.header("memory of a target under fan-in",
-                {"origins", "threads", "puts/s", "RssAnon before (MiB)", "growth, max (MiB)"});
+                {"origins", "threads per origin", "puts/s", "RssAnon before (MiB)", "growth, max (MiB)"});
   tshmem_barrier_all();
   const auto duration = std::chrono::milliseconds(config.iters);
   std::atomic<long long> puts{0};

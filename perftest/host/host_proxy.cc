@@ -141,7 +141,7 @@ int main(int argc, char **argv) {
   report.note("backend shm, PE 1 on another node: CPU producers post to PE 0's device channel (a kernel's requests)");
 
   // p request rate.
-  report.header("p request rate (CPU producers)", {"threads", "p per row", "rate (M p/s)"});
+  report.header("p request rate (CPU producers)", {"producers", "p per row", "rate (M p/s)"});
   std::vector<int> rows;  // 1, 2, 4, ... threads, and -t itself
   for (int threads = 1; threads < most_threads; threads *= 2) rows.push_back(threads);
   rows.push_back(most_threads);

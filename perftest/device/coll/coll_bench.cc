@@ -268,7 +268,7 @@ int main(int argc, char **argv) {
 #if defined(TSHMEM_COLL_DEVICE_LOOP)
   // The device-side cost: `-n` x 10 barriers in one kernel (one block of 32 threads per PE), per barrier.
   if (kColl == Coll::barrier) {
-    report.header(bench + " in one kernel", {"barrier", "iters", "latency(us)"});
+    report.header(bench + " in one kernel", {"barrier", "barriers per kernel", "latency(us)"});
     const char *names[] = {"coll::barrier_block", "barrier_all<block>"};
     const int loop_iters = config.iters * 10;
     for (int which = 0; which < 2; ++which) {
