@@ -147,8 +147,8 @@ void Reporter::set_labels(std::string lib, std::string build) {
 
 void Reporter::header(const std::string &title, const std::vector<std::string> &columns) {
   // A column named like one of the JSON line's own keys would write that key twice: readers keep one.
-  static const char *const kOwnKeys[] = {"bench", "lib", "build", "table", "metric", "value",
-                                         "ctas", "threads", "iters", "bidir"};
+  static const char *const kOwnKeys[] = {"bench", "lib",  "build",   "table", "metric",
+                                         "value", "ctas", "threads", "iters", "bidir"};
   for (const std::string &column : columns)
     for (const char *key : kOwnKeys)
       if (column == key) {
