@@ -41,7 +41,7 @@ def load(folder):
                 if not line:
                     continue
                 row = json.loads(line)
-                if "barrier" in row and "barriers per kernel" in row:
+                if "barrier" in row and row.get("table", "").endswith(" in one kernel"):
                     in_kernel.setdefault(np_, {})[row["barrier"]] = number(row.get("latency(us)"))
                     continue
                 entry = {"latency_us": number(row.get("latency(us)")), "busbw": number(row.get("busbw(GB/s)")),
