@@ -154,6 +154,8 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
     set_wait_progress(nullptr);  // past the barrier no PE sends to this one any more
     waits_progress_ = false;
     stop_thread();
+    // A failure another thread recorded after the proxy thread's last look is abandoned here.
+    if (failed_.load(std::memory_order_acquire)) transport_->abandon(failure());
     transport_->close();
     if (drained != TSHMEM_SUCCESS) return drained;
     return barrier;
@@ -465,7 +467,7 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
       if (status != TSHMEM_SUCCESS) break;
       if (reader_->release(transport_->released())) worked = true;
       const int command = command_.load(std::memory_order_acquire);
-      if (command == kStop) return;
+      if (command == kStop) break;
       if (command == kDrain && !current_.busy && !drained_.load(std::memory_order_relaxed) &&
           !reader_->visible(ChannelReader::kDevice) && !reader_->visible(ChannelReader::kHost)) {
         ChannelReader::Taken drain;  // completes everything posted, then sets drained_
@@ -492,6 +494,9 @@ class ProxyEngine final : public Proxy, private TransportSink, private WaitProgr
       }
     }
     if (status != TSHMEM_SUCCESS) record_failure(status, last_error_message());
+    // Finalize stops a path that is running; one that failed, even in the pass that saw the stop command (a peer's
+    // stop notice read there), is abandoned: the UCX staged mode must then not destroy its worker (ucx_worker.cc).
+    if (!failed_.load(std::memory_order_acquire)) return;
     transport_->abandon(failure());  // nothing in flight lands after its waiter was answered (transport.h)
     if (!peer_gone_) transport_->tell_stopped();
   }
