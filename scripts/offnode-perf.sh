@@ -273,7 +273,7 @@ for btl in btls:
             print(f"{btl:6} {label:34} {'16 MiB':>9} {limits[name]:10.2f} {'GB/s':8} {100 * limits[name] / limits['smallest']:7.0f}%")
     smallest = limits.get("smallest")
     values, first = rounds_of(btl)
-    data[btl] = values
+    data[btl] = values, first
     rate_tables = {}
     for key in values:
         if "rate" in first[key].get("metric", ""):
@@ -316,9 +316,9 @@ mpi = next((b for b in btls if b != "ucx"), None)
 if "ucx" in data and mpi in data:
     print(f"== ucx / {mpi}, ratio of times (below 1 ucx is faster), the median of each round's own ratio")
     print(f"{'row':40} {'size':>9} {'ucx/' + mpi:>10}  rounds")
-    values, first = rounds_of("ucx")
+    values, first = data["ucx"]
     for key, ucx_vals in values.items():
-        mpi_vals = data[mpi].get(key)
+        mpi_vals = data[mpi][0].get(key)
         if not mpi_vals:
             continue
         slower = "latency" in first[key].get("metric", "")

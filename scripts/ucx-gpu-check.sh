@@ -157,11 +157,10 @@ info_step() {
 offnode_tests() {
   local stage=$1 passed=$build/ucx-gpu-check.$1.passed
   shift
-  local skip=()
   # A first run finds tests or fails: a build-gpu without the tests (a benchmark-only build) must not pass a stage.
-  skip=(--no-tests=error)
-  [ -s "$passed" ] && skip=(-E "^($(sort -u "$passed" | paste -sd'|'))\$")
-  cd "$build" && ctest "$@" "${skip[@]}" --output-on-failure -j 2 --timeout 900
+  local select=(--no-tests=error)
+  [ -s "$passed" ] && select=(-E "^($(sort -u "$passed" | paste -sd'|'))\$")
+  cd "$build" && ctest "$@" "${select[@]}" --output-on-failure -j 2 --timeout 900
 }
 
 two_kernels() {

@@ -2,9 +2,9 @@
 # scripts/offnode-perf.sh --host-only: the host rows of both transports beside OpenSHMEM at its defaults and over
 # the ucx column's UCX transports, in alternating rounds. The ucx column's off-node endpoint must have used tcp (the
 # transports asked for), every latency row must carry a figure in every column and a ratio to each other column, and
-# a bad --rounds or --host-max must be refused naming the option and the value. Then the whole run (the device-channel rows driven
-# by CPU producers too) in 2 rounds: each row of the first table carries both rounds' figures, and every row both
-# transports have gets ucx's ratio to the mpi transport, from each round's own pair.
+# a bad --rounds or --host-max must be refused naming the option and the value. Then the whole run (the
+# device-channel rows driven by CPU producers too) in 2 rounds: each row of the first table carries both rounds'
+# figures, and every row both transports have gets ucx's ratio to the mpi transport, from each round's own pair.
 #   offnode_perf_host_rows.sh <build dir> <twin: 1 where oshmem_host_shmem was built, else 0>
 set -uo pipefail
 build=${1:?the build directory}
